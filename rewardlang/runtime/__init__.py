@@ -1,0 +1,1 @@
+"""Executing reward programs: the function registry, kernels, batching, caching, sandbox and executor."""

@@ -1,0 +1,77 @@
+"""Signatures of the functions a spec may call.
+
+The checker knows nothing about any particular function: it receives a table of :class:`Signature` values
+(built by :mod:`rewardlang.runtime.registry` from the registered implementations) and type-checks calls
+against it. A signature says which arguments vary per sample, which must be compile-time constants, the
+keyword options (a pydantic model, validated when the spec is compiled), the result type and its range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from rewardlang.types import Type
+
+__all__ = ["Arg", "Signature", "MISSING"]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One positional argument.
+
+    ``static`` arguments must be constants (a literal or a ``param``) and reach the implementation as plain
+    Python values; the others reach it as one value per sample. ``variadic`` takes all remaining positional
+    arguments (all of this type).
+    """
+
+    name: str
+    type: Type
+    static: bool = False
+    default: Any = MISSING
+    variadic: bool = False
+
+    @property
+    def required(self) -> bool:
+        return self.default is MISSING and not self.variadic
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What the checker needs to know about a callable function."""
+
+    name: str
+    args: tuple[Arg, ...]
+    returns: Type
+    params: type[BaseModel] | None = None
+    range: tuple[float, float] | None = None
+    doc: str = ""
+    #: name of the text argument that returned spans are relative to
+    spans_of: str | None = None
+    #: the function receives ``None`` for missing values instead of the runtime propagating ``none``
+    accepts_none: bool = False
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    def usage(self) -> str:
+        parts = []
+        for a in self.args:
+            s = f"{a.name}: {a.type}"
+            if a.variadic:
+                s = "*" + s
+            elif a.default is not MISSING:
+                s += f" = {a.default!r}"
+            parts.append(s)
+        if self.params is not None:
+            for name, f in self.params.model_fields.items():
+                parts.append(f"{name}={f.default!r}")
+        return f"{self.name}({', '.join(parts)}) -> {self.returns}"

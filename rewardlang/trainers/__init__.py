@@ -1,0 +1,1 @@
+"""Trainers that consume compiled reward specs: one module per algorithm."""

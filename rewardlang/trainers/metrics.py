@@ -1,0 +1,152 @@
+"""Training metrics: a JSONL log per run, step timing (reward share of the step, tokens/s), a live progress bar.
+
+Every logging step appends one JSON object to ``RUN_DIR/metrics.jsonl``: TRL's own metrics (``reward``,
+``reward_std``, ``rewards/<component>/mean``, ``rewards/<component>/std``, ``frac_reward_zero_std`` — the share of
+completions whose prompt group has zero reward variance —, ``kl``, ``loss``, ``entropy``, ``completions/mean_length``,
+``clip_ratio/*``, ``learning_rate``, ``grad_norm``) and rewardlang's (``advantages/*``, ``masked/*``, ``time/*``,
+``tokens_per_second``; see :class:`rewardlang.trainers.grpo.SpecGRPOTrainer`). TensorBoard receives the same values
+when it is installed (``report_to=auto``).
+
+    >>> import json, tempfile, os
+    >>> d = tempfile.mkdtemp(); path = os.path.join(d, "metrics.jsonl")
+    >>> _ = open(path, "w").write('{"step": 1, "reward": 0.1}\\n{"step": 2, "reward": 0.2}\\n{"step": 3, "reward": 0.3}\\n')
+    >>> truncate_after(path, 2)
+    >>> [r["step"] for r in read_metrics(path)]
+    [1, 2]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from transformers import TrainerCallback
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+__all__ = ["JsonlMetricsCallback", "StepTimingCallback", "ProgressCallback", "RewardClock", "read_metrics",
+           "truncate_after"]
+
+
+def read_metrics(path: str) -> list[dict[str, Any]]:
+    """The records of a ``metrics.jsonl`` file (training-step records and the final summary record)."""
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def truncate_after(path: str, step: int) -> None:
+    """Drop records after ``step`` (a resumed run rewrites the steps that followed its checkpoint)."""
+    if not os.path.exists(path):
+        return
+    kept = [r for r in read_metrics(path) if r.get("step", 0) <= step and "train_runtime" not in r]
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in kept:
+            fh.write(json.dumps(r) + "\n")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN
+    return value
+
+
+class RewardClock:
+    """Seconds spent in reward functions, accumulated by the reward wrappers and read once per optimizer step."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def take(self) -> float:
+        out, self.seconds = self.seconds, 0.0
+        return out
+
+
+class JsonlMetricsCallback(TrainerCallback):
+    """Append each log record (with its ``step``) to ``path``; on resume, first drop the records after the checkpoint."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def on_train_begin(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
+                       **kwargs: Any) -> None:
+        if state.is_world_process_zero:
+            truncate_after(self.path, state.global_step)
+
+    def on_log(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
+               logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if not state.is_world_process_zero or not logs:
+            return
+        record = {"step": state.global_step, **{k: _clean(v) for k, v in logs.items()}}
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+
+
+class StepTimingCallback(TrainerCallback):
+    """Wall time of each optimizer step, the reward functions' share of it, and tokens/s.
+
+    The values are appended to the trainer's metric buffer at ``on_step_end``, which transformers calls just before
+    it logs, so they travel with TRL's own metrics (JSONL, TensorBoard, progress bar).
+    """
+
+    def __init__(self, clock: RewardClock) -> None:
+        self.clock = clock
+        self.trainer: Any = None  # set by the trainer that owns this callback
+        self._t0 = 0.0
+        self._tokens0 = 0
+
+    def on_step_begin(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
+                      **kwargs: Any) -> None:
+        self._t0 = time.perf_counter()
+        self._tokens0 = state.num_input_tokens_seen
+        self.clock.take()
+
+    def on_step_end(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
+                    **kwargs: Any) -> None:
+        seconds = time.perf_counter() - self._t0
+        reward = self.clock.take()
+        metrics = self.trainer._metrics["train"]
+        metrics["time/step"].append(seconds)
+        metrics["time/reward"].append(reward)
+        metrics["time/reward_share"].append(reward / seconds if seconds > 0 else 0.0)
+        metrics["tokens_per_second"].append((state.num_input_tokens_seen - self._tokens0) / max(seconds, 1e-9))
+
+
+class ProgressCallback(TrainerCallback):
+    """A progress bar over optimizer steps that shows the live mean reward (replaces transformers' own bar)."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def on_train_begin(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
+                       **kwargs: Any) -> None:
+        if state.is_world_process_zero:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc="train", dynamic_ncols=True)
+
+    def on_log(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
+               logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if self.bar is None or not logs or "reward" not in logs:
+            return
+        shown = {"reward": logs.get("reward")}
+        if logs.get("time/reward_share") is not None:
+            shown["reward_time"] = f"{100 * logs['time/reward_share']:.0f}%"
+        if logs.get("masked/rate"):
+            shown["masked"] = f"{100 * logs['masked/rate']:.0f}%"
+        self.bar.set_postfix({k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in shown.items()},
+                             refresh=False)
+
+    def on_step_end(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
+                    **kwargs: Any) -> None:
+        if self.bar is not None:
+            self.bar.update(state.global_step - self.bar.n)
+
+    def on_train_end(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
+                     **kwargs: Any) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

@@ -1,0 +1,97 @@
+"""``rewardlang plot RUN_DIR``: training curves from ``RUN_DIR/metrics.jsonl`` to a PNG (matplotlib, Agg backend).
+
+One panel per metric group: the total reward (mean ± std), each component's mean reward, advantages, masked share,
+KL and loss, completion length, the reward functions' share of the step time, tokens/s. Panels whose metrics the
+run did not log are left out. Does not import torch.
+
+    >>> import json, os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> with open(os.path.join(d, "metrics.jsonl"), "w") as fh:
+    ...     for s in range(1, 6):
+    ...         _ = fh.write(json.dumps({"step": s, "reward": s / 10, "reward_std": 0.1, "loss": 0.0}) + "\\n")
+    >>> os.path.basename(plot_run(d))
+    'curves.png'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+__all__ = ["plot_run", "PANELS"]
+
+#: (title, metric keys or key prefixes ending in "/"); the first panel also shades ``reward_std``
+PANELS: list[tuple[str, list[str]]] = [
+    ("reward (mean ± std)", ["reward"]),
+    ("component rewards (mean)", ["rewards/"]),
+    ("advantages", ["advantages/mean", "advantages/std", "advantages/abs_mean"]),
+    ("masked share / zero-variance groups", ["masked/rate", "frac_reward_zero_std"]),
+    ("KL and loss", ["kl", "loss"]),
+    ("completion length", ["completions/mean_length"]),
+    ("reward share of step time", ["time/reward_share"]),
+    ("tokens / s", ["tokens_per_second"]),
+]
+
+
+def _load(path: str) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        return [r for r in (json.loads(line) for line in fh if line.strip()) if "train_runtime" not in r]
+
+
+def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    xs, ys = [], []
+    for r in records:
+        v = r.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            xs.append(int(r["step"]))
+            ys.append(float(v))
+    return xs, ys
+
+
+def plot_run(run_dir: str, out: str | None = None) -> str:
+    """Render the run's curves; returns the PNG path (default ``RUN_DIR/curves.png``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{run_dir}: no metrics.jsonl (is it a `rewardlang train` run directory?)")
+    records = _load(path)
+    if not records:
+        raise ValueError(f"{path}: no training records yet")
+    keys = sorted({k for r in records for k in r})
+    panels = []
+    for title, wanted in PANELS:
+        chosen = [k for w in wanted for k in keys
+                  if (k.startswith(w) and k.endswith("/mean") if w.endswith("/") else k == w)]
+        if chosen and any(_series(records, k)[0] for k in chosen):
+            panels.append((title, chosen))
+    cols = 2
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(11, 3.2 * rows), squeeze=False)
+    for ax, (title, chosen) in zip(axes.flat, panels):
+        for key in chosen:
+            xs, ys = _series(records, key)
+            label = key.removeprefix("rewards/").removesuffix("/mean") if key.startswith("rewards/") else key
+            ax.plot(xs, ys, marker="." if len(xs) < 40 else None, label=label)
+            if key == "reward":
+                sx, sd = _series(records, "reward_std")
+                if sx == xs:
+                    ax.fill_between(xs, [y - s for y, s in zip(ys, sd)], [y + s for y, s in zip(ys, sd)], alpha=0.2)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if len(chosen) > 1:
+            ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.suptitle(os.path.basename(os.path.abspath(run_dir)))
+    fig.tight_layout()
+    out = out or os.path.join(run_dir, "curves.png")
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

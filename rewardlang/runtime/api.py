@@ -71,6 +71,9 @@ class Result:
     errors: Sequence[str | None] | None = None
     infra: Sequence[bool] | None = None
     details: Sequence[dict[str, Any] | None] | None = None
+    #: for text results cut out of the ``spans_of`` argument: where each starts inside it (None: unknown),
+    #: so that spans found later in the result land on the right characters of the completion
+    offsets: Sequence[int | None] | None = None
 
 
 class LRUCache:
@@ -144,6 +147,8 @@ class Implementation:
     #: parallelism or hold external resources (sandbox slots, tool processes)
     in_workers: bool = True
     module: str = ""
+    #: internal fast path: the function receives and returns whole columns (rewardlang's own kernels)
+    columnar: bool = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -186,6 +191,7 @@ def function(
     in_workers: bool = True,
     doc: str | None = None,
     tags: Sequence[str] = (),
+    columnar: bool = False,
 ) -> Callable[[Callable[..., Any]], Implementation]:
     """Register a vectorized implementation under ``name`` (see the module docstring).
 
@@ -201,7 +207,7 @@ def function(
             doc=(doc or fn.__doc__ or "").strip(), spans_of=spans_of, accepts_none=accepts_none,
             tags=tuple(tags),
         )
-        impl = Implementation(signature=sig, fn=fn, in_workers=in_workers, module=fn.__module__)
+        impl = Implementation(signature=sig, fn=fn, in_workers=in_workers, module=fn.__module__, columnar=columnar)
         with _LOCK:
             prev = _REGISTRY.get(name)
             if prev is not None and prev.module != impl.module:

@@ -1,0 +1,399 @@
+"""Parsing ``.reward`` source into the syntax tree of :mod:`rewardlang.syntax`.
+
+The grammar lives beside this file (``grammar.lark``); :class:`ToSyntax` is its Transformer, one method per
+rule, building nodes that carry their source location (Lark's ``propagate_positions``).
+
+    >>> from rewardlang.parser import parse
+    >>> mod = parse('let n = count(completion, "Thus")\\n', "x.reward")
+    >>> type(mod.body[0]).__name__, mod.body[0].name, mod.body[0].loc.line
+    ('Let', 'n', 1)
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from rewardlang import syntax as S
+from rewardlang.diagnostics import Diagnostic
+
+__all__ = ["parse", "ParseFailure"]
+
+_GRAMMAR = Path(__file__).with_name("grammar.lark")
+
+
+class ParseFailure(Exception):
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+_SINK = threading.local()
+
+
+def _on_comment(tok: Token) -> Token:
+    # Comments are %ignore'd by the grammar; the lexer still reports them here, which is how fmt keeps them.
+    sink = getattr(_SINK, "tokens", None)
+    if sink is not None:
+        sink.append(tok)
+    return tok
+
+
+@functools.lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(
+        _GRAMMAR.read_text(encoding="utf-8"),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=True,
+        start="module",
+        lexer_callbacks={"COMMENT": _on_comment},
+    )
+
+
+def _loc(file: str, meta_or_tok: Any) -> S.Loc:
+    m = meta_or_tok
+    if getattr(m, "empty", False):
+        return S.Loc.unknown(file)
+    return S.Loc(file, m.line, m.column, m.end_line, m.end_column,
+                 getattr(m, "start_pos", 0), getattr(m, "end_pos", 0))
+
+
+class _LiteralError(Exception):
+    def __init__(self, message: str, tok: Token) -> None:
+        super().__init__(message)
+        self.tok = tok
+
+
+def _decode_string(tok: Token) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            value = ast.literal_eval(str(tok))
+        except (SyntaxError, ValueError) as exc:
+            raise _LiteralError(f"invalid string literal: {exc.msg if isinstance(exc, SyntaxError) else exc}",
+                                tok) from None
+    if not isinstance(value, str):  # pragma: no cover - the token regex only admits strings
+        raise _LiteralError("invalid string literal", tok)
+    return value
+
+
+@v_args(meta=True)
+class ToSyntax(Transformer):
+    """Lark tree → :mod:`rewardlang.syntax` nodes (one method per grammar rule)."""
+
+    def __init__(self, file: str) -> None:
+        super().__init__()
+        self.file = file
+
+    def _l(self, meta: Any) -> S.Loc:
+        return _loc(self.file, meta)
+
+    def _tl(self, tok: Token) -> S.Loc:
+        return _loc(self.file, tok)
+
+    # ---- statements
+    def module(self, meta: Any, stmts: list) -> list:
+        return stmts
+
+    def spec_stmt(self, meta: Any, c: list) -> S.SpecStmt:
+        name, doc = c
+        return S.SpecStmt(self._l(meta), str(name), _decode_string(doc) if doc is not None else None)
+
+    def import_stmt(self, meta: Any, c: list) -> S.Import:
+        return S.Import(self._l(meta), _decode_string(c[0]), None)
+
+    def from_import_stmt(self, meta: Any, c: list) -> S.Import:
+        return S.Import(self._l(meta), _decode_string(c[0]), [(str(t), self._tl(t)) for t in c[1:]])
+
+    def param_stmt(self, meta: Any, c: list) -> S.Param:
+        name, typ, default, doc = c
+        return S.Param(self._l(meta), str(name), typ, default, _decode_string(doc) if doc is not None else None)
+
+    def input_stmt(self, meta: Any, c: list) -> S.Input:
+        name, typ, column = c
+        return S.Input(self._l(meta), str(name), typ, _decode_string(column) if column is not None else None)
+
+    def let_stmt(self, meta: Any, c: list) -> S.Let:
+        return S.Let(self._l(meta), str(c[0]), c[1])
+
+    def range(self, meta: Any, c: list) -> tuple:
+        return (c[0], c[1])
+
+    def on_error_clause(self, meta: Any, c: list) -> tuple:
+        return ("on_error", c[0], self._l(meta))
+
+    def timeout_clause(self, meta: Any, c: list) -> tuple:
+        return ("timeout", c[0], self._l(meta))
+
+    def spans_clause(self, meta: Any, c: list) -> tuple:
+        return ("spans", c[0], self._l(meta))
+
+    def component_stmt(self, meta: Any, c: list) -> S.Component:
+        name, rng, value, *clauses = c
+        comp = S.Component(self._l(meta), str(name), rng, value)
+        for kind, expr, loc in clauses:
+            if kind in comp.clause_locs:
+                raise _DuplicateClause(kind, loc)
+            comp.clause_locs[kind] = loc
+            setattr(comp, kind, expr)
+        return comp
+
+    def weight_stmt(self, meta: Any, c: list) -> S.Weight:
+        return S.Weight(self._l(meta), str(c[0]), c[1])
+
+    def reward_stmt(self, meta: Any, c: list) -> S.Reward:
+        return S.Reward(self._l(meta), c[0])
+
+    def group_scope(self, meta: Any, c: list) -> S.Scope:
+        return S.Scope(self._l(meta), "group", str(c[0]))
+
+    def batch_scope(self, meta: Any, c: list) -> S.Scope:
+        return S.Scope(self._l(meta), "batch", None)
+
+    def stage(self, meta: Any, c: list) -> S.Stage:
+        return S.Stage(self._l(meta), c[0], c[1])
+
+    def advantage_stmt(self, meta: Any, c: list) -> S.Advantage:
+        scope, each, *stages = c
+        return S.Advantage(self._l(meta), scope, each is not None, stages)
+
+    def tolerance(self, meta: Any, c: list) -> Any:
+        return c[-1]
+
+    def example_input(self, meta: Any, c: list) -> S.ExampleInput:
+        return S.ExampleInput(self._l(meta), str(c[0]), c[1])
+
+    def example_expect(self, meta: Any, c: list) -> S.ExampleExpect:
+        name, value, tol = c
+        return S.ExampleExpect(self._l(meta), str(name), value, tol)
+
+    def example_stmt(self, meta: Any, c: list) -> S.Example:
+        name, *items = c
+        items = [i for i in items if i is not None]
+        return S.Example(
+            self._l(meta), _decode_string(name) if name is not None else None,
+            [i for i in items if isinstance(i, S.ExampleInput)],
+            [i for i in items if isinstance(i, S.ExampleExpect)],
+        )
+
+    def section_item(self, meta: Any, c: list) -> S.SectionItem:
+        return S.SectionItem(self._l(meta), str(c[0]), c[1])
+
+    def section_stmt(self, meta: Any, c: list) -> S.Section:
+        return S.Section(self._l(meta), str(c[0]), [i for i in c[1:] if i is not None])
+
+    def type(self, meta: Any, c: list) -> S.TypeRef:
+        name, inner, opt = c
+        text = str(name) + (f"[{inner.text}]" if inner is not None else "") + ("?" if opt is not None else "")
+        return S.TypeRef(self._l(meta), text)
+
+    # ---- expressions
+    def number(self, meta: Any, c: list) -> S.Number:
+        text = str(c[0])
+        try:
+            value = float(text.replace("_", ""))
+        except ValueError:
+            raise _LiteralError(f"invalid number `{text}`", c[0]) from None
+        return S.Number(self._l(meta), value, text)
+
+    def string(self, meta: Any, c: list) -> S.String:
+        return S.String(self._l(meta), _decode_string(c[0]), str(c[0]))
+
+    def regex(self, meta: Any, c: list) -> S.Regex:
+        text = str(c[0])
+        body, _, flags = text[1:].rpartition("/")
+        return S.Regex(self._l(meta), body, flags, text)
+
+    def true(self, meta: Any, c: list) -> S.Bool:
+        return S.Bool(self._l(meta), True)
+
+    def false(self, meta: Any, c: list) -> S.Bool:
+        return S.Bool(self._l(meta), False)
+
+    def none(self, meta: Any, c: list) -> S.NoneLit:
+        return S.NoneLit(self._l(meta))
+
+    def name(self, meta: Any, c: list) -> S.Name:
+        return S.Name(self._l(meta), str(c[0]))
+
+    def call(self, meta: Any, c: list) -> S.Call:
+        name, *args = c
+        out: list[S.CallArg] = []
+        for a in args:
+            if a is None:
+                continue
+            if isinstance(a, (S.Keyword, S.Arrow, S.Arm, S.ElseArm, S.Comprehension)):
+                out.append(a)
+            else:
+                out.append(S.Positional(a.loc, a))
+        return S.Call(self._l(meta), str(name), self._tl(name), out)
+
+    def kwarg(self, meta: Any, c: list) -> S.Keyword:
+        return S.Keyword(self._l(meta), str(c[0]), c[1])
+
+    def arrow_arg(self, meta: Any, c: list) -> S.Arrow:
+        return S.Arrow(self._l(meta), c[0], c[1])
+
+    def arm(self, meta: Any, c: list) -> S.Arm:
+        return S.Arm(self._l(meta), str(c[0]), c[1], c[2])
+
+    def else_arm(self, meta: Any, c: list) -> S.ElseArm:
+        return S.ElseArm(self._l(meta), c[0])
+
+    def targets(self, meta: Any, c: list) -> list[str]:
+        return [str(t) for t in c]
+
+    def comprehension(self, meta: Any, c: list) -> S.Comprehension:
+        value, targets, it, cond = c
+        return S.Comprehension(self._l(meta), value, targets, it, cond)
+
+    def index(self, meta: Any, c: list) -> S.Index:
+        return S.Index(self._l(meta), c[0], c[1])
+
+    def attr(self, meta: Any, c: list) -> S.Attr:
+        return S.Attr(self._l(meta), c[0], str(c[1]))
+
+    def unary(self, meta: Any, c: list) -> S.Unary:
+        return S.Unary(self._l(meta), str(c[0]), c[1])
+
+    def binop(self, meta: Any, c: list) -> S.BinOp:
+        return S.BinOp(self._l(meta), str(c[1]), c[0], c[2])
+
+    def pow_op(self, meta: Any, c: list) -> S.BinOp:
+        return S.BinOp(self._l(meta), "**", c[0], c[1])
+
+    def compare(self, meta: Any, c: list) -> S.Compare:
+        return S.Compare(self._l(meta), str(c[1]), c[0], c[2])
+
+    def and_op(self, meta: Any, c: list) -> S.BoolOp:
+        return S.BoolOp(self._l(meta), "and", c[0], c[1])
+
+    def or_op(self, meta: Any, c: list) -> S.BoolOp:
+        return S.BoolOp(self._l(meta), "or", c[0], c[1])
+
+    def not_op(self, meta: Any, c: list) -> S.Not:
+        return S.Not(self._l(meta), c[0])
+
+    def if_expr(self, meta: Any, c: list) -> S.IfExpr:
+        then, cond, orelse = c
+        return S.IfExpr(self._l(meta), cond, then, orelse)
+
+    def tuple(self, meta: Any, c: list) -> S.TupleLit:
+        return S.TupleLit(self._l(meta), [x for x in c if x is not None])
+
+    def list(self, meta: Any, c: list) -> S.ListLit:
+        return S.ListLit(self._l(meta), [x for x in c if x is not None])
+
+
+class _DuplicateClause(Exception):
+    def __init__(self, kind: str, loc: S.Loc) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.loc = loc
+
+
+_READABLE = {
+    "NAME": "a name", "NUMBER": "a number", "STRING": "a string", "REGEX": "a /regex/",
+    "COMP_OP": "a comparison", "ADD_OP": "`+` or `-`", "MUL_OP": "`*`, `/` or `%`", "SECTION": "`train`",
+    "EACH_COMPONENT": "`each component`", "OPTIONAL": "`?`", "$END": "end of file",
+}
+
+
+def _describe(terminal: str) -> str:
+    if terminal in _READABLE:
+        return _READABLE[terminal]
+    for t in _lark().terminals:
+        if t.name == terminal:
+            p = t.pattern
+            if type(p).__name__ == "PatternStr":
+                return f"`{p.value}`"
+    return terminal.lower()
+
+
+def _expected_hint(expected: set[str]) -> str | None:
+    names = sorted({_describe(e) for e in expected if not e.startswith("__")})
+    if not names:
+        return None
+    if len(names) > 8:
+        names = names[:8] + ["…"]
+    return "expected " + ", ".join(names)
+
+
+def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnostic:
+    line = getattr(exc, "line", 1) or 1
+    column = getattr(exc, "column", 1) or 1
+    if isinstance(exc, UnexpectedToken) and exc.token.type == "$END" or isinstance(exc, UnexpectedEOF):
+        lines = source.splitlines() or [""]
+        line = len(lines)
+        column = len(lines[-1]) + 1
+        expected = getattr(exc, "expected", None) or getattr(exc, "accepts", None) or set()
+        return Diagnostic("E003", "unexpected end of file", S.Loc(file, line, column, line, column + 1),
+                          hint=_expected_hint(set(expected)))
+    if isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        width = max(1, len(str(tok)))
+        loc = S.Loc(file, tok.line or line, tok.column or column, tok.line or line,
+                    (tok.column or column) + (width if "\n" not in str(tok) else 1),
+                    tok.start_pos or 0, (tok.start_pos or 0) + width)
+        shown = str(tok) if len(str(tok)) <= 30 else str(tok)[:27] + "..."
+        hint = _expected_hint(set(exc.accepts or exc.expected))
+        return Diagnostic("E001", f"unexpected {shown!r}", loc, hint=hint)
+    if isinstance(exc, UnexpectedCharacters):
+        ch = source[exc.pos_in_stream] if exc.pos_in_stream < len(source) else "?"
+        loc = S.Loc(file, line, column, line, column + 1, exc.pos_in_stream, exc.pos_in_stream + 1)
+        hint = None
+        if ch == '"':
+            hint = "unterminated string: close it with `\"` on the same line, or use a triple-quoted string"
+        elif ch == "/":
+            hint = "a /regex/ must close on the same line (escape `/` inside it as `\\/`)"
+        else:
+            allowed = getattr(exc, "allowed", None)
+            if allowed:
+                hint = _expected_hint(set(allowed))
+        return Diagnostic("E002", f"unexpected character {ch!r}", loc, hint=hint)
+    return Diagnostic("E001", "syntax error", S.Loc(file, line, column, line, column + 1))  # pragma: no cover
+
+
+def _comments(tokens: list[Token], source: str) -> list[S.Comment]:
+    out = []
+    for t in tokens:
+        line_start = source.rfind("\n", 0, t.start_pos) + 1
+        own = source[line_start:t.start_pos].strip() == ""
+        out.append(S.Comment(t.line, t.column, str(t), own))
+    return out
+
+
+def parse(source: str, file: str = "<string>") -> S.Module:
+    """Parse one spec. Raises :class:`ParseFailure` (with a located diagnostic) on a syntax error."""
+    comment_tokens: list[Token] = []
+    lark = _lark()
+    try:
+        _SINK.tokens = comment_tokens
+        try:
+            tree = lark.parse(source)
+        finally:
+            _SINK.tokens = None
+        body = ToSyntax(file).transform(tree)
+    except UnexpectedInput as exc:
+        raise ParseFailure(_syntax_diagnostic(exc, file, source)) from None
+    except VisitError as exc:
+        orig = exc.orig_exc
+        if isinstance(orig, _LiteralError):
+            raise ParseFailure(Diagnostic("E005", str(orig), _loc(file, orig.tok))) from None
+        if isinstance(orig, _DuplicateClause):
+            raise ParseFailure(Diagnostic("E216", f"`{orig.kind}` is given twice", orig.loc,
+                                          hint="keep one clause of each kind")) from None
+        raise
+    except RecursionError:
+        raise ParseFailure(Diagnostic("E001", "expression nested too deeply", S.Loc(file, 1, 1, 1, 2),
+                                      hint="split it into `let` definitions")) from None
+    return S.Module(file, source, body, _comments(comment_tokens, source))

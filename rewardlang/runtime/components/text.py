@@ -1,0 +1,382 @@
+"""Text, tag, fenced-code and regex functions: the language's built-in vocabulary, registered like any plug-in.
+
+Functions that cut text out of their input (``tag``, ``strip``, ``code_block``) report where the piece starts,
+so spans found inside it later map onto the completion's characters.
+
+    >>> from rewardlang.runtime.api import Context
+    >>> r = tag.fn(["<answer> x = 1 </answer>"], "answer", params=TagParams(), ctx=Context())
+    >>> r.values, r.offsets
+    ([' x = 1 '], [8])
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from rewardlang.runtime.api import Context, Result, Span, function
+from rewardlang.runtime.columns import Col
+from rewardlang.signature import Arg
+from rewardlang.types import NUMBER, REGEX, TEXT
+
+# Cheap functions skip the per-call deduplication (the batch's rows are already unique).
+CHEAP = ("no_dedup",)
+
+
+class _Opts(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------------- plain text
+
+@function("strip", args={"text": "text"}, returns="text", spans_of="text", tags=CHEAP,
+          doc="The text without leading and trailing whitespace.")
+def strip(text: list[str], *, params: None, ctx: Context) -> Result:
+    out, offs = [], []
+    for t in text:
+        s = t.lstrip()
+        offs.append(len(t) - len(s))
+        out.append(s.rstrip())
+    return Result(out, offsets=offs)
+
+
+@function("lower", args={"text": "text"}, returns="text", spans_of="text", tags=CHEAP, doc="Lower case.")
+def lower(text: list[str], *, params: None, ctx: Context) -> Result:
+    out = [t.lower() for t in text]
+    return Result(out, offsets=[0 if len(a) == len(b) else None for a, b in zip(text, out)])
+
+
+@function("upper", args={"text": "text"}, returns="text", spans_of="text", tags=CHEAP, doc="Upper case.")
+def upper(text: list[str], *, params: None, ctx: Context) -> Result:
+    out = [t.upper() for t in text]
+    return Result(out, offsets=[0 if len(a) == len(b) else None for a, b in zip(text, out)])
+
+
+@function("lines", args={"text": "text"}, returns="list[text]", tags=CHEAP,
+          doc="The lines of the text (Python's str.splitlines).")
+def lines(text: list[str], *, params: None, ctx: Context) -> list[list[str]]:
+    return [t.splitlines() for t in text]
+
+
+@function("chars", args={"text": "text"}, returns="list[text]", tags=CHEAP, doc="The characters of the text.")
+def chars(text: list[str], *, params: None, ctx: Context) -> list[list[str]]:
+    return [list(t) for t in text]
+
+
+class LazyWords(Sequence):
+    """The whitespace words of each text, split only when a row is read.
+
+    ``distinct``/``repetition``/``ngrams`` recognise it and count n-grams straight from the text bytes.
+    """
+
+    __slots__ = ("texts",)
+
+    def __init__(self, texts: list[Any]) -> None:
+        self.texts = texts
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [t.split() if t is not None else None for t in self.texts[i]]
+        t = self.texts[i]
+        return None if t is None else t.split()
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for t in self.texts:
+            yield None if t is None else t.split()
+
+
+@function("words", args={"text": "text"}, returns="list[text]", columnar=True,
+          doc="The whitespace-separated words of the text (Python's str.split()).")
+def words(text: Any, *, params: None, ctx: Context) -> Any:
+    if not isinstance(text, Col):
+        return None if text is None else text.split()
+    return Col(LazyWords(text.v), text.none, text.err, kind="obj")
+
+
+@function("contains", args={"text": "text", "part": "text"}, returns="bool", tags=CHEAP,
+          doc="True when `part` occurs in the text.")
+def contains(text: list[str], part: list[str], *, params: None, ctx: Context) -> list[bool]:
+    return [p in t for t, p in zip(text, part)]
+
+
+@function("startswith", args={"text": "text", "prefix": "text"}, returns="bool", tags=CHEAP,
+          doc="True when the text starts with `prefix`.")
+def startswith(text: list[str], prefix: list[str], *, params: None, ctx: Context) -> list[bool]:
+    return [t.startswith(p) for t, p in zip(text, prefix)]
+
+
+@function("endswith", args={"text": "text", "suffix": "text"}, returns="bool", tags=CHEAP,
+          doc="True when the text ends with `suffix`.")
+def endswith(text: list[str], suffix: list[str], *, params: None, ctx: Context) -> list[bool]:
+    return [t.endswith(p) for t, p in zip(text, suffix)]
+
+
+# ---------------------------------------------------------------------- tags
+
+class TagParams(_Opts):
+    dotall: bool = Field(True, description="`.` also matches newlines, so multi-line content is found")
+    greedy: bool = Field(False, description="extend to the last closing tag instead of the first")
+
+
+def _tag_regex(name: str, p: TagParams) -> re.Pattern[str]:
+    body = "(.*)" if p.greedy else "(.*?)"
+    return re.compile(f"<{re.escape(name)}>{body}</{re.escape(name)}>", re.DOTALL if p.dotall else 0)
+
+
+@function("tag", args={"text": "text", "name": Arg("name", TEXT, static=True)}, returns="text?", params=TagParams,
+          spans_of="text", tags=CHEAP,
+          doc="The inner text of the first <name>…</name> (none when absent). With dotall=false the content "
+              "must fit on one line, as the regex printed in CodePO's Algorithm 1 has it.")
+def tag(text: list[str], name: str, *, params: TagParams, ctx: Context) -> Result:
+    rx = _tag_regex(name, params)
+    out: list[str | None] = []
+    offs: list[int | None] = []
+    for t in text:
+        m = rx.search(t)
+        out.append(m.group(1) if m else None)
+        offs.append(m.start(1) if m else None)
+    return Result(out, offsets=offs)
+
+
+@function("tags", args={"text": "text", "name": Arg("name", TEXT, static=True)}, returns="list[text]",
+          params=TagParams, tags=CHEAP, doc="The inner texts of every <name>…</name>.")
+def tags(text: list[str], name: str, *, params: TagParams, ctx: Context) -> list[list[str]]:
+    rx = _tag_regex(name, params)
+    return [rx.findall(t) for t in text]
+
+
+# ---------------------------------------------------------------------- fenced code blocks
+
+_LANG_ALIASES = {"python": {"python", "py", "python3", "py3"}}
+
+
+def _fences(text: str) -> list[tuple[str, int, int, bool]]:
+    """Fenced blocks as (language, content start, content end, closed). A fence is ``` anywhere."""
+    out = []
+    pos = 0
+    while True:
+        start = text.find("```", pos)
+        if start < 0:
+            return out
+        nl = text.find("\n", start + 3)
+        info_end = nl if nl >= 0 else len(text)
+        info = text[start + 3:info_end].strip()
+        if "```" in info:  # ```inline``` on one line: content is between the fences
+            close = text.find("```", start + 3)
+            out.append(("", start + 3, close, True))
+            pos = close + 3
+            continue
+        lang = info.split()[0].lower() if info else ""
+        content_start = info_end + 1 if nl >= 0 else len(text)
+        close = text.find("```", content_start)
+        if close < 0:
+            out.append((lang, content_start, len(text), False))
+            return out
+        end = close
+        if end > content_start and text[end - 1] == "\n":
+            end -= 1
+        out.append((lang, content_start, end, True))
+        pos = close + 3
+
+
+def _lang_ok(lang: str, want: str | None) -> bool:
+    if want is None:
+        return True
+    w = want.lower()
+    return lang in _LANG_ALIASES.get(w, {w})
+
+
+class BlockParams(_Opts):
+    which: Literal["first", "last"] = "first"
+    allow_unclosed: bool = Field(False, description="also return a block whose closing fence is missing")
+
+
+@function("code_block", args={"text": "text", "lang": Arg("lang", TEXT.optional(), static=True, default=None)},
+          returns="code?", params=BlockParams, spans_of="text", tags=CHEAP,
+          doc="The content of the first (or last) fenced ``` block, optionally of one language "
+              "(`python` also accepts py/python3). None when there is no such closed block.")
+def code_block(text: list[str], lang: str | None, *, params: BlockParams, ctx: Context) -> Result:
+    out: list[str | None] = []
+    offs: list[int | None] = []
+    for t in text:
+        blocks = [b for b in _fences(t) if _lang_ok(b[0], lang) and (b[3] or params.allow_unclosed)]
+        if not blocks:
+            out.append(None)
+            offs.append(None)
+            continue
+        b = blocks[0] if params.which == "first" else blocks[-1]
+        out.append(t[b[1]:b[2]])
+        offs.append(b[1])
+    return Result(out, offsets=offs)
+
+
+@function("code_blocks", args={"text": "text", "lang": Arg("lang", TEXT.optional(), static=True, default=None)},
+          returns="list[code]", tags=CHEAP, doc="The contents of every closed fenced block (of one language).")
+def code_blocks(text: list[str], lang: str | None, *, params: None, ctx: Context) -> list[list[str]]:
+    return [[t[b[1]:b[2]] for b in _fences(t) if b[3] and _lang_ok(b[0], lang)] for t in text]
+
+
+@function("n_code_blocks", args={"text": "text", "lang": Arg("lang", TEXT.optional(), static=True, default=None)},
+          returns="number", tags=CHEAP, doc="How many fenced blocks (closed or not) the text has.")
+def n_code_blocks(text: list[str], lang: str | None, *, params: None, ctx: Context) -> list[float]:
+    return [float(sum(1 for b in _fences(t) if _lang_ok(b[0], lang))) for t in text]
+
+
+@function("unclosed_fence", args={"text": "text"}, returns="bool", tags=CHEAP,
+          doc="True when a ``` fence is opened and never closed.")
+def unclosed_fence(text: list[str], *, params: None, ctx: Context) -> list[bool]:
+    return [any(not b[3] for b in _fences(t)) for t in text]
+
+
+# ---------------------------------------------------------------------- regular expressions
+
+_PAT = Arg("pattern", REGEX, static=True)
+
+
+@function("count", args={"text": "text", "patterns": Arg("patterns", REGEX, static=True, variadic=True)},
+          returns="number", tags=CHEAP,
+          doc="Total number of non-overlapping matches of all patterns (/regex/ or literal text), each counted "
+              "on its own, as repeated re.findall calls would.")
+def count(text: list[str], patterns: list[Any], *, params: None, ctx: Context) -> np.ndarray:
+    out = np.zeros(len(text), dtype=np.float64)
+    for p in patterns:
+        if p.is_literal:
+            if p.source == "":
+                out += np.fromiter((len(t) + 1 for t in text), dtype=np.float64, count=len(text))
+            else:
+                s = p.source
+                out += np.fromiter((t.count(s) for t in text), dtype=np.float64, count=len(text))
+        else:
+            fa = p.regex.findall
+            out += np.fromiter((len(fa(t)) for t in text), dtype=np.float64, count=len(text))
+    return out
+
+
+@function("search", args={"text": "text", "pattern": _PAT}, returns="bool", tags=CHEAP,
+          doc="True when the pattern matches anywhere.")
+def search(text: list[str], pattern: Any, *, params: None, ctx: Context) -> list[bool]:
+    s = pattern.regex.search
+    return [s(t) is not None for t in text]
+
+
+@function("match", args={"text": "text", "pattern": _PAT}, returns="bool", tags=CHEAP,
+          doc="True when the pattern matches at the start.")
+def match(text: list[str], pattern: Any, *, params: None, ctx: Context) -> list[bool]:
+    m = pattern.regex.match
+    return [m(t) is not None for t in text]
+
+
+@function("fullmatch", args={"text": "text", "pattern": _PAT}, returns="bool", tags=CHEAP,
+          doc="True when the pattern matches the whole text.")
+def fullmatch(text: list[str], pattern: Any, *, params: None, ctx: Context) -> list[bool]:
+    m = pattern.regex.fullmatch
+    return [m(t) is not None for t in text]
+
+
+@function("findall", args={"text": "text", "pattern": _PAT}, returns="list[text]", tags=CHEAP,
+          doc="Every non-overlapping match (the whole match, even when the pattern has groups).")
+def findall(text: list[str], pattern: Any, *, params: None, ctx: Context) -> list[list[str]]:
+    it = pattern.regex.finditer
+    return [[m.group(0) for m in it(t)] for t in text]
+
+
+class ExtractParams(_Opts):
+    group: int | str = 0
+
+
+@function("extract", args={"text": "text", "pattern": _PAT}, returns="text?", params=ExtractParams,
+          spans_of="text", tags=CHEAP, doc="The first match (or its `group`), none when there is none.")
+def extract(text: list[str], pattern: Any, *, params: ExtractParams, ctx: Context) -> Result:
+    out: list[str | None] = []
+    offs: list[int | None] = []
+    for t in text:
+        m = pattern.regex.search(t)
+        try:
+            g = m.group(params.group) if m else None
+        except (IndexError, re.error):
+            raise ValueError(f"the pattern has no group {params.group!r}") from None
+        out.append(g)
+        offs.append(m.start(params.group) if g is not None else None)
+    return Result(out, offsets=offs)
+
+
+class SpanParams(_Opts):
+    value: float = 1.0
+    label: str = ""
+
+
+@function("matches", args={"text": "text", "pattern": _PAT}, returns="spans", params=SpanParams, spans_of="text",
+          tags=CHEAP, doc="A span for every match, each with `value` and `label`.")
+def matches(text: list[str], pattern: Any, *, params: SpanParams, ctx: Context) -> list[list[Span]]:
+    it = pattern.regex.finditer
+    label = params.label or repr(pattern)
+    return [[Span(m.start(), m.end(), params.value, label) for m in it(t)] for t in text]
+
+
+@function("span", args={"text": "text"}, returns="spans", params=SpanParams, spans_of="text", tags=CHEAP,
+          doc="One span covering the whole text (e.g. an answer's code block) with `value`.")
+def span(text: list[str], *, params: SpanParams, ctx: Context) -> list[list[Span]]:
+    return [[Span(0, len(t), params.value, params.label)] for t in text]
+
+
+# ---------------------------------------------------------------------- n-grams
+
+_N = Arg("n", NUMBER, static=True)
+
+
+def _check_n(n: Any) -> int:
+    if not float(n).is_integer() or n < 1:
+        raise ValueError(f"n must be a positive whole number, not {n!r}")
+    return int(n)
+
+
+def distinct_py(items: Sequence[Any], n: int) -> float:
+    """Distinct-n of one token list: unique n-grams / all n-grams, 1.0 when there are no n-grams."""
+    total = len(items) - n + 1
+    if total <= 0:
+        return 1.0
+    return len(set(zip(*(items[i:] for i in range(n))))) / total
+
+
+@function("distinct", args={"items": "list[text]", "n": _N}, returns="number", range=(0.0, 1.0), columnar=True,
+          doc="Distinct-n: unique n-grams / all n-grams of a token list; 1 when it has fewer than n tokens.")
+def distinct(items: Any, n: float, *, params: None, ctx: Context) -> Any:
+    k = _check_n(n)
+    if not isinstance(items, Col):
+        return None if items is None else distinct_py(items, k)
+    bad = items.bad()
+    if isinstance(items.v, LazyWords) and len(items.v) >= _NUMBA_MIN_ROWS:
+        from rewardlang.runtime import ngrams
+
+        texts = [None if b else t for t, b in zip(items.v.texts, bad)]
+        v = ngrams.distinct_words(texts, k)
+    else:
+        v = np.fromiter((1.0 if b else distinct_py(x, k) for x, b in zip(items.v, bad)), dtype=np.float64,
+                        count=items.n)
+    return Col(v, items.none, items.err)
+
+
+@function("repetition", args={"items": "list[text]", "n": _N}, returns="number", range=(0.0, 1.0), columnar=True,
+          doc="1 - distinct(items, n): the share of repeated n-grams.")
+def repetition(items: Any, n: float, *, params: None, ctx: Context) -> Any:
+    d = distinct.fn(items, n, params=None, ctx=ctx)
+    if not isinstance(d, Col):
+        return None if d is None else 1.0 - d
+    return Col(1.0 - d.v, d.none, d.err)
+
+
+@function("ngrams", args={"items": "list[text]", "n": _N}, returns="list[text]", tags=CHEAP,
+          doc="The n-grams of a token list, each joined by one space.")
+def ngrams_(items: list[list[str]], n: float, *, params: None, ctx: Context) -> list[list[str]]:
+    k = _check_n(n)
+    return [[" ".join(g) for g in zip(*(x[i:] for i in range(k)))] for x in items]
+
+
+#: below this many rows the pure-Python path is faster than calling (and maybe compiling) the Numba kernel
+_NUMBA_MIN_ROWS = 256

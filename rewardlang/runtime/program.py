@@ -1,0 +1,636 @@
+"""Running a compiled spec: :func:`load_program` and :class:`Program`.
+
+    >>> import rewardlang
+    >>> prog = rewardlang.loads('''
+    ... component short in [0, 1] = 1 if len(completion) < 10 else 0
+    ... component tidy in [0, 1] = 1 - count(completion, "!") / max(len(completion), 1)
+    ... ''')
+    >>> out = prog.score(completion=["ok", "far too long!!"])
+    >>> out.components["short"].tolist(), round(float(out.total[1]), 4)
+    ([1.0, 0.0], 0.8571)
+
+A score runs in phases: the per-sample phase (every component over the unique rows of the batch), the
+component policies (declared range, ``on_error``, masking), the reward (weights at the training step), and the
+advantage pipeline over groups. A masked sample (none, an error without ``on_error``, an infrastructure
+failure) has NaN for its value and total, is counted in ``stats``, and gets no advantage.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import types
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from rewardlang.diagnostics import Diagnostic, SpecError
+from rewardlang.runtime.aggregates import group_codes
+from rewardlang.runtime.api import Context, LRUCache, Span
+from rewardlang.runtime.columns import Col
+
+__all__ = ["Program", "ScoreResult", "DataError", "InputInfo", "ComponentInfo", "load_program", "compile_spec",
+           "chat_to_text"]
+
+
+class DataError(ValueError):
+    """Bad input data: every problem names its row and column."""
+
+    def __init__(self, problems: list[tuple[int, str, str]]) -> None:
+        self.problems = problems
+        shown = "; ".join(f"row {r}: column `{c}`: {m}" for r, c, m in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        super().__init__(f"{len(problems)} bad value(s): {shown}{more}")
+
+
+@dataclass(frozen=True)
+class InputInfo:
+    name: str
+    type: str
+    column: str
+    nullable: bool
+    used: bool
+
+
+@dataclass(frozen=True)
+class ComponentInfo:
+    name: str
+    range: tuple[float, float] | None
+    on_error: float | None
+    on_error_given: bool
+    timeout: float | None
+    weight_expr: str
+    has_spans: bool
+
+
+@dataclass
+class ScoreResult:
+    """Scores of one batch; arrays are aligned with the input rows."""
+
+    total: np.ndarray
+    components: dict[str, np.ndarray]
+    masked: dict[str, np.ndarray]
+    errors: dict[str, list[str | None]]
+    infra: dict[str, np.ndarray]
+    spans: dict[str, list[list[Span]]]
+    advantages: np.ndarray | None
+    weights: dict[str, float]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.total)
+
+    def row(self, i: int) -> dict[str, Any]:
+        """One row as plain JSON-ready values (NaN → None)."""
+        def f(x: float) -> float | None:
+            return None if x != x else float(x)
+
+        out: dict[str, Any] = {"total": f(self.total[i])}
+        out["components"] = {k: f(v[i]) for k, v in self.components.items()}
+        if self.advantages is not None:
+            out["advantage"] = f(self.advantages[i])
+        errs = {k: e[i] for k, e in self.errors.items() if e[i] is not None}
+        if errs:
+            out["errors"] = errs
+        masked = [k for k, m in self.masked.items() if m[i]]
+        if masked:
+            out["masked"] = masked
+        spans = {k: [list(s) for s in v[i]] for k, v in self.spans.items() if v[i]}
+        if spans:
+            out["spans"] = spans
+        return out
+
+
+def chat_to_text(value: Any) -> Any:
+    """A chat-format completion (list of messages) reduced to the assistant's text; other values unchanged."""
+    if isinstance(value, list) and all(isinstance(m, dict) for m in value):
+        msgs = [m for m in value if m.get("role", "assistant") == "assistant"]
+        parts = []
+        for m in msgs:
+            c = m.get("content", "")
+            if isinstance(c, list):  # content parts: [{"type": "text", "text": ...}]
+                c = "".join(p.get("text", "") for p in c if isinstance(p, dict))
+            parts.append(c if isinstance(c, str) else str(c))
+        return "".join(parts)
+    return value
+
+
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "text": lambda x: isinstance(x, str),
+    "code": lambda x: isinstance(x, str),
+    "number": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool),
+    "bool": lambda x: isinstance(x, bool),
+    "group": lambda x: isinstance(x, (str, int, float, bool, tuple, list)),
+    "list[text]": lambda x: isinstance(x, list) and all(isinstance(i, str) for i in x),
+    "list[code]": lambda x: isinstance(x, list) and all(isinstance(i, str) for i in x),
+    "list[number]": lambda x: isinstance(x, list) and all(isinstance(i, (int, float)) and not isinstance(i, bool)
+                                                          for i in x),
+}
+
+
+def _hashable(x: Any) -> Any:
+    if isinstance(x, list):
+        return tuple(_hashable(i) for i in x)
+    if isinstance(x, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
+    return x
+
+
+class Program:
+    """A compiled reward spec, ready to score batches. Build it with :func:`rewardlang.load`."""
+
+    def __init__(self, module: types.ModuleType, source: str, warnings: Sequence[Diagnostic] = (),
+                 sources: Mapping[str, str] | None = None) -> None:
+        from rewardlang.runtime import registry
+
+        self.module = module
+        self.python_source = source
+        self.warnings = list(warnings)
+        self.sources = dict(sources or {})
+        spec = module.SPEC
+        self.spec = spec
+        self.name: str = spec["name"]
+        self.doc: str = spec["doc"]
+        self.source_hash: str = spec["source_hash"]
+        self.inputs = [InputInfo(i["name"], i["type"].rstrip("?"), i["column"], i["type"].endswith("?"), i["used"])
+                       for i in spec["inputs"]]
+        self.components = [ComponentInfo(c["name"], tuple(c["range"]) if c["range"] else None, c["on_error"],
+                                         c["on_error_given"], c["timeout"], c["weight"], c["has_spans"])
+                           for c in spec["components"]]
+        self.train: dict[str, Any] = dict(spec["train"])
+        self.params: dict[str, Any] = dict(spec["params"])
+        self.has_advantage = spec["advantage"] is not None
+        impls = registry.load_all()
+        self.in_workers = all(impls[f].in_workers for f in spec["functions"])
+        self.cache = LRUCache()
+        self.stats: Counter = Counter()
+        self.workers = max(1, min(os.cpu_count() or 1, int(os.environ.get("REWARDLANG_WORKERS", "0") or 0)
+                                  or (os.cpu_count() or 1)))
+        self._pool: Any = None
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_module(cls, module: types.ModuleType) -> "Program":
+        """Wrap a module produced by ``rewardlang compile`` (imported normally)."""
+        return cls(module, Path(module.__file__).read_text(encoding="utf-8") if getattr(module, "__file__", None)
+                   else "")
+
+    @classmethod
+    def from_python(cls, source: str, name: str = "compiled_reward") -> "Program":
+        module = types.ModuleType(f"rewardlang_compiled_{name}")
+        exec(compile(source, f"<rewardlang:{name}>", "exec"), module.__dict__)
+        return cls(module, source)
+
+    def __reduce__(self) -> tuple:
+        # Programs travel to worker processes (TRL, multiprocessing) as their generated source.
+        return (Program.from_python, (self.python_source, self.name))
+
+    def __repr__(self) -> str:
+        return f"<Program {self.name!r}: {', '.join(c.name for c in self.components)}>"
+
+    # ------------------------------------------------------------------ metadata
+    def required_columns(self) -> list[str]:
+        """Dataset columns the spec reads (the completion excluded)."""
+        return [i.column for i in self.inputs if i.used and i.name != "completion"]
+
+    def input(self, name: str) -> InputInfo:
+        for i in self.inputs:
+            if i.name == name:
+                return i
+        raise KeyError(name)
+
+    def weights(self, step: int = 0) -> dict[str, float]:
+        return self.module.weights(step)
+
+    # ------------------------------------------------------------------ inputs
+    def _columns(self, n: int, given: Mapping[str, Sequence[Any]], by: str = "name") -> dict[str, list[Any]]:
+        """Validated input columns for the used inputs (``by``: match given keys to input names or columns)."""
+        out: dict[str, list[Any]] = {}
+        problems: list[tuple[int, str, str]] = []
+        for inp in self.inputs:
+            if not inp.used and inp.name != "completion":
+                continue
+            key = inp.name if by == "name" else inp.column
+            if key not in given:
+                alt = inp.column if by == "name" else inp.name
+                if alt in given:
+                    key = alt
+                elif inp.name == "completion":
+                    raise DataError([(0, key, "no completions given")])
+                else:
+                    raise DataError([(0, key, f"missing: the spec's input `{inp.name}` reads column `{inp.column}`")])
+            col = list(given[key])
+            if len(col) != n:
+                raise DataError([(0, key, f"has {len(col)} values for {n} completions")])
+            if inp.name in ("completion", "prompt"):
+                col = [chat_to_text(x) for x in col]
+            check = _TYPE_CHECKS.get(inp.type, lambda x: True)
+            if inp.type == "number":
+                col = [float(x) if check(x) else x for x in col]
+            for r, x in enumerate(col):
+                if x is None:
+                    if not inp.nullable:
+                        problems.append((r, key, f"is null, but `{inp.name}` is `{inp.type}` (declare `{inp.type}?` "
+                                                 "to allow nulls)"))
+                elif not check(x):
+                    problems.append((r, key, f"expected {inp.type}, got {type(x).__name__}"))
+                elif isinstance(x, str) and _has_lone_surrogate(x):
+                    problems.append((r, key, "is not valid UTF-8 text"))
+            out[inp.name] = col
+        if problems:
+            raise DataError(problems)
+        return out
+
+    # ------------------------------------------------------------------ scoring
+    def score(self, completion: Sequence[Any] | None = None, *, step: int = 0, group: Sequence[Any] | None = None,
+              **columns: Sequence[Any]) -> ScoreResult:
+        """Score a batch. Pass the completions and every input the spec reads, by input name.
+
+        ``group`` gives the group id of each row for the advantage pipeline (default: the column the spec's
+        ``advantage over group(...)`` names). Raises :class:`DataError` for bad values (row and column named).
+        """
+        given = dict(columns)
+        if completion is not None:
+            given["completion"] = completion
+        if "completion" not in given:
+            raise DataError([(0, "completion", "no completions given")])
+        n = len(given["completion"])
+        cols = self._columns(n, given)
+        return self.score_columns(cols, n, step=step, group=group, raw=given)
+
+    def score_columns(self, cols: dict[str, list[Any]], n: int, step: int = 0, group: Sequence[Any] | None = None,
+                      raw: Mapping[str, Sequence[Any]] | None = None) -> ScoreResult:
+        t0 = time.perf_counter()
+        stats: Counter = Counter()
+        names = [c.name for c in self.components]
+        # identical rows (GRPO groups often repeat) are computed once
+        row_inputs = [k for k in cols if self.input(k).used]
+        if not row_inputs:
+            row_inputs = ["completion"]
+        keys = cols[row_inputs[0]] if len(row_inputs) == 1 else list(zip(*(cols[k] for k in row_inputs)))
+        if any(isinstance(x, (list, dict)) for x in (keys[:1] if len(row_inputs) == 1 else [v for k in keys[:1]
+                                                                                               for v in k])):
+            keys = [_hashable(k) for k in keys]
+        index: dict[Any, int] = {}
+        inverse = np.empty(n, dtype=np.int64)
+        first: list[int] = []
+        for i, k in enumerate(keys):
+            u = index.get(k)
+            if u is None:
+                u = index[k] = len(first)
+                first.append(i)
+            inverse[i] = u
+        m = len(first)
+        stats["rows"] = n
+        stats["unique_rows"] = m
+        uniq = {k: [v[i] for i in first] for k, v in cols.items()} if m < n else cols
+        t1 = time.perf_counter()
+        raw_cols = self._row_phase(uniq, m, step)
+        t2 = time.perf_counter()
+        values: dict[str, np.ndarray] = {}
+        masked: dict[str, np.ndarray] = {}
+        errors: dict[str, list[str | None]] = {}
+        infra: dict[str, np.ndarray] = {}
+        spans: dict[str, list[list[Span]]] = {}
+        for info in self.components:
+            v, s = raw_cols[info.name]
+            val, msk, err, inf = self._policy(info, v, m, stats)
+            values[info.name] = val[inverse]
+            masked[info.name] = msk[inverse]
+            errors[info.name] = [err[u] for u in inverse] if any(e is not None for e in err) else [None] * n
+            infra[info.name] = inf[inverse]
+            if info.has_spans:
+                sp = s.to_python() if isinstance(s, Col) else [[] for _ in range(m)]
+                spans[info.name] = [list(sp[u] or []) if not msk[u] else [] for u in inverse]
+        W = self.weights(step)
+        total = np.asarray(self.module.reward(values, W, step), dtype=np.float64)
+        if total.ndim == 0:
+            total = np.full(n, float(total))
+        any_masked = np.zeros(n, dtype=bool)
+        for c in self.spec["reward_components"]:
+            any_masked |= masked[c]
+        total = np.where(any_masked, np.nan, total)
+        nonfinite = ~np.isfinite(total) & ~any_masked
+        if nonfinite.any():
+            stats["reward_nonfinite"] += int(nonfinite.sum())
+            total = np.where(nonfinite, np.nan, total)
+        stats["masked_total"] = int(np.isnan(total).sum())
+        t3 = time.perf_counter()
+        adv = None
+        if self.has_advantage:
+            groups = self._groups(n, group, raw or {}, cols)
+            if groups is not None:
+                adv = self._advantage(total, values, W, groups, step, stats)
+            else:
+                stats["advantage_skipped_no_groups"] += 1
+        t4 = time.perf_counter()
+        stats.update({"time_dedup": t1 - t0, "time_rows": t2 - t1, "time_policy_reward": t3 - t2,
+                      "time_advantage": t4 - t3})
+        self.stats.update({k: v for k, v in stats.items() if not k.startswith("time_")})
+        return ScoreResult(total, values, masked, errors, infra, spans, adv, W, dict(stats))
+
+    def _row_phase(self, cols: dict[str, list[Any]], m: int, step: int) -> dict[str, tuple[Col, Col | None]]:
+        if self.in_workers and self.workers > 1 and m >= _POOL_MIN_ROWS:
+            return self._row_phase_parallel(cols, m, step)
+        return self._row_phase_local(cols, m, step)
+
+    def _row_phase_local(self, cols: dict[str, list[Any]], m: int, step: int, trace: dict | None = None
+                         ) -> dict[str, tuple[Col, Col | None]]:
+        I: dict[str, Any] = {}
+        for k, v in cols.items():
+            t = self.input(k).type
+            if t == "number":
+                I[k] = Col(np.array([0.0 if x is None else x for x in v], dtype=np.float64),
+                           np.array([x is None for x in v]))
+            elif t == "bool":
+                I[k] = Col(np.array([bool(x) for x in v], dtype=bool), np.array([x is None for x in v]))
+            else:
+                none = np.fromiter((x is None for x in v), dtype=bool, count=m)
+                # the completion is the origin of character offsets (spans land on its characters)
+                off = np.zeros(m, dtype=np.int64) if k == "completion" else None
+                I[k] = Col(v, none, off=off, kind="obj")
+        ctx = Context(step=step, workers=self.workers, cache=self.cache, stats=self.stats)
+        if trace is not None:
+            ctx.extra["explain"] = True
+        return self.module.rows(I, ctx, step) if trace is None else self.module.rows(I, ctx, step, trace)
+
+    def _row_phase_parallel(self, cols: dict[str, list[Any]], m: int, step: int) -> dict[str, tuple[Col, Col | None]]:
+        from rewardlang.runtime import parallel
+
+        if self._pool is None:
+            self._pool = parallel.RowPool(self.python_source, self.name, self.workers)
+        return self._pool.run(cols, m, step)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def _policy(self, info: ComponentInfo, v: Any, m: int, stats: Counter
+                ) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
+        if not isinstance(v, Col):  # a constant component
+            val = np.full(m, np.nan if v is None else float(v))
+            return self._range(info, val, np.isnan(val), [None] * m, np.zeros(m, dtype=bool), stats)
+        val = v.v.astype(np.float64, copy=True)
+        masked = v.none.copy() if v.none is not None else np.zeros(m, dtype=bool)
+        errs: list[str | None] = [None] * m
+        inf = np.zeros(m, dtype=bool)
+        if v.err is not None:
+            for i, e in enumerate(v.err):
+                if e is None:
+                    continue
+                errs[i] = e.message
+                if e.infra:
+                    inf[i] = True
+                    masked[i] = True
+                    stats[f"infra:{info.name}"] += 1
+                else:
+                    stats[f"errors:{info.name}"] += 1
+                    if info.on_error_given and info.on_error is not None:
+                        val[i] = info.on_error
+                        masked[i] = False
+                    else:
+                        masked[i] = True
+        return self._range(info, val, masked, errs, inf, stats)
+
+    def _range(self, info: ComponentInfo, val: np.ndarray, masked: np.ndarray, errs: list[str | None],
+               inf: np.ndarray, stats: Counter) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
+        if info.range is not None:
+            lo, hi = info.range
+            out = ~masked & ((val < lo - 1e-12) | (val > hi + 1e-12))
+            for i in np.flatnonzero(out):
+                errs[i] = f"value {val[i]:.6g} outside the declared range [{lo:g}, {hi:g}]"
+                stats[f"errors:{info.name}"] += 1
+                if info.on_error_given and info.on_error is not None:
+                    val[i] = info.on_error
+                else:
+                    masked[i] = True
+        none_count = int(masked.sum())
+        if none_count:
+            stats[f"masked:{info.name}"] += none_count
+        val = np.where(masked, np.nan, val)
+        return val, masked, errs, inf
+
+    # ------------------------------------------------------------------ advantages
+    def _groups(self, n: int, group: Sequence[Any] | None, raw: Mapping[str, Sequence[Any]],
+                cols: Mapping[str, list[Any]]) -> dict[str | None, np.ndarray] | None:
+        adv = self.spec["advantage"]
+        out: dict[str | None, np.ndarray] = {}
+        main = adv["scope"][1] if adv["scope"][0] == "group" else None
+        for key in adv["group_keys"]:
+            if key == main and group is not None:
+                if len(group) != n:
+                    raise DataError([(0, "group", f"has {len(group)} values for {n} completions")])
+                out[key] = group_codes(group)
+                continue
+            values = cols.get(key)
+            if values is None:
+                values = raw.get(key)
+                if values is None:
+                    inp = next((i for i in self.inputs if i.name == key), None)
+                    values = raw.get(inp.column) if inp is not None else None
+            if values is None:
+                return None
+            out[key] = group_codes([chat_to_text(v) for v in values])
+        return out
+
+    def _advantage(self, total: np.ndarray, comps: dict[str, np.ndarray], W: dict[str, float],
+                   G: dict[str | None, np.ndarray], step: int, stats: Counter) -> np.ndarray:
+        adv = np.asarray(self.module.advantage(total, comps, W, G, step), dtype=np.float64)
+        bad = ~np.isfinite(adv) & ~np.isnan(total)
+        if bad.any():
+            stats["advantage_nonfinite"] += int(bad.sum())
+            adv = np.where(bad, np.nan, adv)
+        codes = G.get(self.spec["advantage"]["scope"][1]) if self.spec["advantage"]["scope"][0] == "group" else None
+        if codes is not None and len(codes):
+            # zero-variance groups: every unmasked reward equal (a common, silent GRPO failure)
+            valid = ~np.isnan(total)
+            k = int(codes.max()) + 1
+            mn = np.full(k, np.inf)
+            mx = np.full(k, -np.inf)
+            np.minimum.at(mn, codes[valid], total[valid])
+            np.maximum.at(mx, codes[valid], total[valid])
+            present = np.isfinite(mn)
+            stats["groups"] = int(present.sum())
+            stats["zero_variance_groups"] = int((present & (mn == mx)).sum())
+        return adv
+
+    def advantages(self, rewards: Sequence[float] | np.ndarray, groups: Sequence[Any],
+                   components: Mapping[str, Sequence[float]] | None = None, step: int = 0) -> np.ndarray:
+        """Run only the advantage pipeline on given rewards (NaN = masked) and group ids."""
+        if not self.has_advantage:
+            raise ValueError(f"spec `{self.name}` declares no advantage pipeline")
+        total = np.asarray(rewards, dtype=np.float64)
+        comps = {k: np.asarray(v, dtype=np.float64) for k, v in (components or {}).items()}
+        if self.spec["advantage"]["each_component"] and not comps:
+            raise ValueError("this pipeline normalizes each component: pass components={name: values}")
+        keys = self.spec["advantage"]["group_keys"] or [None]
+        G: dict[str | None, np.ndarray] = {k: group_codes(list(groups)) for k in keys}
+        return self._advantage(total, comps, self.weights(step), G, step, Counter())
+
+    # ------------------------------------------------------------------ TRL
+    def as_trl_reward_funcs(self) -> tuple[list[Callable[..., list[float | None]]], list[float]]:
+        """One picklable reward function per component for TRL's ``GRPOTrainer``, and the weights.
+
+        TRL logs each function as ``rewards/<name>/mean`` and sums them with ``GRPOConfig(reward_weights=...)``.
+        When the reward is not the weighted sum of the components, or a weight follows a schedule, the
+        component functions get weight 0 (logged only) and one more function, ``reward``, carries the total.
+        """
+        funcs: list[Callable[..., list[float | None]]] = [TRLRewardFunc(self, c.name) for c in self.components]
+        constant = all(_is_number(c.weight_expr) for c in self.components)
+        if self.spec["reward_is_weighted_sum"] and constant:
+            return funcs, [float(self.weights(0)[c.name]) for c in self.components]
+        return funcs + [TRLRewardFunc(self, None)], [0.0] * len(funcs) + [1.0]
+
+    # ------------------------------------------------------------------ examples
+    def run_examples(self) -> list[tuple[str, str, int, list[str]]]:
+        """Run the spec's examples: (name, file, line, failures) for each."""
+        results = []
+        for ex in self.spec["examples"]:
+            failures: list[str] = []
+            rows = ex["rows"]
+            n = len(rows)
+            given: dict[str, list[Any]] = {}
+            for r in rows:
+                for k in r:
+                    given.setdefault(k, [])
+            for k in given:
+                given[k] = [r.get(k) for r in rows]
+            step = int(given.pop("step", [0])[0] or 0)
+            group = given.pop("group", None)
+            for inp in self.inputs:
+                if inp.used and inp.name not in given:
+                    given[inp.name] = [None] * n
+            try:
+                cols = self._columns_lenient(n, given)
+                out = self.score_columns(cols, n, step=step, group=group, raw=given)
+            except DataError as exc:
+                results.append((ex["name"], ex["file"], ex["line"], [str(exc)]))
+                continue
+            for name, expected, tol in ex["expects"]:
+                got = out.total if name == "reward" else (out.advantages if name == "advantage" else
+                                                          out.components[name])
+                if got is None:
+                    failures.append(f"`{name}`: the example gives no groups for the advantage")
+                    continue
+                for i, e in enumerate(expected):
+                    g = float(got[i])
+                    if e is None:
+                        if g == g:
+                            failures.append(f"`{name}`{_row(i, n)}: expected none, got {g:.10g}")
+                    elif g != g:
+                        why = out.errors.get(name, [None] * n)[i] if name in out.errors else None
+                        failures.append(f"`{name}`{_row(i, n)}: expected {e:.10g}, got none"
+                                        + (f" ({why})" if why else ""))
+                    elif abs(g - e) > tol:
+                        failures.append(f"`{name}`{_row(i, n)}: expected {e:.10g}, got {g:.10g} "
+                                        f"(tolerance {tol:g})")
+            results.append((ex["name"], ex["file"], ex["line"], failures))
+        return results
+
+    def _columns_lenient(self, n: int, given: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        """Like _columns, but an input the example leaves out is none (components needing it are none)."""
+        out = {}
+        for inp in self.inputs:
+            if not inp.used and inp.name != "completion":
+                continue
+            col = given.get(inp.name, [None] * n)
+            if inp.name in ("completion", "prompt"):
+                col = [chat_to_text(x) for x in col]
+            if inp.type == "number":
+                col = [None if x is None else float(x) for x in col]
+            out[inp.name] = col
+        return out
+
+
+def _row(i: int, n: int) -> str:
+    return f" (row {i})" if n > 1 else ""
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _has_lone_surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+#: below this many unique rows the per-sample phase runs in this process
+_POOL_MIN_ROWS = 20_000
+
+
+class TRLRewardFunc:
+    """A picklable TRL reward function for one component (or the total when ``component`` is None)."""
+
+    def __init__(self, program: Program, component: str | None) -> None:
+        self.program = program
+        self.component = component
+        self.__name__ = component or "reward"
+
+    def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
+                 **kwargs: Any) -> list[float | None]:
+        prog = self.program
+        state = kwargs.pop("trainer_state", None)
+        step = int(getattr(state, "global_step", 0) or 0)
+        n = len(completions or [])
+        given: dict[str, Any] = {"completion": list(completions or [])}
+        if prompts is not None:
+            given["prompt"] = list(prompts)
+        for inp in prog.inputs:
+            if inp.used and inp.name not in given:
+                for key in (inp.column, inp.name):
+                    if key in kwargs:
+                        given[inp.name] = list(kwargs[key])
+                        break
+        # TRL calls every reward function on the same batch: score once, serve each component from the cache
+        key = (id(completions), step, n)
+        cached = getattr(prog, "_trl_last", None)
+        if cached is not None and cached[0] == key and cached[1] is completions:
+            out = cached[2]
+        else:
+            cols = prog._columns(n, given)
+            out = prog.score_columns(cols, n, step=step, raw=given)
+            prog._trl_last = (key, completions, out)  # type: ignore[attr-defined]
+        values = out.total if self.component is None else out.components[self.component]
+        return [None if v != v else float(v) for v in values]
+
+    def __reduce__(self) -> tuple:
+        return (TRLRewardFunc, (self.program, self.component))
+
+
+# ---------------------------------------------------------------------- loading
+
+def compile_spec(path: str, params: dict[str, Any] | None = None, source: str | None = None
+                 ) -> tuple[str, list[Diagnostic], dict[str, str]]:
+    """Check and compile a spec to Python source. Raises :class:`SpecError` with every diagnostic on errors."""
+    from rewardlang import checker, codegen
+    from rewardlang.runtime import registry
+
+    sigs = registry.signatures()
+    if source is None:
+        prog, diags, sources = checker.check_file(path, sigs, params)
+    else:
+        prog, diags, sources = checker.check_source(source, path, sigs, params)
+    if prog is None:
+        raise SpecError(diags or [Diagnostic("E001", "the spec could not be compiled", None)], sources)
+    code = codegen.generate(prog, getattr(prog, "let_names", {}), path)
+    return code, diags, sources
+
+
+def load_program(path: str, params: dict[str, Any] | None = None, source: str | None = None) -> Program:
+    code, diags, sources = compile_spec(path, params, source)
+    module = types.ModuleType(f"rewardlang_compiled_{Path(path).stem}")
+    module.__dict__["__file__"] = None
+    exec(compile(code, f"<rewardlang:{path}>", "exec"), module.__dict__)
+    return Program(module, code, [d for d in diags if not d.is_error], sources)

@@ -1,0 +1,331 @@
+"""Batched, time-bounded runs of external analysis tools, with per-sample failure isolation.
+
+One call of :func:`run_batch` analyses a whole batch of code strings: every distinct string becomes a file
+in a fresh temporary directory and the tool runs once over all of them (or over ``shards`` parts at the
+same time, to use every core for tools that are single-threaded). The tool's report is mapped back to the
+files.
+
+Failures are never turned into "no findings":
+
+- the tool's executable is missing, or a tiny known-good probe file fails too: the tool is broken for the
+  whole batch, every sample gets ``infra=True`` (masked and counted by the runtime, never scored);
+- the run times out or crashes but the probe passes: the batch is split in halves, both halves are rerun
+  at the same time, and so on until the sample responsible is alone; it gets a per-sample error (timeout
+  or crash) and every other sample its real result;
+- a per-file failure the tool reports itself (an internal error on one file) is a per-sample error.
+
+Time bounds: a run over ``k`` files may take ``startup_s + timeout * ceil(k / parallelism)`` seconds, where
+``timeout`` is the per-sample budget (the component's ``timeout``). The whole call, isolation included, is
+bounded by three times the budget of the first run; samples still unresolved then are marked infra.
+The process group of a run that exceeds its deadline is killed.
+
+Which executable runs a tool can be overridden with an environment variable
+``REWARDLANG_TOOL_<NAME>`` (a shell-quoted command line), e.g. ``REWARDLANG_TOOL_PYLINT="python3.12 -m
+pylint"``; the startup allowance with ``REWARDLANG_TOOL_STARTUP_S``.
+
+    >>> from rewardlang.runtime.tools.runner import run_command
+    >>> r = run_command(["python", "-c", "print('hi')"], timeout=30)
+    >>> (r.returncode, r.stdout.strip(), r.timed_out)
+    (0, 'hi', False)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = [
+    "Completed", "FileResult", "BatchTool", "run_command", "run_batch", "resolve_command", "file_name_for",
+    "startup_allowance",
+]
+
+#: environment variable prefix for overriding a tool's command line
+ENV_PREFIX = "REWARDLANG_TOOL_"
+#: small, valid Python every tool must analyse without failing (the health probe)
+PROBE_SOURCE = "VALUE = 1\n"
+
+
+@dataclass
+class Completed:
+    """The outcome of one subprocess run."""
+
+    argv: list[str]
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    #: the executable could not be started at all (not found, not executable)
+    missing: bool = False
+    elapsed: float = 0.0
+
+    def tail(self, n: int = 400) -> str:
+        """The end of stderr (or stdout), for error messages."""
+        text = (self.stderr or self.stdout or "").strip()
+        return text[-n:]
+
+
+@dataclass
+class FileResult:
+    """What one tool found in one file: findings, or a per-sample error, or an infrastructure failure."""
+
+    findings: list[Any] = field(default_factory=list)
+    error: str | None = None
+    infra: bool = False
+    #: tool-specific facts about the file that are not findings (e.g. radon's line count)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def resolve_command(name: str, default: Sequence[str]) -> list[str]:
+    """The command line that runs tool ``name``: ``$REWARDLANG_TOOL_<NAME>`` when set, else ``default``."""
+    env = os.environ.get(ENV_PREFIX + name.upper())
+    if env:
+        return shlex.split(env)
+    return list(default)
+
+
+def startup_allowance(default: float) -> float:
+    """Seconds a tool run may take on top of the per-sample budgets (interpreter start, imports)."""
+    env = os.environ.get(ENV_PREFIX + "STARTUP_S")
+    if env:
+        try:
+            return max(float(env), 0.0)
+        except ValueError:
+            pass
+    return default
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    # The tool was started in its own session, so its group holds exactly it and its children
+    # (pylint's --jobs workers): kill them all, never anything else.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+
+
+def run_command(argv: Sequence[str], *, timeout: float, cwd: str | Path | None = None,
+                env: dict[str, str] | None = None) -> Completed:
+    """Run ``argv``, capturing its output, killing its whole process group after ``timeout`` seconds."""
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )
+    except (FileNotFoundError, PermissionError, NotADirectoryError, OSError) as exc:
+        return Completed(list(argv), None, "", f"{type(exc).__name__}: {exc}", missing=True)
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=max(timeout, 0.01))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
+            out, err = b"", b""
+    return Completed(
+        list(argv), proc.returncode, out.decode("utf-8", errors="replace"),
+        err.decode("utf-8", errors="replace"), timed_out=timed_out, elapsed=time.monotonic() - t0,
+    )
+
+
+def file_name_for(text: str, suffix: str = ".py") -> str:
+    """A file name derived from the content only, so results never depend on the rest of the batch.
+
+    It is a valid, snake_case module name no sample can plausibly import.
+
+        >>> file_name_for("x = 1\\n")
+        'm_e139f73e34322031189110afc1.py'
+    """
+    digest = hashlib.sha1(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:26]
+    return f"m_{digest}{suffix}"
+
+
+class BatchTool(ABC):
+    """One external tool run over many files at once. Subclasses build the command and read the report."""
+
+    #: registry name (``REWARDLANG_TOOL_<NAME>`` overrides the command)
+    name: str = ""
+    #: seconds allowed for starting the tool, on top of the per-file budgets
+    startup_s: float = 20.0
+    #: processes started at the same time over parts of the batch (single-threaded tools use > 1)
+    shards: int = 1
+
+    def parallelism(self) -> int:
+        """How many files the tool analyses at the same time within one run."""
+        return 1
+
+    @abstractmethod
+    def argv(self, files: list[str], workdir: Path) -> list[str]:
+        """The command line that analyses ``files`` (names relative to ``workdir``, the cwd)."""
+
+    @abstractmethod
+    def interpret(self, run: Completed, files: list[str], workdir: Path) -> tuple[dict[str, FileResult], str | None]:
+        """Results for the files this run settled, and a description when the run as a whole failed.
+
+        When the second item is None, files missing from the dict had no findings. Otherwise they are
+        unresolved and will be retried in isolation.
+        """
+
+    def prepare(self, workdir: Path) -> None:  # noqa: B027 - optional hook
+        """Write configuration files into ``workdir`` before the first run (isolation from user config)."""
+
+    def env(self, workdir: Path) -> dict[str, str]:
+        """The environment of the tool process."""
+        return dict(os.environ)
+
+
+@dataclass
+class _Batch:
+    tool: BatchTool
+    workdir: Path
+    timeout: float
+    stats: Counter
+    probe_ok: bool | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def deadline(self, n_files: int) -> float:
+        par = max(self.tool.parallelism(), 1)
+        return startup_allowance(self.tool.startup_s) + self.timeout * math.ceil(n_files / par)
+
+    def run(self, files: list[str]) -> tuple[dict[str, FileResult], str | None, bool]:
+        """Run once over ``files``; returns (settled results, failure, missing executable)."""
+        limit = self.deadline(len(files))
+        run = run_command(self.tool.argv(files, self.workdir), timeout=limit, cwd=self.workdir,
+                          env=self.tool.env(self.workdir))
+        with self.lock:
+            self.stats[f"tool.{self.tool.name}.runs"] += 1
+        if run.missing:
+            return {}, f"{self.tool.name} could not be started ({run.stderr})", True
+        if run.timed_out:
+            with self.lock:
+                self.stats[f"tool.{self.tool.name}.timeouts"] += 1
+            results, _ = self._safe_interpret(run, files)
+            return results, f"{self.tool.name} timed out after {limit:.1f}s", False
+        results, failure = self._safe_interpret(run, files)
+        if failure is None:
+            for f in files:
+                results.setdefault(f, FileResult())
+        else:
+            with self.lock:
+                self.stats[f"tool.{self.tool.name}.crashes"] += 1
+        return results, failure, False
+
+    def _safe_interpret(self, run: Completed, files: list[str]) -> tuple[dict[str, FileResult], str | None]:
+        try:
+            results, failure = self.tool.interpret(run, files, self.workdir)
+        except Exception as exc:  # an unreadable report is a crash of the run, not a clean result
+            return {}, f"{self.tool.name} report could not be read ({type(exc).__name__}: {exc}); {run.tail()}"
+        if run.timed_out and failure is None:
+            failure = "timed out"
+        return {k: v for k, v in results.items() if k in set(files)}, failure
+
+    def probe(self) -> bool:
+        """Does the tool analyse a trivial valid file? Decides between a broken tool and a bad sample."""
+        with self.lock:
+            if self.probe_ok is not None:
+                return self.probe_ok
+        pdir = Path(tempfile.mkdtemp(prefix="rewardlang-probe-"))
+        try:
+            self.tool.prepare(pdir)
+            name = file_name_for(PROBE_SOURCE)
+            (pdir / name).write_text(PROBE_SOURCE, encoding="utf-8")
+            limit = startup_allowance(self.tool.startup_s) + self.timeout
+            run = run_command(self.tool.argv([name], pdir), timeout=limit, cwd=pdir, env=self.tool.env(pdir))
+            ok = not run.missing and not run.timed_out
+            if ok:
+                try:
+                    res, failure = self.tool.interpret(run, [name], pdir)
+                    ok = failure is None and all(r.ok for r in res.values())
+                except Exception:
+                    ok = False
+        finally:
+            shutil.rmtree(pdir, ignore_errors=True)
+        with self.lock:
+            self.probe_ok = ok
+            self.stats[f"tool.{self.tool.name}.probes"] += 1
+        return ok
+
+
+def _split(items: list[str], parts: int) -> list[list[str]]:
+    parts = max(1, min(parts, len(items)))
+    size = math.ceil(len(items) / parts)
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def run_batch(tool: BatchTool, sources: dict[str, str], *, timeout: float, workers: int = 2,
+              stats: Counter | None = None) -> dict[str, FileResult]:
+    """Analyse every ``{file name: text}`` of ``sources`` with ``tool``; one :class:`FileResult` per name.
+
+    ``timeout`` is the per-sample budget in seconds; ``workers`` the cores to use at once.
+    """
+    stats = stats if stats is not None else Counter()
+    if not sources:
+        return {}
+    workdir = Path(tempfile.mkdtemp(prefix=f"rewardlang-{tool.name}-"))
+    out: dict[str, FileResult] = {}
+    try:
+        tool.prepare(workdir)
+        for name, text in sources.items():
+            with open(workdir / name, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        batch = _Batch(tool, workdir, max(float(timeout), 0.01), stats)
+        names = sorted(sources)
+        pending = _split(names, tool.shards)
+        budget_end = time.monotonic() + 3 * batch.deadline(math.ceil(len(names) / max(len(pending), 1)))
+        with ThreadPoolExecutor(max_workers=max(workers, len(pending), 1)) as pool:
+            while pending:
+                if time.monotonic() > budget_end:
+                    for group in pending:
+                        for f in group:
+                            out[f] = FileResult(error=f"{tool.name}: time budget exhausted while isolating a "
+                                                      "failing sample; not analysed", infra=True)
+                    stats[f"tool.{tool.name}.budget_exhausted"] += 1
+                    break
+                runs = list(pool.map(batch.run, pending))
+                nxt: list[list[str]] = []
+                for group, (results, failure, missing) in zip(pending, runs):
+                    out.update(results)
+                    if failure is None:
+                        continue
+                    unresolved = [f for f in group if f not in results]
+                    if not unresolved:
+                        continue
+                    if missing or not batch.probe():
+                        msg = failure if missing else f"{tool.name} is broken (a trivial probe file fails too): {failure}"
+                        for f in unresolved:
+                            out[f] = FileResult(error=msg, infra=True)
+                        continue
+                    if len(unresolved) == 1:
+                        out[unresolved[0]] = FileResult(error=failure)
+                        stats[f"tool.{tool.name}.sample_failures"] += 1
+                    else:
+                        stats[f"tool.{tool.name}.bisections"] += 1
+                        nxt.extend(_split(unresolved, 2))
+                pending = nxt
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return out

@@ -49,6 +49,11 @@ class _Emitter:
         self.consts: list[str] = []       # module-level constant lines
         self.const_names: dict[Any, str] = {}
         self.fn_names: dict[str, str] = {}
+        # which components each node feeds (calls report their time to them)
+        self.users: dict[int, list[str]] = {}
+        for c in prog.components:
+            for nid in self.g.closure([c.value] + ([c.spans] if c.spans is not None else [])):
+                self.users.setdefault(nid, []).append(c.name)
 
     def module_const(self, key: Any, expr: str, prefix: str) -> str:
         if key in self.const_names:
@@ -91,8 +96,9 @@ class _Emitter:
             if params_json is not None:
                 params = self.module_const(("params", name, repr(params_json)),
                                            f"{f}.signature.params.model_validate({_lit(params_json)})", "P")
+            users = ",".join(self.users.get(node.id, ())) or None
             return (f"K.call(ctx, {f}, {lay}, ({''.join(x + ', ' for x in a)}), {params}, "
-                    f"{_lit(spans_index)}, {_lit(timeout)})")
+                    f"{_lit(spans_index)}, {_lit(timeout)}, {_lit(users)})")
         if k == "arith":
             return f"K.arith({node.attrs[0]!r}, {a[0]}, {a[1]})"
         if k == "cmp":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -489,7 +490,10 @@ def call(ctx: Context, impl: Implementation, layout: Sequence[tuple], args: Sequ
     if impl.columnar and n is not None:
         sub = Context(timeout=timeout if timeout is not None else ctx.timeout, step=ctx.step, workers=ctx.workers,
                       component=component, cache=ctx.cache, stats=ctx.stats, use_cache=ctx.use_cache, extra=ctx.extra)
-        return impl.fn(*_layout_args(layout, args), params=params, ctx=sub)
+        t_start = time.perf_counter()
+        out = impl.fn(*_layout_args(layout, args), params=params, ctx=sub)
+        ctx.stats[f"time:{component or sig.name}"] += time.perf_counter() - t_start
+        return out
     if n is None:  # every operand is a constant: one call, one constant result
         cols = [Col([a] if not isinstance(a, (int, float)) or isinstance(a, bool) else np.array([float(a)]),
                     np.array([a is None])) for a in args]
@@ -547,6 +551,7 @@ def call(ctx: Context, impl: Implementation, layout: Sequence[tuple], args: Sequ
                       component=component, cache=ctx.cache, stats=ctx.stats, use_cache=ctx.use_cache,
                       extra=ctx.extra)
         m = len(uniq_vals)
+        t_start = time.perf_counter()
         try:
             res = impl.fn(*call_args, params=params, ctx=sub)
         except ComponentError as exc:
@@ -554,6 +559,7 @@ def call(ctx: Context, impl: Implementation, layout: Sequence[tuple], args: Sequ
         except Exception as exc:  # a crashing component follows on_error; it never kills the run
             ctx.stats[f"crash:{sig.name}"] += 1
             res = Result([None] * m, errors=[f"{sig.name} crashed: {type(exc).__name__}: {exc}"] * m)
+        ctx.stats[f"time:{component or sig.name}"] += time.perf_counter() - t_start
         if not isinstance(res, Result):
             res = Result(res)
         values = list(res.values) if not isinstance(res.values, np.ndarray) else res.values

@@ -1,0 +1,165 @@
+"""``rewardlang explain``: one row's breakdown.
+
+For every component: its value (after the range/on_error policy), how it was derived (each named `let` and
+function call beneath it with its value for this row: tags found, markers counted per pattern, thresholds
+crossed), and the spans it produced, highlighted in the completion.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from rewardlang.runtime.columns import Col
+
+__all__ = ["explain_row", "derivation"]
+
+
+def _show(v: Any, limit: int = 70) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        s = repr(v)
+        return s if len(s) <= limit else s[: limit - 4] + "…" + s[-1]
+    if isinstance(v, list):
+        s = "[" + ", ".join(_show(x, 20) for x in v[:6]) + (", …" if len(v) > 6 else "") + f"] ({len(v)} items)"
+        return s
+    return repr(v)
+
+
+def _cell(col: Any) -> tuple[Any, str | None]:
+    if not isinstance(col, Col):
+        return col, None
+    err = col.err[0] if col.err is not None else None
+    if err is not None:
+        return None, str(err)
+    if col.none is not None and col.none[0]:
+        return None, None
+    v = col.v[0]
+    if isinstance(v, np.floating):
+        v = float(v)
+    return v, None
+
+
+def derivation(prog: Any, row: dict[str, Any], step: int = 0) -> dict[str, Any]:
+    """The traced intermediate values of one row, keyed by the generated program's variable names."""
+    given = {k: [v] for k, v in row.items()}
+    cols = prog._columns(1, given, by="column")
+    trace: dict[str, Any] = {}
+    prog._row_phase_local(cols, 1, step, trace)
+    return trace
+
+
+def explain_row(prog: Any, row: dict[str, Any], step: int = 0) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    out = prog.score_columns(prog._columns(1, {k: [v] for k, v in row.items()}, by="column"), 1, step=step,
+                             raw={k: [v] for k, v in row.items()})
+    trace = derivation(prog, row, step)
+    completion = prog._columns(1, {k: [v] for k, v in row.items()}, by="column")["completion"][0]
+
+    t = Table(title=f"spec {prog.name}: total reward {_show(_nan(out.total[0]))}")
+    for col in ("component", "value", "weight", "range", "note"):
+        t.add_column(col)
+    for c in prog.components:
+        v = _nan(out.components[c.name][0])
+        note = out.errors[c.name][0] or ""
+        if out.masked[c.name][0]:
+            note = ("masked: " + note) if note else "masked (none)"
+        elif note and c.on_error_given:
+            note = f"on_error {c.on_error}: {note}"
+        t.add_row(c.name, _show(v), f"{out.weights[c.name]:.6g}",
+                  f"[{c.range[0]:g}, {c.range[1]:g}]" if c.range else "", note)
+    if out.advantages is not None:
+        t.caption = f"advantage: {_show(_nan(out.advantages[0]))} (a group of one row)"
+    console.print(t)
+
+    # derivation: every named value and call line of the generated rows() for this row
+    console.print("\n[bold]derivation[/bold] (generated program, this row)")
+    lines = prog.python_source.split("def rows(", 1)[1].split("\n    if trace is not None", 1)[0].splitlines()[2:]
+    highlights: list[tuple[int, int, str]] = []
+    for line in lines:
+        m = re.match(r"\s+(\w+) = (.*)$", line)
+        if not m:
+            continue
+        var, expr = m.groups()
+        v, err = _cell(trace.get(var))
+        label = _describe(expr, prog)
+        shown = f"error: {err}" if err else _show(v)
+        console.print(f"  {var:<12} {label:<46} → {shown}", highlight=False, markup=False)
+        col = trace.get(var)
+        if isinstance(col, Col) and col.off is not None and col.off[0] >= 0 and isinstance(v, str) and v:
+            highlights.append((int(col.off[0]), int(col.off[0]) + len(v), var))
+        if "_function('count')" in _fn_of(expr, prog) and isinstance(completion, str):
+            for pat in _count_patterns(expr, prog):
+                hits = [(mm.start(), mm.end()) for mm in pat.regex.finditer(completion)]
+                if hits:
+                    console.print(f"               {pat!r}: {len(hits)} match(es)", highlight=False, markup=False)
+                    highlights.extend((a, b, repr(pat)) for a, b in hits)
+
+    # spans of components, and the regions found above, in the completion
+    span_rows = [(s.start, s.end, f"{name}: {s.label} ({s.value:g})") for name, per in out.spans.items()
+                 for s in per[0] if s.start >= 0]
+    if isinstance(completion, str):
+        console.print("\n[bold]completion[/bold] (underlined: extracted text and pattern matches; "
+                      "red: component spans)")
+        text = Text(completion)
+        for a, b, _ in highlights:
+            text.stylize("underline", a, b)
+        for a, b, _ in span_rows:
+            text.stylize("bold red", a, b)
+        console.print(text)
+    if span_rows:
+        console.print("\n[bold]spans[/bold]")
+        for a, b, label in span_rows:
+            console.print(f"  [{a}, {b}) {label}: {completion[a:b]!r}", highlight=False, markup=False)
+
+
+def _nan(x: float) -> float | None:
+    return None if x != x else float(x)
+
+
+def _fn_of(expr: str, prog: Any) -> str:
+    m = re.match(r"K\.call\(ctx, (_f\d+),", expr)
+    if not m:
+        return ""
+    for line in prog.python_source.splitlines():
+        if line.startswith(m.group(1) + " = "):
+            return line
+    return ""
+
+
+def _count_patterns(expr: str, prog: Any) -> list[Any]:
+    m = re.match(r"K\.call\(ctx, _f\d+, (_L\d+),", expr)
+    if not m:
+        return []
+    layout = getattr(prog.module, m.group(1), ())
+    from rewardlang.runtime.kernels import Pattern
+
+    out = []
+    for tag, val in layout:
+        if tag == "vs":
+            out.extend(Pattern(*v) for v in val if isinstance(v, tuple) and len(v) == 3)
+    return out
+
+
+def _describe(expr: str, prog: Any) -> str:
+    m = re.match(r"K\.call\(ctx, (_f\d+), _L\d+, \((.*?)\), ", expr)
+    if m:
+        fn = _fn_of(expr, prog)
+        name = re.search(r"_function\('([^']+)'\)", fn)
+        return f"{name.group(1) if name else '?'}({m.group(2).rstrip(', ')})"
+    m = re.match(r"K\.step_fn\((_T\d+), (.*)\)$", expr)
+    if m:
+        arms = getattr(prog.module, m.group(1), ())
+        return "step(" + m.group(2).split(",")[0] + ", " + ", ".join(f"{op} {b:g}" for op, b in arms) + ", else)"
+    return re.sub(r"K\.(\w+)\(", r"\1(", expr)[:46]

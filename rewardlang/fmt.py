@@ -1,0 +1,207 @@
+"""Canonical formatting of specs: ``rewardlang fmt``.
+
+Formatting is a pure function of the syntax tree plus the comments: one statement per line (component clauses,
+example and train blocks one item per line), single spaces around operators, the fewest parentheses that keep
+the meaning, blank lines kept (at most one). Literals keep their spelling. It is idempotent, and a formatted
+spec compiles to the same program (both are property-tested).
+
+    >>> print(format_source('let  x=count( completion,"a" )#n\\ncomponent c in [0,1]=min(x,1)'), end="")
+    let x = count(completion, "a")  # n
+    component c in [0, 1] = min(x, 1)
+"""
+
+from __future__ import annotations
+
+from rewardlang import syntax as S
+from rewardlang.parser import parse
+
+__all__ = ["format_source", "format_expr"]
+
+_PREC = {"if": 1, "or": 2, "and": 3, "not": 4, "cmp": 5, "+": 6, "-": 6, "*": 7, "/": 7, "%": 7, "unary": 8,
+         "**": 9, "postfix": 10, "atom": 11}
+
+
+def _prec(e: S.Expr) -> int:
+    if isinstance(e, S.IfExpr):
+        return 1
+    if isinstance(e, S.BoolOp):
+        return _PREC[e.op]
+    if isinstance(e, S.Not):
+        return 4
+    if isinstance(e, S.Compare):
+        return 5
+    if isinstance(e, S.BinOp):
+        return _PREC[e.op]
+    if isinstance(e, S.Unary):
+        return 8
+    if isinstance(e, (S.Index, S.Attr)):
+        return 10
+    return 11
+
+
+def format_expr(e: S.Expr, need: int = 0) -> str:
+    text = _expr(e)
+    return f"({text})" if _prec(e) < need else text
+
+
+def _expr(e: S.Expr) -> str:
+    f = format_expr
+    if isinstance(e, S.Number):
+        return e.text
+    if isinstance(e, (S.String, S.Regex)):
+        return e.text
+    if isinstance(e, S.Bool):
+        return "true" if e.value else "false"
+    if isinstance(e, S.NoneLit):
+        return "none"
+    if isinstance(e, S.Name):
+        return e.id
+    if isinstance(e, S.IfExpr):
+        return f"{f(e.then, 2)} if {f(e.cond, 2)} else {f(e.orelse, 1)}"
+    if isinstance(e, S.BoolOp):
+        p = _PREC[e.op]
+        return f"{f(e.left, p)} {e.op} {f(e.right, p + 1)}"
+    if isinstance(e, S.Not):
+        return f"not {f(e.operand, 4)}"
+    if isinstance(e, S.Compare):
+        return f"{f(e.left, 6)} {e.op} {f(e.right, 6)}"
+    if isinstance(e, S.BinOp):
+        if e.op == "**":
+            return f"{f(e.left, 10)} ** {f(e.right, 8)}"
+        p = _PREC[e.op]
+        return f"{f(e.left, p)} {e.op} {f(e.right, p + 1)}"
+    if isinstance(e, S.Unary):
+        inner = f(e.operand, 8)
+        # keep `- -x` from becoming `--x`, which is not a single token but reads badly
+        return f"{e.op}{' ' if inner[:1] in '+-' else ''}{inner}"
+    if isinstance(e, S.Index):
+        return f"{f(e.target, 10)}[{f(e.index)}]"
+    if isinstance(e, S.Attr):
+        return f"{f(e.target, 10)}.{e.name}"
+    if isinstance(e, S.TupleLit):
+        items = [f(i) for i in e.items]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(e, S.ListLit):
+        return "[" + ", ".join(f(i) for i in e.items) + "]"
+    if isinstance(e, S.Call):
+        return f"{e.func}(" + ", ".join(_arg(a) for a in e.args) + ")"
+    raise TypeError(type(e).__name__)  # pragma: no cover
+
+
+def _arg(a: S.CallArg) -> str:
+    f = format_expr
+    if isinstance(a, S.Positional):
+        return f(a.value)
+    if isinstance(a, S.Keyword):
+        return f"{a.name}={f(a.value)}"
+    if isinstance(a, S.Arrow):
+        return f"{f(a.left)} -> {f(a.right)}"
+    if isinstance(a, S.Arm):
+        return f"{a.op} {f(a.bound)}: {f(a.value)}"
+    if isinstance(a, S.ElseArm):
+        return f"else: {f(a.value)}"
+    if isinstance(a, S.Comprehension):
+        out = f"{f(a.value)} for {', '.join(a.targets)} in {f(a.iter, 2)}"
+        if a.cond is not None:
+            out += f" if {f(a.cond, 2)}"
+        return out
+    raise TypeError(type(a).__name__)  # pragma: no cover
+
+
+def _scope(s: S.Scope) -> str:
+    return "batch" if s.kind == "batch" else f"group({s.key})"
+
+
+def _string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+
+
+def _stmt(s: S.Stmt) -> list[str]:
+    f = format_expr
+    if isinstance(s, S.SpecStmt):
+        return [f"spec {s.name}" + (f" {_string(s.doc)}" if s.doc is not None else "")]
+    if isinstance(s, S.Import):
+        if s.names is None:
+            return [f"import {_string(s.path)}"]
+        return [f"from {_string(s.path)} import {', '.join(n for n, _ in s.names)}"]
+    if isinstance(s, S.Param):
+        out = f"param {s.name}" + (f": {s.type.text}" if s.type else "") + f" = {f(s.default)}"
+        return [out + (f" {_string(s.doc)}" if s.doc is not None else "")]
+    if isinstance(s, S.Input):
+        return [f"input {s.name}: {s.type.text}" + (f" from {_string(s.column)}" if s.column is not None else "")]
+    if isinstance(s, S.Let):
+        return [f"let {s.name} = {f(s.value)}"]
+    if isinstance(s, S.Component):
+        head = f"component {s.name}"
+        if s.range is not None:
+            head += f" in [{f(s.range[0])}, {f(s.range[1])}]"
+        lines = [f"{head} = {f(s.value)}"]
+        if s.on_error is not None:
+            lines.append(f"    on_error {f(s.on_error)}")
+        if s.timeout is not None:
+            lines.append(f"    timeout {f(s.timeout)}")
+        if s.spans is not None:
+            lines.append(f"    spans {f(s.spans)}")
+        return lines
+    if isinstance(s, S.Weight):
+        return [f"{s.component}.weight = {f(s.value)}"]
+    if isinstance(s, S.Reward):
+        return [f"reward = {f(s.value)}"]
+    if isinstance(s, S.Advantage):
+        stages = []
+        for st in s.stages:
+            prefix = f"over {_scope(st.scope)}: " if st.scope is not None else ""
+            stages.append(prefix + f(st.value))
+        each = " each component" if s.each_component else ""
+        return [f"advantage over {_scope(s.scope)}{each} = " + " then ".join(stages)]
+    if isinstance(s, S.Example):
+        lines = ["example" + (f" {_string(s.name)}" if s.name is not None else "") + " {"]
+        for i in s.inputs:
+            lines.append(f"    {i.name}: {f(i.value)},")
+        for x in s.expects:
+            tol = f" +- {f(x.tolerance)}" if x.tolerance is not None else ""
+            lines.append(f"    expect {x.name} = {f(x.value)}{tol},")
+        lines.append("}")
+        return lines
+    if isinstance(s, S.Section):
+        return [f"{s.kind} {{"] + [f"    {i.name} = {f(i.value)}," for i in s.items] + ["}"]
+    raise TypeError(type(s).__name__)  # pragma: no cover
+
+
+def format_source(source: str, file: str = "<string>") -> str:
+    """The canonical text of a spec. Raises :class:`rewardlang.parser.ParseFailure` on a syntax error."""
+    mod = parse(source, file)
+    comments = sorted(mod.comments, key=lambda c: (c.line, c.column))
+    lines_src = source.splitlines()
+    out: list[str] = []
+    ci = 0
+    prev_end = 0
+    for stmt in mod.body:
+        start, end = stmt.loc.line, stmt.loc.end_line
+        leading: list[str] = []
+        trailing: list[str] = []
+        while ci < len(comments) and comments[ci].line <= end:
+            c = comments[ci]
+            if c.own_line and c.line < start:
+                leading.append(c.text.rstrip())
+            else:
+                trailing.append(c.text.rstrip())
+            ci += 1
+        first_line = min([start] + [c.line for c in comments[:ci] if c.line > prev_end]) if ci else start
+        if out and any(not lines_src[k].strip() for k in range(prev_end, max(prev_end, first_line - 1))):
+            out.append("")
+        out.extend(leading)
+        body = _stmt(stmt)
+        if trailing:
+            if len(trailing) > 1:
+                out.extend(trailing[:-1])
+            body[0] = f"{body[0]}  {trailing[-1]}"
+        out.extend(body)
+        prev_end = end
+    rest = [c.text.rstrip() for c in comments[ci:]]
+    if rest:
+        if out and any(not lines_src[k].strip() for k in range(prev_end, min(len(lines_src), rest and
+                                                                            comments[ci].line - 1))):
+            out.append("")
+        out.extend(rest)
+    return "\n".join(out) + "\n" if out else ""

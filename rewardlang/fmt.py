@@ -57,7 +57,8 @@ def _expr(e: S.Expr) -> str:
     if isinstance(e, S.Name):
         return e.id
     if isinstance(e, S.IfExpr):
-        return f"{f(e.then, 2)} if {f(e.cond, 2)} else {f(e.orelse, 1)}"
+        # `(a or b) if c else d`: the parentheses are redundant but keep `or` from reading as part of the test
+        return f"{f(e.then, 3)} if {f(e.cond, 3)} else {f(e.orelse, 1)}"
     if isinstance(e, S.BoolOp):
         p = _PREC[e.op]
         return f"{f(e.left, p)} {e.op} {f(e.right, p + 1)}"
@@ -172,36 +173,34 @@ def format_source(source: str, file: str = "<string>") -> str:
     """The canonical text of a spec. Raises :class:`rewardlang.parser.ParseFailure` on a syntax error."""
     mod = parse(source, file)
     comments = sorted(mod.comments, key=lambda c: (c.line, c.column))
-    lines_src = source.splitlines()
-    out: list[str] = []
+    src_lines = source.splitlines()
+    # items in source order: (first line, last line, output lines); trailing comments join their statement
+    items: list[tuple[int, int, list[str]]] = []
     ci = 0
-    prev_end = 0
     for stmt in mod.body:
         start, end = stmt.loc.line, stmt.loc.end_line
-        leading: list[str] = []
         trailing: list[str] = []
         while ci < len(comments) and comments[ci].line <= end:
             c = comments[ci]
             if c.own_line and c.line < start:
-                leading.append(c.text.rstrip())
+                items.append((c.line, c.line, [c.text.rstrip()]))
             else:
                 trailing.append(c.text.rstrip())
             ci += 1
-        first_line = min([start] + [c.line for c in comments[:ci] if c.line > prev_end]) if ci else start
-        if out and any(not lines_src[k].strip() for k in range(prev_end, max(prev_end, first_line - 1))):
-            out.append("")
-        out.extend(leading)
         body = _stmt(stmt)
+        for t in trailing[:-1]:
+            items.append((start, start, [t]))
         if trailing:
-            if len(trailing) > 1:
-                out.extend(trailing[:-1])
             body[0] = f"{body[0]}  {trailing[-1]}"
-        out.extend(body)
-        prev_end = end
-    rest = [c.text.rstrip() for c in comments[ci:]]
-    if rest:
-        if out and any(not lines_src[k].strip() for k in range(prev_end, min(len(lines_src), rest and
-                                                                            comments[ci].line - 1))):
+        items.append((start, end, body))
+    for c in comments[ci:]:
+        items.append((c.line, c.line, [c.text.rstrip()]))
+    out: list[str] = []
+    prev_end = 0
+    for first, last, lines in items:
+        # keep one blank line wherever the source had at least one
+        if out and any(not src_lines[k].strip() for k in range(prev_end, first - 1) if k < len(src_lines)):
             out.append("")
-        out.extend(rest)
+        out.extend(lines)
+        prev_end = max(prev_end, last)
     return "\n".join(out) + "\n" if out else ""

@@ -58,6 +58,9 @@ def train_command(
     # Quiet the deprecation chatter of the training stack; real warnings still show.
     warnings.filterwarnings("ignore", category=FutureWarning)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # "Writing model shards" bars at every checkpoint
 
     from rewardlang.diagnostics import SpecError
     from rewardlang.trainers.config import ConfigError, parse_set

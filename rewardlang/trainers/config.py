@@ -76,7 +76,7 @@ class TrainConfig:
     beta: float = 0.0
     temperature: float = 1.0
     max_completion_length: int = 48
-    max_prompt_length: int | None = 192  # tokens; longer prompts keep their end (the signature and docstring)
+    max_prompt_length: int | None = None  # tokens; longer prompts are left out (never truncated: see data.py)
     prompt_format: str = "auto"  # auto | chat | text
     save_steps: int = 10
     save_total_limit: int | None = None

@@ -47,29 +47,91 @@ from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
-__all__ = ["SpecGRPOTrainer", "SpecReward", "grpo_args", "build_trainer", "train", "RunResult", "token_advantages",
+__all__ = ["SpecGRPOTrainer", "SpecRewardSet", "SpecReward", "grpo_args", "build_trainer", "train", "RunResult", "token_advantages",
            "token_char_ends"]
 
 
-class SpecReward:
-    """One spec component as a TRL reward function, timed, its last values kept (a picklable callable).
+class SpecRewardSet:
+    """The spec's TRL reward functions (``prog.as_trl_reward_funcs()``) as one set, evaluated together per batch.
 
-    TRL names reward functions by ``__name__`` (metrics ``rewards/<name>/mean``): it is the component's name.
+    TRL calls the functions one after the other on the same completions; the first call of a batch evaluates them
+    all (the program scores the batch once and serves each component from its cache), times them, and works out
+    which completions have a masked total. Such a completion is returned as None by every function, so TRL treats it
+    as unscorable: excluded from its group's baseline, advantage 0, not counted as a reward of 0. That is the spec's
+    semantics (a masked component of the reward masks the total), which TRL's ``nansum`` of the components alone
+    would not give. The unmasked values stay in :attr:`raw` for the ``masked/*`` metrics.
+
+    The total is the ``reward`` function when the program supplies one (a reward that is not a weighted sum, or
+    scheduled weights), else the weighted sum of the components, masked when any component is. When a component
+    declares ``spans``, the local batch is also scored with ``prog.score`` to get the spans (its caches make
+    that second pass cheap).
     """
 
-    def __init__(self, func: Callable[..., list[float | None]], name: str, clock: RewardClock,
-                 record: dict[str, list[float | None]]) -> None:
-        self.func = func
-        self.__name__ = name
+    def __init__(self, program: "Program", clock: RewardClock) -> None:
+        self.program = program
         self.clock = clock
-        self.record = record
+        funcs, weights = program.as_trl_reward_funcs()
+        self.funcs = list(funcs)
+        self.names = [getattr(f, "__name__", type(f).__name__) for f in funcs]
+        self.weights = [float(w) for w in weights]
+        components = {c.name for c in program.components}
+        self.total_name = next((n for n in self.names if n not in components), None)
+        self.need_spans = any(c.has_spans for c in program.components)
+        self.functions = [SpecReward(self, i) for i in range(len(funcs))]
+        self.raw: dict[str, list[float | None]] = {}
+        self.total: list[float] = []
+        self.result: Any = None  # the local batch's ScoreResult, when spans are needed
+        self._batch: Any = None
+
+    def start_batch(self) -> None:
+        """Forget the previous batch (called before each generation batch)."""
+        self._batch, self.raw, self.total, self.result = None, {}, [], None
+
+    def _evaluate(self, kwargs: dict[str, Any]) -> None:
+        t0 = time.perf_counter()
+        self.raw = {name: list(f(**kwargs)) for name, f in zip(self.names, self.funcs)}
+        n = len(kwargs["completions"])
+        if self.total_name is not None:
+            self.total = [math.nan if v is None else float(v) for v in self.raw[self.total_name]]
+        else:
+            cols = [[math.nan if v is None else float(v) for v in self.raw[name]] for name in self.names]
+            self.total = [sum(w * c[i] for w, c in zip(self.weights, cols)) for i in range(n)]  # NaN if any is NaN
+        if self.need_spans:
+            self.result = self.program.score(**self._score_columns(kwargs))
+        self.clock.seconds += time.perf_counter() - t0
+        self._batch = kwargs["completions"]
+
+    def _score_columns(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        state = kwargs.get("trainer_state")
+        given: dict[str, Any] = {"completion": list(kwargs["completions"]),
+                                 "step": int(getattr(state, "global_step", 0) or 0)}
+        for inp in self.program.inputs:
+            if inp.name == "prompt" and kwargs.get("prompts") is not None:
+                given["prompt"] = list(kwargs["prompts"])
+            elif inp.used and inp.name != "completion":
+                for key in (inp.column, inp.name):
+                    if key in kwargs:
+                        given[inp.name] = list(kwargs[key])
+                        break
+        return given
+
+    def values(self, index: int, kwargs: dict[str, Any]) -> list[float | None]:
+        """Function ``index``'s values for this batch, None where the total is masked."""
+        if self._batch is not kwargs["completions"]:
+            self._evaluate(kwargs)
+        return [None if t != t else v for v, t in zip(self.raw[self.names[index]], self.total)]
+
+
+class SpecReward:
+    """One function of a :class:`SpecRewardSet`, as TRL calls it (picklable; ``__name__`` names its metrics)."""
+
+    def __init__(self, owner: SpecRewardSet, index: int) -> None:
+        self.owner = owner
+        self.index = index
+        self.__name__ = owner.names[index]
 
     def __call__(self, **kwargs: Any) -> list[float | None]:
-        t0 = time.perf_counter()
-        values = self.func(**kwargs)
-        self.clock.seconds += time.perf_counter() - t0
-        self.record[self.__name__] = list(values)
-        return values
+        return self.owner.values(self.index, kwargs)
 
 
 def token_char_ends(tokenizer: Any, ids: Sequence[int]) -> list[int]:
@@ -118,85 +180,95 @@ class SpecGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose rewards (and, if the spec has one, advantage pipeline) come from a compiled spec.
 
     Overrides one TRL method, ``_generate_and_score_completions`` (see the module docstring). Extra metrics, per
-    logging step: ``masked/<component>`` and ``masked/rate`` (share of completions with a masked component: an
-    ``on_error = mask`` error or an infrastructure failure; such completions are not scored as 0),
-    ``masked/count``, ``advantages/{mean,std,min,max,abs_mean}``; with :class:`StepTimingCallback`, ``time/step``,
-    ``time/reward``, ``time/reward_share``, ``tokens_per_second``.
+    logging step: ``masked/<component>`` (share of completions where that component is masked: an error without
+    ``on_error``, ``none``, or an infrastructure failure), ``masked/rate`` (share whose total is masked: they get
+    no advantage and are not scored as 0), ``masked/count``, ``advantages/{mean,std,min,max,abs_mean}``, and with
+    spans ``spans/token_share`` (share of completion tokens whose advantage a span changed); with :class:`StepTimingCallback`,
+    ``time/step``, ``time/reward``, ``time/reward_share``, ``tokens_per_second``.
 
-    ``last_batch`` keeps the last generation batch's global ``rewards_per_func``, ``rewards``, ``groups`` and
-    ``advantages`` (NumPy) for inspection.
+    ``last_batch`` keeps the last generation batch's global ``rewards_per_func`` (unmasked, as the spec's functions
+    returned them), ``total``, ``groups`` and ``advantages`` (NumPy), and the names, for inspection.
     """
 
     def __init__(self, model: Any, program: "Program", args: GRPOConfig, clock: RewardClock | None = None,
                  **kwargs: Any) -> None:
         self.program = program
         self.clock = clock or RewardClock()
-        self._spec_values: dict[str, list[float | None]] = {}
-        funcs, weights = program.as_trl_reward_funcs()
-        names = [getattr(f, "__name__", type(f).__name__) for f in funcs]
-        self._weight_names = names
-        if isinstance(weights, Mapping):
-            weights = [float(weights[n]) for n in names]
-        args.reward_weights = [float(w) for w in weights]
-        wrapped = [SpecReward(f, n, self.clock, self._spec_values) for f, n in zip(funcs, names)]
+        self.spec_rewards = SpecRewardSet(program, self.clock)
+        args.reward_weights = self.spec_rewards.weights
         self.last_batch: dict[str, np.ndarray] = {}
-        super().__init__(model=model, reward_funcs=wrapped, args=args, **kwargs)
+        super().__init__(model=model, reward_funcs=self.spec_rewards.functions, args=args, **kwargs)
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         mode = "train" if self.model.training else "eval"
-        step = self.state.global_step
-        # Weights may follow a schedule in the spec; TRL reads self.reward_weights when it sums the components.
-        w = self.program.weights(step)
-        self.reward_weights = torch.tensor([float(w[n]) for n in self._weight_names], dtype=torch.float32)
-        self._spec_values.clear()
+        rewards = self.spec_rewards
+        rewards.start_batch()
 
         output = super()._generate_and_score_completions(inputs)
 
+        # Every process's completions, in the order TRL gathered them for its own normalisation.
         device = self.accelerator.device
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
-        local = torch.tensor(
-            [[math.nan if v is None else float(v) for v in self._spec_values[n]] for n in self.reward_func_names],
-            dtype=torch.float32,
-        ).T.contiguous()
-        rewards_per_func = gather(local.to(device))  # what TRL normalised: every process's completions, in order
-        masked = torch.isnan(rewards_per_func)
-        for i, name in enumerate(self.reward_func_names):
-            self._metrics[mode][f"masked/{name}"].append(masked[:, i].float().mean().item())
-        any_masked = masked.any(dim=1)
-        self._metrics[mode]["masked/rate"].append(any_masked.float().mean().item())
-        self._metrics[mode]["masked/count"].append(float(any_masked.sum().item()))
-
-        rewards = (rewards_per_func * self.reward_weights.to(device)).nansum(dim=1)
-        rewards[masked.all(dim=1)] = torch.nan
-        groups = np.arange(rewards.numel()) // num_generations
+        raw = [[math.nan if v is None else float(v) for v in rewards.raw[n]] for n in rewards.names]
+        local = torch.tensor([*raw, rewards.total], dtype=torch.float64).T.contiguous()
+        gathered = gather(local.to(device)).cpu().numpy()
+        rewards_per_func, total = gathered[:, :-1], gathered[:, -1]
+        groups = np.arange(len(total)) // num_generations
         n_local = local.shape[0]
         process_slice = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
 
+        for i, name in enumerate(rewards.names):
+            if name != rewards.total_name:
+                self._metrics[mode][f"masked/{name}"].append(float(np.isnan(rewards_per_func[:, i]).mean()))
+        self._metrics[mode]["masked/rate"].append(float(np.isnan(total).mean()))
+        self._metrics[mode]["masked/count"].append(float(np.isnan(total).sum()))
+
         if self.program.has_advantage:
-            components = {n: rewards_per_func[:, i].double().cpu().numpy() for i, n in enumerate(self.reward_func_names)}
-            adv_np = np.asarray(self.program.advantages(rewards.double().cpu().numpy(), groups, components=components,
-                                                        step=step), dtype=np.float64)
-            advantages = torch.as_tensor(np.nan_to_num(adv_np, nan=0.0), dtype=torch.float32, device=device)
-            output["advantages"] = advantages[process_slice]
-            # TRL logged its own advantages for this batch (completions table); log the ones actually used.
+            components = {n: rewards_per_func[:, i] for i, n in enumerate(rewards.names) if n != rewards.total_name}
+            spec_adv = self.program.advantages(total, groups, components=components, step=self.state.global_step)
+            advantages = np.nan_to_num(np.asarray(spec_adv, dtype=np.float64), nan=0.0)  # masked: no advantage
+            local_adv = torch.as_tensor(advantages[process_slice], dtype=torch.float32, device=device)
+            # TRL logged its own advantages for this batch (completions table): log the ones used instead.
             logged = self._logs["advantages"]
-            for _ in range(min(len(logged), advantages.numel())):
+            for _ in range(min(len(logged), len(advantages))):
                 logged.pop()
             logged.extend(advantages.tolist())
         else:
-            advantages = gather(output["advantages"])
+            local_adv = output["advantages"]
+            advantages = gather(local_adv).double().cpu().numpy()
 
-        adv = advantages.float()
-        self._metrics[mode]["advantages/mean"].append(adv.mean().item())
-        self._metrics[mode]["advantages/std"].append(adv.std().item() if adv.numel() > 1 else 0.0)
-        self._metrics[mode]["advantages/min"].append(adv.min().item())
-        self._metrics[mode]["advantages/max"].append(adv.max().item())
-        self._metrics[mode]["advantages/abs_mean"].append(adv.abs().mean().item())
-        self.last_batch = {
-            "rewards_per_func": rewards_per_func.cpu().numpy(), "rewards": rewards.cpu().numpy(),
-            "groups": groups, "advantages": adv.cpu().numpy(), "names": np.array(self.reward_func_names),
-        }
+        if rewards.need_spans:
+            local_adv = self._token_advantages(local_adv, output["completion_ids"], output["completion_mask"], mode)
+        output["advantages"] = local_adv
+
+        self._metrics[mode]["advantages/mean"].append(float(advantages.mean()))
+        self._metrics[mode]["advantages/std"].append(float(advantages.std(ddof=1)) if len(advantages) > 1 else 0.0)
+        self._metrics[mode]["advantages/min"].append(float(advantages.min()))
+        self._metrics[mode]["advantages/max"].append(float(advantages.max()))
+        self._metrics[mode]["advantages/abs_mean"].append(float(np.abs(advantages).mean()))
+        self.last_batch = {"rewards_per_func": rewards_per_func, "total": total, "groups": groups,
+                           "advantages": advantages, "names": np.array(rewards.names)}
         return output
+
+    def _token_advantages(self, seq_adv: torch.Tensor, completion_ids: torch.Tensor, completion_mask: torch.Tensor,
+                          mode: str) -> torch.Tensor:
+        """(B, T) advantages: each completion's advantage plus the values of the spans over each token."""
+        result = self.spec_rewards.result
+        span_names = [c.name for c in self.program.components if c.has_spans]
+        rows, covered, counted = [], 0, 0
+        for i in range(completion_ids.shape[0]):
+            ids = completion_ids[i][completion_mask[i].bool()].tolist()
+            if self.spec_rewards.total[i] != self.spec_rewards.total[i]:  # masked total: no signal at all
+                rows.append([0.0] * completion_ids.shape[1])
+                continue
+            spans = [sp for name in span_names for sp in result.spans.get(name, [[]] * (i + 1))[i]]
+            ends = token_char_ends(self._tokenizer, ids)
+            row = token_advantages(float(seq_adv[i]), spans, ends, completion_ids.shape[1])
+            covered += sum(1 for t in range(len(ends)) if row[t] != float(seq_adv[i]))
+            counted += len(ends)
+            rows.append(row)
+        self._metrics[mode]["spans/token_share"].append(covered / max(counted, 1))
+        return torch.tensor(rows, dtype=torch.float32, device=seq_adv.device)
 
 
 def grpo_args(cfg: TrainConfig, run_dir: str) -> GRPOConfig:
@@ -253,12 +325,30 @@ def _run_dir(cfg: TrainConfig, spec_name: str, resume: bool) -> str:
     return name[0]
 
 
+def _save_initial_policy(model: Any, tokenizer: Any, path: str) -> None:
+    """Write the freshly built tiny policy to ``path`` and point its config there.
+
+    TRL builds the KL reference model (``beta > 0``) by loading ``model.config._name_or_path`` again; the tiny
+    model exists only in memory, so it gets a real path: the run's ``initial_model/`` (also handy to compare with).
+    """
+    from accelerate import PartialState
+
+    state = PartialState()
+    if state.is_main_process and not os.path.exists(os.path.join(path, "config.json")):
+        model.save_pretrained(path)
+        tokenizer.save_pretrained(path)
+    state.wait_for_everyone()
+    model.config._name_or_path = path
+
+
 def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: bool | None = None,
                   callbacks: Sequence[Any] = ()) -> SpecGRPOTrainer:
     """Data (checked against the spec), policy and trainer for a resolved configuration."""
     rows, source = load_rows(cfg.dataset)
     columns = check_columns(prog, rows, source)  # before the model is built: a bad dataset fails in seconds
     model, tokenizer = load_policy(cfg)
+    if cfg.model is None:
+        _save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
     dataset, _ = build_dataset(rows, columns, tokenizer, cfg.prompt_format, cfg.max_prompt_length)
     clock = RewardClock()
     timing = StepTimingCallback(clock)

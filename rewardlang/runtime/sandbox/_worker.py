@@ -1,0 +1,985 @@
+"""The sandbox slot worker: runs INSIDE a sandbox and forks one process per untrusted program.
+
+This file is self-contained (standard library only, no rewardlang imports): at the ``bwrap`` level it is the
+only rewardlang file visible inside the sandbox (bound read-only at ``/sandbox/worker.py``). The trusted
+process also imports it, to build the seccomp filters it hands to bubblewrap and to share the frame format.
+
+Protocol (little-endian length-prefixed frames on fds moved to 10/11 at start-up):
+the first frame is the slot configuration, then each request frame is answered by one response frame:
+a JSON header followed by raw blobs (for every run: the result-channel bytes, then the captured stdout).
+
+The program's process sends *observations* on fd 3 (frames of JSON lists); the worker does not interpret
+them, the trusted process does. Expected values never reach this file.
+"""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+import errno
+import io
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import stat as _stat
+import struct
+import sys
+import time
+
+__all__ = ["build_filter", "SLOT_DENY", "PROGRAM_DENY", "encode_value", "pack_frame", "landlock_abi"]
+
+# ----------------------------------------------------------------------------------------------------------
+# seccomp: a tiny classic-BPF assembler (no libseccomp needed)
+# ----------------------------------------------------------------------------------------------------------
+
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+SYSCALLS = {
+    "x86_64": {
+        "socket": 41, "socketpair": 53, "connect": 42, "bind": 49, "listen": 50, "accept": 43, "accept4": 288,
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kill": 62, "tkill": 200,
+        "tgkill": 234, "clone": 56, "clone3": 435, "mount": 165, "umount2": 166, "pivot_root": 155,
+        "chroot": 161, "unshare": 272, "setns": 308, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "keyctl": 250, "add_key": 248,
+        "request_key": 249, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
+        "finit_module": 313, "delete_module": 176, "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163,
+        "settimeofday": 164, "clock_settime": 227, "clock_adjtime": 305, "adjtimex": 159, "personality": 135,
+        "open_by_handle_at": 304, "name_to_handle_at": 303, "iopl": 172, "ioperm": 173, "lookup_dcookie": 212,
+        "quotactl": 179, "setsid": 112, "setpgid": 109, "prlimit64": 302, "syslog": 103, "vhangup": 153,
+        "mknod": 133, "mknodat": 259, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+        "move_mount": 429, "open_tree": 428, "mount_setattr": 442, "pidfd_send_signal": 424,
+        "pidfd_getfd": 438, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297, "sethostname": 170,
+        "setdomainname": 171, "uselib": 134, "nfsservctl": 180,
+    },
+    "aarch64": {  # asm-generic numbers
+        "socket": 198, "socketpair": 199, "connect": 203, "bind": 200, "listen": 201, "accept": 202,
+        "accept4": 242, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kill": 129,
+        "tkill": 130, "tgkill": 131, "clone": 220, "clone3": 435, "mount": 40, "umount2": 39,
+        "pivot_root": 41, "chroot": 51, "unshare": 97, "setns": 268, "bpf": 280, "perf_event_open": 241,
+        "userfaultfd": 282, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "keyctl": 219, "add_key": 217, "request_key": 218, "kexec_load": 104, "kexec_file_load": 294,
+        "init_module": 105, "finit_module": 273, "delete_module": 106, "reboot": 142, "swapon": 224,
+        "swapoff": 225, "acct": 89, "settimeofday": 170, "clock_settime": 112, "clock_adjtime": 266,
+        "adjtimex": 171, "personality": 92, "open_by_handle_at": 265, "name_to_handle_at": 264,
+        "lookup_dcookie": 18, "quotactl": 60, "setsid": 157, "setpgid": 154, "prlimit64": 261,
+        "syslog": 116, "vhangup": 58, "mknodat": 33, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
+        "fspick": 433, "move_mount": 429, "open_tree": 428, "mount_setattr": 442, "pidfd_send_signal": 424,
+        "pidfd_getfd": 438, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240, "sethostname": 161,
+        "setdomainname": 162,
+    },
+}
+
+# Denied for the whole slot (the worker never needs these); they fail with EPERM.
+SLOT_DENY = (
+    "socket", "connect", "bind", "listen", "accept", "accept4", "ptrace", "process_vm_readv",
+    "process_vm_writev", "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "bpf",
+    "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl",
+    "add_key", "request_key", "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "reboot", "swapon", "swapoff", "acct", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+    "personality", "open_by_handle_at", "name_to_handle_at", "iopl", "ioperm", "lookup_dcookie", "quotactl",
+    "syslog", "vhangup", "mknod", "mknodat", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
+    "open_tree", "mount_setattr", "pidfd_getfd", "sethostname", "setdomainname", "uselib", "nfsservctl",
+)
+# Additionally denied for a program: leaving its session (so the whole tree stays one group), signalling
+# anything but itself (kill/tgkill/prlimit64 are argument-checked against its pid), queued signals.
+PROGRAM_DENY = SLOT_DENY + ("setsid", "setpgid", "tkill", "pidfd_send_signal", "rt_sigqueueinfo",
+                            "rt_tgsigqueueinfo")
+CLONE_NS_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
+
+_LD_ABS_W, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_RET_KILL_PROCESS, _RET_ALLOW = 0x80000000, 0x7FFF0000
+_RET_ERRNO = 0x00050000
+
+
+def _machine() -> str:
+    m = os.uname().machine
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
+
+
+def build_filter(deny: tuple[str, ...], pid: int | None = None, arch: str | None = None) -> bytes:
+    """A classic-BPF seccomp program (raw ``struct sock_filter`` array) that fails ``deny`` with EPERM.
+
+    With ``pid`` (a program's filter), ``kill``/``tgkill``/``prlimit64`` are allowed only on that pid (or
+    its own process group), ``clone`` with namespace flags is denied and ``clone3`` answers ENOSYS (its
+    flags live in memory a filter cannot read; the C library falls back to ``clone``). Other
+    architectures than the one the filter was built for are killed.
+
+        >>> len(build_filter(("ptrace",), arch="x86_64")) % 8
+        0
+    """
+    arch = arch or _machine()
+    table = SYSCALLS[arch]
+    prog: list[tuple] = []  # (code, jt_label_or_int, jf_label_or_int, k) ; labels resolved below
+    labels: dict[str, int] = {}
+
+    def emit(code: int, k: int = 0, jt: object = 0, jf: object = 0) -> None:
+        prog.append((code, jt, jf, k & 0xFFFFFFFF))
+
+    def label(name: str) -> None:
+        labels[name] = len(prog)
+
+    emit(_LD_ABS_W, 4)                                   # seccomp_data.arch
+    emit(_JEQ, AUDIT_ARCH[arch], jt=1, jf=0)
+    emit(_RET, _RET_KILL_PROCESS)
+    emit(_LD_ABS_W, 0)                                   # seccomp_data.nr
+    if arch == "x86_64":
+        emit(_JGE, 0x40000000, jt="eperm", jf=0)         # the x32 ABI alias table
+    special = {}
+    if pid is not None:
+        special = {"kill": "kill", "tgkill": "tgkill", "prlimit64": "prlimit", "clone": "clone",
+                   "clone3": "enosys"}
+    for name, target in special.items():
+        emit(_JEQ, table[name], jt=target, jf=0)
+    for name in deny:
+        if name in table and name not in special:
+            emit(_JEQ, table[name], jt="eperm", jf=0)
+    label("allow")
+    emit(_RET, _RET_ALLOW)
+    if pid is not None:
+        label("kill")
+        emit(_LD_ABS_W, 16)                              # args[0], low 32 bits
+        emit(_JEQ, pid, jt="allow2", jf=0)
+        emit(_JEQ, 0, jt="allow2", jf=0)
+        emit(_JEQ, -pid, jt="allow2", jf="eperm")
+        label("tgkill")
+        emit(_LD_ABS_W, 16)
+        emit(_JEQ, pid, jt="allow2", jf="eperm")
+        label("prlimit")
+        emit(_LD_ABS_W, 16)
+        emit(_JEQ, 0, jt="allow2", jf=0)
+        emit(_JEQ, pid, jt="allow2", jf="eperm")
+        label("clone")
+        emit(_LD_ABS_W, 16)
+        emit(_JSET, CLONE_NS_FLAGS, jt="eperm", jf="allow2")
+        label("enosys")
+        emit(_RET, _RET_ERRNO | errno.ENOSYS)
+    label("eperm")
+    emit(_RET, _RET_ERRNO | errno.EPERM)
+
+    label("allow2")
+    emit(_RET, _RET_ALLOW)
+
+    out = bytearray()
+    for i, (code, jt, jf, k) in enumerate(prog):
+        offs = []
+        for j in (jt, jf):
+            if isinstance(j, str):
+                j = labels[j] - i - 1
+            if not 0 <= j <= 255:
+                raise ValueError("seccomp jump out of range")
+            offs.append(j)
+        out += struct.pack("=HBBI", code, offs[0], offs[1], k)
+    return bytes(out)
+
+
+_PID_MARK = 0x7FFFFF3
+
+
+class FilterTemplate:
+    """A program filter built once with a marker pid; :meth:`for_pid` patches the real pid in (cheap
+    enough to do after every fork)."""
+
+    def __init__(self, deny: tuple[str, ...]) -> None:
+        raw = build_filter(deny, pid=_PID_MARK)
+        self.raw = bytearray(raw)
+        self.sites = []
+        for i in range(0, len(raw), 8):
+            k = struct.unpack_from("=I", raw, i + 4)[0]
+            if k == _PID_MARK:
+                self.sites.append((i + 4, 1))
+            elif k == (-_PID_MARK) & 0xFFFFFFFF:
+                self.sites.append((i + 4, -1))
+
+    def for_pid(self, pid: int) -> bytes:
+        for off, sign in self.sites:
+            struct.pack_into("=I", self.raw, off, (sign * pid) & 0xFFFFFFFF)
+        return bytes(self.raw)
+
+
+_libc = None
+
+
+def _lib() -> ctypes.CDLL:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.syscall.restype = ctypes.c_long
+    return _libc
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
+
+
+def _prctl(option: int, arg2: int | ctypes.c_void_p = 0) -> None:
+    libc = _lib()
+    if libc.prctl(option, arg2, 0, 0, 0) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"prctl({option}): {os.strerror(e)}")
+
+
+def install_filter(raw: bytes) -> None:
+    """no_new_privs, then load ``raw`` (from :func:`build_filter`) on the calling thread."""
+    libc = _lib()
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+    buf = ctypes.create_string_buffer(raw, len(raw))
+    prog = _SockFprog(len(raw) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"seccomp: {os.strerror(e)}")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Landlock (used at the levels without a mount namespace)
+# ----------------------------------------------------------------------------------------------------------
+
+_LL_CREATE, _LL_ADD, _LL_RESTRICT = 444, 445, 446
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 when unavailable."""
+    try:
+        r = _lib().syscall(_LL_CREATE, None, 0, 1)
+    except Exception:
+        return 0
+    return int(r) if r > 0 else 0
+
+
+class _LLPathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def landlock_restrict(read_paths: list[str], write_paths: list[str]) -> int:
+    """Confine the calling process: read/execute ``read_paths``, full access under ``write_paths``, no TCP,
+    no signals or abstract sockets outside the domain (from ABI 6). Returns the ABI used (0: unavailable)."""
+    abi = landlock_abi()
+    if abi <= 0:
+        return 0
+    fs_all = (1 << 13) - 1
+    if abi >= 2:
+        fs_all |= 1 << 13
+    if abi >= 3:
+        fs_all |= 1 << 14
+    if abi >= 5:
+        fs_all |= 1 << 15
+    file_bits = (1 << 0) | (1 << 1) | (1 << 2) | ((1 << 14) if abi >= 3 else 0) | ((1 << 15) if abi >= 5 else 0)
+    read_bits = (1 << 0) | (1 << 2) | (1 << 3)
+    fields = [fs_all]
+    if abi >= 4:
+        fields.append(0b11)          # bind and connect TCP
+    if abi >= 6:
+        fields.append(0b11)          # scoped: abstract unix sockets, signals
+    attr = struct.pack("=" + "Q" * len(fields), *fields)
+    libc = _lib()
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    rfd = libc.syscall(_LL_CREATE, buf, len(attr), 0)
+    if rfd < 0:
+        return 0
+    try:
+        for paths, bits in ((read_paths, read_bits), (write_paths, fs_all)):
+            for p in paths:
+                try:
+                    fd = os.open(p, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                try:
+                    allowed = bits if _stat.S_ISDIR(os.fstat(fd).st_mode) else bits & file_bits
+                    if p == "/dev/null":
+                        allowed |= 1 << 1
+                    rule = _LLPathBeneath(allowed, fd)
+                    if libc.syscall(_LL_ADD, rfd, 1, ctypes.byref(rule), 0) != 0:
+                        raise OSError(ctypes.get_errno(), f"landlock_add_rule({p})")
+                finally:
+                    os.close(fd)
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+        if libc.syscall(_LL_RESTRICT, rfd, 0) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    finally:
+        os.close(rfd)
+    return abi
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Framing and the type-exact encoder
+# ----------------------------------------------------------------------------------------------------------
+
+
+def pack_frame(payload: bytes) -> bytes:
+    return struct.pack("<I", len(payload)) + payload
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    chunks = []
+    while n:
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            raise EOFError
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+class Unencodable(Exception):
+    pass
+
+
+def encode_value(x: object, depth: int = 0) -> object:
+    """Encode a plain value, checking exact types (``type(x) is int``): subclasses and objects with their
+    own ``__eq__`` are refused, so a tricked value cannot reach the judge.
+
+        >>> encode_value([1, (2.5, "a"), {None: True}])
+        ['l', [['i', '0x1'], ['t', [['f', '2.5'], ['s', 'a']]], ['d', [[['n'], ['b', True]]]]]]
+    """
+    if depth > 100:
+        raise Unencodable("nested too deeply")
+    t = type(x)
+    if x is None:
+        return ["n"]
+    if t is bool:
+        return ["b", x]
+    if t is int:
+        return ["i", hex(x)]
+    if t is float:
+        return ["f", repr(x)]
+    if t is str:
+        return ["s", x]
+    if t is list:
+        return ["l", [encode_value(v, depth + 1) for v in x]]
+    if t is tuple:
+        return ["t", [encode_value(v, depth + 1) for v in x]]
+    if t is dict:
+        return ["d", [[encode_value(k, depth + 1), encode_value(v, depth + 1)] for k, v in x.items()]]
+    if t is set:
+        return ["S", [encode_value(v, depth + 1) for v in x]]
+    if t is frozenset:
+        return ["F", [encode_value(v, depth + 1) for v in x]]
+    if t is bytes:
+        return ["y", x.hex()]
+    if t is complex:
+        return ["c", repr(x.real), repr(x.imag)]
+    raise Unencodable(f"result of type {t.__module__}.{t.__qualname__} is not a plain value")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The program's process (after fork)
+# ----------------------------------------------------------------------------------------------------------
+
+RES_FD = 3
+SETUP_FAILED = 121
+
+
+def _emit(rec: list) -> None:
+    _write_all(RES_FD, pack_frame(json.dumps(rec, separators=(",", ":")).encode("utf-8", "surrogatepass")))
+
+
+def _msg(e: BaseException) -> str:
+    try:
+        s = f"{type(e).__name__}: {e}"
+    except BaseException:
+        s = type(e).__name__
+    return s[:300]
+
+
+def _strict_eq(a: object, b: object) -> bool:
+    """Equality for tests that must run inside: both sides must be plain values (see encode_value)."""
+    try:
+        encode_value(a)
+        encode_value(b)
+    except Unencodable:
+        return False
+    return bool(a == b)
+
+
+def _run_program(req: dict) -> None:
+    mode = req["mode"]
+    g: dict = {"__name__": "__main__" if mode != "call" else "__solution__", "__builtins__": builtins}
+    try:
+        code = compile(req["code"], "solution.py", "exec")
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as e:
+        _emit(["c", _msg(e)])
+        _emit(["d"])
+        return
+    try:
+        exec(code, g)
+        if mode == "call" and req.get("setup"):
+            exec(compile(req["setup"], "tests.py", "exec"), g)
+    except SystemExit as e:
+        if mode == "call":
+            _emit(["L", "runtime_error", "SystemExit while loading: " + repr(e.code)[:100]])
+            _emit(["d"])
+            return
+        _flush()
+        code_ = e.code
+        _emit(["x", 0 if code_ is None else (code_ if type(code_) is int else 1)])
+        _emit(["d"])
+        return
+    except MemoryError as e:
+        _emit(["L", "memory", _msg(e)])
+        _emit(["d"])
+        return
+    except BaseException as e:
+        _emit(["L", "runtime_error", _msg(e)])
+        _emit(["d"])
+        return
+    if mode != "call":
+        _flush()
+        _emit(["x", 0])
+        _emit(["d"])
+        return
+
+    entry = req.get("entry")
+    cand = None
+    if entry:
+        cand = g.get(entry)
+        if cand is None and isinstance(g.get("Solution"), type):
+            try:
+                cand = getattr(g["Solution"](), entry)
+            except BaseException:
+                cand = None
+        if not callable(cand):
+            _emit(["c", f"entry point {entry!r} is not defined"])
+            _emit(["d"])
+            return
+    loc = {req.get("param") or "candidate": cand}
+    i = 0
+    for p in req.get("probes", ()):
+        try:
+            if "e" in p:
+                v = eval(compile(p["e"], "tests.py", "eval"), g, loc)
+            else:
+                v = cand(*p["a"])
+        except MemoryError as e:
+            _emit(["t", i, "memory", _msg(e)])
+        except BaseException as e:
+            _emit(["t", i, "error", _msg(e)])
+        else:
+            try:
+                _emit(["t", i, "ok", encode_value(v)])
+            except (Unencodable, RecursionError) as e:
+                _emit(["t", i, "unenc", _msg(e)])
+            except MemoryError as e:
+                _emit(["t", i, "memory", _msg(e)])
+        i += 1
+    for src in req.get("inside", ()):
+        try:
+            ns: dict = {}
+            exec(compile(src, "tests.py", "exec"), g, ns)
+            ns["__rl_test"](cand, _strict_eq)
+        except AssertionError:
+            _emit(["t", i, "fail", "AssertionError"])
+        except MemoryError as e:
+            _emit(["t", i, "memory", _msg(e)])
+        except BaseException as e:
+            _emit(["t", i, "error", _msg(e)])
+        else:
+            _emit(["t", i, "pass"])
+        i += 1
+    _emit(["d"])
+
+
+def _flush() -> None:
+    try:
+        sys.stdout.flush()
+    except BaseException:
+        pass
+
+
+def _set_limits(lim: dict, pid: int) -> None:
+    page = os.sysconf("SC_PAGE_SIZE")
+    with open("/proc/self/statm", "rb") as fh:
+        vm = int(fh.read().split()[0]) * page
+    cpu = int(lim["cpu"]) + 1
+    for res, val in (
+        (resource.RLIMIT_CPU, cpu),
+        (resource.RLIMIT_AS, vm + int(lim["mem"])),
+        (resource.RLIMIT_FSIZE, int(lim["fsize"])),
+        (resource.RLIMIT_NOFILE, 256),
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_NPROC, int(lim["nproc"])),
+        (resource.RLIMIT_MEMLOCK, 0),
+        (resource.RLIMIT_MSGQUEUE, 0),
+    ):
+        if res == resource.RLIMIT_NPROC and val <= 0:
+            continue
+        resource.setrlimit(res, (val, val))
+
+
+def _child(state: "Worker", req: dict, stdin_path: str, out_w: int, res_w: int, rundir: str) -> None:
+    """Turn the forked process into the program's process; never returns."""
+    try:
+        os.setsid()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGUSR1):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        fd0 = os.open(stdin_path, os.O_RDONLY)
+        nul = os.open("/dev/null", os.O_WRONLY)
+        os.dup2(fd0, 0)
+        os.dup2(out_w, 1)
+        os.dup2(nul, 2)
+        os.dup2(res_w, RES_FD)
+        os.closerange(RES_FD + 1, 1 << 16)
+        os.chdir(rundir)
+        pid = os.getpid()
+        _set_limits(req["limits"], pid)
+        if state.landlock_paths is not None:
+            if not landlock_restrict(state.landlock_paths, [rundir]) and state.require_landlock:
+                os._exit(SETUP_FAILED)
+        if state.program_filter:
+            install_filter(state.program_filter.for_pid(pid))
+        os.environ.clear()
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8",
+                                     errors="replace")
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False), 1 << 16),
+                                      encoding="utf-8", errors="replace", write_through=False)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="replace")
+        sys.argv = ["solution.py"]
+        sys.setrecursionlimit(1000)
+    except BaseException:
+        os._exit(SETUP_FAILED)
+    try:
+        _run_program(req)
+    except BaseException:
+        pass
+    os._exit(0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The worker (supervisor) loop
+# ----------------------------------------------------------------------------------------------------------
+
+_CLK = os.sysconf("SC_CLK_TCK")
+
+
+class Worker:
+    def __init__(self, cfg: dict, rfd: int, wfd: int) -> None:
+        self.cfg = cfg
+        self.rfd, self.wfd = rfd, wfd
+        self.level = cfg["level"]
+        self.tmp = cfg["tmp"]                       # directory of program run dirs
+        self.wipe = list(cfg.get("wipe", ()))       # directories emptied after each program
+        self.kill_all = bool(cfg["kill_all"])       # kill(-1) is safe: a dedicated uid or a pid namespace
+        self.program_filter = FilterTemplate(PROGRAM_DENY) if cfg.get("seccomp", True) else None
+        self.landlock_paths = cfg.get("landlock_read")
+        self.require_landlock = bool(cfg.get("require_landlock", False))
+        self.nproc_base = 0
+        self.me = os.getpid()
+        self.runs = 0
+
+    # -- processes ------------------------------------------------------------------------------------------
+    def _tree_cpu(self, sid: int) -> float:
+        total = 0
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return 0.0
+        for name in names:
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            f = data[data.rfind(b")") + 2:].split()
+            if int(f[3]) != sid:          # session id (programs cannot leave their session)
+                continue
+            total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+        return total / _CLK
+
+    def _children_cpu(self) -> float:
+        t = os.times()
+        return t.children_user + t.children_system
+
+    def _kill_everything(self, pid: int) -> bool:
+        """SIGKILL every process the program created and reap them all (we are a subreaper)."""
+        deadline = time.monotonic() + 3.0
+        while True:
+            try:
+                if self.kill_all:
+                    os.kill(-1, signal.SIGKILL)
+                else:
+                    os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            if not self.kill_all:
+                self._kill_descendants()
+            while True:
+                try:
+                    p, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    return True
+                if p == 0:
+                    break
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+
+    def _kill_descendants(self) -> None:
+        # Without kill(-1) (same uid as others): our children are every process left (we are a subreaper).
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    data = fh.read()
+                ppid = int(data[data.rfind(b")") + 2:].split()[1])
+                if ppid == self.me:
+                    os.kill(int(name), signal.SIGKILL)
+            except (OSError, ValueError, IndexError):
+                continue
+
+    def _wipe(self) -> None:
+        for d in self.wipe:
+            try:
+                names = os.listdir(d)
+            except OSError:
+                continue
+            for n in names:
+                p = os.path.join(d, n)
+                try:
+                    if os.path.isdir(p) and not os.path.islink(p):
+                        _chmod_tree(p)
+                        shutil.rmtree(p, ignore_errors=True)
+                    else:
+                        os.unlink(p)
+                except OSError:
+                    pass
+
+    # -- one execution --------------------------------------------------------------------------------------
+    def run_once(self, req: dict, stdin_data: str | None) -> tuple[dict, bytes, bytes]:
+        t_start = time.monotonic()
+        lim = req["limits"]
+        self.runs += 1
+        rundir = os.path.join(self.tmp, "run")
+        os.mkdir(rundir, 0o700)
+        stdin_path = "/dev/null"
+        if stdin_data is not None:
+            stdin_path = os.path.join(self.tmp, "stdin")
+            with open(stdin_path, "w", encoding="utf-8", errors="surrogatepass") as fh:
+                fh.write(stdin_data)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        res_r, res_w = os.pipe2(os.O_CLOEXEC)
+        t0 = time.monotonic()
+        c0 = self._children_cpu()
+        pid = os.fork()
+        if pid == 0:
+            os.close(out_r)
+            os.close(res_r)
+            _child(self, req, stdin_path, out_w, res_w, rundir)
+            os._exit(SETUP_FAILED)
+        os.close(out_w)
+        os.close(res_w)
+        for fd in (out_r, res_r):
+            os.set_blocking(fd, False)
+        pidfd = os.pidfd_open(pid)
+        poller = select.poll()
+        poller.register(out_r, select.POLLIN)
+        poller.register(res_r, select.POLLIN)
+        poller.register(pidfd, select.POLLIN)
+        out: list[bytes] = []
+        res: list[bytes] = []
+        n_out = n_res = 0
+        cap_out, cap_res = int(lim["out"]), int(lim["obs"])
+        cpu_limit, wall_limit = float(lim["cpu"]), float(lim["wall"])
+        reason = None
+        exited = False
+        open_fds = {out_r, res_r}
+        next_tick = t0 + 0.02
+        cpu = 0.0
+        while True:
+            now = time.monotonic()
+            timeout_ms = max(0, int((min(next_tick, t0 + wall_limit) - now) * 1000) + 1)
+            for fd, ev in poller.poll(timeout_ms):
+                if fd == pidfd:
+                    exited = True
+                    continue
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+                    continue
+                if fd == out_r:
+                    n_out += len(chunk)
+                    if n_out > cap_out:
+                        reason = "output"
+                    else:
+                        out.append(chunk)
+                else:
+                    n_res += len(chunk)
+                    if n_res > cap_res:
+                        reason = "obs"
+                    else:
+                        res.append(chunk)
+            if exited or reason:
+                break
+            now = time.monotonic()
+            if now - t0 >= wall_limit:
+                reason = "wall"
+                break
+            if now >= next_tick:
+                cpu = self._tree_cpu(pid) + (self._children_cpu() - c0)
+                if cpu >= cpu_limit:
+                    reason = "cpu"
+                    break
+                next_tick = now + (0.02 if now - t0 < 0.5 else 0.05)
+        if reason is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            status = 0
+        wall = time.monotonic() - t0
+        # drain what the program wrote before it ended (not waiting for EOF: a grandchild may hold the pipe)
+        for fd, buf, cap, n in ((out_r, out, cap_out, n_out), (res_r, res, cap_res, n_res)):
+            while fd in open_fds:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except (BlockingIOError, OSError):
+                    break
+                if not chunk:
+                    break
+                n += len(chunk)
+                if n > cap:
+                    reason = reason or ("output" if fd == out_r else "obs")
+                    break
+                buf.append(chunk)
+        cpu = max(cpu, self._children_cpu() - c0)
+        t_end = time.monotonic()
+        clean = self._kill_everything(pid)
+        t_kill = time.monotonic()
+        cpu = max(cpu, self._children_cpu() - c0)
+        for fd in (out_r, res_r, pidfd):
+            os.close(fd)
+        self._wipe()
+        if os.path.exists(rundir):
+            _chmod_tree(rundir)
+            shutil.rmtree(rundir, ignore_errors=True)
+        if stdin_data is not None:
+            try:
+                os.unlink(stdin_path)
+            except OSError:
+                pass
+        head = {
+            "exit": os.waitstatus_to_exitcode(status) if status else 0,
+            "reason": reason,
+            "cpu": round(cpu, 4),
+            "wall": round(wall, 4),
+            "setup_failed": os.WIFEXITED(status) and os.WEXITSTATUS(status) == SETUP_FAILED,
+            "clean": clean,
+            "t": [round(t0 - t_start, 5), round(t_end - t0, 5), round(t_kill - t_end, 5),
+                  round(time.monotonic() - t_kill, 5)],
+        }
+        return head, b"".join(res), b"".join(out)
+
+    def handle(self, req: dict) -> tuple[dict, list[bytes]]:
+        op = req.get("op", "run")
+        if op == "ping":
+            return {"ok": True, "pid": self.me, "runs": self.runs}, []
+        if op == "exit":
+            raise SystemExit(0)
+        inputs = req.get("inputs")
+        runs, blobs = [], []
+        feed = inputs if req["mode"] == "stdio" else [None]
+        for inp in feed:
+            head, res, out = self.run_once(req, inp)
+            head["res_len"], head["out_len"] = len(res), len(out)
+            runs.append(head)
+            blobs += [res, out]
+            if not head["clean"] or head["setup_failed"]:
+                break
+            if head["reason"] in ("cpu", "wall") and req.get("stop_on_timeout", True):
+                break
+        return {"ok": True, "runs": runs}, blobs
+
+    def serve(self) -> None:
+        import gc
+
+        # Children are forks of this process: keep the objects they inherit out of the collector's reach,
+        # or every collection in a child copies the pages of the whole heap.
+        gc.collect()
+        gc.freeze()
+        while True:
+            try:
+                n = struct.unpack("<I", _read_exact(self.rfd, 4))[0]
+                req = json.loads(_read_exact(self.rfd, n))
+            except EOFError:
+                return
+            try:
+                head, blobs = self.handle(req)
+            except SystemExit:
+                return
+            except BaseException as e:  # a worker bug or a broken slot: reported as an infrastructure failure
+                head, blobs = {"ok": False, "error": _msg(e)}, []
+            payload = json.dumps(head).encode()
+            _write_all(self.wfd, pack_frame(payload) + b"".join(blobs))
+            if not head.get("ok", False) or any(not r.get("clean", True) for r in head.get("runs", ())):
+                return  # let the trusted side respawn a fresh slot
+
+
+def _chmod_tree(path: str) -> None:
+    for root, dirs, _files in os.walk(path):
+        for d in dirs:
+            try:
+                os.chmod(os.path.join(root, d), 0o700)
+            except OSError:
+                pass
+    try:
+        os.chmod(path, 0o700)
+    except OSError:
+        pass
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Level set-up and entry point
+# ----------------------------------------------------------------------------------------------------------
+
+def _mount(src: str | None, dst: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    libc = _lib()
+    r = libc.mount(src.encode() if src else None, dst.encode(), fstype.encode() if fstype else None,
+                   ctypes.c_ulong(flags), data.encode() if data else None)
+    if r != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"mount {src} -> {dst}: {os.strerror(e)}")
+
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+MS_NOEXEC, MS_DETACH = 8, 2
+
+
+def _setup_namespaces(cfg: dict) -> None:
+    """Level ``namespaces``: we were started as root without user namespaces. Build a private minimal
+    read-only root in new mount/net/ipc/uts/cgroup namespaces, enter a pid namespace, then drop to the
+    slot's unprivileged uid. Returns in the pid-namespace init process; the parent only relays its exit."""
+    libc = _lib()
+    flags = 0x00020000 | 0x40000000 | 0x08000000 | 0x04000000 | 0x02000000
+    if libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), "unshare")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    root = cfg["newroot"]
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    for ro in cfg["ro_binds"]:
+        src, dst = ro
+        target = root + dst
+        os.makedirs(target, exist_ok=True)
+        _mount(src, target, None, MS_BIND | MS_REC)
+        _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_REC)
+    for src, dst in cfg["symlinks"]:
+        os.symlink(src, root + dst)
+    os.makedirs(root + "/dev", exist_ok=True)
+    _mount("tmpfs", root + "/dev", "tmpfs", MS_NOSUID, "mode=0755,size=64k")
+    for dev in ("null", "zero", "full", "random", "urandom"):
+        open(root + "/dev/" + dev, "w").close()
+        _mount("/dev/" + dev, root + "/dev/" + dev, None, MS_BIND)
+    for d, size in (("/tmp", cfg["tmp_size"]), ("/dev/shm", 1 << 20)):
+        os.makedirs(root + d, exist_ok=True)
+        _mount("tmpfs", root + d, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={size}")
+    os.makedirs(root + "/proc", exist_ok=True)
+    os.makedirs(root + "/.old", exist_ok=True)
+    os.chdir(root)
+    if libc.syscall(155, b".", b".old") != 0:  # pivot_root (x86_64 number; level probe fails elsewhere)
+        raise OSError(ctypes.get_errno(), "pivot_root")
+    os.chdir("/")
+    if libc.umount2(b"/.old", MS_DETACH) != 0:
+        raise OSError(ctypes.get_errno(), "umount old root")
+    os.rmdir("/.old")
+    if libc.unshare(0x20000000) != 0:  # CLONE_NEWPID: our next child is the namespace's init
+        raise OSError(ctypes.get_errno(), "unshare pid")
+    pid = os.fork()
+    if pid:
+        # The root parent: idle relay of the init's exit. It holds no pipes the sandbox can reach.
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.closerange(3, 1 << 16)
+        _, st = os.waitpid(pid, 0)
+        os._exit(os.waitstatus_to_exitcode(st) & 0xFF)
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    uid = int(cfg["uid"])
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
+def main() -> None:
+    # Move the protocol pipes out of the way of the program's stdin/stdout.
+    rfd = os.dup(0)
+    wfd = os.dup(1)
+    nul = os.open("/dev/null", os.O_RDWR)
+    os.dup2(nul, 0)
+    os.dup2(nul, 1)
+    os.dup2(nul, 2)
+    os.dup2(rfd, 10)
+    os.dup2(wfd, 11)
+    for fd in (rfd, wfd, nul):
+        if fd > 2 and fd not in (10, 11):
+            os.close(fd)
+    rfd, wfd = 10, 11
+    n = struct.unpack("<I", _read_exact(rfd, 4))[0]
+    cfg = json.loads(_read_exact(rfd, n))
+    status = {"ok": True, "level": cfg["level"]}
+    try:
+        if cfg["level"] == "namespaces":
+            _setup_namespaces(cfg)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        _prctl(PR_SET_DUMPABLE, 0)   # same-uid programs cannot open /proc/<worker>/mem or ptrace us
+        if cfg.get("slot_filter"):
+            install_filter(build_filter(SLOT_DENY))
+        os.environ.clear()
+        sys.path.extend(cfg.get("sys_path", ()))
+        os.chdir(cfg["tmp"])
+        status.update(uid=os.getuid(), pid=os.getpid(), python=sys.version.split()[0])
+    except BaseException as e:
+        status = {"ok": False, "error": _msg(e)}
+    _write_all(wfd, pack_frame(json.dumps(status).encode()))
+    if not status["ok"]:
+        return
+    Worker(cfg, rfd, wfd).serve()
+
+
+def bootstrap(spec: dict) -> None:
+    """Root bootstrap of a bwrap slot whose interpreter the slot uid cannot reach: bind it at reachable
+    mount points in a private mount namespace, drop to the slot uid, exec bubblewrap (fds pass through)."""
+    libc = _lib()
+    if libc.unshare(0x00020000) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    for src, dst in spec["mounts"]:
+        _mount(src, dst, None, MS_BIND | MS_REC)
+        _mount(None, dst, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_REC)
+    uid = int(spec["uid"])
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() == 0 or os.geteuid() == 0:
+        raise SystemExit("bootstrap: failed to drop root")
+    argv = spec["argv"]
+    os.execv(argv[0], argv)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--bootstrap":
+        bootstrap(json.loads(sys.argv[2]))
+    else:
+        main()

@@ -1,0 +1,319 @@
+"""The verdict, computed in the trusted process from what a sandboxed run returned.
+
+Nothing the program sends is trusted: observation frames are parsed defensively, values are decoded into
+plain Python values with bounded size and depth, and compared here against expected values that never
+entered the sandbox. The exit code is never a pass signal.
+
+Outcomes of one execution (most severe first): ``compile_error`` (syntax error, or the entry point is
+missing), ``timeout`` (CPU time, or the wall-clock backstop), ``memory``, ``output_limit`` (stdout or the
+observations exceeded their cap), ``runtime_error``, ``fail``, ``pass``. A failure of the sandbox itself is
+not an outcome: the :class:`Verdict` carries ``infra`` and the sample must be masked.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardlang.runtime.sandbox.convert import Plan, Test
+from rewardlang.runtime.sandbox.pool import RawResult, RawRun
+from rewardlang.runtime.sandbox.safe_eval import safe_eval
+
+__all__ = ["Verdict", "TestResult", "judge", "decode_value", "parse_records", "OUTCOMES", "compare_stdout"]
+
+#: outcome classes, most severe first
+OUTCOMES = ("compile_error", "timeout", "memory", "output_limit", "runtime_error", "fail", "pass")
+_SEVERITY = {o: i for i, o in enumerate(OUTCOMES)}
+MAX_INT_HEX = 100_000
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One test's result: ``status`` is an outcome class or ``not_run``; ``inside`` marks a test that had
+    to run inside the sandbox (weaker: see :mod:`rewardlang.runtime.sandbox.convert`)."""
+
+    __test__ = False
+
+    status: str
+    detail: str = ""
+    inside: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judged result of one (program, tests) pair."""
+
+    outcome: str
+    tests: tuple[TestResult, ...] = ()
+    infra: str | None = None
+    error: str | None = None
+    level: str = ""
+    cpu: float = 0.0
+    wall: float = 0.0
+    stdout: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def passed(self) -> int:
+        return sum(t.passed for t in self.tests)
+
+    @property
+    def total(self) -> int:
+        return len(self.tests)
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.total if self.tests else (1.0 if self.outcome == "pass" else 0.0)
+
+    @property
+    def all_passed(self) -> bool:
+        return self.outcome == "pass"
+
+    def details(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"outcome": self.outcome, "passed": self.passed, "total": self.total,
+                             "level": self.level, "cpu_s": self.cpu, "wall_s": self.wall,
+                             "tests": [t.status for t in self.tests]}
+        if any(t.inside for t in self.tests):
+            d["inside_tests"] = sum(t.inside for t in self.tests)
+        failing = [t.detail for t in self.tests if not t.passed and t.detail][:3]
+        if failing:
+            d["errors"] = failing
+        if self.infra:
+            d["infra"] = self.infra
+        return d
+
+
+class MalformedObservation(ValueError):
+    pass
+
+
+def parse_records(data: bytes, limit: int = 1_000_000) -> tuple[list[list[Any]], bool]:
+    """Split the result channel into JSON-list records; ``malformed`` when it does not parse to the end."""
+    recs: list[list[Any]] = []
+    pos, n = 0, len(data)
+    while pos < n and len(recs) < limit:
+        if pos + 4 > n:
+            return recs, True
+        size = struct.unpack_from("<I", data, pos)[0]
+        if pos + 4 + size > n:
+            return recs, True
+        try:
+            rec = json.loads(data[pos + 4:pos + 4 + size])
+        except (ValueError, RecursionError):
+            return recs, True
+        if not isinstance(rec, list) or not rec or not isinstance(rec[0], str):
+            return recs, True
+        recs.append(rec)
+        pos += 4 + size
+    return recs, pos < n
+
+
+def decode_value(enc: Any, depth: int = 0) -> Any:
+    """Inverse of the sandbox's type-exact encoder (``_worker.encode_value``), on untrusted input.
+
+        >>> decode_value(['l', [['i', '0x1'], ['t', [['f', '2.5'], ['s', 'a']]]]])
+        [1, (2.5, 'a')]
+    """
+    if depth > 120 or not isinstance(enc, list) or not enc or not isinstance(enc[0], str):
+        raise MalformedObservation("malformed value")
+    tag = enc[0]
+    if tag == "n":
+        return None
+    if len(enc) < 2:
+        raise MalformedObservation("malformed value")
+    v = enc[1]
+    if tag == "b" and isinstance(v, bool):
+        return v
+    if tag == "i" and isinstance(v, str) and len(v) <= MAX_INT_HEX:
+        return int(v, 16)
+    if tag == "f" and isinstance(v, str) and len(v) < 40:
+        return float(v)
+    if tag == "s" and isinstance(v, str):
+        return v
+    if tag == "y" and isinstance(v, str):
+        return bytes.fromhex(v)
+    if tag == "c" and len(enc) == 3 and isinstance(v, str) and isinstance(enc[2], str) and len(v) < 40:
+        return complex(float(v), float(enc[2]))
+    if isinstance(v, list):
+        if tag == "l":
+            return [decode_value(x, depth + 1) for x in v]
+        if tag == "t":
+            return tuple(decode_value(x, depth + 1) for x in v)
+        if tag == "S":
+            return {decode_value(x, depth + 1) for x in v}
+        if tag == "F":
+            return frozenset(decode_value(x, depth + 1) for x in v)
+        if tag == "d":
+            out = {}
+            for kv in v:
+                if not isinstance(kv, list) or len(kv) != 2:
+                    raise MalformedObservation("malformed dict")
+                out[decode_value(kv[0], depth + 1)] = decode_value(kv[1], depth + 1)
+            return out
+    raise MalformedObservation(f"malformed value (tag {tag!r})")
+
+
+def compare_stdout(actual: str, expected: str, mode: str = "lines") -> bool:
+    """Whole-output comparison. ``lines``: the same number of lines, each equal up to trailing whitespace
+    (trailing blank lines ignored); ``tokens``: equal whitespace-separated tokens; ``exact``: identical.
+
+        >>> compare_stdout("1\\n2\\n", "1\\n2"), compare_stdout("1\\n", "1\\n2")
+        (True, False)
+    """
+    if mode == "exact":
+        return actual == expected
+    if mode == "tokens":
+        return actual.split() == expected.split()
+    a = [ln.rstrip() for ln in actual.rstrip().splitlines()]
+    e = [ln.rstrip() for ln in expected.rstrip().splitlines()]
+    return a == e
+
+
+def _termination(run: RawRun) -> tuple[str, str]:
+    if run.reason in ("cpu", "wall"):
+        return "timeout", f"{'CPU' if run.reason == 'cpu' else 'wall-clock'} time limit exceeded"
+    if run.reason in ("output", "obs"):
+        return "output_limit", "output limit exceeded" if run.reason == "output" else "result too large"
+    if run.exit < 0:
+        return "runtime_error", f"killed by signal {-run.exit}"
+    return "runtime_error", f"exited ({run.exit}) before finishing the tests"
+
+
+def _worst(statuses: list[str]) -> str:
+    real = [s for s in statuses if s in _SEVERITY]
+    if not real:
+        return "fail"
+    return min(real, key=lambda s: _SEVERITY[s])
+
+
+def _judge_probe(test: Test, payload: Any) -> tuple[str, str]:
+    try:
+        value = decode_value(payload)
+    except (MalformedObservation, ValueError, TypeError, RecursionError, OverflowError) as e:
+        return "fail", f"malformed observation: {e}"
+    try:
+        if test.judge is None:  # call-with-arguments pair: equality with the APPS conventions
+            exp = test.expected
+            ok = value == exp or (type(value) is tuple and list(value) == exp) or (
+                isinstance(exp, list) and len(exp) == 1 and (value == exp[0] or (
+                    type(value) is tuple and list(value) == exp[0])))
+            return ("pass", "") if ok else ("fail", f"got {_short(value)}")
+        if type(value) is not tuple or len(value) != test.n_values:
+            return "fail", "malformed observation"
+        env = {f"__rl_v{i}": v for i, v in enumerate(value)}
+        ok = bool(safe_eval(test.judge, env))
+    except Exception as e:  # the comparison itself raised (as the assert would have): a failed test
+        return "fail", f"comparison raised {type(e).__name__}"
+    shown = value[0] if len(value) == 1 else value
+    return ("pass", "") if ok else ("fail", f"{test.source[:120]} (got {_short(shown)})")
+
+
+def _short(v: Any) -> str:
+    try:
+        s = repr(v)
+    except Exception:
+        s = "?"
+    return s if len(s) <= 120 else s[:117] + "..."
+
+
+def _judge_call(plan: Plan, run: RawRun) -> tuple[str, list[TestResult]]:
+    recs, malformed = parse_records(run.res)
+    n = len(plan.tests)
+    for rec in recs:
+        if rec[0] == "c":
+            msg = str(rec[1])[:300] if len(rec) > 1 else "compile error"
+            return "compile_error", [TestResult("compile_error", msg, t.kind == "inside") for t in plan.tests]
+        if rec[0] == "L":
+            status = "memory" if len(rec) > 1 and rec[1] == "memory" else "runtime_error"
+            msg = str(rec[2])[:300] if len(rec) > 2 else ""
+            return status, [TestResult(status, msg, t.kind == "inside") for t in plan.tests]
+    results: list[TestResult | None] = [None] * n
+    for rec in recs:
+        if rec[0] != "t" or len(rec) < 3 or type(rec[1]) is not int or not 0 <= rec[1] < n:
+            continue
+        i, kind = rec[1], rec[2]
+        if results[i] is not None:
+            continue
+        test = plan.tests[i]
+        inside = test.kind == "inside"
+        detail = str(rec[3])[:300] if len(rec) > 3 and isinstance(rec[3], str) else ""
+        if kind == "memory":
+            results[i] = TestResult("memory", detail, inside)
+        elif kind == "error":
+            results[i] = TestResult("runtime_error", detail, inside)
+        elif inside:
+            results[i] = TestResult("pass" if kind == "pass" else "fail", detail, True)
+        elif kind == "ok" and len(rec) > 3:
+            st, why = _judge_probe(test, rec[3])
+            results[i] = TestResult(st, why)
+        else:
+            results[i] = TestResult("fail", detail or "result could not be encoded (not a plain value)")
+    missing = [i for i, r in enumerate(results) if r is None]
+    if missing:
+        st, why = _termination(run)
+        if malformed:
+            st, why = "runtime_error", "malformed result channel"
+        first = missing[0]
+        results[first] = TestResult(st, why, plan.tests[first].kind == "inside")
+        for i in missing[1:]:
+            results[i] = TestResult("not_run", "", plan.tests[i].kind == "inside")
+    final = [r for r in results if r is not None]
+    statuses = [r.status for r in final]
+    outcome = "pass" if all(s == "pass" for s in statuses) else _worst(statuses)
+    return outcome, final
+
+
+def _judge_process(run: RawRun) -> tuple[str, str]:
+    """How a whole-program run (stdio or script mode) ended: ``pass`` means it finished cleanly."""
+    recs, _ = parse_records(run.res)
+    for rec in recs:
+        if rec[0] == "c":
+            return "compile_error", str(rec[1])[:300] if len(rec) > 1 else ""
+    if run.reason is not None:
+        return _termination(run)
+    for rec in recs:
+        if rec[0] == "L":
+            return ("memory" if len(rec) > 1 and rec[1] == "memory" else "runtime_error",
+                    str(rec[2])[:300] if len(rec) > 2 else "")
+        if rec[0] == "x":
+            code = rec[1] if len(rec) > 1 else 1
+            return ("pass", "") if code == 0 else ("runtime_error", f"exit status {code}")
+    if run.exit == 0:
+        return "pass", ""  # os._exit(0): still only the output decides
+    return _termination(run)
+
+
+def judge(plan: Plan | None, raw: RawResult, *, level: str = "", compare: str = "lines") -> Verdict:
+    """The verdict for one request (``plan`` None: an ``executes`` script run)."""
+    if raw.runs is None:
+        return Verdict("infra", infra=raw.infra or "sandbox failure", level=level)
+    runs = raw.runs
+    cpu = sum(r.cpu for r in runs)
+    wall = sum(r.wall for r in runs)
+    out = runs[0].out[:2000].decode("utf-8", "replace") if runs else ""
+    if plan is None:
+        st, why = _judge_process(runs[0])
+        return Verdict(st, (TestResult(st, why),), level=level, cpu=cpu, wall=wall, stdout=out)
+    if plan.mode == "call":
+        outcome, tests = _judge_call(plan, runs[0])
+        return Verdict(outcome, tuple(tests), level=level, cpu=cpu, wall=wall, stdout=out, notes=plan.notes)
+    results: list[TestResult] = []
+    for i, test in enumerate(plan.tests):
+        if i >= len(runs):
+            results.append(TestResult("not_run"))
+            continue
+        st, why = _judge_process(runs[i])
+        if st == "pass":
+            actual = runs[i].out.decode("utf-8", "replace")
+            if not compare_stdout(actual, str(test.expected), compare):
+                st, why = "fail", f"wrong output for {test.source}"
+        results.append(TestResult(st, why))
+    statuses = [r.status for r in results]
+    outcome = "pass" if all(s == "pass" for s in statuses) else _worst(statuses)
+    return Verdict(outcome, tuple(results), level=level, cpu=cpu, wall=wall, stdout=out)

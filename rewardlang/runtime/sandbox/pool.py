@@ -1,0 +1,299 @@
+"""Long-lived sandbox slots and the pool that feeds them.
+
+A :class:`Slot` is one sandboxed worker process (see ``_worker.py``) that forks one process per program.
+A :class:`SlotPool` owns one slot per core, each served by its own thread (the slot is also *spawned* from
+that thread: ``--die-with-parent`` follows the spawning thread). A slot that dies, hangs past its hard
+deadline or fails to clean up is killed (with every process of its uid) and respawned; the request it was
+serving comes back as an infrastructure failure, never as a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import signal
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from rewardlang.runtime.sandbox import _worker
+from rewardlang.runtime.sandbox.config import LEVELS, SandboxConfig
+from rewardlang.runtime.sandbox.launch import (LaunchSpec, LevelUnavailable, UidLease, build_launch,
+                                               kill_uid, processes_of_uid)
+
+__all__ = ["RawRun", "RawResult", "Slot", "SlotPool", "SlotFailure"]
+
+
+class SlotFailure(RuntimeError):
+    """The slot died, hung or misbehaved: an infrastructure failure."""
+
+
+@dataclass
+class RawRun:
+    """One program execution as the worker saw it (untrusted bytes; the judge interprets them)."""
+
+    exit: int
+    reason: str | None
+    cpu: float
+    wall: float
+    setup_failed: bool
+    clean: bool
+    res: bytes
+    out: bytes
+
+
+@dataclass
+class RawResult:
+    runs: list[RawRun] | None
+    infra: str | None = None
+
+
+def _read_exact(fd: int, n: int, deadline: float) -> bytes:
+    chunks = []
+    while n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise SlotFailure("slot did not answer in time (hung or frozen)")
+        r, _, _ = select.select([fd], [], [], left)
+        if not r:
+            continue
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            raise SlotFailure("slot exited")
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+class Slot:
+    """One long-lived sandbox worker at a fixed isolation level."""
+
+    def __init__(self, config: SandboxConfig, level: str, index: int = 0) -> None:
+        self.config = config
+        self.level = level
+        self.index = index
+        self.lease: UidLease | None = None
+        self.spec: LaunchSpec | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.info: dict[str, Any] = {}
+        self.starts = 0
+
+    @property
+    def uid(self) -> int | None:
+        return self.lease.uid if self.lease is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        """Start the worker (by exec) and wait for its ready report. Raises LevelUnavailable/SlotFailure."""
+        self.kill()
+        if self.lease is None and os.geteuid() == 0 and self.level != "limits":
+            self.lease = UidLease.acquire(self.config.uid_base, self.config.uid_count)
+        spec = build_launch(self.level, self.config, self.lease)
+        errf = tempfile.TemporaryFile()
+        try:
+            proc = subprocess.Popen(spec.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf,
+                                    start_new_session=True, close_fds=True, **spec.popen)
+        except OSError as e:
+            spec.cleanup()
+            errf.close()
+            raise LevelUnavailable(f"cannot start the {self.level} slot: {e}") from e
+        spec.close_fds()
+        self.spec, self.proc = spec, proc
+        self.starts += 1
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            os.write(proc.stdin.fileno(), _worker.pack_frame(json.dumps(spec.cfg).encode()))
+            deadline = time.monotonic() + self.config.start_timeout
+            n = struct.unpack("<I", _read_exact(proc.stdout.fileno(), 4, deadline))[0]
+            info = json.loads(_read_exact(proc.stdout.fileno(), n, deadline))
+        except (SlotFailure, OSError, ValueError) as e:
+            self.kill()
+            errf.seek(0)
+            msg = errf.read(4000).decode("utf-8", "replace").strip()
+            errf.close()
+            raise LevelUnavailable(f"{self.level} slot failed to start: {msg or e}") from e
+        errf.close()
+        if not info.get("ok"):
+            self.kill()
+            raise LevelUnavailable(f"{self.level} slot failed to start: {info.get('error')}")
+        self.info = info
+
+    def request(self, req: dict[str, Any], hard_timeout: float) -> tuple[dict[str, Any], list[bytes]]:
+        """Send one request and read its response; SlotFailure on any misbehaviour (caller kills us)."""
+        if not self.alive:
+            raise SlotFailure("slot is not running")
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            os.write(self.proc.stdin.fileno(), _worker.pack_frame(json.dumps(req).encode()))
+        except OSError as e:
+            raise SlotFailure(f"cannot write to slot: {e}") from e
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + hard_timeout
+        n = struct.unpack("<I", _read_exact(fd, 4, deadline))[0]
+        if n > 1 << 24:
+            raise SlotFailure("malformed response header")
+        try:
+            head = json.loads(_read_exact(fd, n, deadline))
+        except ValueError as e:
+            raise SlotFailure("malformed response") from e
+        if not head.get("ok"):
+            raise SlotFailure(f"worker error: {head.get('error')}")
+        blobs = []
+        for run in head.get("runs", ()):
+            blobs.append(_read_exact(fd, int(run["res_len"]), deadline) if run["res_len"] else b"")
+            blobs.append(_read_exact(fd, int(run["out_len"]), deadline) if run["out_len"] else b"")
+        return head, blobs
+
+    def worker_pids(self) -> list[int]:
+        """The slot's own long-lived processes (bwrap monitor and init, the worker)."""
+        if self.proc is None:
+            return []
+        pids = {self.proc.pid}
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as fh:
+                pids.update(int(p) for p in fh.read().split())
+        except OSError:
+            pass
+        for pid in list(pids):
+            try:
+                with open(f"/proc/{pid}/task/{pid}/children") as fh:
+                    pids.update(int(p) for p in fh.read().split())
+            except OSError:
+                pass
+        return sorted(pids)
+
+    def kill(self) -> None:
+        """Kill the worker, every process of the slot's uid, and release host resources (not the uid)."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                proc.kill()
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            for f in (proc.stdin, proc.stdout):
+                try:
+                    if f is not None:
+                        f.close()
+                except OSError:
+                    pass
+        if self.lease is not None:
+            kill_uid(self.lease.uid)
+        if self.spec is not None:
+            self.spec.cleanup()
+            self.spec = None
+
+    def close(self) -> None:
+        self.kill()
+        if self.lease is not None:
+            self.lease.release()
+            self.lease = None
+
+
+class SlotPool:
+    """``n`` slots at one level, each served by its own thread, pulling requests from a shared queue."""
+
+    def __init__(self, config: SandboxConfig, level: str, first: Slot | None = None) -> None:
+        if level not in LEVELS:
+            raise ValueError(level)
+        self.config = config
+        self.level = level
+        n = int(config.slots or 1)
+        self.slots = [first] if first is not None else []
+        self.slots += [Slot(config, level, i) for i in range(len(self.slots), n)]
+        self.stats: Counter[str] = Counter()
+        self._queue: queue.SimpleQueue[tuple[dict[str, Any], float, Future[RawResult]] | None] = \
+            queue.SimpleQueue()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._serve, args=(s,), name=f"rewardlang-sandbox-{i}",
+                                          daemon=True) for i, s in enumerate(self.slots)]
+        for t in self._threads:
+            t.start()
+
+    def _serve(self, slot: Slot) -> None:
+        backoff = 0.0
+        if slot.proc is not None and slot.alive:
+            # the probe started it in another thread: restart here so die-with-parent follows this thread
+            slot.kill()
+        while True:
+            item = self._queue.get()
+            if item is None:
+                slot.close()
+                return
+            req, hard_timeout, fut = item
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                if not slot.alive:
+                    if backoff:
+                        time.sleep(backoff)
+                    slot.start()
+                    with self._lock:
+                        self.stats["slot_starts"] += 1
+                head, blobs = slot.request(req, hard_timeout)
+                runs = []
+                for i, r in enumerate(head["runs"]):
+                    runs.append(RawRun(exit=int(r["exit"]), reason=r["reason"], cpu=float(r["cpu"]),
+                                       wall=float(r["wall"]), setup_failed=bool(r["setup_failed"]),
+                                       clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1]))
+                if any(not r.clean or r.setup_failed for r in runs):
+                    raise SlotFailure("program clean-up or set-up failed")
+                backoff = 0.0
+                fut.set_result(RawResult(runs))
+            except (SlotFailure, LevelUnavailable, OSError, ValueError, KeyError) as e:
+                with self._lock:
+                    self.stats["infra_failures"] += 1
+                slot.kill()
+                backoff = min(2.0, backoff * 2 or 0.05)
+                fut.set_result(RawResult(None, infra=f"{type(e).__name__}: {e}"))
+            except BaseException as e:  # never leave a caller waiting
+                slot.kill()
+                fut.set_result(RawResult(None, infra=f"{type(e).__name__}: {e}"))
+
+    def submit(self, req: dict[str, Any], hard_timeout: float) -> Future[RawResult]:
+        fut: Future[RawResult] = Future()
+        if self._closed:
+            fut.set_result(RawResult(None, infra="sandbox closed"))
+            return fut
+        self._queue.put((req, hard_timeout, fut))
+        return fut
+
+    def run(self, reqs: Sequence[tuple[dict[str, Any], float]]) -> list[RawResult]:
+        futs = [self.submit(r, t) for r, t in reqs]
+        return [f.result() for f in futs]
+
+    def uids(self) -> list[int]:
+        return [s.uid for s in self.slots if s.uid is not None]
+
+    def stray_processes(self) -> list[int]:
+        """Processes under the slots' uids that are not the slots' own long-lived processes."""
+        own = {p for s in self.slots for p in s.worker_pids()}
+        return sorted(p for uid in self.uids() for p in processes_of_uid(uid) if p not in own)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for _ in self._threads:
+            self._queue.put(None)
+        for t in self._threads:
+            t.join(timeout=15)

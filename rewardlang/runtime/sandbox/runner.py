@@ -1,0 +1,339 @@
+"""The sandbox facade: level probing, batching with de-duplication, a verdict cache, and judging.
+
+    >>> from rewardlang.runtime.sandbox import Sandbox, Task
+    >>> with Sandbox() as sb:                                   # doctest: +SKIP
+    ...     v = sb.evaluate([Task("def inc(x):\\n    return x + 1\\n", ["assert inc(1) == 2"])])[0]
+    >>> v.outcome, v.pass_rate                                  # doctest: +SKIP
+    ('pass', 1.0)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from rewardlang.runtime.api import LRUCache
+from rewardlang.runtime.sandbox import _worker
+from rewardlang.runtime.sandbox.config import LEVEL_RANK, LEVELS, NOT_A_BOUNDARY, Limits, SandboxConfig
+from rewardlang.runtime.sandbox.convert import Plan, TestFormatError, make_plan
+from rewardlang.runtime.sandbox.judge import Verdict, decode_value, judge, parse_records
+from rewardlang.runtime.sandbox.launch import LevelUnavailable, find_bwrap
+from rewardlang.runtime.sandbox.pool import RawResult, Slot, SlotFailure, SlotPool
+
+__all__ = ["Sandbox", "Task", "probe_level", "choose_level", "doctor_report", "get_sandbox", "close_sandbox"]
+
+log = logging.getLogger("rewardlang.sandbox")
+
+NPROC_BASE = {"bwrap": 3, "namespaces": 1, "uid": 1, "limits": -1}
+
+_PROBE_PROGRAM = '''
+import os
+def __rl_probe():
+    facts = {"uid": os.getuid(), "env": len(os.environ)}
+    def attempt(name, fn):
+        try:
+            fn()
+            facts[name] = True
+        except BaseException:
+            facts[name] = False
+    def write_outside():
+        with open("/usr/.rewardlang-probe", "w") as fh:
+            fh.write("x")
+    def sock():
+        import socket
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+    def read_root():
+        os.listdir("/root")
+    attempt("write_usr", write_outside)
+    attempt("socket", sock)
+    attempt("kill_parent", lambda: os.kill(os.getppid(), 0))
+    return facts
+'''
+
+
+@dataclass(frozen=True)
+class Task:
+    """One execution to judge: a program, its tests (see :mod:`~rewardlang.runtime.sandbox.convert` for
+    the formats), the limits, and how to compare stdout. ``tests=None`` just runs the program as a script
+    (``executes``)."""
+
+    code: str | None
+    tests: str | Sequence[str] | None = None
+    entry_point: str | None = None
+    format: str = "auto"
+    limits: Limits = Limits()
+    compare: str = "lines"
+
+
+def probe_level(level: str, config: SandboxConfig) -> tuple[dict[str, Any], Slot | None]:
+    """Start a slot at ``level`` and check its isolation with a probe program.
+
+    Returns (report, running slot or None). The report has ``available``, ``reason`` and ``facts``."""
+    slot = Slot(config, level, 0)
+    report: dict[str, Any] = {"available": False, "reason": None, "facts": {}}
+    try:
+        slot.start()
+        req = {"mode": "call", "code": _PROBE_PROGRAM, "setup": "", "entry": "__rl_probe", "param": "candidate",
+               "probes": [{"a": []}], "inside": [], "limits": Limits(cpu=5).to_wire(NPROC_BASE[level])}
+        head, blobs = slot.request(req, 30.0)
+        recs, _ = parse_records(blobs[0])
+        facts = next((decode_value(r[3]) for r in recs if r[0] == "t" and len(r) > 3 and r[2] == "ok"), None)
+        if not isinstance(facts, dict):
+            raise SlotFailure(f"probe program failed: {recs[:2]}")
+        report["facts"] = facts
+        problems = []
+        if level != "limits":
+            if facts.get("uid") == 0:
+                problems.append("programs run as root")
+            if facts.get("write_usr"):
+                problems.append("programs can write to /usr")
+            if facts.get("socket") and level in ("bwrap", "namespaces", "uid"):
+                problems.append("programs can open network sockets")
+            if facts.get("kill_parent"):
+                problems.append("programs can signal the worker")
+        if facts.get("env"):
+            problems.append("the environment is not empty")
+        if problems:
+            raise LevelUnavailable("probe: " + "; ".join(problems))
+        report["available"] = True
+        report["uid"] = slot.uid
+        report["worker"] = dict(slot.info)
+        return report, slot
+    except (LevelUnavailable, SlotFailure, OSError, ValueError) as e:
+        report["reason"] = str(e)
+        slot.close()
+        return report, None
+
+
+def choose_level(config: SandboxConfig) -> tuple[str, dict[str, dict[str, Any]], Slot | None]:
+    """Walk the fallback ladder (or only the forced level) and return the strongest working level."""
+    ladder = [config.level] if config.level else list(LEVELS)
+    reports: dict[str, dict[str, Any]] = {}
+    for level in ladder:
+        report, slot = probe_level(level, config)
+        reports[level] = report
+        if slot is not None:
+            return level, reports, slot
+    reasons = "; ".join(f"{k}: {v['reason']}" for k, v in reports.items())
+    raise LevelUnavailable(f"no sandbox level works on this machine ({reasons})")
+
+
+_warned = False
+
+
+def _announce_weak(level: str) -> None:
+    global _warned
+    if level == "limits" and not _warned:
+        _warned = True
+        log.warning(NOT_A_BOUNDARY)
+        print(f"\n*** WARNING: {NOT_A_BOUNDARY} ***\n", file=sys.stderr, flush=True)
+
+
+class Sandbox:
+    """A pool of sandbox slots with the judge in front of it. Thread-safe; close it (or use ``with``)."""
+
+    def __init__(self, config: SandboxConfig | None = None, *, cache_size: int = 50_000) -> None:
+        self.config = config or SandboxConfig()
+        self.level, self.level_reports, first = choose_level(self.config)
+        _announce_weak(self.level)
+        self.pool = SlotPool(self.config, self.level, first=first)
+        self.cache = LRUCache(cache_size)
+        self.stats: Counter[str] = Counter()
+        self.pid = os.getpid()
+        self._lock = threading.Lock()
+
+    # -- public -------------------------------------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return LEVEL_RANK[self.level]
+
+    @property
+    def security_boundary(self) -> bool:
+        return self.level != "limits"
+
+    def evaluate(self, tasks: Sequence[Task], *, cache: LRUCache | None = None, use_cache: bool = True,
+                 stats: Counter[str] | None = None) -> list[Verdict]:
+        """Judge every task. Identical tasks run once; verdicts are cached across calls (``cache``:
+        a shared cache, default this sandbox's own). Infrastructure failures come back as verdicts with
+        ``outcome == "infra"`` (mask them), never as failures."""
+        cache = cache if cache is not None else self.cache
+        counts: Counter[str] = Counter()
+        out: list[Verdict | None] = [None] * len(tasks)
+        pending: dict[str, tuple[dict[str, Any], float, Plan | None, str, list[int]]] = {}
+        for i, task in enumerate(tasks):
+            if task.code is None:
+                out[i] = Verdict("compile_error", error=None, level=self.level,
+                                 tests=(), notes=("no code",))
+                continue
+            try:
+                plan = make_plan(task.tests, task.entry_point, task.format) if task.tests is not None else None
+            except TestFormatError as e:
+                out[i] = Verdict("error", error=str(e), level=self.level)
+                continue
+            req = plan.wire() if plan is not None else {"mode": "script"}
+            req["code"] = task.code
+            req["limits"] = task.limits.to_wire(NPROC_BASE[self.level])
+            key = hashlib.sha256(json.dumps([self.level, task.compare, req], sort_keys=True,
+                                            ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
+            key = "rewardlang.sandbox.verdict:" + key
+            if key in pending:
+                pending[key][4].append(i)
+                counts["batch_duplicates"] += 1
+                continue
+            if use_cache:
+                hit = cache.get(key)
+                if hit is not None:
+                    out[i] = hit
+                    counts["cache_hits"] += 1
+                    continue
+            n_runs = len(plan.inputs) if plan is not None and plan.mode == "stdio" else 1
+            hard = n_runs * (task.limits.wall_limit + 1.0) + self.config.hard_timeout_slack
+            pending[key] = (req, hard, plan, task.compare, [i])
+        futures = {k: self.pool.submit(req, hard) for k, (req, hard, _, _, _) in pending.items()}
+        for key, fut in futures.items():
+            req, _, plan, compare, idx = pending[key]
+            raw: RawResult = fut.result()
+            v = judge(plan, raw, level=self.level, compare=compare)
+            counts["executions"] += 1
+            if v.infra:
+                counts["infra_failures"] += 1
+            else:
+                if use_cache:
+                    cache.put(key, v)
+                if v.outcome == "timeout":
+                    counts["timeouts"] += 1
+            counts["inside_tests"] += sum(t.inside for t in v.tests)
+            for i in idx:
+                out[i] = v
+        with self._lock:
+            self.stats.update(counts)
+        if stats is not None:
+            for k, n in counts.items():
+                stats[f"sandbox.{k}"] += n
+            stats[f"sandbox.level.{self.level}"] = 1
+            stats["sandbox.isolation_level"] = self.rank
+            if not self.security_boundary:
+                stats["sandbox.not_a_security_boundary"] = 1
+        return [v for v in out if v is not None] if all(v is not None for v in out) else \
+            [v if v is not None else Verdict("infra", infra="lost") for v in out]
+
+    def run(self, code: str | None, tests: str | Sequence[str] | None = None, entry_point: str | None = None,
+            **kw: Any) -> Verdict:
+        """Judge one program (see :class:`Task` for the keyword arguments)."""
+        return self.evaluate([Task(code, tests, entry_point, **kw)])[0]
+
+    def uids(self) -> list[int]:
+        return self.pool.uids()
+
+    def stray_processes(self) -> list[int]:
+        """Processes left under the slots' uids besides the slots themselves (should always be empty)."""
+        return self.pool.stray_processes()
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_default: Sandbox | None = None
+_default_lock = threading.Lock()
+
+
+def get_sandbox() -> Sandbox:
+    """The process-wide sandbox (started on first use; a forked child gets its own)."""
+    global _default
+    with _default_lock:
+        if _default is None or _default.pid != os.getpid():
+            _default = Sandbox()
+            import atexit
+
+            atexit.register(close_sandbox)
+        return _default
+
+
+def close_sandbox() -> None:
+    global _default
+    with _default_lock:
+        if _default is not None and _default.pid == os.getpid():
+            _default.close()
+        _default = None
+
+
+def _bwrap_version(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        return subprocess.run([path, "--version"], capture_output=True, text=True, timeout=5,
+                              env={}).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _max_userns() -> int | None:
+    try:
+        with open("/proc/sys/user/max_user_namespaces") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return None
+
+
+def doctor_report(config: SandboxConfig | None = None, *, all_levels: bool = True) -> dict[str, Any]:
+    """What the sandbox can do on this machine, for ``rewardlang doctor``.
+
+    Probes every level of the ladder (``all_levels``) or stops at the first that works, and reports the
+    level a sandbox would use, whether it is a security boundary, and the facts behind it::
+
+        >>> r = doctor_report(all_levels=False)            # doctest: +SKIP
+        >>> r["level"], r["security_boundary"]             # doctest: +SKIP
+        ('bwrap', True)
+    """
+    config = config or SandboxConfig(slots=1)
+    ladder = [config.level] if config.level else list(LEVELS)
+    levels: dict[str, dict[str, Any]] = {}
+    chosen = None
+    for level in ladder:
+        report, slot = probe_level(level, config)
+        if slot is not None:
+            slot.close()
+        levels[level] = report
+        if report["available"] and chosen is None:
+            chosen = level
+            if not all_levels:
+                break
+    bwrap = find_bwrap(config)
+    out: dict[str, Any] = {
+        "level": chosen,
+        "rank": LEVEL_RANK[chosen] if chosen else None,
+        "security_boundary": chosen is not None and chosen != "limits",
+        "warning": NOT_A_BOUNDARY if chosen == "limits" else (
+            None if chosen else "no sandbox level works: programs cannot be executed"),
+        "levels": levels,
+        "ladder": list(LEVELS),
+        "bwrap": {"path": bwrap, "version": _bwrap_version(bwrap)},
+        "user_namespaces": _max_userns(),
+        "landlock_abi": _worker.landlock_abi(),
+        "seccomp": _worker._machine() in _worker.AUDIT_ARCH,
+        "arch": os.uname().machine,
+        "root": os.geteuid() == 0,
+        "uid_range": [config.uid_base, config.uid_base + config.uid_count],
+        "default_slots": SandboxConfig().slots,
+        "cpus": os.cpu_count(),
+        "python": os.path.realpath(config.python or sys.executable),
+        "install_hint": None if bwrap else "apt-get install -y bubblewrap",
+    }
+    if shutil.which("bwrap") is None and config.bwrap is None:
+        out["bwrap"]["path"] = None
+    return out

@@ -1,0 +1,388 @@
+"""Python dataflow graphs as CodeBLEU computes them (GraphCodeBERT's ``DFG_python``), on flattened trees.
+
+An edge ``(name, position, "comesFrom" | "computedFrom", parent names, parent positions)`` says that the value
+of a variable occurrence comes from other occurrences. :func:`dataflow_edges` reproduces the reference
+(``codebleu`` 0.7.0, ``parser/DFG.py`` and ``dataflow_match.get_data_flow``) rule by rule, including its
+failure mode: when the reference's extraction raises on a malformed tree it yields no edges at all, and so does
+this one. :func:`normalize` renames variables to ``var_0, var_1, …`` in order of first appearance, so that
+renamed but otherwise equal programs match.
+
+One behaviour of the reference is inherited on purpose: where two edges of one variable occurrence are merged,
+the reference orders the merged parent names with ``list(set(...))``, i.e. by Python's per-process string hash
+(``PYTHONHASHSEED``). The same program can then normalize differently in two processes, and its dataflow match
+against a renamed candidate can change (88 of the 1,312 HumanEval corpus pairs differ between hash seeds).
+``canonical=True`` sorts those names instead: deterministic everywhere, but no longer the reference's numbers.
+
+Example::
+
+    >>> from rewardlang.runtime.code.parse import parse
+    >>> from rewardlang.runtime.code.tree import flatten
+    >>> code = "def f(a):\\n    b = a + 1\\n    return b\\n"
+    >>> edges = dataflow_edges(flatten(parse(code)), code)
+    >>> [(e[0], e[2], e[3]) for e in edges]  # literals count as sources, as in the reference
+    [('a', 'comesFrom', []), ('b', 'computedFrom', ['a', '1']), ('a', 'comesFrom', ['a']), ('1', 'comesFrom', []), \
+('b', 'comesFrom', ['b'])]
+    >>> normalize(edges)[:2]
+    [('var_0', 'comesFrom', []), ('var_2', 'computedFrom', ['var_0', 'var_1'])]
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from rewardlang.runtime.code.tree import Flat
+
+__all__ = ["dataflow_edges", "normalize", "MAX_DEPTH"]
+
+#: deeper trees get no edges. The reference recurses once per tree level and also ends with no edges when
+#: Python's recursion limit stops it (at a depth that depends on the caller's stack, about 900-1000);
+#: real code stays far below this bound.
+MAX_DEPTH = 300
+
+_STRINGY = frozenset(("string_literal", "string", "character_literal"))
+_ASSIGNMENT = frozenset(("assignment", "augmented_assignment", "for_in_clause"))
+_FIELD_TYPES = frozenset(("assignment", "augmented_assignment", "for_in_clause", "default_parameter",
+                          "for_statement"))
+
+Edge = tuple[str, int, str, list[str], list[int]]
+
+
+class _Fail(Exception):
+    """Where the reference raises (and so returns no edges at all)."""
+
+
+def _by_idx(e: Edge) -> int:
+    return e[1]
+
+
+_SKIP = None  # token entry of a keyword or punctuation token (its type is its text): no variable
+
+
+class _DFG:
+    def __init__(self, flat: Flat, code: str, canonical: bool) -> None:
+        self.types = types = flat.types
+        self.flat = flat
+        self.last = last = flat.last
+        self.canonical = canonical
+        n = len(types)
+        # The reference's tokens (tree_to_token_index), in document order = pre-order: nodes without children
+        # and string literals (whose insides are skipped), never comments.
+        order: list[int] = []
+        i = 0
+        while i < n:
+            if last[i] == i or types[i] in _STRINGY:
+                if types[i] != "comment":
+                    order.append(i)
+                i = last[i] + 1
+            else:
+                i += 1
+        self.order = order
+        spans = [flat.spans[i] for i in order]
+        texts = _token_texts(code, spans)
+        # index_to_code: position → (token index, text); a later token at the same position (zero-width
+        # MISSING nodes) replaces an earlier one, as in the reference's dict
+        index_to_code: dict[tuple[int, int], tuple[int, str]] = {}
+        for idx, (sp, text) in enumerate(zip(spans, texts)):
+            index_to_code[sp] = (idx, text)
+        # per node: None for non-tokens; for tokens (idx, text, is identifier) or _SKIP when type == text
+        tok: list[Any] = [None] * n
+        self.is_tok = is_tok = [False] * n
+        for i, sp in zip(order, spans):
+            idx, text = index_to_code[sp]
+            t = types[i]
+            tok[i] = _SKIP if t == text else (idx, text, t == "identifier")
+            is_tok[i] = True
+        self.tok = tok
+        # nodes with a for_in_clause child (comprehensions; anything in an ERROR node): the reference walks
+        # that child first. The parent is the nearest earlier node whose subtree reaches the child.
+        self.loop_first: set[int] = set()
+        for j, t in enumerate(types):
+            if t == "for_in_clause":
+                p = j - 1
+                while last[p] < j:
+                    p -= 1
+                self.loop_first.add(p)
+        self._fields: dict[int, dict[str, int | None]] = {}
+        self.out: list[Edge] = []
+
+    # -- tree access -------------------------------------------------------------------------------------
+    def kids(self, i: int) -> list[int]:
+        last = self.last
+        out = []
+        c, end = i + 1, last[i]
+        while c <= end:
+            out.append(c)
+            c = last[c] + 1
+        return out
+
+    def field_child(self, i: int, name: str) -> int | None:
+        """``node.child_by_field_name(name)`` as an index (tree-sitter's own lookup, for exactness)."""
+        cache = self._fields.setdefault(i, {})
+        if name not in cache:
+            node = self.flat.nodes[i]
+            found = node.child_by_field_name(name)
+            index = None
+            if found is not None:
+                for c, child in zip(self.kids(i), node.children):
+                    if child == found:
+                        index = c
+                        break
+                else:  # not a direct child: cannot happen with tree-sitter's visible-node semantics
+                    raise _Fail(f"field {name} of node {i} is not a child")
+            cache[name] = index
+        return cache[name]
+
+    def children_of(self, i: int | None) -> list[int]:
+        if i is None:
+            raise _Fail("no such child")  # the reference calls .children on None
+        return self.kids(i)
+
+    def var_tokens(self, i: int | None) -> list[tuple[int, str]]:
+        """``tree_to_variable_index`` then ``index_to_code``: (index, text) of the non-keyword tokens."""
+        if i is None:
+            raise _Fail("no such child")  # the reference calls .children on None
+        order, tok = self.order, self.tok
+        lo = bisect.bisect_left(order, i)
+        hi = bisect.bisect_right(order, self.last[i], lo)
+        return [(e[0], e[1]) for e in (tok[j] for j in order[lo:hi]) if e is not _SKIP]
+
+    def merge_names(self, a: list[str], b: list[str]) -> list[str]:
+        return sorted(set(a + b)) if self.canonical else list(set(a + b))
+
+    # -- DFG_python -----------------------------------------------------------------------------------------
+    # The reference returns (edges, states) from every call, copies ``states`` on entry and re-sorts the edges
+    # by position at every level. Here edges are appended to ``self.out`` in the order the reference emits
+    # them and sorted once at the end: nested stable sorts by one key equal a single stable sort. ``states``
+    # is copied only where the reference's caller keeps using its own dict (the branches of an ``if``); every
+    # other caller replaces its dict by the returned one, so sharing it changes nothing.
+    def run(self, i: int, states: dict[str, list[int]]) -> dict[str, list[int]]:
+        kids = self.kids
+        out = self.out
+        if self.is_tok[i]:
+            e = self.tok[i]
+            if e is _SKIP:
+                return states
+            idx, code, ident = e
+            if code in states:
+                out.append((code, idx, "comesFrom", [code], states[code].copy()))
+                return states
+            if ident:
+                states[code] = [idx]
+            out.append((code, idx, "comesFrom", [], []))
+            return states
+        t = self.types[i]
+        if t == "default_parameter":
+            name = self.field_child(i, "name")
+            value = self.field_child(i, "value")
+            if value is None:
+                for idx, code in self.var_tokens(name):
+                    out.append((code, idx, "comesFrom", [], []))
+                    states[code] = [idx]
+                return states
+            name_tokens = self.var_tokens(name)
+            value_tokens = self.var_tokens(value)
+            states = self.run(value, states)
+            for idx1, code1 in name_tokens:
+                for idx2, code2 in value_tokens:
+                    out.append((code1, idx1, "comesFrom", [code2], [idx2]))
+                states[code1] = [idx1]
+            return states
+        if t in _ASSIGNMENT:
+            if t == "for_in_clause":
+                if not kids(i):
+                    raise _Fail("empty for_in_clause")
+                right_nodes: list[Any] = [kids(i)[-1]]
+                left_nodes: list[Any] = [self.field_child(i, "left")]
+            else:
+                right = self.field_child(i, "right")
+                if right is None:
+                    return states
+                left = self.field_child(i, "left")
+                left_nodes, right_nodes = self._pair_up(left, right)
+            for node in right_nodes:
+                states = self.run(node, states)
+            self._computed_from(left_nodes, right_nodes, states)
+            return states
+        if t == "if_statement":
+            current_states = states.copy()
+            others_states = []
+            tag = False
+            for child in kids(i):
+                ct = self.types[child]
+                if "else" in ct:
+                    tag = True
+                if ct not in ("elif_clause", "else_clause"):
+                    current_states = self.run(child, current_states)
+                else:
+                    others_states.append(self.run(child, states.copy()))
+            others_states.append(current_states)
+            if not tag:
+                others_states.append(states)
+            merged: dict[str, list[int]] = {}
+            for dic in others_states:
+                for key in dic:
+                    if key not in merged:
+                        merged[key] = dic[key].copy()
+                    else:
+                        merged[key] += dic[key]
+            for key in merged:
+                merged[key] = sorted(set(merged[key]))
+            return merged
+        if t == "for_statement":
+            start = len(out)
+            for _ in range(2):
+                right = self.field_child(i, "right")
+                left = self.field_child(i, "left")
+                left_nodes, right_nodes = self._pair_up(left, right)
+                for node in right_nodes:
+                    states = self.run(node, states)
+                self._computed_from(left_nodes, right_nodes, states)
+                if not kids(i):
+                    raise _Fail("empty for_statement")
+                if self.types[kids(i)[-1]] == "block":
+                    states = self.run(kids(i)[-1], states)
+            out[start:] = self._merge_loop(out[start:])
+            return states
+        if t == "while_statement":
+            start = len(out)
+            for _ in range(2):
+                for child in kids(i):
+                    states = self.run(child, states)
+            out[start:] = self._merge_loop(out[start:])
+            return states
+        types = self.types
+        if i in self.loop_first:  # comprehensions: the for_in_clause children go first
+            children = kids(i)
+            for child in children:
+                if types[child] == "for_in_clause":
+                    states = self.run(child, states)
+            children = [c for c in children if types[c] != "for_in_clause"]
+        else:
+            children = kids(i)
+        is_tok, tok, run = self.is_tok, self.tok, self.run
+        for child in children:
+            if is_tok[child]:  # the token case of run(), inlined: most children are tokens
+                e = tok[child]
+                if e is _SKIP:
+                    continue
+                idx, code, ident = e
+                if code in states:
+                    out.append((code, idx, "comesFrom", [code], states[code].copy()))
+                    continue
+                if ident:
+                    states[code] = [idx]
+                out.append((code, idx, "comesFrom", [], []))
+            else:
+                states = run(child, states)
+        return states
+
+    def _pair_up(self, left: int | None, right: int | None) -> tuple[list[Any], list[Any]]:
+        types = self.types
+        right_nodes: list[Any] = [x for x in self.children_of(right) if types[x] != ","]
+        left_nodes: list[Any] = [x for x in self.children_of(left) if types[x] != ","]
+        if len(right_nodes) != len(left_nodes):
+            left_nodes = [left]
+            right_nodes = [right]
+        if not left_nodes:
+            left_nodes = [left]
+        if not right_nodes:
+            right_nodes = [right]
+        return left_nodes, right_nodes
+
+    def _computed_from(self, left_nodes: list[Any], right_nodes: list[Any], states: dict[str, list[int]]) -> None:
+        out = self.out
+        for left_node, right_node in zip(left_nodes, right_nodes):
+            left_tokens = self.var_tokens(left_node)
+            right_tokens = self.var_tokens(right_node)
+            names = [c for _, c in right_tokens]
+            idxs = [x for x, _ in right_tokens]
+            for idx1, code1 in left_tokens:
+                out.append((code1, idx1, "computedFrom", list(names), list(idxs)))
+                states[code1] = [idx1]
+
+    def _merge_loop(self, dfg: list[Edge]) -> list[Edge]:
+        """A loop's edges (its body is walked twice) merged per (name, position, relation). Entries of one
+        key share a position, so their relative order — all the merge depends on — is the same as in the
+        reference's position-sorted lists."""
+        dic: dict[tuple[str, int, str], list[Any]] = {}
+        for x in dfg:
+            key = (x[0], x[1], x[2])
+            if key not in dic:
+                dic[key] = [x[3], x[4]]
+            else:
+                dic[key][0] = self.merge_names(dic[key][0], x[3])
+                dic[key][1] = sorted(set(dic[key][1] + x[4]))
+        return [(x[0], x[1], x[2], y[0], y[1]) for x, y in sorted(dic.items(), key=lambda t: t[0][1])]
+
+
+def _token_texts(code: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The reference's ``index_to_code_token``: the token's text from ``code.split("\\n")`` sliced with
+    tree-sitter's *byte* columns (so non-ASCII lines give shifted slices, as in the reference), newlines
+    dropped between the lines of a multi-line token."""
+    if code.isascii():
+        return [code[s:e].replace("\n", "") if "\n" in code[s:e] else code[s:e] for s, e in spans]
+    import bisect
+
+    from rewardlang.runtime.code.parse import encode
+
+    data = encode(code)
+    line_starts = [0]
+    pos = data.find(b"\n")
+    while pos >= 0:
+        line_starts.append(pos + 1)
+        pos = data.find(b"\n", pos + 1)
+    lines = code.split("\n")
+    out = []
+    for s, e in spans:
+        sr = bisect.bisect_right(line_starts, s) - 1
+        er = bisect.bisect_right(line_starts, e) - 1
+        sc, ec = s - line_starts[sr], e - line_starts[er]
+        if sr == er:
+            out.append(lines[sr][sc:ec])
+        else:
+            out.append(lines[sr][sc:] + "".join(lines[sr + 1:er]) + lines[er][:ec])
+    return out
+
+
+def dataflow_edges(flat: Flat, code: str, canonical: bool = False) -> list[Edge]:
+    """The reference's ``get_data_flow`` for the parsed ``code``: edges sorted by position, occurrences
+    without any relation dropped, edges of one occurrence merged."""
+    if flat.max_depth > MAX_DEPTH:
+        return []
+    try:
+        d = _DFG(flat, code, canonical)
+        d.run(0, {})
+        dfg = sorted(d.out, key=_by_idx)
+    except (_Fail, AttributeError, TypeError, IndexError, KeyError):
+        dfg = []
+    used: set[int] = set()
+    for e in dfg:
+        if e[4]:
+            used.add(e[1])
+        used.update(e[4])
+    merged: dict[int, Edge] = {}
+    for e in dfg:
+        if e[1] not in used:
+            continue
+        prev = merged.get(e[1])
+        if prev is None:
+            merged[e[1]] = e
+        else:
+            names = sorted(set(prev[3] + e[3])) if canonical else list(set(prev[3] + e[3]))
+            merged[e[1]] = (e[0], e[1], e[2], names, list(set(prev[4] + e[4])))
+    return list(merged.values())
+
+
+def normalize(edges: list[Edge]) -> list[tuple[str, str, list[str]]]:
+    """The reference's ``normalize_dataflow``: variable names become ``var_<n>`` in order of appearance."""
+    names: dict[str, str] = {}
+    out = []
+    for var, _, rel, parents, _ in edges:
+        for p in parents:
+            if p not in names:
+                names[p] = f"var_{len(names)}"
+        if var not in names:
+            names[var] = f"var_{len(names)}"
+        out.append((names[var], rel, [names[p] for p in parents]))
+    return out

@@ -1,0 +1,207 @@
+"""Flattened tree-sitter trees with linear-time subtree signatures.
+
+:func:`flatten` walks a tree once with a cursor and stores it as parallel lists in pre-order (index 0 is the
+root; the subtree of ``i`` is ``i..last[i]``), which later passes (dataflow) read without touching tree-sitter
+again. The same walk gives every node a **key** such that two nodes have equal keys exactly when their
+tree-sitter S-expressions (``str(node)``, which CodeBLEU's syntax match compares) are equal. A key is built
+from the children's keys when the walk leaves a node, so the whole pass is linear in the size of the tree,
+where the S-expressions themselves would cost size × depth. Keys longer than :data:`DIGEST_OVER` characters
+are replaced by a BLAKE2b digest (128 bits) of the key text: equal texts give equal digests; two different
+texts collide with probability about 2⁻¹²⁸.
+
+Example::
+
+    >>> from rewardlang.runtime.code.parse import parse
+    >>> tree = parse("x = f(1)\\n")
+    >>> flat = flatten(tree)
+    >>> flat.types[:4]
+    ['module', 'expression_statement', 'assignment', 'identifier']
+    >>> flat.keys[0] == str(tree.root_node)
+    True
+    >>> list(flat.children(2))   # assignment: identifier, "=", call
+    [3, 4, 5]
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from rewardlang.runtime.code.parse import language
+
+__all__ = ["Flat", "flatten", "ERROR_KIND", "DIGEST_OVER"]
+
+ERROR_KIND = 65535  # tree-sitter's builtin error symbol
+#: keys longer than this are replaced by their digest (keeps the walk linear on huge or deeply nested code)
+DIGEST_OVER = 96
+#: node types whose tree-sitter node the dataflow pass needs (field lookups)
+KEEP_NODES = frozenset(("assignment", "augmented_assignment", "for_in_clause", "default_parameter",
+                        "for_statement"))
+#: node types that the dataflow pass treats as one token (their extent is recorded)
+TOKEN_TYPES = frozenset(("string_literal", "string", "character_literal"))
+
+
+@dataclass
+class _Tables:
+    names: dict[int, str]
+    heads: dict[int, str]      # "(type" for named kinds and ERROR
+    named: dict[int, bool]
+    leaf_key: dict[int, str | None]
+    prefix: list[str]          # " " or " field: " by field id
+    keep: frozenset[int]       # kinds in KEEP_NODES
+    token: frozenset[int]      # kinds in TOKEN_TYPES
+
+
+_TABLES: dict[str, _Tables] = {}
+
+
+def _tables(lang: str) -> _Tables:
+    if lang not in _TABLES:
+        lg = language(lang)
+        names = {i: lg.node_kind_for_id(i) or "" for i in range(lg.node_kind_count)}
+        named = {i: bool(lg.node_kind_is_named(i)) for i in range(lg.node_kind_count)}
+        names[ERROR_KIND], named[ERROR_KIND] = "ERROR", True
+        fields = [""] + [lg.field_name_for_id(i) or "" for i in range(1, lg.field_count + 1)]
+        _TABLES[lang] = _Tables(
+            names=names,
+            heads={k: "(" + v for k, v in names.items()},
+            named=named,
+            leaf_key={k: (f"({v})" if named[k] else None) for k, v in names.items()},
+            prefix=[" "] + [f" {f}: " for f in fields[1:]],
+            keep=frozenset(k for k, v in names.items() if v in KEEP_NODES),
+            token=frozenset(k for k, v in names.items() if v in TOKEN_TYPES),
+        )
+    return _TABLES[lang]
+
+
+@dataclass
+class Flat:
+    """A tree in pre-order.
+
+    ``kind[i]`` tree-sitter symbol id, ``types[i]`` its name, ``field[i]`` field id in the parent (0: none),
+    ``last[i]`` the last index of ``i``'s subtree, ``keys[i]`` the S-expression key (``None`` for anonymous
+    nodes, which S-expressions leave out), ``subtrees`` the keys CodeBLEU's syntax match compares (the root
+    and every node with children), ``spans`` byte ranges of leaves and string literals, ``nodes`` the
+    tree-sitter nodes kept for later lookups (:data:`KEEP_NODES`).
+    """
+
+    lang: str
+    kind: list[int]
+    types: list[str]
+    field: list[int]
+    last: list[int]
+    keys: list[str | None]
+    subtrees: list[str]
+    spans: dict[int, tuple[int, int]]
+    nodes: dict[int, Any]
+    max_depth: int
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def children(self, i: int) -> Iterator[int]:
+        """Indices of the children of ``i``, in order."""
+        last = self.last
+        c, end = i + 1, last[i]
+        while c <= end:
+            yield c
+            c = last[c] + 1
+
+    def child_list(self, i: int) -> list[int]:
+        return list(self.children(i))
+
+
+def _digest(text: str) -> str:
+    # "\x00" never occurs in an S-expression, so a digest cannot equal a literal key
+    return "\x00" + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OVER) -> Flat:
+    """Walk ``tree`` once into a :class:`Flat` (pre-order arrays, S-expression keys, syntax subtrees).
+
+    With ``digest_over=None`` every key *is* the node's S-expression (quadratic on deep trees; the tests use it
+    to check the construction against ``str(node)``).
+    """
+    t = _tables(lang)
+    heads, named, leaf_key, prefix, keep, token = t.heads, t.named, t.leaf_key, t.prefix, t.keep, t.token
+    cur = tree.walk()
+    kind: list[int] = []
+    field: list[int] = []
+    last: list[int] = []
+    keys: list[str | None] = []
+    subtrees: list[str] = []
+    spans: dict[int, tuple[int, int]] = {}
+    nodes: dict[int, Any] = {}
+    stack: list[tuple[int, list[str]]] = []  # open ancestors: (index, pieces of their S-expression so far)
+    max_depth = 0
+    goto_first_child, goto_next_sibling, goto_parent = cur.goto_first_child, cur.goto_next_sibling, cur.goto_parent
+    anonymous: list[int] = []  # anonymous nodes with children (no Python construct makes one)
+    while True:
+        node = cur.node
+        i = len(kind)
+        k = node.kind_id
+        f = cur.field_id or 0
+        kind.append(k)
+        field.append(f)
+        last.append(i)
+        keys.append(None)
+        if k in keep:
+            nodes[i] = node
+        if goto_first_child():
+            if k in token:
+                spans[i] = (node.start_byte, node.end_byte)
+            if not named[k] and k != ERROR_KIND:
+                anonymous.append(i)
+            stack.append((i, [heads[k]]))
+            if len(stack) > max_depth:
+                max_depth = len(stack)
+            continue
+        s, e = node.start_byte, node.end_byte
+        spans[i] = (s, e)
+        if k == ERROR_KIND or (s == e and node.is_missing):
+            key: str | None = str(node)  # "(UNEXPECTED 'x')", "(MISSING identifier)", "(MISSING \")\")"
+        else:
+            key = leaf_key[k]
+        if key is not None:
+            keys[i] = key
+            if stack:
+                stack[-1][1].append(prefix[f] + key)
+        while not goto_next_sibling():
+            if not goto_parent():
+                if not kind or last[0] == 0:  # a root without children is a subtree too
+                    subtrees.append(keys[0] if keys[0] is not None else str(node))
+                if anonymous:
+                    # An anonymous node with children is left out of S-expressions but its children are
+                    # not; no Python construct makes one, so take the slow exact route rather than model it.
+                    subtrees = _exact_subtrees(tree, digest_over)
+                return Flat(lang, kind, [t.names[x] for x in kind], field, last, keys, subtrees, spans, nodes,
+                            max_depth)
+            j, pieces = stack.pop()
+            last[j] = len(kind) - 1
+            pieces.append(")")
+            key = "".join(pieces)
+            if digest_over is not None and len(key) > digest_over:
+                key = _digest(key)
+            keys[j] = key
+            subtrees.append(key)
+            if stack:
+                stack[-1][1].append(prefix[field[j]] + key)
+
+
+def _exact_subtrees(tree: Any, digest_over: int | None) -> list[str]:
+    """The syntax subtrees from ``str(node)`` itself (size × depth): the root and every node with children."""
+    out = []
+    cur = tree.walk()
+    first = True
+    while True:
+        node = cur.node
+        if first or node.child_count:
+            key = str(node)
+            out.append(_digest(key) if digest_over is not None and len(key) > digest_over else key)
+        first = False
+        if cur.goto_first_child():
+            continue
+        while not cur.goto_next_sibling():
+            if not cur.goto_parent():
+                return out

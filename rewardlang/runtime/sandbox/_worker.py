@@ -348,15 +348,15 @@ def encode_value(x: object, depth: int = 0) -> object:
     """
     if depth > 100:
         raise Unencodable("nested too deeply")
-    t = type(x)
+    t = _type(x)
     if x is None:
         return ["n"]
     if t is bool:
         return ["b", x]
     if t is int:
-        return ["i", hex(x)]
+        return ["i", _hex(x)]
     if t is float:
-        return ["f", repr(x)]
+        return ["f", _repr(x)]
     if t is str:
         return ["s", x]
     if t is list:
@@ -372,7 +372,7 @@ def encode_value(x: object, depth: int = 0) -> object:
     if t is bytes:
         return ["y", x.hex()]
     if t is complex:
-        return ["c", repr(x.real), repr(x.imag)]
+        return ["c", _repr(x.real), _repr(x.imag)]
     raise Unencodable(f"result of type {t.__module__}.{t.__qualname__} is not a plain value")
 
 
@@ -384,8 +384,24 @@ RES_FD = 3
 SETUP_FAILED = 121
 
 
+# The program shares this process: bind what the runner needs now, so patching builtins or modules
+# (``builtins.len = ...``, ``json.dumps = ...``) cannot garble the result channel by accident.
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+_pack_len = struct.Struct("<I").pack
+_os_write = os.write
+_len = len
+_type = type
+_hex = hex
+_repr = repr
+
+
 def _emit(rec: list) -> None:
-    _write_all(RES_FD, pack_frame(json.dumps(rec, separators=(",", ":")).encode("utf-8", "surrogatepass")))
+    data = _dumps(rec).encode("ascii")
+    data = _pack_len(_len(data)) + data
+    view = memoryview(data)
+    while view:
+        n = _os_write(RES_FD, view)
+        view = view[n:]
 
 
 def _msg(e: BaseException) -> str:
@@ -921,6 +937,25 @@ def _setup_namespaces(cfg: dict) -> None:
     os.setresuid(uid, uid, uid)
 
 
+class _Quitter:
+    """``exit``/``quit`` as ``site`` defines them (the worker runs with ``-S``): raise SystemExit."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Use {self.name}() or Ctrl-D (i.e. EOF) to exit"
+
+    def __call__(self, code: object = None) -> None:
+        raise SystemExit(code)
+
+
+def _install_quit() -> None:
+    for name in ("exit", "quit"):
+        if not hasattr(builtins, name):
+            setattr(builtins, name, _Quitter(name))
+
+
 def main() -> None:
     # Move the protocol pipes out of the way of the program's stdin/stdout.
     rfd = os.dup(0)
@@ -948,6 +983,7 @@ def main() -> None:
             install_filter(build_filter(SLOT_DENY))
         os.environ.clear()
         sys.path.extend(cfg.get("sys_path", ()))
+        _install_quit()
         os.chdir(cfg["tmp"])
         status.update(uid=os.getuid(), pid=os.getpid(), python=sys.version.split()[0])
     except BaseException as e:

@@ -175,8 +175,21 @@ class Slot:
 
     def kill(self) -> None:
         """Kill the worker, every process of the slot's uid, and release host resources (not the uid)."""
+        inner = [p for p in self.worker_pids() if self.proc is not None and p != self.proc.pid]
         proc, self.proc = self.proc, None
         if proc is not None:
+            # Kill from the inside out so that each parent reaps its child: killing the outer process
+            # first would orphan the sandbox's init to the host's init (a zombie under the slot's uid).
+            for pid in inner:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if inner:
+                try:
+                    proc.wait(timeout=1.0)
+                except subprocess.TimeoutExpired:
+                    pass
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

@@ -25,7 +25,7 @@ from rewardlang.runtime.api import LRUCache
 from rewardlang.runtime.sandbox import _worker
 from rewardlang.runtime.sandbox.config import LEVEL_RANK, LEVELS, NOT_A_BOUNDARY, Limits, SandboxConfig
 from rewardlang.runtime.sandbox.convert import Plan, TestFormatError, make_plan
-from rewardlang.runtime.sandbox.judge import Verdict, decode_value, judge, parse_records
+from rewardlang.runtime.sandbox.judge import TestResult, Verdict, decode_value, judge, parse_records
 from rewardlang.runtime.sandbox.launch import LevelUnavailable, find_bwrap
 from rewardlang.runtime.sandbox.pool import RawResult, Slot, SlotFailure, SlotPool
 
@@ -170,14 +170,15 @@ class Sandbox:
         out: list[Verdict | None] = [None] * len(tasks)
         pending: dict[str, tuple[dict[str, Any], float, Plan | None, str, list[int]]] = {}
         for i, task in enumerate(tasks):
-            if task.code is None:
-                out[i] = Verdict("compile_error", error=None, level=self.level,
-                                 tests=(), notes=("no code",))
-                continue
             try:
                 plan = make_plan(task.tests, task.entry_point, task.format) if task.tests is not None else None
             except TestFormatError as e:
                 out[i] = Verdict("error", error=str(e), level=self.level)
+                continue
+            if task.code is None:  # no program at all (e.g. no code block): every test fails to compile
+                n_tests = len(plan.tests) if plan is not None else 1
+                out[i] = Verdict("compile_error", tuple(TestResult("compile_error", "no code") for _ in
+                                                        range(n_tests)), level=self.level)
                 continue
             req = plan.wire() if plan is not None else {"mode": "script"}
             req["code"] = task.code

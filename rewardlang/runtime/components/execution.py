@@ -1,0 +1,216 @@
+"""Unit-test rewards: run the program in the sandbox, judge it outside.
+
+Functions (all take the same options, see :class:`ExecParams`)::
+
+    tests_pass_rate(code, tests, entry_point = none) -> number in [0, 1]   share of tests passed
+    tests_all_pass(code, tests, entry_point = none)  -> bool               every test passed
+    tests_results(code, tests, entry_point = none)   -> list[number]       1 or 0 per test, in order
+    outcome(code, tests, entry_point = none)         -> number in [-1, 1]  CodeRL-style outcome value
+    outcome_label(code, tests, entry_point = none)   -> text               pass, fail, runtime_error, ...
+    executes(code)                                   -> bool               runs to the end as a script
+
+Argument shapes:
+
+- ``code``: the program (``code?``; ``none``, e.g. no code block, counts as a compile error, never masked).
+- ``tests``: ``text`` or ``list[text]``: HumanEval test code defining ``check(candidate)`` (with
+  ``entry_point``); a list of MBPP assert strings (or one text of asserts); APPS/TACO stdin/stdout JSON
+  ``{"inputs": [...], "outputs": [...]}``; call pairs ``{"fn_name": ..., "inputs": [[args]], "outputs": [...]}``.
+  ``format="auto"`` (default) detects which; name it to be explicit.
+- ``entry_point``: the function under test (``text?``; HumanEval needs it, MBPP and stdio do not).
+
+Outcome values (``outcome``): pass 1, fail -0.3, runtime_error -0.6, compile_error -1 as in CodeRL (Le et
+al., 2022). CodeRL inherits APPS's classes, where a timeout is a runtime error, so ``timeout``, ``memory``
+and ``output_limit`` default to -0.6 too; every value is an option (``outcome(..., timeout_value=-1)``).
+
+Example spec lines::
+
+    component correct in [0, 1] = tests_pass_rate(code_block(completion, "python") or "", tests, entry_point)
+    component rule in [0, 1] = 1 if tests_all_pass(code, tests, entry_point, format="humaneval") else 0
+    component coderl in [-1, 1] = outcome(code, tests, entry_point, timeout_value=-1, timeout=2)
+
+Limits: ``timeout`` is CPU seconds per execution (default: the component's ``timeout``, else 5 s); the
+wall clock only backs it up (``wall_timeout``, default 2 x timeout + 1 s). For stdin/stdout tests each case
+is its own execution, and the cases after a timeout are not run (they fail). An infrastructure failure
+(a sandbox slot died or hung, no sandbox level available) masks the sample; it never scores 0.
+
+Counters in ``ctx.stats``: ``sandbox.executions``, ``sandbox.cache_hits``, ``sandbox.batch_duplicates``,
+``sandbox.infra_failures``, ``sandbox.timeouts``, ``sandbox.inside_tests`` (weaker tests that had to run
+inside the sandbox), ``sandbox.isolation_level`` (3 bwrap, 2 namespaces, 1 uid, 0 limits) and
+``sandbox.level.<name>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rewardlang.runtime.api import Context, Result, function
+from rewardlang.signature import Arg
+from rewardlang.types import TEXT
+
+__all__ = ["ExecParams", "OutcomeParams", "tests_pass_rate", "tests_all_pass", "tests_results", "outcome",
+           "outcome_label", "executes", "DEFAULT_TIMEOUT"]
+
+DEFAULT_TIMEOUT = 5.0
+
+
+class ExecParams(BaseModel):
+    """Options shared by the execution functions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: how to read ``tests`` (auto-detected by default)
+    format: Literal["auto", "humaneval", "mbpp", "stdio", "calls"] = "auto"
+    #: CPU seconds per execution (default: the component's timeout, else 5)
+    timeout: float | None = Field(None, gt=0, le=600)
+    #: wall-clock backstop per execution (default: 2 x timeout + 1)
+    wall_timeout: float | None = Field(None, gt=0, le=3600)
+    #: address-space budget on top of the process's size at start
+    memory_mb: int = Field(1024, ge=16, le=1 << 16)
+    #: stdout cap per execution; more is an ``output_limit`` outcome
+    max_output_bytes: int = Field(1 << 20, ge=1024, le=1 << 30)
+    #: processes and threads a program may create
+    max_processes: int = Field(16, ge=1, le=4096)
+    #: stdin/stdout comparison: ``lines`` (same line count, trailing whitespace ignored), ``tokens``, ``exact``
+    compare: Literal["lines", "tokens", "exact"] = "lines"
+
+
+class OutcomeParams(ExecParams):
+    """``outcome``: the value of each outcome class (CodeRL defaults)."""
+
+    pass_value: float = Field(1.0, ge=-1, le=1)
+    fail_value: float = Field(-0.3, ge=-1, le=1)
+    runtime_error_value: float = Field(-0.6, ge=-1, le=1)
+    compile_error_value: float = Field(-1.0, ge=-1, le=1)
+    #: APPS and CodeRL count a timeout (and running out of memory or output) as a runtime error
+    timeout_value: float = Field(-0.6, ge=-1, le=1)
+    memory_value: float = Field(-0.6, ge=-1, le=1)
+    output_limit_value: float = Field(-0.6, ge=-1, le=1)
+
+
+_ARGS = {
+    "code": "code?",
+    "tests": "any",
+    "entry_point": Arg("entry_point", TEXT.optional(), default=None),
+}
+
+
+def _column(v: Any, n: int) -> list[Any]:
+    """A per-sample argument may arrive as a list, or as one constant (an omitted default)."""
+    if isinstance(v, list) and len(v) == n:
+        return v
+    return [v] * n
+
+
+def _limits(params: ExecParams | None, ctx: Context) -> Any:
+    from rewardlang.runtime.sandbox.config import Limits
+
+    p = params or ExecParams()
+    cpu = p.timeout
+    if cpu is None:
+        cpu = float(ctx.timeout) if ctx.timeout else DEFAULT_TIMEOUT
+    return Limits(cpu=float(cpu), wall=p.wall_timeout, memory_mb=p.memory_mb, output_bytes=p.max_output_bytes,
+                  processes=p.max_processes)
+
+
+def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, params: ExecParams | None,
+              ctx: Context) -> list[Any]:
+    """Judge every sample; returns Verdicts (or a str: why the sandbox is unavailable)."""
+    from rewardlang.runtime.sandbox.config import Limits
+    from rewardlang.runtime.sandbox.judge import Verdict
+    from rewardlang.runtime.sandbox.launch import LevelUnavailable
+    from rewardlang.runtime.sandbox.runner import Task, get_sandbox
+
+    p = params or ExecParams()
+    n = len(code)
+    limits: Limits = _limits(p, ctx)
+    entries = _column(entry, n)
+    tasks = []
+    for i in range(n):
+        t = None if tests is None else tests[i]
+        if isinstance(t, tuple):
+            t = list(t)
+        tasks.append(Task(code[i], t if tests is not None else None, entries[i], p.format, limits, p.compare))
+    try:
+        sandbox = get_sandbox()
+    except LevelUnavailable as e:
+        ctx.stats["sandbox.unavailable"] += 1
+        ctx.stats["sandbox.infra_failures"] += n
+        return [Verdict("infra", infra=f"no sandbox: {e}") for _ in range(n)]
+    out = []
+    missing_tests = [i for i, t in enumerate(tasks) if tests is not None and t.tests is None]
+    verdicts = sandbox.evaluate(tasks, cache=ctx.cache if ctx.use_cache else None, use_cache=ctx.use_cache,
+                                stats=ctx.stats)
+    for i, v in enumerate(verdicts):
+        out.append(Verdict("error", error="no tests (tests is none)") if i in missing_tests else v)
+    return out
+
+
+def _result(verdicts: list[Any], value: Any) -> Result:
+    values, errors, infra, details = [], [], [], []
+    for v in verdicts:
+        if v.infra:
+            values.append(None)
+            errors.append(f"sandbox infrastructure failure: {v.infra}")
+            infra.append(True)
+            details.append({"infra": v.infra})
+        elif v.error:
+            values.append(None)
+            errors.append(v.error)
+            infra.append(False)
+            details.append(None)
+        else:
+            values.append(value(v))
+            errors.append(None)
+            infra.append(False)
+            details.append(v.details())
+    return Result(values, errors=errors, infra=infra, details=details)
+
+
+@function("tests_pass_rate", args=_ARGS, returns="number", params=ExecParams, range=(0.0, 1.0), accepts_none=True,
+          in_workers=False, doc="Share of the unit tests the program passes (sandboxed; see docs/sandbox.md).")
+def tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+                    params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx), lambda v: v.pass_rate)
+
+
+@function("tests_all_pass", args=_ARGS, returns="bool", params=ExecParams, accepts_none=True, in_workers=False,
+          doc="True when the program passes every unit test (sandboxed).")
+def tests_all_pass(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+                   params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx), lambda v: v.all_passed)
+
+
+@function("tests_results", args=_ARGS, returns="list[number]", params=ExecParams, accepts_none=True,
+          in_workers=False, doc="1 or 0 for each unit test, in the order of the tests (sandboxed).")
+def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+                  params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx),
+                   lambda v: [1.0 if t.passed else 0.0 for t in v.tests])
+
+
+@function("outcome", args=_ARGS, returns="number", params=OutcomeParams, range=(-1.0, 1.0), accepts_none=True,
+          in_workers=False,
+          doc="CodeRL-style outcome value: pass 1, fail -0.3, runtime error -0.6, compile error -1 "
+              "(timeout, memory, output limit: -0.6 by default).")
+def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+            params: OutcomeParams | None, ctx: Context) -> Result:
+    p = params or OutcomeParams()
+    values = {"pass": p.pass_value, "fail": p.fail_value, "runtime_error": p.runtime_error_value,
+              "compile_error": p.compile_error_value, "timeout": p.timeout_value, "memory": p.memory_value,
+              "output_limit": p.output_limit_value}
+    return _result(_verdicts(code, tests, entry_point, p, ctx), lambda v: values[v.outcome])
+
+
+@function("outcome_label", args=_ARGS, returns="text", params=ExecParams, accepts_none=True, in_workers=False,
+          doc="The outcome class: pass, fail, runtime_error, compile_error, timeout, memory or output_limit.")
+def outcome_label(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+                  params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx), lambda v: v.outcome)
+
+
+@function("executes", args={"code": "code?"}, returns="bool", params=ExecParams, accepts_none=True,
+          in_workers=False, doc="True when the program runs to the end as a script (empty stdin, sandboxed).")
+def executes(code: list[str | None], *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, None, None, params, ctx), lambda v: v.outcome == "pass")

@@ -423,7 +423,7 @@ def to_text(a: Any) -> Any:
 class Pattern:
     """A compiled pattern constant: a /regex/ or a literal text (matched literally, counted with str.count)."""
 
-    __slots__ = ("kind", "source", "flags", "regex")
+    __slots__ = ("kind", "source", "flags", "regex", "_counter")
 
     def __init__(self, kind: str, source: str, flags: str) -> None:
         self.kind = kind
@@ -433,6 +433,7 @@ class Pattern:
         for f in flags:
             bits |= {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}[f]
         self.regex = re.compile(re.escape(source) if kind == "literal" else source, bits)
+        self._counter: Any = None
 
     @property
     def is_literal(self) -> bool:
@@ -440,6 +441,60 @@ class Pattern:
 
     def __repr__(self) -> str:
         return f"/{self.source}/{self.flags}" if self.kind == "regex" else repr(self.source)
+
+    def counter(self) -> Callable[[str], int]:
+        """A function counting non-overlapping matches, as ``len(regex.findall(text))`` does."""
+        if self._counter is None:
+            self._counter = _line_start_counter(self) or (lambda t, fa=self.regex.findall: len(fa(t)))
+        return self._counter
+
+
+def _line_start_counter(p: "Pattern") -> Callable[[str], int] | None:
+    """An exact fast count for `(?m)^rest` patterns.
+
+    `re` tries such a pattern at every position; matches can only start at line starts, so searching for
+    `\n(?:rest)` (which `re` scans for with a fast literal search) finds the same matches in the same order.
+    Only for patterns that cannot match the empty string (findall's empty-match rules differ) and whose top
+    level is not an alternation.
+    """
+    if p.kind != "regex" or "m" not in p.flags or not p.source.startswith("^") or "x" in p.flags:
+        return None
+    try:
+        import re._parser as sre_parse  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - Python < 3.11
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        parsed = sre_parse.parse(p.source, p.regex.flags)
+        if any(op == sre_parse.BRANCH for op, _ in parsed.data) or parsed.getwidth()[0] == 0:
+            return None
+        rest = p.source[1:]
+        head = re.compile(rest, p.regex.flags)
+        tail = re.compile("\n(?:" + rest + ")", p.regex.flags)
+    except (re.error, TypeError, ValueError, OverflowError):
+        return None
+    if re.compile(rest, p.regex.flags).groups != p.regex.groups:  # pragma: no cover - defensive
+        return None
+
+    def count(text: str) -> int:
+        n = 0
+        m = head.match(text)
+        pos = 0
+        if m is not None:
+            n = 1
+            pos = m.end()
+        search = tail.search
+        while True:
+            # the next match starts at a line start >= pos: a newline at pos - 1 or later
+            m = search(text, pos - 1 if pos > 0 else 0)
+            if m is None:
+                return n
+            if m.start() + 1 < pos:  # pragma: no cover - a newline before pos cannot start a later match
+                pos = m.start() + 2
+                continue
+            n += 1
+            pos = m.end()
+
+    return count
 
 
 def pattern(kind: str, source: str, flags: str) -> Pattern:

@@ -1,10 +1,10 @@
 """Numba kernels for n-gram statistics over whitespace words, straight from UTF-8 bytes.
 
-``distinct_words(texts, n)`` equals ``[distinct_py(t.split(), n) for t in texts]`` exactly (the property tests
-check it): words are split on exactly the characters Python's ``str.split()`` splits on, word and n-gram
-identity are decided by exact byte comparison (hashes only sort; every equal hash is verified), and the ratio
-is the same float division. Texts are processed in parallel on all cores (``prange``). Imported lazily: the
-first call compiles (cached on disk afterwards).
+``distinct_words(texts, n)`` equals ``[distinct_py(t.split(), n) for t in texts]`` exactly (property-tested):
+words are split on exactly the characters Python's ``str.split()`` splits on, n-gram identity is decided by exact
+byte comparison (64-bit hashes only sort; every pair of equal hashes is verified), and the ratio is the same float
+division. Texts are processed in parallel on all cores (``prange``). A :class:`Tokens` value holds one batch's
+tokenization so several n share it. Imported lazily: the first call compiles (cached on disk afterwards).
 """
 
 from __future__ import annotations
@@ -14,151 +14,172 @@ from typing import Sequence
 import numba as nb
 import numpy as np
 
-__all__ = ["distinct_words"]
+__all__ = ["Tokens", "tokenize", "distinct_words"]
 
 _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
-def _ws_len(buf: np.ndarray, i: int, end: int) -> int:
-    """Length in bytes of the whitespace character at ``i`` (0 if it is not whitespace), per str.isspace()."""
-    b = buf[i]
-    if b == 0x20 or (0x09 <= b <= 0x0D) or (0x1C <= b <= 0x1F):
-        return 1
+@nb.njit(cache=True, nogil=True)
+def _ws_multibyte(buf: np.ndarray, i: int, end: int) -> int:
+    """Length of a multi-byte whitespace character at ``i`` (0 if none): U+0085, U+00A0, U+1680, U+2000-U+200A,
+    U+2028, U+2029, U+202F, U+205F, U+3000 — with the ASCII ones, exactly what str.isspace() accepts."""
+    b = np.int64(buf[i])
     if b == 0xC2 and i + 1 < end:
-        c = buf[i + 1]
+        c = np.int64(buf[i + 1])
         if c == 0x85 or c == 0xA0:
             return 2
     elif b == 0xE1 and i + 2 < end:
-        if buf[i + 1] == 0x9A and buf[i + 2] == 0x80:
+        if np.int64(buf[i + 1]) == 0x9A and np.int64(buf[i + 2]) == 0x80:
             return 3
     elif b == 0xE2 and i + 2 < end:
-        c = buf[i + 1]
-        d = buf[i + 2]
+        c = np.int64(buf[i + 1])
+        d = np.int64(buf[i + 2])
         if c == 0x80 and ((0x80 <= d <= 0x8A) or d == 0xA8 or d == 0xA9 or d == 0xAF):
             return 3
         if c == 0x81 and d == 0x9F:
             return 3
     elif b == 0xE3 and i + 2 < end:
-        if buf[i + 1] == 0x80 and buf[i + 2] == 0x80:
+        if np.int64(buf[i + 1]) == 0x80 and np.int64(buf[i + 2]) == 0x80:
             return 3
     return 0
 
 
 @nb.njit(cache=True, nogil=True)
-def _word_ids(buf: np.ndarray, start: int, end: int) -> np.ndarray:
-    """Exact ids of the whitespace words of buf[start:end] (equal words ⇔ equal ids)."""
-    cap = (end - start) // 2 + 1
-    ws = np.empty(cap, dtype=np.int64)
-    we = np.empty(cap, dtype=np.int64)
+def _scan(buf: np.ndarray, start: int, end: int, ws: np.ndarray, we: np.ndarray, wh: np.ndarray, k: int) -> int:
+    """Words of buf[start:end] written from index k (if ws is large enough); returns the word count.
+
+    The ASCII test is written out inline on int64 values: a helper call per byte costs ~30x more.
+    """
     m = 0
     i = start
+    write = ws.shape[0] > 0
     while i < end:
-        k = _ws_len(buf, i, end)
-        if k > 0:
-            i += k
-            continue
-        ws[m] = i
-        while i < end and _ws_len(buf, i, end) == 0:
+        b = np.int64(buf[i])
+        if b == 32 or (9 <= b <= 13) or (28 <= b <= 31):
             i += 1
-        we[m] = i
+            continue
+        if b >= 0xC2:
+            step = _ws_multibyte(buf, i, end)
+            if step > 0:
+                i += step
+                continue
+        s = i
+        h = _FNV_OFFSET
+        while i < end:
+            b = np.int64(buf[i])
+            if b == 32 or (9 <= b <= 13) or (28 <= b <= 31):
+                break
+            if b >= 0xC2 and _ws_multibyte(buf, i, end) > 0:
+                break
+            h = (h ^ np.uint64(b)) * _FNV_PRIME
+            i += 1
+        if write:
+            ws[k + m] = s
+            we[k + m] = i
+            wh[k + m] = h
         m += 1
-    hashes = np.empty(m, dtype=np.uint64)
-    for w in range(m):
-        h = _FNV_OFFSET
-        for j in range(ws[w], we[w]):
-            h = (h ^ np.uint64(buf[j])) * _FNV_PRIME
-        hashes[w] = h
-    order = np.argsort(hashes, kind="mergesort")
-    ids = np.empty(m, dtype=np.int64)
-    reps = np.empty(m, dtype=np.int64)   # representative word of each id
-    n_ids = 0
-    r = 0
-    while r < m:
-        s = r
-        while r < m and hashes[order[r]] == hashes[order[s]]:
-            r += 1
-        first_id = n_ids
-        for q in range(s, r):
-            w = order[q]
-            found = -1
-            for cand in range(first_id, n_ids):
-                rw = reps[cand]
-                if we[rw] - ws[rw] == we[w] - ws[w]:
-                    same = True
-                    for j in range(we[w] - ws[w]):
-                        if buf[ws[rw] + j] != buf[ws[w] + j]:
-                            same = False
-                            break
-                    if same:
-                        found = cand
-                        break
-            if found < 0:
-                reps[n_ids] = w
-                found = n_ids
-                n_ids += 1
-            ids[w] = found
-    return ids
-
-
-@nb.njit(cache=True, nogil=True)
-def _distinct_ids(ids: np.ndarray, n: int) -> float:
-    m = ids.shape[0]
-    total = m - n + 1
-    if total <= 0:
-        return 1.0
-    hashes = np.empty(total, dtype=np.uint64)
-    for g in range(total):
-        h = _FNV_OFFSET
-        for j in range(n):
-            h = (h ^ np.uint64(ids[g + j])) * _FNV_PRIME
-            h ^= h >> np.uint64(29)
-        hashes[g] = h
-    order = np.argsort(hashes, kind="mergesort")
-    unique = 0
-    r = 0
-    reps = np.empty(total, dtype=np.int64)
-    while r < total:
-        s = r
-        while r < total and hashes[order[r]] == hashes[order[s]]:
-            r += 1
-        first = unique
-        for q in range(s, r):
-            g = order[q]
-            found = False
-            for c in range(first, unique):
-                rg = reps[c]
-                same = True
-                for j in range(n):
-                    if ids[rg + j] != ids[g + j]:
-                        same = False
-                        break
-                if same:
-                    found = True
-                    break
-            if not found:
-                reps[unique] = g
-                unique += 1
-    return unique / total
+    return m
 
 
 @nb.njit(cache=True, parallel=True)
-def _distinct_batch(buf: np.ndarray, offsets: np.ndarray, n: int) -> np.ndarray:
+def _tokenize(buf: np.ndarray, offsets: np.ndarray) -> tuple:
     k = offsets.shape[0] - 1
+    counts = np.zeros(k, dtype=np.int64)
+    empty_i = np.empty(0, dtype=np.int64)
+    empty_h = np.empty(0, dtype=np.uint64)
+    for t in nb.prange(k):
+        counts[t] = _scan(buf, offsets[t], offsets[t + 1], empty_i, empty_i, empty_h, 0)
+    starts = np.zeros(k + 1, dtype=np.int64)
+    for t in range(k):
+        starts[t + 1] = starts[t] + counts[t]
+    total = starts[k]
+    ws = np.empty(total, dtype=np.int64)
+    we = np.empty(total, dtype=np.int64)
+    wh = np.empty(total, dtype=np.uint64)
+    for t in nb.prange(k):
+        _scan(buf, offsets[t], offsets[t + 1], ws, we, wh, starts[t])
+    return ws, we, wh, starts
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _same_word(buf: np.ndarray, ws: np.ndarray, we: np.ndarray, a: int, b: int) -> bool:
+    la = we[a] - ws[a]
+    if la != we[b] - ws[b]:
+        return False
+    for j in range(la):
+        if buf[ws[a] + j] != buf[ws[b] + j]:
+            return False
+    return True
+
+
+@nb.njit(cache=True, parallel=True)
+def _distinct(buf: np.ndarray, ws: np.ndarray, we: np.ndarray, wh: np.ndarray, starts: np.ndarray,
+              n: int) -> np.ndarray:
+    k = starts.shape[0] - 1
     out = np.empty(k, dtype=np.float64)
     for t in nb.prange(k):
-        out[t] = _distinct_ids(_word_ids(buf, offsets[t], offsets[t + 1]), n)
+        lo = starts[t]
+        total = starts[t + 1] - lo - n + 1
+        if total <= 0:
+            out[t] = 1.0
+            continue
+        g = np.empty(total, dtype=np.uint64)
+        for i in range(total):
+            h = _FNV_OFFSET
+            for j in range(n):
+                h = (h ^ wh[lo + i + j]) * _FNV_PRIME
+                h ^= h >> np.uint64(31)
+            g[i] = h
+        order = np.argsort(g)
+        reps = np.empty(total, dtype=np.int64)
+        unique = 0
+        r = 0
+        while r < total:
+            s = r
+            while r < total and g[order[r]] == g[order[s]]:
+                r += 1
+            first = unique
+            for q in range(s, r):
+                a = lo + order[q]
+                found = False
+                for c in range(first, unique):
+                    b = lo + reps[c]
+                    same = True
+                    for j in range(n):
+                        if not _same_word(buf, ws, we, a + j, b + j):
+                            same = False
+                            break
+                    if same:
+                        found = True
+                        break
+                if not found:
+                    reps[unique] = order[q]
+                    unique += 1
+        out[t] = unique / total
     return out
+
+
+class Tokens:
+    """The whitespace words of a batch of texts (byte ranges and hashes), shared by several n."""
+
+    def __init__(self, texts: Sequence[str | None]) -> None:
+        enc = [b"" if t is None else t.encode("utf-8", "surrogatepass") for t in texts]
+        lens = np.fromiter((len(e) for e in enc), dtype=np.int64, count=len(enc))
+        offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        buf = np.frombuffer(b"".join(enc), dtype=np.uint8)
+        self.buf = buf if buf.size else np.zeros(1, dtype=np.uint8)
+        self.ws, self.we, self.wh, self.starts = _tokenize(self.buf, offsets)
+
+    def distinct(self, n: int) -> np.ndarray:
+        return _distinct(self.buf, self.ws, self.we, self.wh, self.starts, int(n))
+
+
+def tokenize(texts: Sequence[str | None]) -> Tokens:
+    return Tokens(texts)
 
 
 def distinct_words(texts: Sequence[str | None], n: int) -> np.ndarray:
     """Distinct-n over the whitespace words of each text (1.0 for ``None``)."""
-    enc = [b"" if t is None else t.encode("utf-8", "surrogatepass") for t in texts]
-    lens = np.fromiter((len(e) for e in enc), dtype=np.int64, count=len(enc))
-    offsets = np.zeros(len(enc) + 1, dtype=np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    buf = np.frombuffer(b"".join(enc), dtype=np.uint8)
-    if buf.size == 0:
-        buf = np.zeros(1, dtype=np.uint8)
-    return _distinct_batch(buf, offsets, int(n))
+    return Tokens(texts).distinct(n)

@@ -362,7 +362,7 @@ class Program:
 
         if self._pool is None:
             self._pool = parallel.RowPool(self.python_source, self.name, self.workers)
-        return self._pool.run(cols, m, step)
+        return self._pool.run(cols, m, step, self.stats)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -411,7 +411,7 @@ class Program:
         none_count = int(masked.sum())
         if none_count:
             stats[f"masked:{info.name}"] += none_count
-        val = np.where(masked, np.nan, val)
+        val = np.where(masked, np.nan, val) + 0.0  # + 0.0: no -0.0 in outputs
         return val, masked, errs, inf
 
     # ------------------------------------------------------------------ advantages

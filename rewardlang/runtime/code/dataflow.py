@@ -66,18 +66,9 @@ class _DFG:
         self.last = last = flat.last
         self.canonical = canonical
         n = len(types)
-        # The reference's tokens (tree_to_token_index), in document order = pre-order: nodes without children
-        # and string literals (whose insides are skipped), never comments.
-        order: list[int] = []
-        i = 0
-        while i < n:
-            if last[i] == i or types[i] in _STRINGY:
-                if types[i] != "comment":
-                    order.append(i)
-                i = last[i] + 1
-            else:
-                i += 1
-        self.order = order
+        # The reference's tokens (tree_to_token_index), in document order: leaves other than comments, and
+        # string literals as single tokens (see flatten)
+        self.order = order = flat.tokens
         spans = [flat.spans[i] for i in order]
         texts = _token_texts(code, spans)
         # index_to_code: position → (token index, text); a later token at the same position (zero-width
@@ -97,24 +88,19 @@ class _DFG:
         # nodes with a for_in_clause child (comprehensions; anything in an ERROR node): the reference walks
         # that child first. The parent is the nearest earlier node whose subtree reaches the child.
         self.loop_first: set[int] = set()
-        for j, t in enumerate(types):
-            if t == "for_in_clause":
-                p = j - 1
-                while last[p] < j:
-                    p -= 1
-                self.loop_first.add(p)
+        if "for_in_clause" in types:
+            for j, t in enumerate(types):
+                if t == "for_in_clause":
+                    p = j - 1
+                    while last[p] < j:
+                        p -= 1
+                    self.loop_first.add(p)
         self._fields: dict[int, dict[str, int | None]] = {}
         self.out: list[Edge] = []
 
     # -- tree access -------------------------------------------------------------------------------------
     def kids(self, i: int) -> list[int]:
-        last = self.last
-        out = []
-        c, end = i + 1, last[i]
-        while c <= end:
-            out.append(c)
-            c = last[c] + 1
-        return out
+        return self.flat.children(i)
 
     def field_child(self, i: int, name: str) -> int | None:
         """``node.child_by_field_name(name)`` as an index (tree-sitter's own lookup, for exactness)."""
@@ -258,23 +244,25 @@ class _DFG:
                 if types[child] == "for_in_clause":
                     states = self.run(child, states)
             children = [c for c in children if types[c] != "for_in_clause"]
-        else:
-            children = kids(i)
-        is_tok, tok, run = self.is_tok, self.tok, self.run
-        for child in children:
+            for child in children:
+                states = self.run(child, states)
+            return states
+        is_tok, tok, run, last = self.is_tok, self.tok, self.run, self.last
+        child, end = i + 1, last[i]
+        while child <= end:
             if is_tok[child]:  # the token case of run(), inlined: most children are tokens
                 e = tok[child]
-                if e is _SKIP:
-                    continue
-                idx, code, ident = e
-                if code in states:
-                    out.append((code, idx, "comesFrom", [code], states[code].copy()))
-                    continue
-                if ident:
-                    states[code] = [idx]
-                out.append((code, idx, "comesFrom", [], []))
+                if e is not _SKIP:
+                    idx, code, ident = e
+                    if code in states:
+                        out.append((code, idx, "comesFrom", [code], states[code].copy()))
+                    else:
+                        if ident:
+                            states[code] = [idx]
+                        out.append((code, idx, "comesFrom", [], []))
             else:
                 states = run(child, states)
+            child = last[child] + 1
         return states
 
     def _pair_up(self, left: int | None, right: int | None) -> tuple[list[Any], list[Any]]:
@@ -321,7 +309,10 @@ def _token_texts(code: str, spans: list[tuple[int, int]]) -> list[str]:
     tree-sitter's *byte* columns (so non-ASCII lines give shifted slices, as in the reference), newlines
     dropped between the lines of a multi-line token."""
     if code.isascii():
-        return [code[s:e].replace("\n", "") if "\n" in code[s:e] else code[s:e] for s, e in spans]
+        out = [code[s:e] for s, e in spans]
+        if "\n" in code:
+            out = [t.replace("\n", "") if "\n" in t else t for t in out]
+        return out
     import bisect
 
     from rewardlang.runtime.code.parse import encode

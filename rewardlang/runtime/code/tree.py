@@ -16,7 +16,8 @@ Example::
     >>> flat = flatten(tree)
     >>> flat.types[:4]
     ['module', 'expression_statement', 'assignment', 'identifier']
-    >>> flat.keys[0] == str(tree.root_node)
+    >>> exact = flatten(tree, digest_over=None)   # keys = the S-expressions themselves
+    >>> str(tree.root_node) in exact.subtrees
     True
     >>> list(flat.children(2))   # assignment: identifier, "=", call
     [3, 4, 5]
@@ -51,6 +52,7 @@ class _Tables:
     prefix: list[str]          # " " or " field: " by field id
     keep: frozenset[int]       # kinds in KEEP_NODES
     token: frozenset[int]      # kinds in TOKEN_TYPES
+    comment: frozenset[int]
 
 
 _TABLES: dict[str, _Tables] = {}
@@ -71,6 +73,7 @@ def _tables(lang: str) -> _Tables:
             prefix=[" "] + [f" {f}: " for f in fields[1:]],
             keep=frozenset(k for k, v in names.items() if v in KEEP_NODES),
             token=frozenset(k for k, v in names.items() if v in TOKEN_TYPES),
+            comment=frozenset(k for k, v in names.items() if v == "comment"),
         )
     return _TABLES[lang]
 
@@ -79,37 +82,37 @@ def _tables(lang: str) -> _Tables:
 class Flat:
     """A tree in pre-order.
 
-    ``kind[i]`` tree-sitter symbol id, ``types[i]`` its name, ``field[i]`` field id in the parent (0: none),
-    ``last[i]`` the last index of ``i``'s subtree, ``keys[i]`` the S-expression key (``None`` for anonymous
-    nodes, which S-expressions leave out), ``subtrees`` the keys CodeBLEU's syntax match compares (the root
-    and every node with children), ``spans`` byte ranges of leaves and string literals, ``nodes`` the
-    tree-sitter nodes kept for later lookups (:data:`KEEP_NODES`).
+    ``kind[i]`` tree-sitter symbol id, ``types[i]`` its name, ``last[i]`` the last index of ``i``'s subtree,
+    ``subtrees`` the keys CodeBLEU's syntax match compares (the root and every node with children),
+    ``tokens`` CodeBLEU's dataflow tokens in document order (leaves other than comments, and string literals
+    as single tokens), ``spans`` byte ranges of leaves and string literals, ``nodes`` the tree-sitter nodes
+    kept for later lookups (:data:`KEEP_NODES`), ``keys`` (only with ``keep_keys=True``) every node's key,
+    ``None`` for anonymous nodes, which S-expressions leave out.
     """
 
     lang: str
     kind: list[int]
     types: list[str]
-    field: list[int]
     last: list[int]
-    keys: list[str | None]
     subtrees: list[str]
+    tokens: list[int]
     spans: dict[int, tuple[int, int]]
     nodes: dict[int, Any]
     max_depth: int
+    keys: list[str | None] | None = None
 
     def __len__(self) -> int:
         return len(self.kind)
 
-    def children(self, i: int) -> Iterator[int]:
+    def children(self, i: int) -> list[int]:
         """Indices of the children of ``i``, in order."""
         last = self.last
+        out = []
         c, end = i + 1, last[i]
         while c <= end:
-            yield c
+            out.append(c)
             c = last[c] + 1
-
-    def child_list(self, i: int) -> list[int]:
-        return list(self.children(i))
+        return out
 
 
 def _digest(text: str) -> str:
@@ -117,76 +120,87 @@ def _digest(text: str) -> str:
     return "\x00" + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OVER) -> Flat:
+def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OVER,
+            keep_keys: bool = False) -> Flat:
     """Walk ``tree`` once into a :class:`Flat` (pre-order arrays, S-expression keys, syntax subtrees).
 
     With ``digest_over=None`` every key *is* the node's S-expression (quadratic on deep trees; the tests use it
-    to check the construction against ``str(node)``).
+    with ``keep_keys=True`` to check the construction against ``str(node)``).
     """
     t = _tables(lang)
     heads, named, leaf_key, prefix, keep, token = t.heads, t.named, t.leaf_key, t.prefix, t.keep, t.token
+    comment = t.comment
     cur = tree.walk()
     kind: list[int] = []
-    field: list[int] = []
     last: list[int] = []
-    keys: list[str | None] = []
+    keys: list[str | None] | None = [] if keep_keys else None
     subtrees: list[str] = []
+    tokens: list[int] = []
     spans: dict[int, tuple[int, int]] = {}
     nodes: dict[int, Any] = {}
-    stack: list[tuple[int, list[str]]] = []  # open ancestors: (index, pieces of their S-expression so far)
+    # open ancestors: (index, pieces of their S-expression so far); a node's field id is read when the cursor
+    # is on it (for an inner node: right after goto_parent() has come back to it)
+    stack: list[tuple[int, list[str]]] = []
+    in_token = -1  # the open string literal, whose insides are not dataflow tokens
     max_depth = 0
+    anonymous = False  # an anonymous node with children (no Python construct makes one)
     goto_first_child, goto_next_sibling, goto_parent = cur.goto_first_child, cur.goto_next_sibling, cur.goto_parent
-    anonymous: list[int] = []  # anonymous nodes with children (no Python construct makes one)
     while True:
         node = cur.node
         i = len(kind)
         k = node.kind_id
-        f = cur.field_id or 0
         kind.append(k)
-        field.append(f)
         last.append(i)
-        keys.append(None)
+        if keys is not None:
+            keys.append(None)
         if k in keep:
             nodes[i] = node
         if goto_first_child():
-            if k in token:
-                spans[i] = (node.start_byte, node.end_byte)
-            if not named[k] and k != ERROR_KIND:
-                anonymous.append(i)
+            if k in token and in_token < 0:
+                spans[i] = node.byte_range
+                tokens.append(i)
+                in_token = i
+            if not named[k]:
+                anonymous = True
             stack.append((i, [heads[k]]))
             if len(stack) > max_depth:
                 max_depth = len(stack)
             continue
-        s, e = node.start_byte, node.end_byte
-        spans[i] = (s, e)
-        if k == ERROR_KIND or (s == e and node.is_missing):
+        span = spans[i] = node.byte_range
+        if in_token < 0 and k not in comment:
+            tokens.append(i)
+        if k == ERROR_KIND or (span[0] == span[1] and node.is_missing):
             key: str | None = str(node)  # "(UNEXPECTED 'x')", "(MISSING identifier)", "(MISSING \")\")"
         else:
             key = leaf_key[k]
         if key is not None:
-            keys[i] = key
+            if keys is not None:
+                keys[i] = key
             if stack:
-                stack[-1][1].append(prefix[f] + key)
+                stack[-1][1].append(prefix[cur.field_id or 0] + key)
         while not goto_next_sibling():
             if not goto_parent():
-                if not kind or last[0] == 0:  # a root without children is a subtree too
-                    subtrees.append(keys[0] if keys[0] is not None else str(node))
+                if last[0] == 0:  # a root without children is a subtree too
+                    subtrees.append(str(node) if key is None else key)
                 if anonymous:
                     # An anonymous node with children is left out of S-expressions but its children are
                     # not; no Python construct makes one, so take the slow exact route rather than model it.
                     subtrees = _exact_subtrees(tree, digest_over)
-                return Flat(lang, kind, [t.names[x] for x in kind], field, last, keys, subtrees, spans, nodes,
-                            max_depth)
+                return Flat(lang, kind, [t.names[x] for x in kind], last, subtrees, tokens, spans, nodes,
+                            max_depth, keys)
             j, pieces = stack.pop()
             last[j] = len(kind) - 1
+            if j == in_token:
+                in_token = -1
             pieces.append(")")
             key = "".join(pieces)
             if digest_over is not None and len(key) > digest_over:
                 key = _digest(key)
-            keys[j] = key
+            if keys is not None:
+                keys[j] = key
             subtrees.append(key)
             if stack:
-                stack[-1][1].append(prefix[field[j]] + key)
+                stack[-1][1].append(prefix[cur.field_id or 0] + key)
 
 
 def _exact_subtrees(tree: Any, digest_over: int | None) -> list[str]:

@@ -43,7 +43,7 @@ class RuffParams(BaseModel):
     ignore: list[str] = Field(default_factory=list)
     line_length: int = Field(88, ge=1, le=320)
     target_version: TargetVersion = "py311"
-    #: honour ``# noqa`` comments (off: a completion cannot silence its own findings)
+    #: honour noqa comments (off: a completion cannot silence its own findings)
     respect_noqa: bool = False
 
     @field_validator("select", "ignore")

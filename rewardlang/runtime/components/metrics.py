@@ -49,7 +49,8 @@ def _text(code: str) -> str:
     return SourceText(code).text
 
 
-def _each(codes: list[str], key: tuple[Any, ...], ctx: Context, compute: Callable[[str], Any]) -> tuple[list[Any], list[str | None]]:
+def _each(codes: list[str], key: tuple[Any, ...], ctx: Context,
+          compute: Callable[[str], Any]) -> tuple[list[Any], list[str | None]]:
     """Apply ``compute`` to each distinct code (cached); failures become per-sample errors."""
     values: list[Any] = []
     errors: list[str | None] = []
@@ -60,7 +61,8 @@ def _each(codes: list[str], key: tuple[Any, ...], ctx: Context, compute: Callabl
             try:
                 hit = ("ok", compute(_text(c)))
             except SyntaxError as exc:
-                hit = ("err", f"not parseable Python: {exc.msg} (line {exc.lineno})")
+                where = f" (line {exc.lineno})" if exc.lineno else ""
+                hit = ("err", f"not parseable Python: {exc.msg}{where}")
             except RecursionError:
                 hit = ("err", "nesting too deep to analyse (RecursionError)")
             except (ValueError, MemoryError, UnicodeError) as exc:

@@ -72,10 +72,11 @@ class LazyWords(Sequence):
     ``distinct``/``repetition``/``ngrams`` recognise it and count n-grams straight from the text bytes.
     """
 
-    __slots__ = ("texts",)
+    __slots__ = ("texts", "tokens")
 
     def __init__(self, texts: list[Any]) -> None:
         self.texts = texts
+        self.tokens: Any = None  # rewardlang.runtime.ngrams.Tokens, made once for all n
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -134,9 +135,23 @@ def _tag_regex(name: str, p: TagParams) -> re.Pattern[str]:
           doc="The inner text of the first <name>…</name> (none when absent). With dotall=false the content "
               "must fit on one line, as the regex printed in CodePO's Algorithm 1 has it.")
 def tag(text: list[str], name: str, *, params: TagParams, ctx: Context) -> Result:
-    rx = _tag_regex(name, params)
     out: list[str | None] = []
     offs: list[int | None] = []
+    if params.dotall and not params.greedy:
+        # the first <name> followed by a </name> is what `<name>(.*?)</name>` with DOTALL finds: if the first
+        # opening tag has no closing tag after it, no later one has either
+        open_, close = f"<{name}>", f"</{name}>"
+        for t in text:
+            i = t.find(open_)
+            j = t.find(close, i + len(open_)) if i >= 0 else -1
+            if j < 0:
+                out.append(None)
+                offs.append(None)
+            else:
+                out.append(t[i + len(open_):j])
+                offs.append(i + len(open_))
+        return Result(out, offsets=offs)
+    rx = _tag_regex(name, params)
     for t in text:
         m = rx.search(t)
         out.append(m.group(1) if m else None)
@@ -253,8 +268,8 @@ def count(text: list[str], patterns: list[Any], *, params: None, ctx: Context) -
                 s = p.source
                 out += np.fromiter((t.count(s) for t in text), dtype=np.float64, count=len(text))
         else:
-            fa = p.regex.findall
-            out += np.fromiter((len(fa(t)) for t in text), dtype=np.float64, count=len(text))
+            c = p.counter()
+            out += np.fromiter((c(t) for t in text), dtype=np.float64, count=len(text))
     return out
 
 
@@ -354,8 +369,9 @@ def distinct(items: Any, n: float, *, params: None, ctx: Context) -> Any:
     if isinstance(items.v, LazyWords) and len(items.v) >= _NUMBA_MIN_ROWS:
         from rewardlang.runtime import ngrams
 
-        texts = [None if b else t for t, b in zip(items.v.texts, bad)]
-        v = ngrams.distinct_words(texts, k)
+        if items.v.tokens is None:
+            items.v.tokens = ngrams.Tokens([None if b else t for t, b in zip(items.v.texts, bad)])
+        v = items.v.tokens.distinct(k)
     else:
         v = np.fromiter((1.0 if b else distinct_py(x, k) for x, b in zip(items.v, bad)), dtype=np.float64,
                         count=items.n)

@@ -216,8 +216,16 @@ def select(raw: dict[str, FileResult], *, analyzers: Sequence[str] = ANALYZERS, 
     failures = [(a, raw[a]) for a in analyzers if a in raw and not raw[a].ok]
     missing = [a for a in analyzers if a not in raw]
     if failures or missing:
-        msgs = [f"{a}: {r.error}" for a, r in failures] + [f"{a}: not run" for a in missing]
-        return None, "; ".join(msgs), any(r.infra for _, r in failures)
+        by_msg: dict[str, list[str]] = {}
+        for a, r in failures:
+            by_msg.setdefault(str(r.error), []).append(a)
+        for a in missing:
+            by_msg.setdefault("not run", []).append(a)
+        if len(by_msg) == 1 and len(failures) == len(analyzers):  # e.g. a syntax error: say it once
+            msg = next(iter(by_msg))
+        else:
+            msg = "; ".join(f"{', '.join(names)}: {m}" for m, names in by_msg.items())
+        return None, msg, any(r.infra for _, r in failures)
     out: list[Finding] = []
     for a in analyzers:
         ch = ANALYZER_CHARACTERISTIC[a]

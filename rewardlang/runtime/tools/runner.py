@@ -204,6 +204,7 @@ class _Batch:
     workdir: Path
     timeout: float
     stats: Counter
+    budget_end: float = float("inf")
     probe_ok: bool | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -211,20 +212,28 @@ class _Batch:
         par = max(self.tool.parallelism(), 1)
         return startup_allowance(self.tool.startup_s) + self.timeout * math.ceil(n_files / par)
 
-    def run(self, files: list[str]) -> tuple[dict[str, FileResult], str | None, bool]:
-        """Run once over ``files``; returns (settled results, failure, missing executable)."""
+    def run(self, files: list[str]) -> tuple[dict[str, FileResult], str | None, str]:
+        """Run once over ``files``: (settled results, failure, kind) with kind "" (ok or a sample's
+        failure), "missing" (no executable) or "budget" (the call's time budget ran out first)."""
         limit = self.deadline(len(files))
-        run = run_command(self.tool.argv(files, self.workdir), timeout=limit, cwd=self.workdir,
+        remaining = self.budget_end - time.monotonic()
+        exhausted = f"{self.tool.name}: time budget exhausted while isolating a failing sample; not analysed"
+        if remaining <= 0:
+            return {}, exhausted, "budget"
+        cut = remaining < limit
+        run = run_command(self.tool.argv(files, self.workdir), timeout=min(limit, remaining), cwd=self.workdir,
                           env=self.tool.env(self.workdir))
         with self.lock:
             self.stats[f"tool.{self.tool.name}.runs"] += 1
         if run.missing:
-            return {}, f"{self.tool.name} could not be started ({run.stderr})", True
+            return {}, f"{self.tool.name} could not be started ({run.stderr})", "missing"
         if run.timed_out:
+            results, _ = self._safe_interpret(run, files)
+            if cut:
+                return results, exhausted, "budget"
             with self.lock:
                 self.stats[f"tool.{self.tool.name}.timeouts"] += 1
-            results, _ = self._safe_interpret(run, files)
-            return results, f"{self.tool.name} timed out after {limit:.1f}s", False
+            return results, f"{self.tool.name} timed out after {limit:.1f}s", ""
         results, failure = self._safe_interpret(run, files)
         if failure is None:
             for f in files:
@@ -232,7 +241,7 @@ class _Batch:
         else:
             with self.lock:
                 self.stats[f"tool.{self.tool.name}.crashes"] += 1
-        return results, failure, False
+        return results, failure, ""
 
     def _safe_interpret(self, run: Completed, files: list[str]) -> tuple[dict[str, FileResult], str | None]:
         try:
@@ -295,31 +304,28 @@ def run_batch(tool: BatchTool, sources: dict[str, str], *, timeout: float, worke
         batch = _Batch(tool, workdir, max(float(timeout), 0.01), stats)
         names = sorted(sources)
         pending = _split(names, tool.shards)
-        budget_end = time.monotonic() + 3 * batch.deadline(math.ceil(len(names) / max(len(pending), 1)))
+        batch.budget_end = time.monotonic() + 3 * batch.deadline(math.ceil(len(names) / max(len(pending), 1)))
         with ThreadPoolExecutor(max_workers=max(workers, len(pending), 1)) as pool:
             while pending:
-                if time.monotonic() > budget_end:
-                    for group in pending:
-                        for f in group:
-                            out[f] = FileResult(error=f"{tool.name}: time budget exhausted while isolating a "
-                                                      "failing sample; not analysed", infra=True)
-                    stats[f"tool.{tool.name}.budget_exhausted"] += 1
-                    break
                 runs = list(pool.map(batch.run, pending))
                 nxt: list[list[str]] = []
-                for group, (results, failure, missing) in zip(pending, runs):
+                for group, (results, failure, kind) in zip(pending, runs):
                     out.update(results)
                     if failure is None:
                         continue
                     unresolved = [f for f in group if f not in results]
                     if not unresolved:
                         continue
-                    if missing or not batch.probe():
-                        msg = failure if missing else f"{tool.name} is broken (a trivial probe file fails too): {failure}"
+                    if kind == "budget":
+                        stats[f"tool.{tool.name}.budget_exhausted"] += len(unresolved)
+                        for f in unresolved:
+                            out[f] = FileResult(error=failure, infra=True)
+                    elif kind == "missing" or not batch.probe():
+                        msg = failure if kind == "missing" else \
+                            f"{tool.name} is broken (a trivial probe file fails too): {failure}"
                         for f in unresolved:
                             out[f] = FileResult(error=msg, infra=True)
-                        continue
-                    if len(unresolved) == 1:
+                    elif len(unresolved) == 1:
                         out[unresolved[0]] = FileResult(error=failure)
                         stats[f"tool.{tool.name}.sample_failures"] += 1
                     else:

@@ -1,0 +1,81 @@
+"""The per-sample phase of a large batch on every core.
+
+Worker processes are started by spawn (never fork: the caller may be a trainer holding CUDA contexts and
+threads), each builds the program from its generated source once, and scores a contiguous chunk of the unique
+rows. Only programs whose functions all declare ``in_workers=True`` run here; tools and sandboxes that manage their
+own parallelism keep the batch in the calling process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from rewardlang.runtime.columns import Col
+
+__all__ = ["RowPool"]
+
+_PROGRAM: Any = None
+
+
+def _init(source: str, name: str) -> None:
+    # one Numba thread per worker: the workers already use every core
+    os.environ["NUMBA_NUM_THREADS"] = "1"
+    global _PROGRAM
+    from rewardlang.runtime.program import Program
+
+    _PROGRAM = Program.from_python(source, name)
+    _PROGRAM.workers = 1
+
+
+def _work(cols: dict[str, list[Any]], m: int, step: int) -> tuple[dict[str, tuple[Col, Col | None]], dict]:
+    out = _PROGRAM._row_phase_local(cols, m, step)
+    stats = dict(_PROGRAM.stats)
+    _PROGRAM.stats.clear()
+    # LazyWords and other lazy views never leave a worker: components are numbers, spans are lists
+    return out, stats
+
+
+def _concat(parts: list[Any]) -> Any:
+    if not isinstance(parts[0], Col):
+        return parts[0]
+    v0 = parts[0].v
+    v = np.concatenate([p.v for p in parts]) if isinstance(v0, np.ndarray) else [x for p in parts for x in p.v]
+    none = np.concatenate([p.none if p.none is not None else np.zeros(p.n, dtype=bool) for p in parts])
+    err = None
+    if any(p.err is not None for p in parts):
+        err = [e for p in parts for e in (p.err if p.err is not None else [None] * p.n)]
+    off = None
+    if any(p.off is not None for p in parts):
+        off = np.concatenate([p.off if p.off is not None else np.full(p.n, -1, dtype=np.int64) for p in parts])
+    return Col(v, none, err, off, parts[0].kind)
+
+
+class RowPool:
+    def __init__(self, source: str, name: str, workers: int) -> None:
+        self.workers = workers
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                        initializer=_init, initargs=(source, name))
+
+    def run(self, cols: dict[str, list[Any]], m: int, step: int, stats: Any = None
+            ) -> dict[str, tuple[Col, Col | None]]:
+        chunks = max(self.workers * 2, 1)
+        bounds = np.linspace(0, m, chunks + 1).astype(int)
+        futures = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            if b > a:
+                futures.append(self.pool.submit(_work, {k: v[a:b] for k, v in cols.items()}, int(b - a), step))
+        results = [f.result() for f in futures]
+        if stats is not None:
+            for _, s in results:
+                stats.update(s)
+        names = results[0][0].keys()
+        return {k: (_concat([r[0][k][0] for r in results]),
+                    None if results[0][0][k][1] is None else _concat([r[0][k][1] for r in results])) for k in names}
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)

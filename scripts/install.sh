@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# rewardlang's whole set-up on a fresh machine: the sandbox's system package, torch's CPU wheel, the package.
+#   bash scripts/install.sh          # rewardlang and its runtime dependencies
+#   bash scripts/install.sh --test   # ... plus the test dependencies
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+
+# bubblewrap isolates sandboxed programs (namespaces, read-only root); without it the sandbox falls back to a
+# weaker level and says so (`rewardlang doctor`).
+if ! command -v bwrap >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q bubblewrap >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; }
+  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    sudo apt-get install -y -q bubblewrap >/dev/null || echo "warning: could not install bubblewrap" >&2
+  else
+    echo "warning: bubblewrap is not installed; the sandbox will run at a weaker isolation level" >&2
+  fi
+fi
+
+# torch first, pinned: this picks the local CPU wheel; an unpinned torch would pull gigabytes of CUDA packages.
+"$PY" -m pip install -q --disable-pip-version-check torch==2.13.0
+if [ "${1:-}" = "--test" ]; then
+  "$PY" -m pip install -q --disable-pip-version-check -e ".[test]"
+else
+  "$PY" -m pip install -q --disable-pip-version-check -e .
+fi

@@ -11,7 +11,7 @@ from rewardlang.runtime.api import Context
 from rewardlang.runtime.components.text import TagParams, tag
 from rewardlang.runtime.kernels import Pattern
 
-TEXT = st.text(alphabet=st.sampled_from(list("ab12.) \n\t(xZ<>/")) + ["<t>", "</t>", "\n\n", "3."]), max_size=60)
+TEXT = st.text(alphabet=st.sampled_from(list("ab12.) \n\t(xZ<>/") + ["<t>", "</t>", "\n\n", "3."]), max_size=60)
 
 
 @settings(max_examples=400, deadline=None)

@@ -123,7 +123,7 @@ class Features:
     _unigram_weights: tuple[dict[str, int], float] | None = field(default=None, repr=False)
     _subtrees: Counter | None = field(default=None, repr=False)
     _n_subtrees: int = field(default=0, repr=False)
-    _dataflow: dict[bool, tuple[Counter, int]] = field(default_factory=dict, repr=False)
+    _dataflow: dict[str, tuple[Counter, int]] = field(default_factory=dict, repr=False)
     _flat: Any = field(default=None, repr=False)
     _stripped: str | None = field(default=None, repr=False)
 
@@ -173,15 +173,16 @@ class Features:
         self.subtrees
         return self._n_subtrees
 
-    def dataflow(self, canonical: bool = False) -> tuple[Counter, int]:
-        """(normalized edge → count, number of edges); edges are ``(var, relation, (parent vars…))``."""
-        if canonical not in self._dataflow:
+    def dataflow(self, order: str = "seed0") -> tuple[Counter, int]:
+        """(normalized edge → count, number of edges); edges are ``(var, relation, (parent vars…))``.
+        ``order``: see :mod:`~rewardlang.runtime.code.dataflow`."""
+        if order not in self._dataflow:
             from rewardlang.runtime.code.dataflow import dataflow_edges, normalize
 
-            edges = normalize(dataflow_edges(self.flat(), self.stripped, canonical))
-            self._dataflow[canonical] = (Counter((v, r, tuple(p)) for v, r, p in edges), len(edges))
+            edges = normalize(dataflow_edges(self.flat(), self.stripped, order))
+            self._dataflow[order] = (Counter((v, r, tuple(p)) for v, r, p in edges), len(edges))
             self._maybe_release()
-        return self._dataflow[canonical]
+        return self._dataflow[order]
 
     def _maybe_release(self) -> None:
         # the flattened tree is only needed until both tree-based features exist
@@ -255,13 +256,13 @@ def syntax_match(cand: Features, ref: Features) -> float:
     return matched / ref.n_subtrees
 
 
-def dataflow_part(cand: Features, ref: Features, canonical: bool = False) -> float | None:
+def dataflow_part(cand: Features, ref: Features, order: str = "seed0") -> float | None:
     """Share of the reference's normalized dataflow edges found in the candidate (each used once);
     ``None`` when the reference has no dataflow edges."""
-    rd, rn = ref.dataflow(canonical)
+    rd, rn = ref.dataflow(order)
     if rn == 0:
         return None
-    cd, _ = cand.dataflow(canonical)
+    cd, _ = cand.dataflow(order)
     matched = sum(min(c, cd[e]) for e, c in rd.items() if e in cd)
     return matched / rn
 
@@ -347,17 +348,17 @@ def features(code: str, lang: str = "python", *, cache: bool = True) -> Features
     return FEATURES.get(text, lang) if cache else Features(text, lang)
 
 
-def score(code: str, reference: str, lang: str = "python", *, canonical_dataflow: bool = False,
+def score(code: str, reference: str, lang: str = "python", *, dataflow_order: str = "seed0",
           cache: bool = True) -> PairScore:
     """All four parts for one pair."""
-    return score_pairs([code], [reference], lang, canonical_dataflow=canonical_dataflow, cache=cache)[0]
+    return score_pairs([code], [reference], lang, dataflow_order=dataflow_order, cache=cache)[0]
 
 
 _PARTS = ("ngram", "weighted_ngram", "syntax", "dataflow")
 
 
 def score_pairs(codes: Sequence[str], references: Sequence[str], lang: str = "python", *,
-                parts: Iterable[str] = _PARTS, canonical_dataflow: bool = False,
+                parts: Iterable[str] = _PARTS, dataflow_order: str = "seed0",
                 cache: bool = True) -> list[PairScore]:
     """Score many pairs; each distinct program is analysed once. Parts left out of ``parts`` are 0."""
     if len(codes) != len(references):
@@ -380,6 +381,6 @@ def score_pairs(codes: Sequence[str], references: Sequence[str], lang: str = "py
             bleu4(c, r, m) if "ngram" in want else 0.0,
             weighted_ngram_match(c, r, m) if "weighted_ngram" in want else 0.0,
             syntax_match(c, r) if "syntax" in want else 0.0,
-            dataflow_part(c, r, canonical_dataflow) if "dataflow" in want else 0.0,
+            dataflow_part(c, r, dataflow_order) if "dataflow" in want else 0.0,
         ))
     return out

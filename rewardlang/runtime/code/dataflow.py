@@ -7,11 +7,13 @@ failure mode: when the reference's extraction raises on a malformed tree it yiel
 this one. :func:`normalize` renames variables to ``var_0, var_1, …`` in order of first appearance, so that
 renamed but otherwise equal programs match.
 
-One behaviour of the reference is inherited on purpose: where two edges of one variable occurrence are merged,
-the reference orders the merged parent names with ``list(set(...))``, i.e. by Python's per-process string hash
-(``PYTHONHASHSEED``). The same program can then normalize differently in two processes, and its dataflow match
-against a renamed candidate can change (88 of the 1,312 HumanEval corpus pairs differ between hash seeds).
-``canonical=True`` sorts those names instead: deterministic everywhere, but no longer the reference's numbers.
+Where two edges of one variable occurrence are merged, the reference orders the merged parent names with
+``list(set(...))``, i.e. by Python's per-process string hash. The same program can then normalize differently
+in two processes, and its dataflow match against a renamed candidate changes (88 of the 1,312 pairs of the
+HumanEval corpus differ between PYTHONHASHSEED 0, 1 and 2). ``order="seed0"`` (the default) reproduces the
+order a ``PYTHONHASHSEED=0`` interpreter gets (:mod:`~rewardlang.runtime.code.pyset`): deterministic in every
+process, and equal to the reference run with ``PYTHONHASHSEED=0``. ``order="process"`` uses this process's
+own ``set`` (equal to the reference run in the same process, whatever its seed).
 
 Example::
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
+from rewardlang.runtime.code.pyset import set_order0
 from rewardlang.runtime.code.tree import Flat
 
 __all__ = ["dataflow_edges", "normalize", "MAX_DEPTH"]
@@ -60,11 +63,11 @@ _SKIP = None  # token entry of a keyword or punctuation token (its type is its t
 
 
 class _DFG:
-    def __init__(self, flat: Flat, code: str, canonical: bool) -> None:
+    def __init__(self, flat: Flat, code: str, order: str) -> None:
         self.types = types = flat.types
         self.flat = flat
         self.last = last = flat.last
-        self.canonical = canonical
+        self.seed0 = order == "seed0"
         n = len(types)
         # The reference's tokens (tree_to_token_index), in document order: leaves other than comments, and
         # string literals as single tokens (see flatten)
@@ -134,7 +137,7 @@ class _DFG:
         return [(e[0], e[1]) for e in (tok[j] for j in order[lo:hi]) if e is not _SKIP]
 
     def merge_names(self, a: list[str], b: list[str]) -> list[str]:
-        return sorted(set(a + b)) if self.canonical else list(set(a + b))
+        return _merge_names(a, b, self.seed0)
 
     # -- DFG_python -----------------------------------------------------------------------------------------
     # The reference returns (edges, states) from every call, copies ``states`` on entry and re-sorts the edges
@@ -336,13 +339,24 @@ def _token_texts(code: str, spans: list[tuple[int, int]]) -> list[str]:
     return out
 
 
-def dataflow_edges(flat: Flat, code: str, canonical: bool = False) -> list[Edge]:
+def _merge_names(a: list[str], b: list[str], seed0: bool) -> list[str]:
+    """The reference's ``list(set(a + b))`` (see the module docstring for the order)."""
+    c = a + b
+    if len(c) < 2:
+        return c
+    return set_order0(c) if seed0 else list(set(c))
+
+
+def dataflow_edges(flat: Flat, code: str, order: str = "seed0") -> list[Edge]:
     """The reference's ``get_data_flow`` for the parsed ``code``: edges sorted by position, occurrences
-    without any relation dropped, edges of one occurrence merged."""
+    without any relation dropped, edges of one occurrence merged. ``order``: ``"seed0"`` or ``"process"``
+    (module docstring)."""
+    if order not in ("seed0", "process"):
+        raise ValueError(f"order must be 'seed0' or 'process', not {order!r}")
     if flat.max_depth > MAX_DEPTH:
         return []
     try:
-        d = _DFG(flat, code, canonical)
+        d = _DFG(flat, code, order)
         d.run(0, {})
         dfg = sorted(d.out, key=_by_idx)
     except (_Fail, AttributeError, TypeError, IndexError, KeyError):
@@ -360,8 +374,8 @@ def dataflow_edges(flat: Flat, code: str, canonical: bool = False) -> list[Edge]
         if prev is None:
             merged[e[1]] = e
         else:
-            names = sorted(set(prev[3] + e[3])) if canonical else list(set(prev[3] + e[3]))
-            merged[e[1]] = (e[0], e[1], e[2], names, list(set(prev[4] + e[4])))
+            names = _merge_names(prev[3], e[3], order == "seed0")
+            merged[e[1]] = (e[0], e[1], e[2], names, list(set(prev[4] + e[4])))  # ints: same order everywhere
     return list(merged.values())
 
 

@@ -11,7 +11,7 @@ from rewardlang.runtime.api import Context
 from rewardlang.runtime.components.text import TagParams, tag
 from rewardlang.runtime.kernels import Pattern
 
-TEXT = st.text(alphabet=st.sampled_from(list("ab12.) \n\t(xZ<>/") + ["<t>", "</t>", "\n\n", "3."]), max_size=60)
+TEXT = st.lists(st.sampled_from(list("ab12.) \n\t(xZ<>/") + ["<t>", "</t>", "\n\n", "3."]), max_size=40).map("".join)
 
 
 @settings(max_examples=400, deadline=None)
@@ -31,7 +31,7 @@ def test_line_start_fast_path_is_used_only_where_exact() -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.sampled_from(["<t>", "</t>", "x", "\n", " ", "<", "t>", "</"]), max_size=30))
+@given(st.lists(st.sampled_from(["<t>", "</t>", "x", "\n", " ", "<", "t>", "</"]), max_size=30).map("".join))
 def test_tag_find_equals_nongreedy_dotall_regex(text: str) -> None:
     r = tag.fn([text], "t", params=TagParams(), ctx=Context())
     m = re.search(r"<t>(.*?)</t>", text, re.DOTALL)

@@ -93,9 +93,13 @@ def check(specs: list[Path] = typer.Argument(..., help="spec files"),
             _err(f"{spec}: {len(bad)} example failure(s)\n")
             failed += 1
             continue
-        typer.echo(f"ok  {spec}  ({len(prog.components)} components, {n_ex} examples)")
+        typer.echo(f"ok  {spec}  ({_plural(len(prog.components), 'component')}, {_plural(n_ex, 'example')})")
     if failed:
         raise typer.Exit(1)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 @app.command("compile")

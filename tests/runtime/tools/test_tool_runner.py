@@ -1,0 +1,164 @@
+"""The generic batch runner: one run per batch, failure isolation, infra vs per-sample errors, deadlines."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rewardlang.runtime.tools.runner import (
+    BatchTool, Completed, FileResult, file_name_for, resolve_command, run_batch, run_command,
+)
+
+# A stand-in analysis tool: reports the length of every file; "CRASH" in a file makes the whole run exit 3,
+# "SLEEP" makes it hang, "REPORTED" is a failure the tool reports for that file only, and ALWAYS_CRASH in
+# the environment breaks the tool for every input (including the probe).
+FAKE_TOOL = textwrap.dedent("""
+    import json, os, pathlib, sys, time
+    if os.environ.get("ALWAYS_CRASH"):
+        sys.exit(5)
+    out = {}
+    for f in sys.argv[1:]:
+        text = pathlib.Path(f).read_text()
+        if "CRASH" in text:
+            print("Traceback: boom", file=sys.stderr)
+            sys.exit(3)
+        if "SLEEP" in text:
+            time.sleep(60)
+        out[f] = "reported failure" if "REPORTED" in text else len(text)
+    print(json.dumps(out))
+""")
+
+
+class FakeTool(BatchTool):
+    name = "fake"
+    startup_s = 5.0
+
+    def __init__(self, script: Path, shards: int = 1, env_extra: dict[str, str] | None = None) -> None:
+        self.script = script
+        self.shards = shards
+        self.env_extra = env_extra or {}
+
+    def argv(self, files: list[str], workdir: Path) -> list[str]:
+        return resolve_command("fake", [sys.executable, str(self.script)]) + files
+
+    def env(self, workdir: Path) -> dict[str, str]:
+        return {**super().env(workdir), **self.env_extra}
+
+    def interpret(self, run: Completed, files: list[str], workdir: Path) -> tuple[dict[str, FileResult], str | None]:
+        if run.returncode != 0:
+            return {}, f"fake exited with status {run.returncode}: {run.tail()}"
+        out = {}
+        for f, v in json.loads(run.stdout).items():
+            out[f] = FileResult(error=v) if isinstance(v, str) else FileResult(findings=[v])
+        return out, None
+
+
+@pytest.fixture()
+def script(tmp_path: Path) -> Path:
+    p = tmp_path / "fake_tool.py"
+    p.write_text(FAKE_TOOL)
+    return p
+
+
+def _sources(texts: list[str]) -> dict[str, str]:
+    return {file_name_for(t): t for t in texts}
+
+
+def test_one_run_per_shard_and_results_mapped_back(script: Path) -> None:
+    texts = [f"x = {i}\n" * (i + 1) for i in range(7)]
+    stats: Counter = Counter()
+    out = run_batch(FakeTool(script, shards=2), _sources(texts), timeout=5, workers=2, stats=stats)
+    assert {n: r.findings for n, r in out.items()} == {file_name_for(t): [len(t)] for t in texts}
+    assert stats["tool.fake.runs"] == 2
+    assert stats["tool.fake.probes"] == 0
+
+
+def test_a_crashing_sample_is_isolated_and_only_it_fails(script: Path) -> None:
+    texts = [f"a = {i}\n" for i in range(6)] + ["CRASH = 1\n"]
+    stats: Counter = Counter()
+    out = run_batch(FakeTool(script), _sources(texts), timeout=5, workers=2, stats=stats)
+    bad = out[file_name_for("CRASH = 1\n")]
+    assert bad.error is not None and "status 3" in bad.error and "boom" in bad.error and not bad.infra
+    for t in texts[:-1]:
+        assert out[file_name_for(t)].ok and out[file_name_for(t)].findings == [len(t)]
+    assert stats["tool.fake.probes"] == 1 and stats["tool.fake.bisections"] >= 1
+
+
+def test_a_hanging_sample_times_out_alone(script: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "1")
+    texts = ["b = 1\n", "b = 2\n", "SLEEP = 1\n", "b = 3\n"]
+    out = run_batch(FakeTool(script), _sources(texts), timeout=0.5, workers=2)
+    bad = out[file_name_for("SLEEP = 1\n")]
+    assert bad.error is not None and "timed out" in bad.error and not bad.infra
+    assert [out[file_name_for(t)].findings for t in ("b = 1\n", "b = 2\n", "b = 3\n")] == [[6], [6], [6]]
+
+
+def test_a_failure_the_tool_reports_for_one_file_needs_no_isolation(script: Path) -> None:
+    stats: Counter = Counter()
+    out = run_batch(FakeTool(script), _sources(["c = 1\n", "REPORTED = 1\n"]), timeout=5, stats=stats)
+    assert out[file_name_for("REPORTED = 1\n")].error == "reported failure"
+    assert out[file_name_for("c = 1\n")].findings == [6]
+    assert stats["tool.fake.runs"] == 1
+
+
+def test_a_tool_broken_for_everything_is_infra_for_every_sample(script: Path) -> None:
+    out = run_batch(FakeTool(script, env_extra={"ALWAYS_CRASH": "1"}), _sources(["d = 1\n", "d = 2\n"]), timeout=5)
+    assert len(out) == 2
+    for r in out.values():
+        assert r.infra and r.error is not None and "broken" in r.error and "status 5" in r.error
+
+
+def test_a_missing_executable_is_infra(script: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("REWARDLANG_TOOL_FAKE", str(tmp_path / "no-such-tool"))
+    out = run_batch(FakeTool(script), _sources(["e = 1\n", "e = 2\n"]), timeout=5)
+    for r in out.values():
+        assert r.infra and r.error is not None and "could not be started" in r.error
+
+
+def test_time_budget_bounds_isolation_and_leftovers_are_infra(script: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 16 hanging samples: isolating each would take many rounds; the call's budget (3x the first run's
+    # deadline) runs out first and what is left is an infrastructure failure, not 16 sample errors.
+    monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "0.3")
+    texts = [f"SLEEP = {i}\n" for i in range(16)]
+    stats: Counter = Counter()
+    out = run_batch(FakeTool(script), _sources(texts), timeout=0.05, workers=2, stats=stats)
+    assert len(out) == 16
+    assert all(not r.ok for r in out.values())
+    assert any(r.infra and "budget" in (r.error or "") for r in out.values())
+    assert stats["tool.fake.budget_exhausted"] >= 1
+
+
+def test_run_command_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    r = run_command(["sh", "-c", f"sleep 30 & echo $! > {pidfile}; wait"], timeout=0.5)
+    assert r.timed_out
+    pid = int(pidfile.read_text())
+    status = Path(f"/proc/{pid}/status")
+    # the grandchild is gone (or a zombie waiting to be reaped), not still sleeping
+    assert not status.exists() or "State:\tZ" in status.read_text()
+
+
+def test_run_command_reports_missing_executable(tmp_path: Path) -> None:
+    r = run_command([str(tmp_path / "nope")], timeout=5)
+    assert r.missing and r.returncode is None
+
+
+def test_file_names_depend_on_content_only() -> None:
+    assert file_name_for("x = 1\n") == file_name_for("x = 1\n")
+    assert file_name_for("x = 1\n") != file_name_for("x = 2\n")
+    name = file_name_for("\ud800")  # lone surrogates do not break naming
+    assert name.startswith("m_") and name.endswith(".py") and name[2:-3].isalnum()
+
+
+def test_resolve_command_env_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REWARDLANG_TOOL_DEMO", "python3 -m demo --flag 'a b'")
+    assert resolve_command("demo", ["x"]) == ["python3", "-m", "demo", "--flag", "a b"]
+    monkeypatch.delenv("REWARDLANG_TOOL_DEMO")
+    assert resolve_command("demo", ["x"]) == ["x"]
+    assert os.environ.get("REWARDLANG_TOOL_DEMO") is None

@@ -276,8 +276,8 @@ def test_set_overrides_a_param_declared_in_both_the_spec_and_an_import(tmp_path:
 # ---------------------------------------------------------------- inputs and data
 
 
-def test_chat_format_completions_and_prompts() -> None:
-    p = rewardlang.loads('component n = len(completion)\ncomponent p = count(prompt, "?")')
+def test_chat_format_completions() -> None:
+    p = rewardlang.loads("component n = len(completion)")
     chat = [
         [{"role": "assistant", "content": "hello"}],
         [{"role": "user", "content": "ignored"}, {"role": "assistant", "content": "ab"},
@@ -285,11 +285,20 @@ def test_chat_format_completions_and_prompts() -> None:
         [{"role": "assistant", "content": [{"type": "text", "text": "x"}, {"type": "text", "text": "yz"}]}],
         "plain",
     ]
-    prompts = [[{"role": "user", "content": "why?"}], "a?b?", "", [{"role": "system", "content": "??"}]]
-    out = p.score(completion=chat, prompt=prompts)
+    out = p.score(completion=chat)
     assert vals(out.components["n"]) == [5.0, 4.0, 3.0, 5.0]
-    # a chat prompt reduces to its assistant text: a prompt of user/system messages is empty
-    assert vals(out.components["p"]) == [0.0, 2.0, 0.0, 0.0]
+    # the same completions as plain text score the same
+    assert p.score(completion=["hello", "abcd", "xyz", "plain"]).total.tolist() == out.total.tolist()
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: chat-format prompts are reduced like completions, to their assistant "
+                                       "messages (program.chat_to_text), so two different user prompts both become "
+                                       "\"\" and `advantage over group(prompt)` puts them in one group")
+def test_chat_format_prompts_keep_their_groups() -> None:
+    p = rewardlang.loads("component n = len(completion)\nadvantage over group(prompt) = x - mean")
+    prompts = [[{"role": "user", "content": "first?"}]] * 2 + [[{"role": "user", "content": "second?"}]] * 2
+    out = p.score(completion=["a", "abc", "abcde", "abcdefg"], prompt=prompts)
+    assert out.advantages.tolist() == [-1.0, 1.0, -1.0, 1.0]
 
 
 def test_data_errors_name_row_and_column() -> None:
@@ -413,3 +422,11 @@ def test_program_pickles_to_the_same_scores() -> None:
     comps = ["ab!", "a", "abc"]
     assert q.score(completion=comps).total.tolist() == p.score(completion=comps).total.tolist()
     assert q.params == p.params
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a list input next to another input crashes scoring with TypeError "
+                                       "(unhashable type: 'list'): Program.score_columns deduplicates rows by the "
+                                       "tuple of inputs and program._hashable does not recurse into that tuple")
+def test_list_inputs_score_next_to_other_inputs() -> None:
+    p = rewardlang.loads("input kw: list[text]\ncomponent c = len(kw) + len(completion)")
+    assert p.score(completion=["a", "bc"], kw=[["x"], ["y", "z"]]).total.tolist() == [2.0, 4.0]

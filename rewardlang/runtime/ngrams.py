@@ -82,27 +82,7 @@ def _scan(buf: np.ndarray, start: int, end: int, ws: np.ndarray, we: np.ndarray,
     return m
 
 
-@nb.njit(cache=True, parallel=True)
-def _tokenize(buf: np.ndarray, offsets: np.ndarray) -> tuple:
-    k = offsets.shape[0] - 1
-    counts = np.zeros(k, dtype=np.int64)
-    empty_i = np.empty(0, dtype=np.int64)
-    empty_h = np.empty(0, dtype=np.uint64)
-    for t in nb.prange(k):
-        counts[t] = _scan(buf, offsets[t], offsets[t + 1], empty_i, empty_i, empty_h, 0)
-    starts = np.zeros(k + 1, dtype=np.int64)
-    for t in range(k):
-        starts[t + 1] = starts[t] + counts[t]
-    total = starts[k]
-    ws = np.empty(total, dtype=np.int64)
-    we = np.empty(total, dtype=np.int64)
-    wh = np.empty(total, dtype=np.uint64)
-    for t in nb.prange(k):
-        _scan(buf, offsets[t], offsets[t + 1], ws, we, wh, starts[t])
-    return ws, we, wh, starts
-
-
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(cache=True, nogil=True)
 def _same_word(buf: np.ndarray, ws: np.ndarray, we: np.ndarray, a: int, b: int) -> bool:
     la = we[a] - ws[a]
     if la != we[b] - ws[b]:
@@ -113,67 +93,80 @@ def _same_word(buf: np.ndarray, ws: np.ndarray, we: np.ndarray, a: int, b: int) 
     return True
 
 
-@nb.njit(cache=True, parallel=True)
-def _distinct(buf: np.ndarray, ws: np.ndarray, we: np.ndarray, wh: np.ndarray, starts: np.ndarray,
-              n: int) -> np.ndarray:
-    k = starts.shape[0] - 1
-    out = np.empty(k, dtype=np.float64)
-    for t in nb.prange(k):
-        lo = starts[t]
-        total = starts[t + 1] - lo - n + 1
-        if total <= 0:
-            out[t] = 1.0
-            continue
-        g = np.empty(total, dtype=np.uint64)
-        for i in range(total):
-            h = _FNV_OFFSET
-            for j in range(n):
-                h = (h ^ wh[lo + i + j]) * _FNV_PRIME
-                h ^= h >> np.uint64(31)
-            g[i] = h
-        order = np.argsort(g)
-        reps = np.empty(total, dtype=np.int64)
-        unique = 0
-        r = 0
-        while r < total:
-            s = r
-            while r < total and g[order[r]] == g[order[s]]:
-                r += 1
-            first = unique
-            for q in range(s, r):
-                a = lo + order[q]
-                found = False
-                for c in range(first, unique):
-                    b = lo + reps[c]
-                    same = True
-                    for j in range(n):
-                        if not _same_word(buf, ws, we, a + j, b + j):
-                            same = False
-                            break
-                    if same:
-                        found = True
+@nb.njit(cache=True, nogil=True)
+def _unique_ratio(buf: np.ndarray, ws: np.ndarray, we: np.ndarray, wh: np.ndarray, m: int, n: int) -> float:
+    """Distinct-n of the m words described by ws/we/wh: an open-addressing table of n-gram start indices."""
+    total = m - n + 1
+    if total <= 0:
+        return 1.0
+    size = 1
+    while size < 2 * total:
+        size *= 2
+    mask = size - 1
+    table = np.full(size, -1, dtype=np.int64)
+    keys = np.empty(total, dtype=np.uint64)
+    unique = 0
+    for i in range(total):
+        h = _FNV_OFFSET
+        for j in range(n):
+            h = (h ^ wh[i + j]) * _FNV_PRIME
+            h ^= h >> np.uint64(31)
+        keys[i] = h
+        slot = np.int64(h & np.uint64(mask))
+        while True:
+            other = table[slot]
+            if other < 0:
+                table[slot] = i
+                unique += 1
+                break
+            if keys[other] == h:
+                same = True
+                for j in range(n):
+                    if not _same_word(buf, ws, we, i + j, other + j):
+                        same = False
                         break
-                if not found:
-                    reps[unique] = order[q]
-                    unique += 1
-        out[t] = unique / total
+                if same:
+                    break
+            slot = (slot + 1) & mask
+    return unique / total
+
+
+@nb.njit(cache=True, parallel=True)
+def _distinct_many(buf: np.ndarray, offsets: np.ndarray, ns: np.ndarray) -> np.ndarray:
+    k = offsets.shape[0] - 1
+    out = np.empty((k, ns.shape[0]), dtype=np.float64)
+    for t in nb.prange(k):
+        start, end = offsets[t], offsets[t + 1]
+        cap = (end - start) // 2 + 1
+        ws = np.empty(cap, dtype=np.int64)
+        we = np.empty(cap, dtype=np.int64)
+        wh = np.empty(cap, dtype=np.uint64)
+        m = _scan(buf, start, end, ws, we, wh, 0)
+        for q in range(ns.shape[0]):
+            out[t, q] = _unique_ratio(buf, ws, we, wh, m, ns[q])
     return out
 
 
 class Tokens:
-    """The whitespace words of a batch of texts (byte ranges and hashes), shared by several n."""
+    """A batch of texts as UTF-8 bytes; distinct-n for n = 1..4 is computed in one pass and kept."""
 
     def __init__(self, texts: Sequence[str | None]) -> None:
         enc = [b"" if t is None else t.encode("utf-8", "surrogatepass") for t in texts]
         lens = np.fromiter((len(e) for e in enc), dtype=np.int64, count=len(enc))
-        offsets = np.zeros(len(enc) + 1, dtype=np.int64)
-        np.cumsum(lens, out=offsets[1:])
+        self.offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum(lens, out=self.offsets[1:])
         buf = np.frombuffer(b"".join(enc), dtype=np.uint8)
         self.buf = buf if buf.size else np.zeros(1, dtype=np.uint8)
-        self.ws, self.we, self.wh, self.starts = _tokenize(self.buf, offsets)
+        self._done: dict[int, np.ndarray] = {}
 
     def distinct(self, n: int) -> np.ndarray:
-        return _distinct(self.buf, self.ws, self.we, self.wh, self.starts, int(n))
+        n = int(n)
+        if n not in self._done:
+            ns = np.array(sorted({1, 2, 3, 4} | {n}) if not self._done else [n], dtype=np.int64)
+            out = _distinct_many(self.buf, self.offsets, ns)
+            for q, v in enumerate(ns):
+                self._done[int(v)] = out[:, q].copy()
+        return self._done[n]
 
 
 def tokenize(texts: Sequence[str | None]) -> Tokens:

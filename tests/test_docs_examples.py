@@ -1,6 +1,6 @@
 """Every example in docs/language.md is real.
 
-* each ```reward block is a complete spec: it compiles (as if it were a file in ``specs/``, so imports of
+* each ```reward block (of docs/language.md and of the pages in docs/specs/) is a complete spec: it compiles (as if it were a file in ``specs/``, so imports of
   ``lib/...`` resolve) and its examples, if it has any, pass;
 * each ```reward-error block fails to compile with the code named in its first line (``# E201 ...``);
 * ```reward-fragment blocks are partial on purpose and skipped;
@@ -62,8 +62,13 @@ def _plugin_section() -> str:
 
 def _ids(kind: str) -> list:  # type: ignore[type-arg]
     # the spec of the plug-in section needs the plug-in: test_plugin_example_works_through_the_entry_point runs it
-    return [pytest.param(body, line, id=f"line{line}") for info, line, body in blocks()
-            if info == kind and body not in _plugin_section()]
+    out = [pytest.param(body, line, id=f"language.md:{line}") for info, line, body in blocks()
+           if info == kind and body not in _plugin_section()]
+    # the spec pages' blocks are held to the same rule
+    for page in sorted((ROOT / "docs" / "specs").glob("*.md")):
+        out += [pytest.param(body, line, id=f"{page.name}:{line}") for info, line, body in blocks(page)
+                if info == kind]
+    return out
 
 
 # ---------------------------------------------------------------------- reward blocks
@@ -82,10 +87,10 @@ def test_reward_block_compiles_and_its_examples_pass(body: str, line: int) -> No
     try:
         prog = _compile(body, line)
     except SpecError as exc:
-        pytest.fail(f"docs/language.md:{line}: the block does not compile: "
+        pytest.fail(f"line {line}: the block does not compile: "
                     + "; ".join(f"{d.code} {d.message}" for d in exc.diagnostics if d.is_error))
     failures = [(name, f) for name, _, _, f in prog.run_examples() if f]
-    assert failures == [], f"docs/language.md:{line}"
+    assert failures == [], f"line {line}"
 
 
 @pytest.mark.parametrize("body,line", _ids("reward-error"))

@@ -253,6 +253,10 @@ class Program:
         ``advantage over group(...)`` names). Raises :class:`DataError` for bad values (row and column named).
         """
         given = dict(columns)
+        if "completions" in given:  # the plural spelling, as TRL names them
+            if completion is not None:
+                raise TypeError("pass `completion` or `completions`, not both")
+            completion = given.pop("completions")
         if completion is not None:
             given["completion"] = completion
         if "completion" not in given:

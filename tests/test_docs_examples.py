@@ -93,6 +93,15 @@ def test_reward_block_compiles_and_its_examples_pass(body: str, line: int) -> No
     assert failures == [], f"line {line}"
 
 
+@pytest.mark.parametrize("body,line", _ids("reward"))
+def test_reward_block_is_canonically_formatted(body: str, line: int) -> None:
+    from rewardlang.fmt import format_source
+
+    if "±" in body:
+        pytest.skip("shows the alternative spellings (`±`, no `expect`) that fmt normalizes")
+    assert format_source(body) == body, f"line {line}: run the block through `rewardlang fmt`"
+
+
 @pytest.mark.parametrize("body,line", _ids("reward-error"))
 def test_reward_error_block_fails_with_its_code(body: str, line: int) -> None:
     from rewardlang.diagnostics import SpecError

@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
 __all__ = ["SpecGRPOTrainer", "SpecRewardSet", "SpecReward", "grpo_args", "build_trainer", "train", "RunResult", "token_advantages",
-           "token_char_ends"]
+           "token_char_ends", "last_checkpoint"]
 
 
 class SpecRewardSet:
@@ -364,15 +364,38 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
     return trainer
 
 
-def _check_resume(run_dir: str, prog: "Program") -> str:
-    from transformers.trainer_utils import get_last_checkpoint
+def last_checkpoint(run_dir: str) -> str | None:
+    """The newest complete ``checkpoint-N`` of a run (None if there is none).
 
+    transformers writes ``trainer_state.json`` last, so a checkpoint without a readable one was cut off (a killed
+    run) and is skipped.
+    """
+    found = []
+    for name in os.listdir(run_dir) if os.path.isdir(run_dir) else []:
+        step = name.removeprefix("checkpoint-")
+        state = os.path.join(run_dir, name, "trainer_state.json")
+        if name.startswith("checkpoint-") and step.isdigit() and os.path.exists(state):
+            try:
+                with open(state, encoding="utf-8") as fh:
+                    json.load(fh)
+            except (OSError, ValueError):
+                continue
+            found.append((int(step), os.path.join(run_dir, name)))
+    return max(found)[1] if found else None
+
+
+#: settings that do not change the trajectory of the steps already taken; a resumed run may change them
+_RESUME_MAY_CHANGE = {"max_steps", "save_steps", "save_total_limit", "logging_steps", "progress", "report_to",
+                      "output_dir"}
+
+
+def _check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
     if not os.path.isdir(run_dir):
         raise ConfigError(f"--resume: run directory {run_dir} does not exist")
-    ckpt = get_last_checkpoint(run_dir)
+    ckpt = last_checkpoint(run_dir)
     if ckpt is None:
-        raise ConfigError(f"--resume: no checkpoint-* directory in {run_dir} (checkpoints are written every "
-                          f"`save_steps` steps)")
+        raise ConfigError(f"--resume: no complete checkpoint-* directory in {run_dir} (checkpoints are written "
+                          f"every `save_steps` steps)")
     saved_path = os.path.join(run_dir, "config.json")
     if os.path.exists(saved_path):
         with open(saved_path, encoding="utf-8") as fh:
@@ -380,6 +403,12 @@ def _check_resume(run_dir: str, prog: "Program") -> str:
         if saved.get("spec", {}).get("source_hash") not in (None, prog.source_hash):
             raise ConfigError(f"--resume: the spec changed since {run_dir} was started (source hash "
                               f"{saved['spec']['source_hash'][:12]} then, {prog.source_hash[:12]} now); start a new run")
+        then, now = saved.get("train", {}), cfg.to_dict()
+        changed = sorted(k for k in now if k not in _RESUME_MAY_CHANGE and k in then and then[k] != now[k])
+        if changed:
+            shown = ", ".join(f"{k} ({then[k]!r} then, {now[k]!r} now)" for k in changed)
+            raise ConfigError(f"--resume: settings differ from {saved_path}: {shown}. Resume with the same settings "
+                              f"(only {', '.join(sorted(_RESUME_MAY_CHANGE))} may change), or start a new run")
     return ckpt
 
 
@@ -412,12 +441,16 @@ def train(
                                   {**(flags or {}), "spec": spec}, file_name=config_file)
     run_dir = _run_dir(cfg, prog.name, resume)
     cfg.output_dir = run_dir
-    checkpoint = _check_resume(run_dir, prog) if resume else None
+    checkpoint = _check_resume(run_dir, prog, cfg) if resume else None
+    if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
+        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
 
     # 3. Data, policy, trainer.
     trainer = build_trainer(cfg, prog, run_dir, progress=progress, callbacks=callbacks)
     if trainer.accelerator.is_main_process:
-        save_resolved(os.path.join(run_dir, "config.json"), cfg, sources, spec_name=prog.name,
+        # config.json describes the run as started; a resume adds config.resume-<step>.json beside it
+        name = f"config.resume-{os.path.basename(checkpoint).split('-')[-1]}.json" if checkpoint else "config.json"
+        save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name,
                       spec_hash=prog.source_hash, params=params,
                       extra={"grpo_args": {k: v for k, v in trainer.args.to_dict().items()
                                            if isinstance(v, (int, float, str, bool, list, type(None)))},

@@ -1,0 +1,114 @@
+"""Resuming a run from its last checkpoint gives the same weights and metrics as never stopping it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import TrainerCallback
+
+from rewardlang.trainers.config import ConfigError
+from rewardlang.trainers.grpo import last_checkpoint, train
+from rewardlang.trainers.metrics import read_metrics
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOY = os.path.join(HERE, "toy_digits.reward")
+SETS = {"train.max_steps": 6, "train.save_steps": 3, "train.max_completion_length": 8, "train.prompts_per_step": 2}
+
+
+class StopAt(TrainerCallback):
+    """Ends training after optimizer step ``k`` (after that step's checkpoint is written)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
+        if state.global_step == self.k:
+            control.should_training_stop = True
+
+
+@pytest.fixture()
+def prompts(tmp_path) -> str:
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("".join(json.dumps({"prompt": f"Task {i}: say it."}) + "\n" for i in range(12)))
+    return str(path)
+
+
+def _weights(run_dir: str) -> dict[str, torch.Tensor]:
+    return load_file(os.path.join(run_dir, "final", "model.safetensors"))
+
+
+def _curve(run_dir: str) -> list[tuple[int, float, float]]:
+    return [(r["step"], r["reward"], r["loss"]) for r in read_metrics(os.path.join(run_dir, "metrics.jsonl"))
+            if "reward" in r]
+
+
+def _assert_same_run(a: str, b: str) -> None:
+    wa, wb = _weights(a), _weights(b)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        assert torch.equal(wa[k], wb[k]), k
+    assert _curve(a) == _curve(b)
+    assert [s for s, _, _ in _curve(b)] == [1, 2, 3, 4, 5, 6]
+
+
+def test_stop_and_resume_matches_an_uninterrupted_run(tmp_path, prompts) -> None:
+    flags = {"dataset": prompts, "seed": 3}
+    full = train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp_path / "full")}, progress=False)
+    assert full.global_step == 6
+
+    part = train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp_path / "part")}, progress=False,
+                 callbacks=[StopAt(3)])
+    assert part.global_step == 3 and last_checkpoint(part.run_dir).endswith("checkpoint-3")
+    resumed = train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp_path / "part")}, progress=False,
+                    resume=True)
+    assert resumed.global_step == 6
+    _assert_same_run(full.run_dir, resumed.run_dir)
+    assert os.path.exists(os.path.join(resumed.run_dir, "config.resume-3.json"))
+    # the trained policy differs from the initial one (the comparison above is not vacuous)
+    init = load_file(os.path.join(resumed.run_dir, "initial_model", "model.safetensors"))
+    assert any(not torch.equal(init[k], _weights(full.run_dir)[k]) for k in init)
+
+
+def test_resume_refuses_changed_settings_and_fresh_runs_refuse_used_dirs(tmp_path, prompts) -> None:
+    out = str(tmp_path / "run")
+    train(TOY, sets={**SETS, "train.max_steps": 3}, flags={"dataset": prompts, "output_dir": out}, progress=False)
+    with pytest.raises(ConfigError, match=r"settings differ .*seed \(0 then, 5 now\)"):
+        train(TOY, sets=SETS, flags={"dataset": prompts, "output_dir": out, "seed": 5}, resume=True, progress=False)
+    with pytest.raises(ConfigError, match="already holds a run; continue it with --resume"):
+        train(TOY, sets=SETS, flags={"dataset": prompts, "output_dir": out}, progress=False)
+    with pytest.raises(ConfigError, match="run directory .*/nowhere does not exist"):
+        train(TOY, sets=SETS, flags={"dataset": prompts, "output_dir": str(tmp_path / "nowhere")}, resume=True)
+    (tmp_path / "empty" / "checkpoint-2").mkdir(parents=True)  # cut off before trainer_state.json was written
+    with pytest.raises(ConfigError, match="no complete checkpoint"):
+        train(TOY, sets=SETS, flags={"dataset": prompts, "output_dir": str(tmp_path / "empty")}, resume=True)
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_to_the_same_result(tmp_path, prompts) -> None:
+    """SIGKILL the CLI right after its first checkpoint; `--resume` finishes the run exactly as an unkilled one."""
+    base = [sys.executable, "-m", "rewardlang.trainers.cli", "train", "--spec", TOY, "--dataset", prompts,
+            "--no-progress", "--seed", "3"] + [f"--set={k}={v}" for k, v in SETS.items()]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    full = str(tmp_path / "full")
+    subprocess.run(base + ["--output", full], check=True, env=env, capture_output=True)
+
+    killed = str(tmp_path / "killed")
+    proc = subprocess.Popen(base + ["--output", killed], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while last_checkpoint(killed) is None and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not os.path.exists(os.path.join(killed, "final")), "the run finished before it could be killed"
+    done = subprocess.run(base + ["--output", killed, "--resume"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    _assert_same_run(full, killed)

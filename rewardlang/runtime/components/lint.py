@@ -117,9 +117,11 @@ def _to_result(codes: list[str], results: list[Any], make_spans: Any, ctx: Conte
         errors.append(None)
         infra.append(False)
         rules: dict[str, int] = {}
+        classes: dict[str, int] = {}
         for f in r.findings:
             rules[f.code] = rules.get(f.code, 0) + 1
-        details.append({"rules": rules})
+            classes[f.severity] = classes.get(f.severity, 0) + 1
+        details.append({"rules": rules, "classes": classes})
     return Result(values=values, errors=errors, infra=infra, details=details)
 
 

@@ -257,7 +257,7 @@ class _Batch:
         with self.lock:
             if self.probe_ok is not None:
                 return self.probe_ok
-        pdir = Path(tempfile.mkdtemp(prefix="rewardlang-probe-"))
+        pdir = Path(tempfile.mkdtemp(prefix="rewardlang-probe-", dir=_temp_roots()[0]))
         try:
             self.tool.prepare(pdir)
             name = file_name_for(PROBE_SOURCE)
@@ -285,6 +285,37 @@ def _split(items: list[str], parts: int) -> list[list[str]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
+def _temp_roots() -> list[str | None]:
+    """Where batch directories go: ``$REWARDLANG_TOOL_TMPDIR``, else ``/dev/shm`` (a RAM disk: creating
+    hundreds of small files there is ~40x faster than on an overlay file system), else the default."""
+    env = os.environ.get(ENV_PREFIX + "TMPDIR")
+    if env:
+        return [env]
+    roots: list[str | None] = []
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        roots.append("/dev/shm")
+    return [*roots, None]
+
+
+def _write_sources(tool: BatchTool, sources: dict[str, str]) -> Path:
+    """A fresh directory holding every source (and the tool's configuration)."""
+    roots = _temp_roots()
+    for k, root in enumerate(roots):
+        workdir = Path(root or tempfile.gettempdir()) / "missing"
+        try:
+            workdir = Path(tempfile.mkdtemp(prefix=f"rewardlang-{tool.name}-", dir=root))
+            tool.prepare(workdir)
+            for name, text in sources.items():
+                with open(workdir / name, "w", encoding="utf-8", newline="") as fh:
+                    fh.write(text)
+            return workdir
+        except OSError:  # e.g. a small /dev/shm is full: try the next place
+            shutil.rmtree(workdir, ignore_errors=True)
+            if k == len(roots) - 1:
+                raise
+    raise RuntimeError("unreachable")
+
+
 def run_batch(tool: BatchTool, sources: dict[str, str], *, timeout: float, workers: int = 2,
               stats: Counter | None = None) -> dict[str, FileResult]:
     """Analyse every ``{file name: text}`` of ``sources`` with ``tool``; one :class:`FileResult` per name.
@@ -294,13 +325,9 @@ def run_batch(tool: BatchTool, sources: dict[str, str], *, timeout: float, worke
     stats = stats if stats is not None else Counter()
     if not sources:
         return {}
-    workdir = Path(tempfile.mkdtemp(prefix=f"rewardlang-{tool.name}-"))
+    workdir = _write_sources(tool, sources)
     out: dict[str, FileResult] = {}
     try:
-        tool.prepare(workdir)
-        for name, text in sources.items():
-            with open(workdir / name, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
         batch = _Batch(tool, workdir, max(float(timeout), 0.01), stats)
         names = sorted(sources)
         pending = _split(names, tool.shards)

@@ -67,7 +67,7 @@ def test_ruff_spans_are_character_ranges_of_the_code() -> None:
         Span(24, 33, -1.0, "F821: Undefined name `undefined`"),
     ]
     assert [code[s.start:s.end] for s in r.values[0]] == ["os", ";", "undefined"]
-    assert r.details[0] == {"rules": {"F401": 1, "E702": 1, "F821": 1}}
+    assert r.details[0] == {"rules": {"F401": 1, "E702": 1, "F821": 1}, "classes": {"warning": 2, "error": 1}}
 
 
 def test_bom_crlf_and_non_bmp_characters() -> None:
@@ -209,6 +209,7 @@ def test_pylint_syntax_error_is_a_finding_and_one_run_per_batch() -> None:
     r = pylint_spans.fn(codes, params=PylintParams(), ctx=ctx)
     assert r.errors == [None, None, None]
     assert [s.label.split(":")[0] for s in r.values[0]] == ["E0001"]
+    assert r.details[1] == {"rules": {"W0611": 1}, "classes": {"W": 1}}
     assert [s.label for s in r.values[1]] == ["W0611: Unused import os"]
     assert r.values[2] == []
     assert ctx.stats["tool.pylint.runs"] == 1

@@ -162,3 +162,15 @@ def test_resolve_command_env_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("REWARDLANG_TOOL_DEMO")
     assert resolve_command("demo", ["x"]) == ["x"]
     assert os.environ.get("REWARDLANG_TOOL_DEMO") is None
+
+
+def test_batch_directory_location_and_fallback(script: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rewardlang.runtime.tools import runner
+
+    monkeypatch.setenv("REWARDLANG_TOOL_TMPDIR", str(tmp_path))
+    assert runner._temp_roots() == [str(tmp_path)]
+    # an unusable first location (missing, full) falls back to the next one
+    monkeypatch.setattr(runner, "_temp_roots", lambda: [str(tmp_path / "does-not-exist"), str(tmp_path)])
+    out = run_batch(FakeTool(script), _sources(["f = 1\n"]), timeout=5)
+    assert out[file_name_for("f = 1\n")].findings == [6]
+    assert not list(tmp_path.glob("rewardlang-fake-*"))  # cleaned up

@@ -66,12 +66,10 @@ _MAX_N = 4
 
 
 def sanitize(code: str) -> str:
-    """``code`` with each lone surrogate (possible in a ``str``, never valid UTF-8) replaced by ``?``."""
-    try:
-        code.encode("utf-8")
-        return code
-    except UnicodeEncodeError:
-        return code.encode("utf-8", "replace").decode("utf-8")
+    """``code`` with each lone surrogate (possible in a ``str``, never valid UTF-8) replaced by U+FFFD."""
+    from rewardlang.runtime.code.parse import replace_surrogates
+
+    return replace_surrogates(code)
 
 
 class _Grams:

@@ -4,8 +4,8 @@ Components that look at the syntax of code (CodeBLEU's syntax and dataflow match
 quality checks) call :func:`parse` and share its trees. Trees are kept in a process-wide LRU bounded both by
 entry count and by the total size of the parsed text, so a few 1 MB inputs cannot hold on to gigabytes.
 
-Text is encoded to UTF-8 with lone surrogates (possible in a Python ``str``, never valid UTF-8) replaced by
-``?`` — one byte for one character, so positions stay aligned. tree-sitter positions are byte offsets;
+Text is encoded to UTF-8 with each lone surrogate (possible in a Python ``str``, never valid UTF-8) replaced by
+U+FFFD, one character for one, as the lint components do. tree-sitter positions are byte offsets;
 :func:`byte_to_char` turns them into ``str`` indices.
 
 Example::
@@ -28,8 +28,8 @@ if TYPE_CHECKING:  # tree-sitter is imported on first use, not at import time
     from tree_sitter import Language, Parser, Tree
 
 __all__ = [
-    "SUPPORTED", "language", "parser", "parse", "encode", "byte_to_char", "ParseCache", "ParseTimeout",
-    "clear_cache",
+    "SUPPORTED", "language", "parser", "parse", "encode", "replace_surrogates", "byte_to_char", "ParseCache",
+    "ParseTimeout", "clear_cache",
 ]
 
 #: languages with an installed grammar (more can be added here when their ``tree-sitter-<lang>`` is pinned)
@@ -68,12 +68,33 @@ def parser(lang: str = "python") -> "Parser":
     return parsers[lang]
 
 
+_SURROGATE = None
+
+
+def replace_surrogates(code: str) -> str:
+    """``code`` with each lone surrogate replaced by U+FFFD (same length, so indices are unchanged).
+
+    >>> replace_surrogates("a\\ud800b") == "a\\ufffdb"
+    True
+    """
+    global _SURROGATE
+    try:
+        code.encode("utf-8")
+        return code
+    except UnicodeEncodeError:
+        if _SURROGATE is None:
+            import re
+
+            _SURROGATE = re.compile("[\ud800-\udfff]")
+        return _SURROGATE.sub("\ufffd", code)
+
+
 def encode(code: str) -> bytes:
-    """UTF-8 bytes of ``code``; a lone surrogate becomes ``?`` (one byte, like the one character it replaces)."""
+    """UTF-8 bytes of ``code``, lone surrogates encoded as U+FFFD."""
     try:
         return code.encode("utf-8")
     except UnicodeEncodeError:
-        return code.encode("utf-8", "replace")
+        return replace_surrogates(code).encode("utf-8")
 
 
 def byte_to_char(code: str, offsets: Sequence[int]) -> list[int]:
@@ -91,7 +112,7 @@ def byte_to_char(code: str, offsets: Sequence[int]) -> list[int]:
     for ch in code:
         starts.append(pos)
         o = ord(ch)
-        pos += 1 if o < 0x80 or 0xD800 <= o < 0xE000 else 2 if o < 0x800 else 3 if o < 0x10000 else 4
+        pos += 1 if o < 0x80 else 2 if o < 0x800 else 3 if o < 0x10000 else 4  # a surrogate: U+FFFD, 3 bytes
     starts.append(pos)
     import bisect
 

@@ -23,8 +23,9 @@ Which executable runs a tool can be overridden with an environment variable
 ``REWARDLANG_TOOL_<NAME>`` (a shell-quoted command line), e.g. ``REWARDLANG_TOOL_PYLINT="python3.12 -m
 pylint"``; the startup allowance with ``REWARDLANG_TOOL_STARTUP_S``.
 
+    >>> import sys
     >>> from rewardlang.runtime.tools.runner import run_command
-    >>> r = run_command(["python", "-c", "print('hi')"], timeout=30)
+    >>> r = run_command([sys.executable, "-c", "print('hi')"], timeout=30)
     >>> (r.returncode, r.stdout.strip(), r.timed_out)
     (0, 'hi', False)
 """
@@ -207,6 +208,7 @@ class _Batch:
     budget_end: float = float("inf")
     probe_ok: bool | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    probe_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def deadline(self, n_files: int) -> float:
         par = max(self.tool.parallelism(), 1)
@@ -250,13 +252,19 @@ class _Batch:
             return {}, f"{self.tool.name} report could not be read ({type(exc).__name__}: {exc}); {run.tail()}"
         if run.timed_out and failure is None:
             failure = "timed out"
-        return {k: v for k, v in results.items() if k in set(files)}, failure
+        wanted = set(files)
+        return {k: v for k, v in results.items() if k in wanted}, failure
 
     def probe(self) -> bool:
         """Does the tool analyse a trivial valid file? Decides between a broken tool and a bad sample."""
-        with self.lock:
-            if self.probe_ok is not None:
-                return self.probe_ok
+        with self.probe_lock:  # one probe per batch, whichever thread asks first
+            if self.probe_ok is None:
+                self.probe_ok = self._probe()
+                with self.lock:
+                    self.stats[f"tool.{self.tool.name}.probes"] += 1
+            return self.probe_ok
+
+    def _probe(self) -> bool:
         pdir = Path(tempfile.mkdtemp(prefix="rewardlang-probe-", dir=_temp_roots()[0]))
         try:
             self.tool.prepare(pdir)
@@ -264,19 +272,15 @@ class _Batch:
             (pdir / name).write_text(PROBE_SOURCE, encoding="utf-8")
             limit = startup_allowance(self.tool.startup_s) + self.timeout
             run = run_command(self.tool.argv([name], pdir), timeout=limit, cwd=pdir, env=self.tool.env(pdir))
-            ok = not run.missing and not run.timed_out
-            if ok:
-                try:
-                    res, failure = self.tool.interpret(run, [name], pdir)
-                    ok = failure is None and all(r.ok for r in res.values())
-                except Exception:
-                    ok = False
+            if run.missing or run.timed_out:
+                return False
+            try:
+                res, failure = self.tool.interpret(run, [name], pdir)
+            except Exception:
+                return False
+            return failure is None and all(r.ok for r in res.values())
         finally:
             shutil.rmtree(pdir, ignore_errors=True)
-        with self.lock:
-            self.probe_ok = ok
-            self.stats[f"tool.{self.tool.name}.probes"] += 1
-        return ok
 
 
 def _split(items: list[str], parts: int) -> list[list[str]]:

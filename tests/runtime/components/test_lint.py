@@ -9,6 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from rewardlang.runtime.api import Context, Span
@@ -228,3 +230,18 @@ def test_pylint_internal_failure_is_a_sample_error() -> None:
     r = pylint([deep, "import os\n"], enable=["W"])
     assert r.errors[0] is not None and "astroid-error" in r.errors[0] and not r.infra[0]
     assert r.errors[1] is None and [s.label for s in r.values[1]] == ["W0611: Unused import os"]
+
+
+_POOL = ["import os\n", "x = y\n", "def f(:\n", "a = 1;\n", "", "if x == None:\n    pass\n", "import os\nos = 1\n",
+         "l = lambda: 0\n", "try:\n    a()\nexcept:\n    pass\n", "x = 'é'; y = und\n", "\ufeffimport sys\r\n"]
+_ALONE: dict[str, list[Span]] = {}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(_POOL), min_size=1, max_size=8))
+def test_property_results_do_not_depend_on_the_batch(batch: list[str]) -> None:
+    got = ruff(batch, select=["E", "F"]).values
+    for code, spans in zip(batch, got):
+        if code not in _ALONE:
+            _ALONE[code] = ruff([code], select=["E", "F"]).values[0]
+        assert spans == _ALONE[code]

@@ -281,7 +281,10 @@ def bwrap_argv(bwrap: str, python: str, *, binds: list[tuple[str, str]], worker_
                tmp_size: int) -> list[str]:
     """The bubblewrap command line of a slot (see the module docstring). ``binds`` are the interpreter's
     directories, as (host source, path inside)."""
-    argv = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--clearenv",
+    # --as-pid-1: the worker is the namespace's init (it reaps every orphan itself), so no bwrap init sits
+    # between it and bwrap's monitor, which would otherwise exit before reaping that init.
+    argv = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--as-pid-1", "--die-with-parent",
+            "--new-session", "--clearenv",
             "--cap-drop", "ALL", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
     for p, target in _root_entries():
         argv += ["--symlink", target, p] if target is not None else ["--ro-bind", p, p]
@@ -352,7 +355,7 @@ def build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> L
                           tmp_size=tmp_size)
         check_not_root_without_userns(argv, uid if is_root else None)
         cfg = dict(base_cfg, tmp="/tmp", wipe=["/tmp", "/dev/shm"], kill_all=True, slot_filter=False,
-                   nproc_base=3)
+                   nproc_base=2)
         popen["pass_fds"] = tuple(fds)
         if bootstrap is not None:
             for _, m in bootstrap["mounts"]:

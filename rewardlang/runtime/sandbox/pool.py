@@ -84,6 +84,8 @@ class Slot:
         self.spec: LaunchSpec | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.info: dict[str, Any] = {}
+        self.own_pids: list[int] = []
+        self.starting = False
         self.starts = 0
 
     @property
@@ -97,6 +99,13 @@ class Slot:
     def start(self) -> None:
         """Start the worker (by exec) and wait for its ready report. Raises LevelUnavailable/SlotFailure."""
         self.kill()
+        self.starting = True
+        try:
+            self._start()
+        finally:
+            self.starting = False
+
+    def _start(self) -> None:
         if self.lease is None and os.geteuid() == 0 and self.level != "limits":
             self.lease = UidLease.acquire(self.config.uid_base, self.config.uid_count)
         spec = build_launch(self.level, self.config, self.lease)
@@ -128,6 +137,7 @@ class Slot:
             self.kill()
             raise LevelUnavailable(f"{self.level} slot failed to start: {info.get('error')}")
         self.info = info
+        self.own_pids = self._descendants()
 
     def request(self, req: dict[str, Any], hard_timeout: float) -> tuple[dict[str, Any], list[bytes]]:
         """Send one request and read its response; SlotFailure on any misbehaviour (caller kills us)."""
@@ -155,28 +165,32 @@ class Slot:
             blobs.append(_read_exact(fd, int(run["out_len"]), deadline) if run["out_len"] else b"")
         return head, blobs
 
-    def worker_pids(self) -> list[int]:
-        """The slot's own long-lived processes (bwrap monitor and init, the worker)."""
+    def _descendants(self) -> list[int]:
         if self.proc is None:
             return []
-        pids = {self.proc.pid}
-        try:
-            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as fh:
-                pids.update(int(p) for p in fh.read().split())
-        except OSError:
-            pass
-        for pid in list(pids):
+        out, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
             try:
                 with open(f"/proc/{pid}/task/{pid}/children") as fh:
-                    pids.update(int(p) for p in fh.read().split())
+                    todo += [int(p) for p in fh.read().split()]
             except OSError:
                 pass
-        return sorted(pids)
+        return out
+
+    def worker_pids(self) -> list[int]:
+        """The slot's own long-lived processes (bwrap's monitor, the worker), as recorded when it became
+        ready: no program existed then, so anything else under the slot's uid is a stray."""
+        if self.starting:  # not ready yet: everything it has is its own
+            return self._descendants()
+        return sorted(p for p in self.own_pids if os.path.exists(f"/proc/{p}"))
 
     def kill(self) -> None:
         """Kill the worker, every process of the slot's uid, and release host resources (not the uid)."""
-        inner = [p for p in self.worker_pids() if self.proc is not None and p != self.proc.pid]
+        inner = [p for p in self._descendants() if self.proc is not None and p != self.proc.pid][::-1]
         proc, self.proc = self.proc, None
+        self.own_pids = []
         if proc is not None:
             # Kill from the inside out so that each parent reaps its child: killing the outer process
             # first would orphan the sandbox's init to the host's init (a zombie under the slot's uid).
@@ -298,9 +312,27 @@ class SlotPool:
         return [s.uid for s in self.slots if s.uid is not None]
 
     def stray_processes(self) -> list[int]:
-        """Processes under the slots' uids that are not the slots' own long-lived processes."""
+        """Processes under the slots' uids that are not the slots' own long-lived processes.
+
+        Zombies whose parent is outside the slots are left out: after a slot is killed from outside, its
+        processes can be orphaned to the host's init, which reaps them in its own time; they run nothing
+        and hold nothing but a pid."""
         own = {p for s in self.slots for p in s.worker_pids()}
-        return sorted(p for uid in self.uids() for p in processes_of_uid(uid) if p not in own)
+        out = []
+        for uid in self.uids():
+            for pid in processes_of_uid(uid):
+                if pid in own:
+                    continue
+                try:
+                    with open(f"/proc/{pid}/stat", "rb") as fh:
+                        data = fh.read()
+                    fields = data[data.rfind(b")") + 2:].split()
+                    if fields[0] == b"Z" and int(fields[1]) not in own:
+                        continue
+                except (OSError, IndexError, ValueError):
+                    continue
+                out.append(pid)
+        return sorted(out)
 
     def close(self) -> None:
         if self._closed:

@@ -33,7 +33,7 @@ __all__ = ["Sandbox", "Task", "probe_level", "choose_level", "doctor_report", "g
 
 log = logging.getLogger("rewardlang.sandbox")
 
-NPROC_BASE = {"bwrap": 3, "namespaces": 1, "uid": 1, "limits": -1}
+NPROC_BASE = {"bwrap": 2, "namespaces": 1, "uid": 1, "limits": -1}
 
 _PROBE_PROGRAM = '''
 import os

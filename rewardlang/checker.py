@@ -42,7 +42,7 @@ STAGE_SHORTHANDS = {
     "standardize": "(x - mean) / (std + 1e-8)",
     "scale": "x / (std + 1e-8)",
 }
-SCHEDULES = {"linear", "cosine", "constant_then"}
+SCHEDULES = {"linear", "cosine"}
 LANGUAGE_FUNCS = (MATH_FUNCS | {"len", "min", "max", "clip", "sum", "mean", "any", "all", "step", "piecewise",
                                 "number", "text", "std"} | SCHEDULES)
 RESERVED = {"completion", "prompt", "step", "reward", "x", "true", "false", "none", "advantage"}
@@ -100,6 +100,7 @@ class Checker:
         self.import_stack: list[str] = []
         self.imported_files: dict[str, tuple[S.Module, ModuleEnv]] = {}
         self.let_names: dict[int, str] = {}
+        self.main_file = ""
 
     # ------------------------------------------------------------------ helpers
     def error(self, code: str, message: str, loc: S.Loc | None, hint: str | None = None) -> int:
@@ -181,7 +182,7 @@ class Checker:
         for stmt in module.body:
             if isinstance(stmt, S.Import):
                 self.resolve_import(stmt, env)
-        imported_only = env.file not in self.import_stack[:1] and len(self.import_stack) > 0
+        imported_only = env.file != self.main_file
         for stmt in module.body:
             if isinstance(stmt, S.Input):
                 self.declare_input(stmt)
@@ -264,16 +265,19 @@ class Checker:
                 self.error("E601", f"`{stmt.name}` is declared `{want}` but its default is `{typ}`", stmt.default.loc)
                 return
             typ = want
-        if stmt.name in self.overrides:
-            value = self.override_value(stmt.name, self.overrides.pop(stmt.name), typ, stmt.loc)
         self.params[stmt.name] = (stmt, value, typ)
 
-    def override_value(self, name: str, raw: Any, typ: Type, loc: S.Loc | None) -> Any:
-        value = coerce_override(raw, typ)
-        if value is MISSING:
-            self.error("E602", f"--set {name}={raw!r}: expected a value of type `{typ}`", loc)
-            return raw
-        return value
+    def apply_param_overrides(self) -> None:
+        """``--set name=value`` for parameters, after every file declared its own (the main spec's win)."""
+        for name in [k for k in self.overrides if k in self.params]:
+            stmt, value, typ = self.params[name]
+            raw = self.overrides.pop(name)
+            new = coerce_override(raw, typ)
+            if new is MISSING:
+                self.error("E602", f"--set {name}={raw!r}: `{name}` is `{typ}`", stmt.loc,
+                           hint=f"the default stays {value!r}")
+            else:
+                self.params[name] = (stmt, new, typ)
 
     # ------------------------------------------------------------------ expressions
     def lower(self, e: S.Expr, sc: Scope) -> int:
@@ -453,7 +457,7 @@ class Checker:
                 return self.const(None, NONE)
             try:
                 return self.const(_arith(e.op, float(va), float(vb)), NUMBER)
-            except (ZeroDivisionError, OverflowError, ValueError) as exc:
+            except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
                 return self.error("E217", f"constant arithmetic fails: {exc}", e.loc)
         return self.g.add("arith", (a, b), (e.op,), NUMBER.optional() if nullable else NUMBER)
 
@@ -463,15 +467,17 @@ class Checker:
             return ERR
         ta, tb = self.type_of(a).required(), self.type_of(b).required()
         nullable = self.type_of(a).nullable or self.type_of(b).nullable
-        numeric = ta.is_assignable_to(NUMBER) and tb.is_assignable_to(NUMBER)
-        texty = ta.is_assignable_to(TEXT) and tb.is_assignable_to(TEXT)
-        if not (numeric or (texty and e.op in ("==", "!=")) or (ta == tb and e.op in ("==", "!="))
-                or NONE in (ta, tb) and e.op in ("==", "!=")):
-            return self.error("E201", f"cannot compare `{self.type_of(a)}` {e.op} `{self.type_of(b)}`", e.loc)
-        if NONE in (ta, tb):
-            other = b if ta == NONE else a
+        is_none_lit = [isinstance(t, Scalar) and t.name == "none" for t in (ta, tb)]
+        if any(is_none_lit):
+            if e.op not in ("==", "!="):
+                return self.error("E201", f"`none` can only be compared with == or !=", e.loc)
+            other = b if is_none_lit[0] else a
             node = self.g.add("is_none", (other,), (), BOOL)
             return node if e.op == "==" else self.g.add("not", (node,), (), BOOL)
+        numeric = ta.is_assignable_to(NUMBER) and tb.is_assignable_to(NUMBER)
+        texty = ta.is_assignable_to(TEXT) and tb.is_assignable_to(TEXT)
+        if not (numeric or (texty and e.op in ("==", "!=")) or (ta == tb and e.op in ("==", "!="))):
+            return self.error("E201", f"cannot compare `{self.type_of(a)}` {e.op} `{self.type_of(b)}`", e.loc)
         if numeric:
             a, b = self.to_number(a), self.to_number(b)
         if self.is_const(a) and self.is_const(b):
@@ -565,15 +571,19 @@ class Checker:
     def lower_Call(self, e: S.Call, sc: Scope) -> int:
         name = e.func
         special = getattr(self, "call_" + name, None)
-        if special is not None and name in LANGUAGE_FUNCS:
-            if name in ("min", "max", "sum") and sc.kind == "stage" and not e.args:
-                return self.aggregate(name, {}, e.loc, sc)
-            return special(e, sc)
         if sc.kind == "stage" and name in AGGREGATES:
+            pos = [a for a in e.args if isinstance(a, S.Positional)]
             kws = {a.name: a for a in e.args if isinstance(a, S.Keyword)}
-            if len(kws) != len(e.args):
-                return self.error("E301", f"`{name}` takes only keyword options here (`std(ddof=1)`)", e.loc)
-            return self.aggregate(name, kws, e.loc, sc)
+            if len(pos) + len(kws) == len(e.args) and len(pos) <= 1 and (pos or kws or name not in LANGUAGE_FUNCS):
+                # `mean(x)`, `max(reward)`, `std(ddof=1)`: the aggregate over the group, not min/max of one value
+                arg = self.lower(pos[0].value, sc) if pos else sc.stage_in
+                if arg == ERR:
+                    return ERR
+                if not self.type_of(arg).is_assignable_to(NUMBER):
+                    return self.error("E301", f"`{name}` aggregates numbers", pos[0].loc if pos else e.loc)
+                return self.aggregate(name, kws, e.loc, sc, self.to_number(arg))
+        if special is not None and name in LANGUAGE_FUNCS:
+            return special(e, sc)
         sig = self.sigs.get(name)
         if sig is None:
             known = list(self.sigs) + list(LANGUAGE_FUNCS)
@@ -883,7 +893,7 @@ class Checker:
                 acc = self._fold2("minmax", acc, n, (kind,), NUMBER)
             return acc
         if kind in ("any", "all"):
-            acc = nodes[0]
+            acc = self._fold2("and", nodes[0], self.const(True, BOOL), (), BOOL)  # none counts as false
             for n in nodes[1:]:
                 acc = self._fold2("or" if kind == "any" else "and", acc, n, (), BOOL)
             return acc
@@ -900,7 +910,10 @@ class Checker:
             if kind == "minmax":
                 return self.const(min(va, vb) if attrs[0] == "min" else max(va, vb), NUMBER)
             if kind == "arith":
-                return self.const(_arith(attrs[0], float(va), float(vb)), NUMBER)
+                try:
+                    return self.const(_arith(attrs[0], float(va), float(vb)), NUMBER)
+                except (ZeroDivisionError, OverflowError, ValueError):
+                    pass  # left to run time, where it is a per-sample error
             if kind in ("and", "or"):
                 return self.const(bool(va) and bool(vb) if kind == "and" else bool(va) or bool(vb), BOOL)
         nullable = self.type_of(a).nullable or self.type_of(b).nullable
@@ -918,8 +931,6 @@ class Checker:
         return self._reduce(e, sc, "sum")
 
     def call_mean(self, e: S.Call, sc: Scope) -> int:
-        if sc.kind == "stage" and all(isinstance(a, S.Keyword) for a in e.args):
-            return self.aggregate("mean", {a.name: a for a in e.args if isinstance(a, S.Keyword)}, e.loc, sc)
         return self._reduce(e, sc, "mean")
 
     def call_any(self, e: S.Call, sc: Scope) -> int:
@@ -1050,7 +1061,7 @@ class Checker:
     call_linear = call_cosine = _schedule
 
     # ------------------------------------------------------------------ advantage aggregates
-    def aggregate(self, name: str, kws: dict[str, S.Keyword], loc: S.Loc, sc: Scope) -> int:
+    def aggregate(self, name: str, kws: dict[str, S.Keyword], loc: S.Loc, sc: Scope, arg: int | None = None) -> int:
         if sc.kind != "stage":
             return self.error("E101", f"`{name}` is an aggregate of the advantage pipeline", loc)
         opts: dict[str, Any] = {}
@@ -1064,7 +1075,8 @@ class Checker:
             if not self.is_const(n) or self.cval(n) not in (0, 1):
                 return self.error("E301", "`ddof` is 0 (population) or 1 (sample)", kw.value.loc)
             opts[k] = int(self.cval(n))
-        return self.g.add("agg", (sc.stage_in,), (name, opts.get("ddof", 0), sc.stage_scope), NUMBER)  # type: ignore[arg-type]
+        src = sc.stage_in if arg is None else arg
+        return self.g.add("agg", (src,), (name, opts.get("ddof", 0), sc.stage_scope), NUMBER)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ statements
     def check_component(self, stmt: S.Component, env: ModuleEnv) -> ir.ComponentIR | None:
@@ -1323,7 +1335,9 @@ class Checker:
 
     # ------------------------------------------------------------------ the whole spec
     def run(self, file: str, source: str) -> ir.Program | None:
+        self.main_file = file
         loaded = self.load_module(file, source, None)
+        self.apply_param_overrides()
         if loaded is None:
             return None
         module, env = loaded
@@ -1504,7 +1518,10 @@ def _arith(op: str, a: float, b: float) -> float:
     if op == "%":
         return a % b
     if op == "**":
-        return float(a ** b)
+        r = a ** b
+        if isinstance(r, complex):
+            raise ValueError(f"{a:g} ** {b:g} is not a real number")
+        return float(r)
     raise ValueError(op)
 
 

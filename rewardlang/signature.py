@@ -73,5 +73,6 @@ class Signature:
             parts.append(s)
         if self.params is not None:
             for name, f in self.params.model_fields.items():
-                parts.append(f"{name}={f.default!r}")
+                default = f.default_factory() if f.default_factory is not None else f.default  # type: ignore[call-arg]
+                parts.append(f"{name}={default!r}")
         return f"{self.name}({', '.join(parts)}) -> {self.returns}"

@@ -104,10 +104,13 @@ class ScoreResult:
         return out
 
 
-def chat_to_text(value: Any) -> Any:
-    """A chat-format completion (list of messages) reduced to the assistant's text; other values unchanged."""
+def chat_to_text(value: Any, role: str | None = "assistant") -> Any:
+    """A chat-format value (list of messages) as text: the ``role`` messages' content (all messages, one per
+    line, when ``role`` is None: how prompts are read); other values unchanged."""
     if isinstance(value, list) and all(isinstance(m, dict) for m in value):
-        msgs = [m for m in value if m.get("role", "assistant") == "assistant"]
+        if role is None:
+            return "\n".join(str(chat_to_text([m], m.get("role", "user"))) for m in value)
+        msgs = [m for m in value if m.get("role", "assistant") == role]
         parts = []
         for m in msgs:
             c = m.get("content", "")
@@ -132,7 +135,7 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 
 
 def _hashable(x: Any) -> Any:
-    if isinstance(x, list):
+    if isinstance(x, (list, tuple)):
         return tuple(_hashable(i) for i in x)
     if isinstance(x, dict):
         return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
@@ -226,7 +229,7 @@ class Program:
             if len(col) != n:
                 raise DataError([(0, key, f"has {len(col)} values for {n} completions")])
             if inp.name in ("completion", "prompt"):
-                col = [chat_to_text(x) for x in col]
+                col = [chat_to_text(x, "assistant" if inp.name == "completion" else None) for x in col]
             check = _TYPE_CHECKS.get(inp.type, lambda x: True)
             if inp.type == "number":
                 col = [float(x) if check(x) else x for x in col]
@@ -275,8 +278,7 @@ class Program:
         if not row_inputs:
             row_inputs = ["completion"]
         keys = cols[row_inputs[0]] if len(row_inputs) == 1 else list(zip(*(cols[k] for k in row_inputs)))
-        if any(isinstance(x, (list, dict)) for x in (keys[:1] if len(row_inputs) == 1 else [v for k in keys[:1]
-                                                                                               for v in k])):
+        if any(self.input(k).type.startswith("list") or self.input(k).type == "group" for k in row_inputs):
             keys = [_hashable(k) for k in keys]
         index: dict[Any, int] = {}
         inverse = np.empty(n, dtype=np.int64)
@@ -438,7 +440,7 @@ class Program:
                     values = raw.get(inp.column) if inp is not None else None
             if values is None:
                 return None
-            out[key] = group_codes([chat_to_text(v) for v in values])
+            out[key] = group_codes([chat_to_text(v, None) for v in values])
         return out
 
     def _advantage(self, total: np.ndarray, comps: dict[str, np.ndarray], W: dict[str, float],
@@ -543,7 +545,7 @@ class Program:
                 continue
             col = given.get(inp.name, [None] * n)
             if inp.name in ("completion", "prompt"):
-                col = [chat_to_text(x) for x in col]
+                col = [chat_to_text(x, "assistant" if inp.name == "completion" else None) for x in col]
             if inp.type == "number":
                 col = [None if x is None else float(x) for x in col]
             out[inp.name] = col

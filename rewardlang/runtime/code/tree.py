@@ -145,12 +145,15 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
     max_depth = 0
     anonymous = False  # an anonymous node with children (no Python construct makes one)
     goto_first_child, goto_next_sibling, goto_parent = cur.goto_first_child, cur.goto_next_sibling, cur.goto_parent
+    kind_append, last_append, tokens_append, sub_append = kind.append, last.append, tokens.append, subtrees.append
+    i = -1
+    key: str | None = None
     while True:
         node = cur.node
-        i = len(kind)
+        i += 1
         k = node.kind_id
-        kind.append(k)
-        last.append(i)
+        kind_append(k)
+        last_append(i)
         if keys is not None:
             keys.append(None)
         if k in keep:
@@ -158,7 +161,7 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
         if goto_first_child():
             if k in token and in_token < 0:
                 spans[i] = node.byte_range
-                tokens.append(i)
+                tokens_append(i)
                 in_token = i
             if not named[k]:
                 anonymous = True
@@ -168,9 +171,9 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
             continue
         span = spans[i] = node.byte_range
         if in_token < 0 and k not in comment:
-            tokens.append(i)
+            tokens_append(i)
         if k == ERROR_KIND or (span[0] == span[1] and node.is_missing):
-            key: str | None = str(node)  # "(UNEXPECTED 'x')", "(MISSING identifier)", "(MISSING \")\")"
+            key = str(node)  # "(UNEXPECTED 'x')", "(MISSING identifier)", "(MISSING \")\")"
         else:
             key = leaf_key[k]
         if key is not None:
@@ -181,7 +184,7 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
         while not goto_next_sibling():
             if not goto_parent():
                 if last[0] == 0:  # a root without children is a subtree too
-                    subtrees.append(str(node) if key is None else key)
+                    sub_append(str(node) if key is None else key)
                 if anonymous:
                     # An anonymous node with children is left out of S-expressions but its children are
                     # not; no Python construct makes one, so take the slow exact route rather than model it.
@@ -189,7 +192,7 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
                 return Flat(lang, kind, [t.names[x] for x in kind], last, subtrees, tokens, spans, nodes,
                             max_depth, keys)
             j, pieces = stack.pop()
-            last[j] = len(kind) - 1
+            last[j] = i
             if j == in_token:
                 in_token = -1
             pieces.append(")")
@@ -198,7 +201,7 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
                 key = _digest(key)
             if keys is not None:
                 keys[j] = key
-            subtrees.append(key)
+            sub_append(key)
             if stack:
                 stack[-1][1].append(prefix[cur.field_id or 0] + key)
 

@@ -451,6 +451,15 @@ def test_component_clauses_are_E216(src: str, message: str) -> None:
     assert (d.code, d.message) == ("E216", message)
 
 
+@pytest.mark.xfail(strict=True, reason="BUG: constant folding of a negative number to a fractional power crashes the "
+                                       "checker with TypeError (Python's ** gives a complex number and checker._arith "
+                                       "calls float() on it; only ZeroDivisionError/OverflowError/ValueError are "
+                                       "caught), instead of E217")
+def test_constant_negative_base_to_a_fractional_power_is_E217() -> None:
+    prog, diags = check("component c = (-4) ** 0.5")
+    assert [d.code for d in diags] == ["E217"]
+
+
 def test_unsupported_operations_are_E217() -> None:
     d = only("component c = 1\nc.weight = 2\nlet w = c.weight\ncomponent d = w")
     assert (d.code, d.message) == ("E217", "weights are known only in `reward` and `advantage`")

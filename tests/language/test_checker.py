@@ -267,9 +267,6 @@ def test_main_only_statements_in_an_imported_file_are_E108(tmp_path: Path) -> No
     assert [d.code for d in diags] == ["E108"] * 4
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Checker.declare computes `imported_only` from import_stack[:1], which is "
-                                       "the directly imported file itself, so a weight set in a file the main spec "
-                                       "imports applies, while the same file imported one level deeper is ignored")
 def test_a_weight_in_an_imported_file_behaves_the_same_at_any_depth(tmp_path: Path) -> None:
     (tmp_path / "deep.reward").write_text("component libc = len(completion)\nlibc.weight = 5\n")
     (tmp_path / "mid.reward").write_text('import "deep.reward"\n')
@@ -451,10 +448,6 @@ def test_component_clauses_are_E216(src: str, message: str) -> None:
     assert (d.code, d.message) == ("E216", message)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: constant folding of a negative number to a fractional power crashes the "
-                                       "checker with TypeError (Python's ** gives a complex number and checker._arith "
-                                       "calls float() on it; only ZeroDivisionError/OverflowError/ValueError are "
-                                       "caught), instead of E217")
 def test_constant_negative_base_to_a_fractional_power_is_E217() -> None:
     prog, diags = check("component c = (-4) ** 0.5")
     assert [d.code for d in diags] == ["E217"]
@@ -476,16 +469,13 @@ def test_unsupported_operations_are_E217() -> None:
     ('advantage over group(prompt) = "abc"', "an advantage stage must be a number, not `text`"),
     ("advantage over group(prompt) = x - mean(foo=1)", "`mean` has no option `foo`"),
     ("advantage over group(prompt) = (x - mean) / std(ddof=2)", "`ddof` is 0 (population) or 1 (sample)"),
-    ("advantage over group(prompt) = x - std(1)", "`std` takes only keyword options (`std(ddof=1)`)"),
+    ("advantage over group(prompt) = x - std(foo=1)", "`std` has no option `foo`"),
 ])
 def test_bad_advantage_stages_are_E301(src: str, message: str) -> None:
     d = only('component c = count(completion, "a")\n' + src)
     assert (d.code, d.message) == ("E301", message)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: in an advantage stage `mean(x)` (also max(x), min(x), sum(x)) is the "
-                                       "one-item reduction of the language, i.e. x itself, so `x - mean(x)` is "
-                                       "silently 0 for every sample instead of the group aggregate or an error")
 def test_mean_of_x_in_a_stage_is_the_group_mean_or_an_error() -> None:
     src = "component c = len(completion)\nadvantage over group(prompt) = x - mean(x)"
     _, diags = check(src)
@@ -531,8 +521,8 @@ def test_bad_parameter_defaults_are_E601() -> None:
 
 
 @pytest.mark.parametrize("params,message,where,hint", [
-    ({"k": "abc"}, "--set k='abc': expected a value of type `number`", (1, 1, 1, 20), None),
-    ({"flag": "1"}, "--set flag='1': expected a value of type `bool`", (2, 1, 2, 24), None),
+    ({"k": "abc"}, "--set k='abc': `k` is `number`", (1, 1, 1, 20), "the default stays 2.0"),
+    ({"flag": "1"}, "--set flag='1': `flag` is `bool`", (2, 1, 2, 24), "the default stays True"),
     ({"kk": "3"}, "--set kk: no such parameter", None, "did you mean `k`?"),
     ({"c.weight": "x"}, "--set c.weight='x': a weight is a number", None, None),
     ({"c.weigth": "2"}, "--set c.weigth: no such parameter", None, "did you mean `c.weight`?"),

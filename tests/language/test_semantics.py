@@ -62,10 +62,6 @@ def test_none_in_conditions_counts_as_false() -> None:
     assert vals(out.components["c"]) == [1.0, 0.0]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `x == none` / `x != none` are rejected with E201 (`cannot compare "
-                                       "`text?` != `none?``): lower_Compare tests `NONE in (ta, tb)` on the "
-                                       ".required() types, and NONE.required() != NONE; the checker's own E206 hint "
-                                       "recommends `x != none`")
 def test_comparing_with_none_tests_presence() -> None:
     p = rewardlang.loads('component c = 1 if tag(completion, "a") != none else 0')
     out = p.score(completion=["<a>x</a>", "nothing"])
@@ -262,10 +258,6 @@ def test_the_importing_specs_param_wins(tmp_path: Path) -> None:
     assert vals(p.score(completion=["aaaa", "aaaaaa"]).components["c"]) == [0.0, 1.0]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: when the main spec and a file it imports both declare `param t`, "
-                                       "`--set t=...` is consumed by the imported declaration (imports are declared "
-                                       "first) and the main spec's default then replaces it: the override is "
-                                       "silently lost")
 def test_set_overrides_a_param_declared_in_both_the_spec_and_an_import(tmp_path: Path) -> None:
     (tmp_path / "lib.reward").write_text("param t: number = 3\nlet long = len(completion) > t\n")
     main = tmp_path / "main.reward"
@@ -291,9 +283,6 @@ def test_chat_format_completions() -> None:
     assert p.score(completion=["hello", "abcd", "xyz", "plain"]).total.tolist() == out.total.tolist()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: chat-format prompts are reduced like completions, to their assistant "
-                                       "messages (program.chat_to_text), so two different user prompts both become "
-                                       "\"\" and `advantage over group(prompt)` puts them in one group")
 def test_chat_format_prompts_keep_their_groups() -> None:
     p = rewardlang.loads("component n = len(completion)\nadvantage over group(prompt) = x - mean")
     prompts = [[{"role": "user", "content": "first?"}]] * 2 + [[{"role": "user", "content": "second?"}]] * 2
@@ -424,9 +413,6 @@ def test_program_pickles_to_the_same_scores() -> None:
     assert q.params == p.params
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a list input next to another input crashes scoring with TypeError "
-                                       "(unhashable type: 'list'): Program.score_columns deduplicates rows by the "
-                                       "tuple of inputs and program._hashable does not recurse into that tuple")
 def test_list_inputs_score_next_to_other_inputs() -> None:
     p = rewardlang.loads("input kw: list[text]\ncomponent c = len(kw) + len(completion)")
     assert p.score(completion=["a", "bc"], kw=[["x"], ["y", "z"]]).total.tolist() == [2.0, 4.0]

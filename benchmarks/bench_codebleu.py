@@ -27,7 +27,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.corpus import load_corpus, perturb  # noqa: E402
+from benchmarks.corpus import load_corpus, perturb
 
 
 def ours_batch(codes: list[str], refs: list[str]) -> list[float]:

@@ -35,7 +35,7 @@ import tokenize
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["KINDS", "CorpusRow", "load_corpus", "as_completion", "perturb"]
+__all__ = ["KINDS", "CorpusRow", "as_completion", "load_corpus", "perturb"]
 
 KINDS: tuple[str, ...] = (
     "identical", "renamed", "deleted", "reordered", "broken", "empty", "reformat", "unrelated",

@@ -37,7 +37,7 @@ from typing import Any
 from rewardlang.runtime.code.pyset import set_order0
 from rewardlang.runtime.code.tree import Flat
 
-__all__ = ["dataflow_edges", "normalize", "MAX_DEPTH"]
+__all__ = ["MAX_DEPTH", "dataflow_edges", "normalize"]
 
 #: deeper trees get no edges. The reference recurses once per tree level and also ends with no edges when
 #: Python's recursion limit stops it (at a depth that depends on the caller's stack, about 900-1000);

@@ -22,14 +22,23 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # tree-sitter is imported on first use, not at import time
     from tree_sitter import Language, Parser, Tree
 
 __all__ = [
-    "SUPPORTED", "language", "parser", "parse", "encode", "replace_surrogates", "byte_to_char", "ParseCache",
-    "ParseTimeout", "clear_cache",
+    "SUPPORTED",
+    "ParseCache",
+    "ParseTimeout",
+    "byte_to_char",
+    "clear_cache",
+    "encode",
+    "language",
+    "parse",
+    "parser",
+    "replace_surrogates",
 ]
 
 #: languages with an installed grammar (more can be added here when their ``tree-sitter-<lang>`` is pinned)
@@ -44,7 +53,7 @@ _LANGS: dict[str, Any] = {}
 _LOCAL = threading.local()
 
 
-def language(lang: str = "python") -> "Language":
+def language(lang: str = "python") -> Language:
     """The tree-sitter ``Language`` for ``lang`` (loaded once)."""
     if lang not in _LANGS:
         if lang != "python":
@@ -56,7 +65,7 @@ def language(lang: str = "python") -> "Language":
     return _LANGS[lang]
 
 
-def parser(lang: str = "python") -> "Parser":
+def parser(lang: str = "python") -> Parser:
     """A ``Parser`` for ``lang`` owned by the calling thread (tree-sitter parsers are not thread-safe)."""
     parsers = getattr(_LOCAL, "parsers", None)
     if parsers is None:
@@ -171,7 +180,7 @@ def clear_cache() -> None:
     CACHE.clear()
 
 
-def parse(code: str, lang: str = "python", *, cache: bool = True, timeout: float | None = None) -> "Tree":
+def parse(code: str, lang: str = "python", *, cache: bool = True, timeout: float | None = None) -> Tree:
     """Parse ``code`` with tree-sitter, reusing the tree of an identical earlier call.
 
     ``timeout`` (seconds) bounds tree-sitter's work; :class:`ParseTimeout` is raised when it runs out.

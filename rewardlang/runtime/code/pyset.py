@@ -19,10 +19,10 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
-__all__ = ["str_hash0", "set_order0"]
+__all__ = ["set_order0", "str_hash0"]
 
 _MASK64 = (1 << 64) - 1
 

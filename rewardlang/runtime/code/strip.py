@@ -25,7 +25,7 @@ import io
 import re
 import tokenize
 
-__all__ = ["strip_python", "strip_python_reference", "strip_or_keep"]
+__all__ = ["strip_or_keep", "strip_python", "strip_python_reference"]
 
 _COMMENT = tokenize.COMMENT
 _STRING = tokenize.STRING
@@ -259,7 +259,7 @@ def strip_python_reference(source: str) -> str | None:
             prev = ttype
             last_col = ecol
             last_lineno = erow
-    except Exception:  # noqa: BLE001 - the reference falls back to the raw text on any failure
+    except Exception:  # noqa: BLE001 - the reference falls back to the raw text
         return None
     return "\n".join(line for line in "".join(out).split("\n") if line.strip() != "")
 

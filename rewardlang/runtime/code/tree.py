@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from rewardlang.runtime.code.parse import language
 
-__all__ = ["Flat", "flatten", "ERROR_KIND", "DIGEST_OVER"]
+__all__ = ["DIGEST_OVER", "ERROR_KIND", "Flat", "flatten"]
 
 ERROR_KIND = 65535  # tree-sitter's builtin error symbol
 #: keys longer than this are replaced by their digest (keeps the walk linear on huge or deeply nested code)
@@ -166,7 +166,7 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
             if not named[k]:
                 anonymous = True
             stack.append((i, [heads[k]]))
-            if len(stack) > max_depth:
+            if len(stack) > max_depth:  # noqa: PLR1730 - hot loop, no call
                 max_depth = len(stack)
             continue
         span = spans[i] = node.byte_range

@@ -14,11 +14,11 @@ with no body, a trailing backslash). The violation is then placed at the *start 
 unfinished construct begins*, as CPython reports it (the unclosed bracket's line, the string's first line, the
 block header's line): the whole unfinished statement counts as the violation, not just the missing end.
 
-An indentation error starts at the beginning of its line. Lone surrogates count as U+FFFD. Lines are split like CPython splits them (``\\n``,
-``\\r\\n``, ``\\r``). Up to :data:`LINEAR_SCAN_LINES` lines every prefix is tried in order; longer code first
-checks the line CPython reports (two compilations), then bisects (about log₂(lines) compilations). CPython's
-AST construction costs about 20 µs per line, so callers bound the input size; an optional deadline stops the
-scan.
+An indentation error starts at the beginning of its line. Lone surrogates count as U+FFFD. Lines are split
+like CPython splits them (``\\n``, ``\\r\\n``, ``\\r``). Up to :data:`LINEAR_SCAN_LINES` lines every prefix is
+tried in order; longer code first checks the line CPython reports (two compilations), then bisects (about
+log₂(lines) compilations). CPython's AST construction costs about 20 µs per line, so callers bound the input
+size; an optional deadline stops the scan.
 
 **tree-sitter** (:func:`tree_sitter_errors`): the outermost ``ERROR`` nodes and every ``MISSING`` node of the
 tree (a MISSING node is zero-width: it marks where a token was expected). Cheaper, but tree-sitter is tolerant
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 from rewardlang.runtime.code.parse import replace_surrogates
 
-__all__ = ["Violation", "first_violation", "is_valid", "tree_sitter_errors", "LINEAR_SCAN_LINES", "TooDeep"]
+__all__ = ["LINEAR_SCAN_LINES", "TooDeep", "Violation", "first_violation", "is_valid", "tree_sitter_errors"]
 
 _PyCF_ALLOW_INCOMPLETE_INPUT = 0x4000  # codeop.PyCF_ALLOW_INCOMPLETE_INPUT (not exported by ast)
 _ONLY_AST = ast.PyCF_ONLY_AST

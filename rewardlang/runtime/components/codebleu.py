@@ -27,13 +27,14 @@ longer than ``max_chars`` fails that sample with an error (``on_error`` applies)
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rewardlang.runtime.api import Context, Result, function
 
-__all__ = ["CodeBLEUParams", "PartParams", "DataflowParams"]
+__all__ = ["CodeBLEUParams", "DataflowParams", "PartParams"]
 
 _DEFAULT_MAX_CHARS = 200_000
 

@@ -190,7 +190,6 @@ class Slot:
         """Kill the worker, every process of the slot's uid, and release host resources (not the uid)."""
         inner = [p for p in self._descendants() if self.proc is not None and p != self.proc.pid][::-1]
         proc, self.proc = self.proc, None
-        self.own_pids = []
         if proc is not None:
             # Kill from the inside out so that each parent reaps its child: killing the outer process
             # first would orphan the sandbox's init to the host's init (a zombie under the slot's uid).
@@ -227,6 +226,7 @@ class Slot:
         if self.spec is not None:
             self.spec.cleanup()
             self.spec = None
+        self.own_pids = []  # only now: until they are gone, the dying processes are still the slot's
 
     def close(self) -> None:
         self.kill()

@@ -32,7 +32,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=1)
+    # SystemExit, not typer.Exit: it keeps status 1 when the main CLI runs this app with standalone_mode=False
+    raise SystemExit(1)
 
 
 @app.command("train")
@@ -75,7 +76,7 @@ def train_command(
         result = train(spec, config_file=config, sets=sets, flags=flags, resume=resume, progress=progress)
     except SpecError as exc:
         typer.echo(exc.render(color=False), err=True)
-        raise typer.Exit(code=1) from None
+        raise SystemExit(1) from None
     except (ConfigError, DataError) as exc:
         _fail(str(exc))
         return

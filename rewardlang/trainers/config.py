@@ -82,6 +82,8 @@ class TrainConfig:
     save_total_limit: int | None = None
     logging_steps: int = 1
     dtype: str = "auto"  # auto | float32 | bfloat16 | float16
+    torch_threads: int = 0  # CPU threads for torch; 0: 1 for the tiny model on CPU (its matrices are too small to
+    # gain from threads, and spinning threads cost a lot on a busy machine), else torch's default
     lora: bool = False
     lora_r: int = 16
     lora_alpha: int = 32

@@ -98,7 +98,7 @@ def check_columns(prog: "Program", rows: Sequence[dict[str, Any]], source: str) 
                 f"is missing from {len(missing)} of {len(rows)} rows (first: row {missing[0] + 1})"
             raise DataError(f"{source}: spec {prog.name!r} input {label} reads column `{column}`, which {where}. "
                             f"Available columns: {shown}. Rename the column, or map the input to another column "
-                            f"in the spec (`input {inp.name if inp else column}: ... from <column>`), or declare it "
+                            f"in the spec (`input {inp.name if inp else column}: ... from \"<column>\"`), or declare it "
                             f"nullable.")
         bad = [i for i, row in enumerate(rows) if row.get(column, 0) is None]
         if bad and not nullable:

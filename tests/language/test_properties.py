@@ -159,7 +159,7 @@ texts_with_whitespace = st.builds(
     st.text(st.sampled_from(WHITESPACE), max_size=2))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(texts=st.lists(st.one_of(texts_with_whitespace, st.text(st.characters(blacklist_categories=()))),
                       min_size=1, max_size=8),
        n=st.integers(1, 5))

@@ -44,10 +44,12 @@ Example::
 
 from __future__ import annotations
 
+import gc
 import math
 import threading
 from collections import Counter, OrderedDict, _count_elements  # type: ignore[attr-defined]
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +63,7 @@ __all__ = [
     "combine",
     "dataflow_part",
     "features",
+    "gc_paused",
     "sanitize",
     "score",
     "score_pairs",
@@ -361,6 +364,23 @@ def clear_caches() -> None:
     clear_cache()
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for a batch (restored afterwards).
+
+    The analysis allocates many small containers and no reference cycles (reference counting frees them), yet
+    the collector's generation-0 passes cost about a sixth of the time. Pausing is process-wide, so it is
+    kept to one batch.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def features(code: str, lang: str = "python", *, cache: bool = True) -> Features:
     """The :class:`Features` of ``code`` (sanitized and stripped as the package does)."""
     text = sanitize(code).strip()
@@ -393,6 +413,13 @@ def score_pairs(codes: Sequence[str], references: Sequence[str], lang: str = "py
 
     out = []
     lexical = "ngram" in want or "weighted_ngram" in want
+    with gc_paused():
+        _score_into(out, codes, references, feat, want, lexical, dataflow_order)
+    return out
+
+
+def _score_into(out: list[PairScore], codes: Sequence[str], references: Sequence[str], feat: Any,
+                want: set[str], lexical: bool, dataflow_order: str) -> None:
     for code, ref in zip(codes, references):
         c, r = feat(code), feat(ref)
         m = _matches(c, r) if lexical else None
@@ -402,4 +429,3 @@ def score_pairs(codes: Sequence[str], references: Sequence[str], lang: str = "py
             syntax_match(c, r) if "syntax" in want else 0.0,
             dataflow_part(c, r, dataflow_order) if "dataflow" in want else 0.0,
         ))
-    return out

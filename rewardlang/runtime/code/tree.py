@@ -53,6 +53,7 @@ class _Tables:
     keep: frozenset[int]       # kinds in KEEP_NODES
     token: frozenset[int]      # kinds in TOKEN_TYPES
     comment: frozenset[int]
+    extra: frozenset[int]      # named kinds that occur as extras (anywhere in the tree)
 
 
 _TABLES: dict[str, _Tables] = {}
@@ -74,6 +75,7 @@ def _tables(lang: str) -> _Tables:
             keep=frozenset(k for k, v in names.items() if v in KEEP_NODES),
             token=frozenset(k for k, v in names.items() if v in TOKEN_TYPES),
             comment=frozenset(k for k, v in names.items() if v == "comment"),
+            extra=frozenset(k for k, v in names.items() if v in ("comment", "line_continuation")),
         )
     return _TABLES[lang]
 
@@ -129,7 +131,7 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
     """
     t = _tables(lang)
     heads, named, leaf_key, prefix, keep, token = t.heads, t.named, t.leaf_key, t.prefix, t.keep, t.token
-    comment = t.comment
+    comment, extra = t.comment, t.extra
     cur = tree.walk()
     kind: list[int] = []
     last: list[int] = []
@@ -147,6 +149,8 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
     goto_first_child, goto_next_sibling, goto_parent = cur.goto_first_child, cur.goto_next_sibling, cur.goto_parent
     kind_append, last_append, tokens_append, sub_append = kind.append, last.append, tokens.append, subtrees.append
     i = -1
+    n_missing = 0  # MISSING nodes the walk saw
+    misread: dict[int, Any] = {}  # parents of extra nodes: index -> tree-sitter node
     key: str | None = None
     while True:
         node = cur.node
@@ -172,8 +176,15 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
         span = spans[i] = node.byte_range
         if in_token < 0 and k not in comment:
             tokens_append(i)
+        if k in extra and stack and in_token < 0:
+            # py-tree-sitter 0.22's node.children (what the reference walks) can give an extra node such as
+            # a comment the alias of the child slot it sits in ("block" for a comment inside an aliased
+            # _simple_statements); the cursor reports the real kind. Remember the parent to re-read it.
+            misread.setdefault(stack[-1][0], node.parent)
         if k == ERROR_KIND or (span[0] == span[1] and node.is_missing):
             key = str(node)  # "(UNEXPECTED 'x')", "(MISSING identifier)", "(MISSING \")\")"
+            if k != ERROR_KIND:
+                n_missing += 1
         else:
             key = leaf_key[k]
         if key is not None:
@@ -185,12 +196,20 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
             if not goto_parent():
                 if last[0] == 0:  # a root without children is a subtree too
                     sub_append(str(node) if key is None else key)
-                if anonymous:
-                    # An anonymous node with children is left out of S-expressions but its children are
-                    # not; no Python construct makes one, so take the slow exact route rather than model it.
-                    subtrees = _exact_subtrees(tree, digest_over)
-                return Flat(lang, kind, [t.names[x] for x in kind], last, subtrees, tokens, spans, nodes,
+                # Two things the walk cannot see: an anonymous node with children (left out of S-expressions,
+                # its children are not; no Python construct makes one) and a MISSING *hidden* node (the
+                # cursor skips hidden nodes, S-expressions show missing ones: "1{'" has a
+                # "(MISSING _newline)"). Both need an error tree or an odd grammar, so in an error tree the
+                # root's S-expression is searched for MISSING nodes the walk did not see; if there is one, the
+                # slow exact route.
+                if anonymous or (tree.root_node.has_error
+                                 and str(tree.root_node).count("(MISSING ") != n_missing):
+                    subtrees, keys = _exact(tree, digest_over, keys is not None)
+                flat = Flat(lang, kind, [t.names[x] for x in kind], last, subtrees, tokens, spans, nodes,
                             max_depth, keys)
+                if misread:
+                    _apparent_types(flat, misread, comment)
+                return flat
             j, pieces = stack.pop()
             last[j] = i
             if j == in_token:
@@ -206,9 +225,36 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
                 stack[-1][1].append(prefix[cur.field_id or 0] + key)
 
 
-def _exact_subtrees(tree: Any, digest_over: int | None) -> list[str]:
-    """The syntax subtrees from ``str(node)`` itself (size × depth): the root and every node with children."""
-    out = []
+def _apparent_types(flat: Flat, misread: dict[int, Any], comment: frozenset[int]) -> None:
+    """Give the children of ``misread`` parents the types ``node.children`` reports (the reference's view,
+    used by the dataflow pass; keys keep the real kinds) and make a leaf a dataflow token or not by that type."""
+    import bisect
+
+    for p, parent in misread.items():
+        if parent is None:
+            continue
+        apparent = [c.type for c in parent.children]
+        kids = flat.children(p)
+        if len(apparent) != len(kids):
+            continue
+        for c, ty in zip(kids, apparent):
+            if flat.types[c] == ty:
+                continue
+            flat.types[c] = ty
+            if flat.last[c] != c:  # only leaves change token status
+                continue
+            pos = bisect.bisect_left(flat.tokens, c)
+            present = pos < len(flat.tokens) and flat.tokens[pos] == c
+            if ty != "comment" and not present:
+                flat.tokens.insert(pos, c)
+            elif ty == "comment" and present and flat.kind[c] not in comment:
+                del flat.tokens[pos]
+
+
+def _exact(tree: Any, digest_over: int | None, keep_keys: bool) -> tuple[list[str], list[str | None] | None]:
+    """Subtrees (and per-node keys) from ``str(node)`` itself (size × depth): the slow, exact route."""
+    out: list[str] = []
+    keys: list[str | None] | None = [] if keep_keys else None
     cur = tree.walk()
     first = True
     while True:
@@ -216,9 +262,11 @@ def _exact_subtrees(tree: Any, digest_over: int | None) -> list[str]:
         if first or node.child_count:
             key = str(node)
             out.append(_digest(key) if digest_over is not None and len(key) > digest_over else key)
+        if keys is not None:
+            keys.append(str(node) if node.is_named or node.is_missing else None)
         first = False
         if cur.goto_first_child():
             continue
         while not cur.goto_next_sibling():
             if not cur.goto_parent():
-                return out
+                return out, keys

@@ -96,6 +96,17 @@ def _score(name: str, parts: tuple[str, ...], code: list[str], reference: list[s
             f = feats[text] = cb.features(text, p.lang, cache=ctx.use_cache)
         return f
 
+    with cb.gc_paused():
+        _score_pairs(name, parts, code, reference, p, ctx, value, order, pkey, feat, values, errors, details)
+    return Result(values, errors=errors, details=details)
+
+
+def _score_pairs(name: str, parts: tuple[str, ...], code: list[str], reference: list[str], p: Any, ctx: Context,
+                 value: Callable[[Any, Any], float | None], order: str, pkey: tuple[str, str],
+                 feat: Callable[[str], Any], values: list[float | None], errors: list[str | None],
+                 details: list[dict[str, Any] | None]) -> None:
+    from rewardlang.runtime.code import codebleu as cb
+
     for i, (c, r) in enumerate(zip(code, reference)):
         key = (pkey, c, r)
         if ctx.use_cache:
@@ -125,7 +136,6 @@ def _score(name: str, parts: tuple[str, ...], code: list[str], reference: list[s
         values[i], details[i] = v, d
         if ctx.use_cache:
             ctx.cache.put(key, (v, d))
-    return Result(values, errors=errors, details=details)
 
 
 _ARGS = {"code": "code", "reference": "code"}

@@ -294,6 +294,8 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
         "from rewardlang.runtime import aggregates as A",
         "from rewardlang.runtime.registry import get as _function",
         "",
+        "inf, nan = float('inf'), float('nan')  # for constants that repr() writes as bare inf / nan",
+        "",
         "SPEC = " + pprint.pformat(meta, width=110, sort_dicts=False),
         "",
         "# functions, patterns and options used below (validated when the spec was compiled)",

@@ -14,15 +14,15 @@ them, the trusted process does. Expected values never reach this file.
 
 from __future__ import annotations
 
+import _json
+import _signal as signal
 import builtins
 import ctypes
 import errno
 import io
-import _json
 import os
 import resource
 import select
-import _signal as signal
 import stat as _stat
 import struct
 import sys
@@ -805,7 +805,7 @@ class Worker:
         while True:
             now = time.monotonic()
             timeout_ms = max(0, int((min(next_tick, t0 + wall_limit) - now) * 1000) + 1)
-            for fd, ev in poller.poll(timeout_ms):
+            for fd, _ev in poller.poll(timeout_ms):
                 if fd == pidfd:
                     exited = True
                     continue

@@ -384,7 +384,7 @@ def plan_calls(tests: Any, entry_point: str | None) -> Plan:
         raise TestFormatError("call-style tests need a function name (fn_name or entry_point)")
     ins, outs = _pairs(data)
     probes, ptests = [], []
-    for i, (a, o) in enumerate(zip(ins, outs)):
+    for a, o in zip(ins, outs, strict=True):
         args = a if isinstance(a, list) else [a]
         probes.append({"a": args})
         ptests.append(Test("probe", f"{entry}(*{json.dumps(args)[:60]})", expected=o, lenient=True, n_values=0))

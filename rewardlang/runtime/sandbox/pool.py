@@ -26,8 +26,14 @@ from typing import Any, Sequence
 
 from rewardlang.runtime.sandbox import _worker
 from rewardlang.runtime.sandbox.config import LEVELS, SandboxConfig
-from rewardlang.runtime.sandbox.launch import (LaunchSpec, LevelUnavailable, UidLease, build_launch,
-                                               kill_uid, processes_of_uid)
+from rewardlang.runtime.sandbox.launch import (
+    LaunchSpec,
+    LevelUnavailable,
+    UidLease,
+    build_launch,
+    kill_uid,
+    processes_of_uid,
+)
 
 __all__ = ["RawRun", "RawResult", "Slot", "SlotPool", "SlotFailure"]
 

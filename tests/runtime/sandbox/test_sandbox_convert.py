@@ -66,7 +66,8 @@ def test_helper_functions_in_the_comparison_stay_inside() -> None:
 
 
 def test_mbpp_calls_by_name() -> None:
-    plan = make_plan(["assert similar((3, 4), (5, 4)) == (4,)", "import math\nassert math.isclose(area(2), 12.56, rel_tol=0.01)",
+    plan = make_plan(["assert similar((3, 4), (5, 4)) == (4,)",
+                      "import math\nassert math.isclose(area(2), 12.56, rel_tol=0.01)",
                       "assert set(similar((1,), (1,))) == {1}"])
     assert plan.format == "mbpp"
     assert [p["e"] for p in plan.probes] == ["(similar((3, 4), (5, 4)),)", "(area(2),)", "(similar((1,), (1,)),)"]

@@ -35,7 +35,8 @@ def _d(s: str) -> str:
     return textwrap.dedent(s).lstrip("\n")
 
 
-FRAME = "import json, os, struct\ndef _frame(rec):\n    b = json.dumps(rec).encode()\n    return struct.pack('<I', len(b)) + b\n"
+FRAME = ("import json, os, struct\ndef _frame(rec):\n    b = json.dumps(rec).encode()\n"
+         "    return struct.pack('<I', len(b)) + b\n")
 
 CASES = [
     Case("infinite_loop", "def f(x):\n    while True:\n        pass\n", "timeout"),

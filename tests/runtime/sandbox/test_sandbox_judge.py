@@ -9,8 +9,7 @@ import pytest
 
 from rewardlang.runtime.sandbox._worker import Unencodable, encode_value
 from rewardlang.runtime.sandbox.convert import make_plan
-from rewardlang.runtime.sandbox.judge import (MalformedObservation, compare_stdout, decode_value, judge,
-                                              parse_records)
+from rewardlang.runtime.sandbox.judge import MalformedObservation, compare_stdout, decode_value, judge, parse_records
 from rewardlang.runtime.sandbox.pool import RawResult, RawRun
 
 
@@ -38,10 +37,10 @@ def test_encoding_roundtrips_exactly(value: object) -> None:
 
 
 def test_encoder_refuses_subclasses_and_objects() -> None:
-    class I(int):
+    class Sub(int):
         pass
 
-    for bad in (I(1), object(), [1, I(2)], {"k": object()}):
+    for bad in (Sub(1), object(), [1, Sub(2)], {"k": object()}):
         with pytest.raises(Unencodable):
             encode_value(bad)
 

@@ -255,3 +255,12 @@ def test_hostile_subset_at_each_level(level: str, listener: object, canaries: ob
         if level != "limits":
             assert sb.stray_processes() == []
     assert canaries.intact() and listener.connections == []  # type: ignore[attr-defined]
+
+
+def test_site_packages_only_on_request() -> None:
+    code = "def f(x):\n    import numpy\n    return int(numpy.int64(2 * x))\n"
+    with Sandbox(SandboxConfig(slots=1)) as sb:
+        v = sb.run(code, TESTS, limits=Limits(cpu=5.0, memory_mb=1024))
+        assert v.outcome == "runtime_error" and "numpy" in v.tests[0].detail
+    with Sandbox(SandboxConfig(slots=1, site_packages=True)) as sb:
+        assert sb.run(code, TESTS, limits=Limits(cpu=5.0, memory_mb=1024)).outcome == "pass"

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -254,12 +255,27 @@ _default: Sandbox | None = None
 _default_lock = threading.Lock()
 
 
+_failed: tuple[float, str, str] | None = None  # (when, why, configuration) of the last failed start
+RETRY_AFTER_S = 30.0
+
+
 def get_sandbox() -> Sandbox:
-    """The process-wide sandbox (started on first use; a forked child gets its own)."""
-    global _default
+    """The process-wide sandbox (started on first use; a forked child gets its own).
+
+    When no level works, :class:`LevelUnavailable` is raised, and raised again without probing for
+    ``RETRY_AFTER_S`` seconds (every sample is masked meanwhile; probing each batch would cost seconds)."""
+    global _default, _failed
     with _default_lock:
         if _default is None or _default.pid != os.getpid():
-            _default = Sandbox()
+            conf = f"{os.environ.get('REWARDLANG_SANDBOX_LEVEL')}|{os.environ.get('PATH')}"
+            if _failed is not None and _failed[2] == conf and time.monotonic() - _failed[0] < RETRY_AFTER_S:
+                raise LevelUnavailable(_failed[1])
+            try:
+                _default = Sandbox()
+            except LevelUnavailable as e:
+                _failed = (time.monotonic(), str(e), conf)
+                raise
+            _failed = None
             import atexit
 
             atexit.register(close_sandbox)

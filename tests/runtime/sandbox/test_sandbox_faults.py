@@ -175,3 +175,26 @@ def test_batch_dedup_and_cache_counters() -> None:
         # different limits are a different execution
         sb.evaluate([Task(GOOD, TESTS, limits=Limits(cpu=2.0))], stats=stats)
         assert stats["sandbox.executions"] == 4
+
+
+def test_failed_start_is_not_reprobed_every_batch(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    from rewardlang.runtime.sandbox.launch import LevelUnavailable
+
+    runner.close_sandbox()
+    monkeypatch.setattr(runner, "_failed", None)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("REWARDLANG_SANDBOX_LEVEL", "bwrap")
+    calls = []
+    real = runner.probe_level
+    monkeypatch.setattr(runner, "probe_level", lambda *a, **k: (calls.append(a[0]), real(*a, **k))[1])
+    try:
+        for _ in range(3):
+            with pytest.raises(LevelUnavailable, match="not found"):
+                runner.get_sandbox()
+        assert calls == ["bwrap"]
+        monkeypatch.setattr(runner, "_failed", (runner._failed[0] - runner.RETRY_AFTER_S - 1,) + runner._failed[1:])
+        with pytest.raises(LevelUnavailable):
+            runner.get_sandbox()
+        assert calls == ["bwrap", "bwrap"]
+    finally:
+        runner.close_sandbox()

@@ -767,9 +767,11 @@ class Checker:
             return ERR
         digits = 0
         if "digits" in kws:
-            if not self.is_const(kws["digits"]):
-                return self.error("E205", "`digits` must be a constant", e.loc)
-            digits = int(self.cval(kws["digits"]))
+            dv = self.cval(kws["digits"]) if self.is_const(kws["digits"]) else None
+            if not isinstance(dv, (int, float)) or isinstance(dv, bool) or not math.isfinite(dv) \
+                    or not float(dv).is_integer() or abs(dv) > 20:
+                return self.error("E204", "`digits` is a constant whole number between -20 and 20", e.loc)
+            digits = int(dv)
         if self.is_const(x) and self.cval(x) is not None:
             try:
                 return self.const(_math(e.func, float(self.cval(x)), digits), NUMBER)

@@ -48,10 +48,10 @@ _ALL: list[Any] = ["pylint", "bandit", "radon", "vulture", "exception_handling",
 class QualityFindingsParams(BaseModel):
     """Which findings count (shared by ``quality_findings`` and ``quality_score``)."""
 
-    #: the analyzers to run (default: the library's quick set, all eight)
-    analyzers: list[Analyzer] = Field(default_factory=lambda: list(_ALL), min_length=1)
     #: one characteristic only, or all of them
     characteristic: Characteristic = "overall"
+    #: the analyzers to run (default: the library's quick set, all eight)
+    analyzers: list[Analyzer] = Field(default_factory=lambda: list(_ALL), min_length=1)
     #: lowest radon rank reported (ranks A and B never are: the library maps them to no CWE)
     complexity_threshold: Literal["A", "B", "C", "D", "E", "F"] = "C"
     #: vulture's --min-confidence
@@ -62,10 +62,13 @@ class QualityFindingsParams(BaseModel):
     quirks: bool = True
 
 
-class QualityParams(QualityFindingsParams):
-    """Options of ``quality_score``."""
-
+class _Form(BaseModel):
+    #: "library": mean of the characteristic scores 1/(1 + s_c W_c); "paper": 1/(1 + W)
     form: Literal["library", "paper"] = "library"
+
+
+class QualityParams(QualityFindingsParams, _Form):
+    """Options of ``quality_score`` (``form`` first, then those of ``quality_findings``)."""
 
 
 def _analysis(code: list[str], params: QualityFindingsParams, ctx: Context) -> list[tuple[Any, str | None, bool]]:

@@ -77,7 +77,7 @@ KEPT_BANDIT: frozenset[str] = frozenset(
 _RANKS = "ABCDEF"
 _RADON_SEVERITY = {"C": "low", "D": "medium", "E": "high", "F": "critical"}
 #: bump when the raw analysis changes, so cached results of an older version are not reused
-ANALYSIS_VERSION = 1
+ANALYSIS_VERSION = 2
 
 
 class Finding(NamedTuple):

@@ -8,8 +8,9 @@ retried by :func:`~rewardlang.runtime.tools.runner.run_batch`.
 
 Vulture is run on every file separately through its Python API: its command line analyses all files as
 one program (a function defined in one sample and called in another would not be "unused"), which would
-make a sample's result depend on the rest of the batch. ``# noqa`` comments are ignored unless
-``respect_noqa``.
+make a sample's result depend on the rest of the batch. Like the command line, it also scans the
+whitelists vulture ships for the modules a file imports (so ``import sys`` alone is not "unused").
+``# noqa`` comments are ignored unless ``respect_noqa``.
 
 Per file and analyzer, the result is ``{"findings": [...], "meta": {...}}`` or ``{"error": "..."}``:
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import pkgutil
 import signal
 import sys
 from collections import Counter, defaultdict
@@ -168,10 +170,22 @@ def _run_vulture(text: str, name: str, respect_noqa: bool) -> dict[str, Any]:
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         v.scan(text, filename=name)
-    if v.exit_code not in (0, None) and err.getvalue():
-        return {"error": f"vulture could not analyse this code: {err.getvalue().strip()[:300]}"}
+        if v.exit_code not in (0, None) and err.getvalue():
+            return {"error": f"vulture could not analyse this code: {err.getvalue().strip()[:300]}"}
+        # As vulture's command line does (Vulture.scavenge): scan the whitelists vulture ships for the
+        # modules the file imports (e.g. ``sys``), which mark some of their names as used.
+        for module in sorted({item.name for item in v.defined_imports}):
+            wl = Path("whitelists") / f"{module}_whitelist.py"
+            try:
+                data = pkgutil.get_data("vulture", str(wl))
+            except OSError:
+                continue
+            if data:
+                v.scan(data.decode("utf-8"), filename=wl)
     items = []
     for it in v.get_unused_code(min_confidence=0):
+        if Path(it.filename).name != name:  # never report inside vulture's own whitelists
+            continue
         items.append({
             "typ": it.typ, "name": str(it.name), "confidence": int(it.confidence), "message": it.message,
             "line": it.first_lineno, "col": 0, "end_line": it.last_lineno, "end_col": None,

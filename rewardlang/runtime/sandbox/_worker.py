@@ -74,27 +74,48 @@ def loads(data: bytes | str) -> object:
     return obj
 
 
-def _rmtree(path: str) -> None:
-    """Remove a directory tree the program may have made unreadable (we own it: chmod and retry)."""
+class _Budget:
+    """How many directory entries a clean-up may still remove before the slot gives up and asks to be
+    replaced (a fresh tmpfs is cheaper than deleting a million files a program left behind)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+def _rmtree(path: str, budget: _Budget) -> bool:
+    """Remove a directory tree the program may have made unreadable (we own it: chmod and retry).
+    False when the budget ran out (the tree may be partly left)."""
     try:
-        entries = list(os.scandir(path))
-    except PermissionError:
         os.chmod(path, 0o700)
-        entries = list(os.scandir(path))
+    except OSError:
+        pass
+    try:
+        it = os.scandir(path)
     except FileNotFoundError:
-        return
-    for e in entries:
-        try:
-            if e.is_dir(follow_symlinks=False):
-                _rmtree(e.path)
-            else:
-                os.unlink(e.path)
-        except OSError:
-            pass
+        return True
+    except OSError:
+        return budget.n > 0
+    with it:
+        for e in it:
+            budget.n -= 1
+            if budget.n < 0:
+                return False
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if not _rmtree(e.path, budget):
+                        return False
+                else:
+                    os.unlink(e.path)
+            except OSError:
+                pass
     try:
         os.rmdir(path)
     except OSError:
         pass
+    return True
+
+
+WIPE_BUDGET = 20_000
 
 
 __all__ = ["build_filter", "SLOT_DENY", "PROGRAM_DENY", "encode_value", "pack_frame", "landlock_abi"]
@@ -745,7 +766,8 @@ class Worker:
             except (OSError, ValueError, IndexError):
                 continue
 
-    def _wipe(self) -> None:
+    def _wipe(self, budget: _Budget) -> bool:
+        """Empty the shared writable directories; False when too much was left to delete in time."""
         for d in self.wipe:
             try:
                 names = os.listdir(d)
@@ -753,14 +775,18 @@ class Worker:
                 continue
             for n in names:
                 p = os.path.join(d, n)
+                budget.n -= 1
+                if budget.n < 0:
+                    return False
                 try:
                     if os.path.isdir(p) and not os.path.islink(p):
-                        _chmod_tree(p)
-                        _rmtree(p)
+                        if not _rmtree(p, budget):
+                            return False
                     else:
                         os.unlink(p)
                 except OSError:
                     pass
+        return True
 
     # -- one execution --------------------------------------------------------------------------------------
     def run_once(self, req: dict, stdin_data: str | None) -> tuple[dict, bytes, bytes]:
@@ -877,12 +903,13 @@ class Worker:
                 os.unlink(stdin_path)
             except OSError:
                 pass
+        budget = _Budget(WIPE_BUDGET)
         try:
             os.rmdir(rundir)  # the common case: the program left nothing behind
+            wiped = True
         except OSError:
-            _chmod_tree(rundir)
-            _rmtree(rundir)
-        self._wipe()
+            wiped = _rmtree(rundir, budget)
+        wiped = wiped and self._wipe(budget)
         head = {
             "exit": os.waitstatus_to_exitcode(status) if status else 0,
             "reason": reason,
@@ -890,6 +917,7 @@ class Worker:
             "wall": round(wall, 4),
             "setup_failed": os.WIFEXITED(status) and os.WEXITSTATUS(status) == SETUP_FAILED,
             "clean": clean,
+            "recycle": not wiped,
             "t": [round(t0 - t_start, 5), round(t_end - t0, 5), round(t_kill - t_end, 5),
                   round(time.monotonic() - t_kill, 5)],
         }
@@ -936,7 +964,7 @@ class Worker:
             head["res_len"], head["out_len"] = len(res), len(out)
             runs.append(head)
             blobs += [res, out]
-            if not head["clean"] or head["setup_failed"]:
+            if not head["clean"] or head["setup_failed"] or head["recycle"]:
                 break
             if head["reason"] in ("cpu", "wall") and req.get("stop_on_timeout", True):
                 break
@@ -963,21 +991,9 @@ class Worker:
                 head, blobs = {"ok": False, "error": _msg(e)}, []
             payload = dumps(head).encode()
             _write_all(self.wfd, pack_frame(payload) + b"".join(blobs))
-            if not head.get("ok", False) or any(not r.get("clean", True) for r in head.get("runs", ())):
-                return  # let the trusted side respawn a fresh slot
-
-
-def _chmod_tree(path: str) -> None:
-    for root, dirs, _files in os.walk(path):
-        for d in dirs:
-            try:
-                os.chmod(os.path.join(root, d), 0o700)
-            except OSError:
-                pass
-    try:
-        os.chmod(path, 0o700)
-    except OSError:
-        pass
+            if not head.get("ok", False) or any(not r.get("clean", True) or r.get("recycle")
+                                                for r in head.get("runs", ())):
+                return  # let the trusted side respawn a fresh slot (a fresh tmpfs, too)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -300,6 +300,11 @@ class SlotPool:
                     raise SlotFailure("program clean-up or set-up failed")
                 backoff = 0.0
                 fut.set_result(RawResult(runs))
+                if any(r.get("recycle") for r in head["runs"]):
+                    # the verdict stands; the program left too much to delete: replace the slot
+                    with self._lock:
+                        self.stats["slot_recycles"] += 1
+                    slot.kill()
             except (SlotFailure, LevelUnavailable, OSError, ValueError, KeyError) as e:
                 with self._lock:
                     self.stats["infra_failures"] += 1

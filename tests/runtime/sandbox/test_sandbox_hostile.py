@@ -384,3 +384,17 @@ def test_scoring_process_survives_everything(sb1: Sandbox) -> None:
     assert sb1.pool.slots[0].alive
     v = sb1.run(GOOD, TESTS, format="mbpp")
     assert v.outcome == "pass"
+
+
+def test_inode_flood_recycles_the_slot_without_touching_the_verdict(sb1: Sandbox) -> None:
+    """A program that leaves tens of thousands of files gets its verdict; the slot is then replaced
+    (a fresh tmpfs) instead of spending seconds deleting them."""
+    code = ("import os\ndef f(x):\n    if not os.path.exists('d'):\n        os.mkdir('d')\n"
+            "        for i in range(30000):\n            os.close(os.open(f'd/{i}', os.O_CREAT | os.O_WRONLY))\n"
+            "    return 2 * x\n")
+    recycles = sb1.pool.stats["slot_recycles"]
+    v = sb1.evaluate([Task(code, TESTS, None, "mbpp", Limits(cpu=5.0, wall=20.0))], use_cache=False)[0]
+    assert v.outcome == "pass" and v.infra is None
+    assert sb1.pool.stats["slot_recycles"] == recycles + 1
+    assert sb1.stray_processes() == []
+    assert sb1.evaluate([Task(GOOD, TESTS, None, "mbpp", LIMITS)], use_cache=False)[0].outcome == "pass"

@@ -56,8 +56,9 @@ class TinyModelConfig:
 class TrainConfig:
     """Everything a training run needs besides the spec's own reward definition.
 
-    ``batch_size`` is completions per device per optimizer step (TRL's ``per_device_train_batch_size``); when no
-    layer sets it, it is ``prompts_per_step * num_generations`` so it always holds whole prompt groups.
+    ``batch_size`` is completions per device per micro-step (TRL's ``per_device_train_batch_size``); when no
+    layer sets it, it is ``prompts_per_step * num_generations`` so it always holds whole prompt groups. Otherwise
+    the completions of one optimizer step over all processes must hold whole groups (a group may span processes).
     ``trl`` collects the pass-through ``GRPOConfig`` fields.
     """
 
@@ -279,9 +280,15 @@ def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
         if cfg.prompts_per_step < 1:
             raise ConfigError(f"{where('prompts_per_step')}: `prompts_per_step` must be positive")
         cfg.batch_size = cfg.prompts_per_step * cfg.num_generations
-    elif cfg.batch_size % cfg.num_generations:
-        raise ConfigError(f"{where('batch_size')}: `batch_size` ({cfg.batch_size}) must be a multiple of "
-                          f"`num_generations` ({cfg.num_generations}, {where('num_generations')})")
+    else:
+        # TRL needs whole prompt groups per generation batch (all processes together; a group may span processes)
+        world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+        per_generation = cfg.batch_size * world * cfg.gradient_accumulation_steps
+        if per_generation % cfg.num_generations:
+            procs = f" x {world} processes" if world > 1 else ""
+            raise ConfigError(f"{where('batch_size')}: `batch_size` ({cfg.batch_size}{procs} x "
+                              f"{cfg.gradient_accumulation_steps} accumulation steps) must be a multiple of "
+                              f"`num_generations` ({cfg.num_generations}, {where('num_generations')})")
     for key in ("max_steps", "max_completion_length", "save_steps", "logging_steps", "gradient_accumulation_steps"):
         if getattr(cfg, key) < 1:
             raise ConfigError(f"{where(key)}: `{key}` must be positive (got {getattr(cfg, key)})")

@@ -131,7 +131,7 @@ def test_cli_errors_are_one_clean_message(tmp_path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("batch_size: 7\n")
     r = _cli("train", "--spec", CODEPO, "--config", str(cfg))
-    assert r.returncode == 1 and "must be a multiple of `num_generations` (4" in r.stderr
+    assert r.returncode == 1 and "must be a multiple of `num_generations` (4, spec train section)" in r.stderr
 
 
 # ---------------------------------------------------------------- masking and spans inside training

@@ -37,8 +37,11 @@ def test_batch_size_holds_whole_prompt_groups() -> None:
     assert cfg.batch_size == 2 * 3
     cfg, _ = resolve_config({"num_generations": 3, "prompts_per_step": 4})
     assert cfg.batch_size == 12
-    with pytest.raises(ConfigError, match=r"`batch_size` \(8\) must be a multiple of `num_generations` \(3"):
+    with pytest.raises(ConfigError, match=r"`batch_size` \(8 x 1 accumulation steps\) must be a multiple of "
+                                          r"`num_generations` \(3, spec train section\)"):
         resolve_config({"num_generations": 3}, cli_sets={"batch_size": 8})
+    cfg, _ = resolve_config({"num_generations": 4}, cli_sets={"batch_size": 2, "gradient_accumulation_steps": 2})
+    assert cfg.batch_size == 2  # a group may span micro-steps (and processes)
 
 
 def test_unknown_key_names_its_layer_and_a_suggestion() -> None:

@@ -90,6 +90,7 @@ class _DFG:
             tok[i] = _SKIP if t == text else (idx, text, t == "identifier")
             is_tok[i] = True
         self.tok = tok
+        self.index_to_code = index_to_code
         # nodes with a for_in_clause child (comprehensions; anything in an ERROR node): the reference walks
         # that child first. The parent is the nearest earlier node whose subtree reaches the child.
         self.loop_first: set[int] = set()
@@ -135,8 +136,37 @@ class _DFG:
             raise _Fail("no such child")  # the reference calls .children on None
         order, tok = self.order, self.tok
         lo = bisect.bisect_left(order, i)
+        if lo and self.last[order[lo - 1]] >= i and not self.is_tok[i]:
+            return self._var_tokens_inside(i)
         hi = bisect.bisect_right(order, self.last[i], lo)
         return [(e[0], e[1]) for e in (tok[j] for j in order[lo:hi]) if e is not _SKIP]
+
+    def _leaf_entry(self, i: int) -> tuple[int, str]:
+        """The reference's ``index_to_code`` lookup for a node its leaf test accepts but that is no token (it
+        lies inside a string literal): its KeyError, unless another token has the very same extent."""
+        sp = self.flat.spans.get(i)
+        found = self.index_to_code.get(sp) if sp is not None else None
+        if found is None:
+            raise _Fail("no token at this position")
+        return found
+
+    def _is_leafy(self, i: int) -> bool:
+        t = self.types[i]
+        return (self.last[i] == i or t in _STRINGY) and t != "comment"
+
+    def _var_tokens_inside(self, i: int) -> list[tuple[int, str]]:
+        """``tree_to_variable_index`` below a string literal's top (rare: a field inside an f-string)."""
+        out = []
+        stack = [i]
+        while stack:
+            j = stack.pop()
+            if self._is_leafy(j):
+                idx, text = self._leaf_entry(j)
+                if self.types[j] != text:
+                    out.append((idx, text))
+            else:
+                stack.extend(reversed(self.kids(j)))
+        return out
 
     def merge_names(self, a: list[str], b: list[str]) -> list[str]:
         return _merge_names(a, b, self.seed0)
@@ -163,6 +193,17 @@ class _DFG:
             out.append((code, idx, "comesFrom", [], []))
             return states
         t = self.types[i]
+        if self._is_leafy(i):  # a leaf inside a string literal (reached through a field of it)
+            idx, code = self._leaf_entry(i)
+            if t == code:
+                return states
+            if code in states:
+                out.append((code, idx, "comesFrom", [code], states[code].copy()))
+                return states
+            if t == "identifier":
+                states[code] = [idx]
+            out.append((code, idx, "comesFrom", [], []))
+            return states
         if t not in _SPECIAL:
             if i in self.loop_first:  # comprehensions: the for_in_clause children go first
                 types = self.types

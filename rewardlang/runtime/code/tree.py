@@ -9,6 +9,16 @@ where the S-expressions themselves would cost size × depth. Keys longer than :d
 are replaced by a BLAKE2b digest (128 bits) of the key text: equal texts give equal digests; two different
 texts collide with probability about 2⁻¹²⁸.
 
+What the reference compares is ``str(node)`` of the nodes it reaches through ``node.children``, and two
+quirks of tree-sitter 0.22 / py-tree-sitter 0.22 make that differ from the plain S-expressions; both are
+reproduced. A MISSING node of a hidden symbol (``"1{'"`` ends in ``(MISSING _newline)``) is printed but never
+visited: when an error tree's S-expression holds more MISSING nodes than the walk saw, the keys are taken from
+``str(node)`` itself (slow, rare). And ``node.children`` can give an *extra* node (a comment, a line
+continuation, an ERROR node of the error recovery) the alias of the child slot it sits in (an ERROR node
+read as ``block``); the parents of extra nodes are re-read through ``node.children``, the types set to what it
+reports (the dataflow pass uses them), and when a node with children was misread the subtree list is built
+the reference's way.
+
 Example::
 
     >>> from rewardlang.runtime.code.parse import parse
@@ -53,7 +63,7 @@ class _Tables:
     keep: frozenset[int]       # kinds in KEEP_NODES
     token: frozenset[int]      # kinds in TOKEN_TYPES
     comment: frozenset[int]
-    extra: frozenset[int]      # named kinds that occur as extras (anywhere in the tree)
+    extra: frozenset[int]      # kinds that occur as extras (anywhere in the tree), ERROR included
 
 
 _TABLES: dict[str, _Tables] = {}
@@ -75,7 +85,7 @@ def _tables(lang: str) -> _Tables:
             keep=frozenset(k for k, v in names.items() if v in KEEP_NODES),
             token=frozenset(k for k, v in names.items() if v in TOKEN_TYPES),
             comment=frozenset(k for k, v in names.items() if v == "comment"),
-            extra=frozenset(k for k, v in names.items() if v in ("comment", "line_continuation")),
+            extra=frozenset(k for k, v in names.items() if v in ("comment", "line_continuation", "ERROR")),
         )
     return _TABLES[lang]
 
@@ -84,7 +94,8 @@ def _tables(lang: str) -> _Tables:
 class Flat:
     """A tree in pre-order.
 
-    ``kind[i]`` tree-sitter symbol id, ``types[i]`` its name, ``last[i]`` the last index of ``i``'s subtree,
+    ``kind[i]`` tree-sitter symbol id, ``types[i]`` its name as ``node.children`` reports it (module
+    docstring), ``last[i]`` the last index of ``i``'s subtree,
     ``subtrees`` the keys CodeBLEU's syntax match compares (the root and every node with children),
     ``tokens`` CodeBLEU's dataflow tokens in document order (leaves other than comments, and string literals
     as single tokens), ``spans`` byte ranges of leaves and string literals, ``nodes`` the tree-sitter nodes
@@ -150,7 +161,7 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
     kind_append, last_append, tokens_append, sub_append = kind.append, last.append, tokens.append, subtrees.append
     i = -1
     n_missing = 0  # MISSING nodes the walk saw
-    misread: dict[int, Any] = {}  # parents of extra nodes: index -> tree-sitter node
+    misread: set[int] = set()  # parents of extra nodes
     key: str | None = None
     while True:
         node = cur.node
@@ -162,11 +173,18 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
             keys.append(None)
         if k in keep:
             nodes[i] = node
+        if k in extra and stack and in_token < 0:
+            # py-tree-sitter 0.22's node.children (what the reference walks) can give an extra node — a
+            # comment, a line continuation, an ERROR node of the error recovery — the alias of the child slot
+            # it sits in ("block" for one inside an aliased _simple_statements); the cursor reports the real
+            # kind. Remember the parent, to re-read its children the reference's way (_apparent_types).
+            misread.add(stack[-1][0])
         if goto_first_child():
-            if k in token and in_token < 0:
+            if k in token:
                 spans[i] = node.byte_range
-                tokens_append(i)
-                in_token = i
+                if in_token < 0:
+                    tokens_append(i)
+                    in_token = i
             if not named[k]:
                 anonymous = True
             stack.append((i, [heads[k]]))
@@ -176,11 +194,6 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
         span = spans[i] = node.byte_range
         if in_token < 0 and k not in comment:
             tokens_append(i)
-        if k in extra and stack and in_token < 0:
-            # py-tree-sitter 0.22's node.children (what the reference walks) can give an extra node such as
-            # a comment the alias of the child slot it sits in ("block" for a comment inside an aliased
-            # _simple_statements); the cursor reports the real kind. Remember the parent to re-read it.
-            misread.setdefault(stack[-1][0], node.parent)
         if k == ERROR_KIND or (span[0] == span[1] and node.is_missing):
             key = str(node)  # "(UNEXPECTED 'x')", "(MISSING identifier)", "(MISSING \")\")"
             if k != ERROR_KIND:
@@ -207,8 +220,9 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
                     subtrees, keys = _exact(tree, digest_over, keys is not None)
                 flat = Flat(lang, kind, [t.names[x] for x in kind], last, subtrees, tokens, spans, nodes,
                             max_depth, keys)
-                if misread:
-                    _apparent_types(flat, misread, comment)
+                if misread and _apparent_types(tree, flat, misread):
+                    # a node with children was misread: the reference keys it by its misread name
+                    flat.subtrees = _children_subtrees(tree, digest_over)
                 return flat
             j, pieces = stack.pop()
             last[j] = i
@@ -225,30 +239,77 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
                 stack[-1][1].append(prefix[cur.field_id or 0] + key)
 
 
-def _apparent_types(flat: Flat, misread: dict[int, Any], comment: frozenset[int]) -> None:
-    """Give the children of ``misread`` parents the types ``node.children`` reports (the reference's view,
-    used by the dataflow pass; keys keep the real kinds) and make a leaf a dataflow token or not by that type."""
-    import bisect
+def _apparent_types(tree: Any, flat: Flat, misread: set[int]) -> bool:
+    """Give nodes the types the reference sees: ``node.children`` from the root down, which in py-tree-sitter
+    0.22 can give an extra node (and then its children) the alias of the slot it sits in. Starts from the
+    parents of extra nodes, re-reads the children of every node whose type changed, then recomputes the
+    dataflow tokens with these types. True when a node with children changed type."""
+    last, types = flat.last, flat.types
+    pkg: dict[int, Any] = {0: tree.root_node}  # index -> node as the reference reaches it
 
-    for p, parent in misread.items():
-        if parent is None:
+    def reach(i: int) -> Any:
+        chain = [i]
+        while chain[-1] not in pkg:  # climb to the nearest ancestor already reached
+            j = chain[-1]
+            p = j - 1
+            while last[p] < j:
+                p -= 1
+            chain.append(p)
+        for p in reversed(chain[1:]):  # then come down through .children, caching the siblings too
+            if chain[0] in pkg:
+                break
+            for k, node in zip(flat.children(p), pkg[p].children):
+                pkg[k] = node
+        return pkg[i]
+
+    inner = False
+    work = sorted(misread, reverse=True)
+    done: set[int] = set()
+    while work:
+        p = work.pop()
+        if p in done:
             continue
-        apparent = [c.type for c in parent.children]
+        done.add(p)
+        node = reach(p)
         kids = flat.children(p)
-        if len(apparent) != len(kids):
+        children = node.children
+        if len(children) != len(kids):  # cannot happen: both enumerate the visible children
             continue
-        for c, ty in zip(kids, apparent):
-            if flat.types[c] == ty:
-                continue
-            flat.types[c] = ty
-            if flat.last[c] != c:  # only leaves change token status
-                continue
-            pos = bisect.bisect_left(flat.tokens, c)
-            present = pos < len(flat.tokens) and flat.tokens[pos] == c
-            if ty != "comment" and not present:
-                flat.tokens.insert(pos, c)
-            elif ty == "comment" and present and flat.kind[c] not in comment:
-                del flat.tokens[pos]
+        for k, child in zip(kids, children):
+            pkg[k] = child
+            ty = child.type
+            if ty != types[k]:
+                types[k] = ty
+                if last[k] != k:
+                    inner = True
+                    work.append(k)
+                if ty in TOKEN_TYPES:
+                    flat.spans[k] = child.byte_range
+    # the reference's tokens (tree_to_token_index) under these types
+    tokens = []
+    i, n = 0, len(types)
+    while i < n:
+        t = types[i]
+        if (last[i] == i or t in TOKEN_TYPES) and t != "comment":
+            tokens.append(i)
+            i = last[i] + 1
+        else:
+            i += 1
+    flat.tokens = tokens
+    return inner
+
+
+def _children_subtrees(tree: Any, digest_over: int | None) -> list[str]:
+    """The reference's own subtree list: the root and, through ``node.children``, every node with children,
+    as ``str(node)`` (a misread node prints its misread name)."""
+    out = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        text = str(node)
+        out.append(_digest(text) if digest_over is not None and len(text) > digest_over else text)
+        stack.extend(c for c in node.children if c.child_count)
+    return out
 
 
 def _exact(tree: Any, digest_over: int | None, keep_keys: bool) -> tuple[list[str], list[str | None] | None]:

@@ -30,23 +30,30 @@ def _corpus():  # type: ignore[no-untyped-def]
 
 
 def sexps(tree: Any) -> tuple[list[str | None], list[str]]:
-    """Per node in pre-order: str(node) for nodes S-expressions show (named or MISSING), else None; and the
-    package's syntax-subtree list (root + every node with children, as str(node))."""
+    """Per node in pre-order (cursor walk): str(node) for nodes S-expressions show (named or MISSING), else
+    None; and the package's syntax-subtree list, built as the package builds it (get_all_sub_trees: the root,
+    then through node.children every node with children, as str(node))."""
     cur = tree.walk()
     keys: list[str | None] = []
-    sub: list[str] = []
-    first = True
     while True:
         n = cur.node
         keys.append(str(n) if (n.is_named or n.is_missing) else None)
-        if first or n.child_count:
-            sub.append(str(n))
-        first = False
         if cur.goto_first_child():
             continue
+        done = False
         while not cur.goto_next_sibling():
             if not cur.goto_parent():
-                return keys, sub
+                done = True
+                break
+        if done:
+            break
+    sub: list[str] = []
+    stack = [tree.root_node]
+    while stack:
+        n = stack.pop()
+        sub.append(str(n))
+        stack.extend(c for c in n.children if len(c.children) != 0)
+    return keys, sub
 
 
 def check(code: str) -> None:
@@ -80,6 +87,24 @@ def test_error_and_missing_nodes() -> None:
     for code in ["def f(:\n  $ x = 1\n", "x = (1,\ny = [\n", "print 'x'\n", "f(a b c)", "if x\n  pass\n",
                  "class (:\n", "x = '''", "é = ç(", "\ud800 = 1", "\x00\x01\x02", "for in :\n"]:
         check(code)
+
+
+def test_hidden_missing_node() -> None:
+    """"1{'" has a (MISSING _newline): a hidden node the cursor never visits, which str(node) prints."""
+    tree = parse("1{'", cache=False)
+    assert "(MISSING _newline)" in str(tree.root_node)
+    check("1{'")
+
+
+def test_misread_nodes_keyed_as_the_package_reads_them() -> None:
+    """py-tree-sitter's node.children gives this ERROR node (an extra) the alias of its slot, "block"; the
+    package keys it "(block ...)", so must we (the parent's S-expression still says ERROR)."""
+    code = "with )\n,x, y(btry:'return with try:\nelif class \nif x, y.def   = "
+    tree = parse(code, cache=False)
+    flat = flatten(tree, digest_over=None)
+    assert "(block (identifier))" in flat.subtrees  # the S-expression of no node in the tree
+    assert "(block (identifier))" not in str(tree.root_node)
+    check(code)  # and the whole list equals the package's
 
 
 def test_corpus_keys_equal_sexps() -> None:

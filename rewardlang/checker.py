@@ -206,15 +206,15 @@ class Checker:
                                    hint=f"first defined at {prev.loc.file}:{prev.loc.line}")
                 else:
                     self.components[stmt.name] = (stmt, env)
-        if imported_only:
-            return
-        # statements only the main spec may carry
+        # weights: an imported file's apply to its components; the main spec's own weight statements win
         for stmt in module.body:
             if isinstance(stmt, S.Weight):
-                if stmt.component in self.weights:
-                    self.error("E103", f"the weight of `{stmt.component}` is set twice", stmt.loc)
-                else:
+                prev = self.weights.get(stmt.component)
+                if prev is None or (not imported_only and prev.loc.file != env.file):
                     self.weights[stmt.component] = stmt
+                elif prev.loc.file == env.file or not imported_only:
+                    self.error("E103", f"the weight of `{stmt.component}` is set twice", stmt.loc,
+                               hint=f"first set at {prev.loc.file}:{prev.loc.line}")
 
     def declare_input(self, stmt: S.Input) -> None:
         try:

@@ -221,14 +221,14 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
 
     # reward
     r_lines, r_var = em.body([prog.reward], em.np_expr)
-    reward_fn = ["def reward(C, W, step=0):",
-                 f'    """reward = {prog.reward_text}"""'] + r_lines + [f"    return A.as_float({r_var[prog.reward]})"]
+    # every text that comes from the spec enters the module through repr(): it cannot end a string early
+    reward_fn = ["def reward(C, W, step=0):", "    " + repr(f"reward = {prog.reward_text}")] + r_lines + [f"    return A.as_float({r_var[prog.reward]})"]
 
     # advantage
     adv_fn: list[str] = []
     if prog.advantage is not None:
         adv = prog.advantage
-        adv_fn = ["def advantage(R, C, W, G, step=0):", f'    """{adv.text.replace(chr(34) * 3, "")}"""']
+        adv_fn = ["def advantage(R, C, W, G, step=0):", "    " + repr(adv.text)]
         stage_fns = []
         for i, st in enumerate(adv.stages):
             if st.is_sum:
@@ -236,7 +236,8 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
             lines, var = em.body([st.node], em.np_expr, indent="        ")
             stage_fns.append((i, lines, var[st.node], st.text))
         for i, lines, result, text in stage_fns:
-            adv_fn.append(f"    def stage{i}(x):  # {text}")
+            adv_fn.append(f"    def stage{i}(x):")
+            adv_fn.append("        " + repr(text))
             adv_fn += lines
             adv_fn.append(f"        return A.as_float({result})")
         per_component = adv.each_component
@@ -280,15 +281,17 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
         "row_workers_ok": None,  # filled by the runtime from the registry
         "functions": sorted(em.fn_names),
     }
-    header = [
-        f'"""Reward program `{prog.name}`, compiled by rewardlang {__version__} from {source_file or prog.file}.',
+    doc = "\n".join([
+        f"Reward program `{prog.name}`, compiled by rewardlang {__version__} from {source_file or prog.file}.",
         "",
-        f"{prog.doc}" if prog.doc else "Generated code: edit the spec, not this file.",
+        prog.doc or "Generated code: edit the spec, not this file.",
         "",
         f"Spec sha256: {prog.source_hash}",
         f"Parameters: {', '.join(f'{k}={v!r}' for k, v in prog.params.items()) or 'none'}",
         "Load it with `rewardlang.runtime.program.Program.from_module(module)`; it needs no .reward file.",
-        '"""',
+    ])
+    header = [
+        repr(doc),
         "",
         "from rewardlang.runtime import kernels as K",
         "from rewardlang.runtime import aggregates as A",

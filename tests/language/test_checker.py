@@ -215,7 +215,8 @@ def test_unknown_function_suggests_registered_functions() -> None:
      (2, 1, 2, 16), "first declared at t.reward:1 as `text`"),
     ("spec a\nspec b\ncomponent c = 1", "`spec` is given twice", (2, 1, 2, 7), "first on line 1"),
     ("component c = 1\nreward = c\nreward = 2 * c", "`reward` is given twice", (3, 1, 3, 15), "first on line 2"),
-    ("component c = 1\nc.weight = 1\nc.weight = 2", "the weight of `c` is set twice", (3, 1, 3, 13), None),
+    ("component c = 1\nc.weight = 1\nc.weight = 2", "the weight of `c` is set twice", (3, 1, 3, 13),
+     "first set at t.reward:2"),
     ("component c = 1\ntrain { lr = 1, lr = 2 }", "train setting `lr` is given twice", (2, 17, 2, 23), None),
 ], ids=["component", "param", "input", "spec", "reward", "weight", "train"])
 def test_duplicates(src: str, message: str, where: tuple, hint: str | None) -> None:

@@ -292,8 +292,8 @@ def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
     for key in ("max_steps", "max_completion_length", "save_steps", "logging_steps", "gradient_accumulation_steps"):
         if getattr(cfg, key) < 1:
             raise ConfigError(f"{where(key)}: `{key}` must be positive (got {getattr(cfg, key)})")
-    if cfg.learning_rate <= 0:
-        raise ConfigError(f"{where('learning_rate')}: `learning_rate` must be positive (got {cfg.learning_rate})")
+    if cfg.learning_rate < 0:
+        raise ConfigError(f"{where('learning_rate')}: `learning_rate` cannot be negative (got {cfg.learning_rate})")
 
 
 def package_versions() -> dict[str, str]:

@@ -176,10 +176,34 @@ def token_advantages(seq_adv: float, spans: Sequence[Any], ends: Sequence[int], 
     return out
 
 
+class EpochSeeded(torch.utils.data.Sampler):
+    """TRL's ``RepeatSampler`` with an order that depends on ``(seed, epoch)`` only.
+
+    ``RepeatSampler`` draws each epoch's permutation from one generator seeded once, so a resumed run (a new
+    sampler) would replay epoch 0's order in a later epoch. transformers calls ``set_epoch`` at the start of every
+    epoch, resumed ones included; reseeding there makes the data order of a resumed run the uninterrupted one's.
+    """
+
+    def __init__(self, sampler: Any) -> None:
+        self.sampler = sampler
+
+    def set_epoch(self, epoch: int) -> None:
+        if getattr(self.sampler, "shuffle", False) and getattr(self.sampler, "seed", None) is not None:
+            self.sampler.generator.manual_seed(self.sampler.seed + epoch)
+
+    def __iter__(self) -> Any:
+        return iter(self.sampler)
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+
 class SpecGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose rewards (and, if the spec has one, advantage pipeline) come from a compiled spec.
 
-    Overrides one TRL method, ``_generate_and_score_completions`` (see the module docstring). Extra metrics, per
+    Overrides one TRL method for the reward path, ``_generate_and_score_completions`` (see the module docstring),
+    and ``_get_train_sampler`` so that a resumed run sees the same data order (see :class:`EpochSeeded`). Extra
+    metrics, per
     logging step: ``masked/<component>`` (share of completions where that component is masked: an error without
     ``on_error``, ``none``, or an infrastructure failure), ``masked/rate`` (share whose total is masked: they get
     no advantage and are not scored as 0), ``masked/count``, ``advantages/{mean,std,min,max,abs_mean}``, and with
@@ -198,6 +222,10 @@ class SpecGRPOTrainer(GRPOTrainer):
         args.reward_weights = self.spec_rewards.weights
         self.last_batch: dict[str, np.ndarray] = {}
         super().__init__(model=model, reward_funcs=self.spec_rewards.functions, args=args, **kwargs)
+
+    def _get_train_sampler(self, dataset: Any = None) -> Any:
+        # Not part of the reward path: makes --resume replay the same data order across epochs (see EpochSeeded).
+        return EpochSeeded(super()._get_train_sampler(dataset))
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         mode = "train" if self.model.training else "eval"

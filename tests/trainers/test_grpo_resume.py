@@ -36,8 +36,9 @@ class StopAt(TrainerCallback):
 
 @pytest.fixture()
 def prompts(tmp_path) -> str:
+    """5 prompts, 2 per step: an epoch is 2 steps, so the 6-step runs cross epochs and resume mid-epoch."""
     path = tmp_path / "prompts.jsonl"
-    path.write_text("".join(json.dumps({"prompt": f"Task {i}: say it."}) + "\n" for i in range(12)))
+    path.write_text("".join(json.dumps({"prompt": f"Task {i}: say it."}) + "\n" for i in range(5)))
     return str(path)
 
 

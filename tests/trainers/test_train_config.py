@@ -65,6 +65,8 @@ def test_values_are_type_checked() -> None:
         resolve_config({"algorithm": "ppo"})
     with pytest.raises(ConfigError, match="`num_generations` must be at least 2"):
         resolve_config({"num_generations": 1})
+    with pytest.raises(ConfigError, match="`learning_rate` cannot be negative"):
+        resolve_config({"learning_rate": -1e-3})
     cfg, _ = resolve_config({"learning_rate": 1}, cli_sets={"max_steps": 5.0})
     assert isinstance(cfg.learning_rate, float) and cfg.max_steps == 5
 

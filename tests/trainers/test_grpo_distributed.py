@@ -33,7 +33,9 @@ def test_two_process_run_gathers_groups_before_the_advantage(tmp_path) -> None:
     proc = subprocess.run(["torchrun", "--standalone", "--nproc_per_node", "2",
                            os.path.join(HERE, "ddp_worker.py"), str(spec), str(data), str(run)],
                           env=env, capture_output=True, text=True, timeout=540)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    # torchrun's own summary hides the workers' errors at the end: show the error lines first
+    errors = [line for line in proc.stderr.splitlines() if "Error" in line or "error:" in line]
+    assert proc.returncode == 0, "\n".join(errors[-30:]) + "\n---\n" + proc.stderr[-3000:]
     views = [json.loads((run / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert [v["world"] for v in views] == [2, 2] and [v["step"] for v in views] == [3, 3]
     a, b = views

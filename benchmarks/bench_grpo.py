@@ -122,9 +122,9 @@ class Timed:
 
 def run(kind: str, model_path: str, steps: int, out_dir: str) -> dict[str, Any]:
     """``steps`` GRPO steps with ``kind`` in {"spec", "python"}; returns per-step times and the last rewards."""
-    import rewardlang
     from trl import GRPOTrainer
 
+    import rewardlang
     from rewardlang.trainers.config import resolve_config
     from rewardlang.trainers.data import build_dataset, check_columns, load_rows
     from rewardlang.trainers.grpo import SpecGRPOTrainer, grpo_args

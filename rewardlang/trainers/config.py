@@ -247,7 +247,8 @@ def resolve_config(
                 items = value.items() if key == "tiny_model" and isinstance(value, dict) else [(key[11:], value)]
                 for sub, v in items:
                     if sub not in _TINY_FIELDS:
-                        raise ConfigError(f"{where}: unknown tiny-model setting `{sub}`{_suggest(sub, set(_TINY_FIELDS))}; "
+                        hint = _suggest(sub, set(_TINY_FIELDS))
+                        raise ConfigError(f"{where}: unknown tiny-model setting `{sub}`{hint}; "
                                           f"known: {', '.join(_TINY_FIELDS)}")
                     setattr(cfg.tiny_model, sub, _coerce(sub, v, _TINY_FIELDS[sub].type, where))
                     sources[f"tiny_model.{sub}"] = where

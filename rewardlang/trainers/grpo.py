@@ -4,18 +4,19 @@ The recipe (:func:`train`) reads top to bottom: compile the spec, resolve the co
 data, build the policy, build the trainer, train, save. The spec supplies one reward function per component
 (``prog.as_trl_reward_funcs()``) with the spec's weights; TRL calls them where it always does, in
 ``GRPOTrainer._calculate_rewards``, on each process's own completions, and logs ``rewards/<component>/mean``.
+:class:`SpecRewardSet` makes a completion whose spec total is masked unscorable for TRL (None from every function).
 
 When the spec declares its own advantage pipeline (``advantage over group(prompt) = ...``), it replaces TRL's
-group normalisation. :class:`SpecGRPOTrainer` does that by overriding one method,
-``_generate_and_score_completions``, the way TRL's own variants override one method of the base trainer: in TRL
-1.16 the advantage is computed inline near the end of that method (there is no separate advantage hook), and its
-result leaves the method in ``output["advantages"]``, the local slice of a global vector. The override calls TRL's
-method unchanged, then recomputes that vector from the same gathered per-component rewards TRL normalised (the
-reward wrappers keep each process's values; ``gather`` assembles them in TRL's order), runs the spec's pipeline on
-the whole generation batch (groups = TRL's prompt groups: ``num_generations`` consecutive completions of one
-sampled prompt) and puts this process's slice back. TRL's loss (``_compute_loss``) consumes ``(B,)`` advantages and,
-since TRL 1.x, also ``(B, T)`` per-token advantages; the same override produces those when the spec attributes
-rewards to spans of the completion (see :func:`token_advantages`).
+group normalisation. :class:`SpecGRPOTrainer` does that by overriding one method of the reward path,
+``_generate_and_score_completions``, the way TRL's own variants (GMPO) override one method of the base trainer.
+In TRL 1.16 the advantage is computed inline near the end of that method (there is no smaller hook), and leaves it
+in ``output["advantages"]``, this process's slice of a vector over the whole generation batch. The override calls
+TRL's method unchanged, gathers the spec's per-sample rewards of every process in TRL's order, runs the spec's
+pipeline over the whole batch (groups = TRL's prompt groups: ``num_generations`` consecutive completions of one
+sampled prompt, possibly spread over processes) and puts this process's slice back. TRL's loss (``_compute_loss``)
+takes ``(B,)`` advantages and also ``(B, T)`` per-token ones; the override produces those when a component declares
+``spans`` (see :func:`token_advantages`). A second, small override (``_get_train_sampler``) only makes the data
+order of a resumed run identical across epochs.
 
     >>> from rewardlang.trainers.grpo import train                                   # doctest: +SKIP
     >>> result = train("specs/codepo_text.reward", sets={"train.max_steps": 5})       # doctest: +SKIP
@@ -30,7 +31,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -40,15 +41,14 @@ from trl import GRPOConfig, GRPOTrainer
 
 from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
 from rewardlang.trainers.data import build_dataset, check_columns, load_rows
-from rewardlang.trainers.metrics import (JsonlMetricsCallback, ProgressCallback, RewardClock,
-                                         StepTimingCallback)
+from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
-__all__ = ["SpecGRPOTrainer", "SpecRewardSet", "SpecReward", "grpo_args", "build_trainer", "train", "RunResult", "token_advantages",
-           "token_char_ends", "last_checkpoint"]
+__all__ = ["SpecGRPOTrainer", "SpecRewardSet", "SpecReward", "EpochSeeded", "grpo_args", "build_trainer", "train",
+           "RunResult", "token_advantages", "token_char_ends", "last_checkpoint"]
 
 
 class SpecRewardSet:
@@ -89,13 +89,13 @@ class SpecRewardSet:
 
     def _evaluate(self, kwargs: dict[str, Any]) -> None:
         t0 = time.perf_counter()
-        self.raw = {name: list(f(**kwargs)) for name, f in zip(self.names, self.funcs)}
+        self.raw = {name: list(f(**kwargs)) for name, f in zip(self.names, self.funcs, strict=True)}
         n = len(kwargs["completions"])
         if self.total_name is not None:
             self.total = [math.nan if v is None else float(v) for v in self.raw[self.total_name]]
         else:
             cols = [[math.nan if v is None else float(v) for v in self.raw[name]] for name in self.names]
-            self.total = [sum(w * c[i] for w, c in zip(self.weights, cols)) for i in range(n)]  # NaN if any is NaN
+            self.total = [sum(w * c[i] for w, c in zip(self.weights, cols, strict=True)) for i in range(n)]  # NaN if any is NaN
         if self.need_spans:
             self.result = self.program.score(**self._score_columns(kwargs))
         self.clock.seconds += time.perf_counter() - t0
@@ -119,7 +119,7 @@ class SpecRewardSet:
         """Function ``index``'s values for this batch, None where the total is masked."""
         if self._batch is not kwargs["completions"]:
             self._evaluate(kwargs)
-        return [None if t != t else v for v, t in zip(self.raw[self.names[index]], self.total)]
+        return [None if t != t else v for v, t in zip(self.raw[self.names[index]], self.total, strict=True)]
 
 
 class SpecReward:
@@ -203,12 +203,12 @@ class SpecGRPOTrainer(GRPOTrainer):
 
     Overrides one TRL method for the reward path, ``_generate_and_score_completions`` (see the module docstring),
     and ``_get_train_sampler`` so that a resumed run sees the same data order (see :class:`EpochSeeded`). Extra
-    metrics, per
-    logging step: ``masked/<component>`` (share of completions where that component is masked: an error without
-    ``on_error``, ``none``, or an infrastructure failure), ``masked/rate`` (share whose total is masked: they get
-    no advantage and are not scored as 0), ``masked/count``, ``advantages/{mean,std,min,max,abs_mean}``, and with
-    spans ``spans/token_share`` (share of completion tokens whose advantage a span changed); with :class:`StepTimingCallback`,
-    ``time/step``, ``time/reward``, ``time/reward_share``, ``tokens_per_second``.
+    metrics, per logging step: ``masked/<component>`` (share of completions where that component is masked: an
+    error without ``on_error``, ``none``, or an infrastructure failure), ``masked/rate`` (share whose total is
+    masked: they get no advantage and are not scored as 0), ``masked/count``,
+    ``advantages/{mean,std,min,max,abs_mean}``, and with spans ``spans/token_share`` (share of completion tokens
+    whose advantage a span changed); with :class:`StepTimingCallback`, ``time/step``, ``time/reward``,
+    ``time/reward_share``, ``tokens_per_second``.
 
     ``last_batch`` keeps the last generation batch's global ``rewards_per_func`` (unmasked, as the spec's functions
     returned them), ``total``, ``groups`` and ``advantages`` (NumPy), and the names, for inspection.
@@ -432,7 +432,8 @@ def _check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
             saved = json.load(fh)
         if saved.get("spec", {}).get("source_hash") not in (None, prog.source_hash):
             raise ConfigError(f"--resume: the spec changed since {run_dir} was started (source hash "
-                              f"{saved['spec']['source_hash'][:12]} then, {prog.source_hash[:12]} now); start a new run")
+                              f"{saved['spec']['source_hash'][:12]} then, {prog.source_hash[:12]} now); "
+                              f"start a new run")
         then, now = saved.get("train", {}), cfg.to_dict()
         changed = sorted(k for k in now if k not in _RESUME_MAY_CHANGE and k in then and then[k] != now[k])
         if changed:

@@ -9,7 +9,7 @@ when it is installed (``report_to=auto``).
 
     >>> import json, tempfile, os
     >>> d = tempfile.mkdtemp(); path = os.path.join(d, "metrics.jsonl")
-    >>> _ = open(path, "w").write('{"step": 1, "reward": 0.1}\\n{"step": 2, "reward": 0.2}\\n{"step": 3, "reward": 0.3}\\n')
+    >>> _ = open(path, "w").write("".join(json.dumps({"step": s, "reward": s / 10}) + "\\n" for s in (1, 2, 3)))
     >>> truncate_after(path, 2)
     >>> [r["step"] for r in read_metrics(path)]
     [1, 2]
@@ -66,7 +66,8 @@ class RewardClock:
 
 
 class JsonlMetricsCallback(TrainerCallback):
-    """Append each log record (with its ``step``) to ``path``; on resume, first drop the records after the checkpoint."""
+    """Append each log record (with its ``step``) to ``path``; a resumed run first drops the records after its
+    checkpoint."""
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -1,4 +1,4 @@
-"""Two processes (DDP on CPU, gloo): prompt groups split across processes get the spec's advantage of the whole group."""
+"""Two processes (DDP on CPU, gloo): a prompt group split across processes gets the spec's advantage of the group."""
 
 from __future__ import annotations
 

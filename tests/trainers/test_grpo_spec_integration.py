@@ -127,7 +127,8 @@ def test_cli_errors_are_one_clean_message(tmp_path) -> None:
     assert not os.path.exists(tmp_path / "run" / "checkpoint-1")  # failed before training
 
     r = _cli("train", "--spec", CODEPO, "--set", "train.num_generation=3")
-    assert r.returncode == 1 and "unknown train setting `num_generation`" in r.stderr and "`num_generations`" in r.stderr
+    assert r.returncode == 1 and "unknown train setting `num_generation`" in r.stderr
+    assert "`num_generations`" in r.stderr
     cfg = tmp_path / "c.yaml"
     cfg.write_text("batch_size: 7\n")
     r = _cli("train", "--spec", CODEPO, "--config", str(cfg))
@@ -253,3 +254,34 @@ def test_default_codepo_text_run_writes_a_complete_run_directory(tmp_path) -> No
     r = _cli("plot", str(out))
     assert r.returncode == 0, r.stderr
     assert (out / "curves.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_lora_run_trains_and_saves_only_the_adapter(tmp_path) -> None:
+    toy = os.path.join(ROOT, "tests", "trainers", "toy_digits.reward")
+    data = _jsonl(tmp_path / "d.jsonl", [{"prompt": f"Task {i}"} for i in range(8)])
+    result = train(toy, sets={"train.max_steps": 3, "train.beta": 0.1, "train.lora_r": 4},
+                   flags={"dataset": data, "output_dir": str(tmp_path / "run"), "lora": True}, progress=False)
+    final = tmp_path / "run" / "final"
+    assert (final / "adapter_config.json").exists() and (final / "adapter_model.safetensors").exists()
+    assert not (final / "model.safetensors").exists()
+    assert json.loads((final / "adapter_config.json").read_text())["r"] == 4
+    from safetensors.torch import load_file
+
+    adapter = load_file(final / "adapter_model.safetensors")
+    assert adapter and all("lora_" in k for k in adapter)
+    # the LoRA B matrices start at zero; training moved them
+    assert any(v.abs().sum() > 0 for k, v in adapter.items() if "lora_B" in k)
+    records = [r for r in read_metrics(result.metrics_path) if "reward" in r]
+    # beta > 0 with LoRA: the reference is the base model with the adapter disabled
+    assert all(r["kl"] is not None and r["kl"] >= 0 for r in records) and records[-1]["kl"] > 0
+
+
+def test_default_run_directory_is_named_after_the_spec(tmp_path, monkeypatch) -> None:
+    from rewardlang.trainers.config import TrainConfig
+    from rewardlang.trainers.grpo import _run_dir
+
+    monkeypatch.chdir(tmp_path)
+    name = _run_dir(TrainConfig(), "codepo_text", resume=False)
+    assert name.startswith(os.path.join("runs", "codepo_text-")) and len(name) == len("runs/codepo_text-") + 15
+    assert _run_dir(TrainConfig(output_dir="x/y"), "codepo_text", resume=False) == "x/y"

@@ -6,8 +6,14 @@ import json
 
 import pytest
 
-from rewardlang.trainers.config import (ConfigError, TrainConfig, load_config_file, parse_set, resolve_config,
-                                        save_resolved)
+from rewardlang.trainers.config import (
+    ConfigError,
+    TrainConfig,
+    load_config_file,
+    parse_set,
+    resolve_config,
+    save_resolved,
+)
 
 
 def test_layers_override_in_order_and_record_their_source(tmp_path) -> None:
@@ -72,7 +78,8 @@ def test_values_are_type_checked() -> None:
 
 
 def test_tiny_model_keys() -> None:
-    cfg, sources = resolve_config({"tiny_model": {"hidden_size": 32}}, cli_sets={"train.tiny_model.num_hidden_layers": 1})
+    cfg, sources = resolve_config({"tiny_model": {"hidden_size": 32}},
+                                  cli_sets={"train.tiny_model.num_hidden_layers": 1})
     assert (cfg.tiny_model.hidden_size, cfg.tiny_model.num_hidden_layers) == (32, 1)
     assert sources["tiny_model.num_hidden_layers"] == "--set"
     with pytest.raises(ConfigError, match="unknown tiny-model setting `hidden`"):

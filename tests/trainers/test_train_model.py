@@ -23,7 +23,8 @@ def test_chat_template() -> None:
     tok = build_tokenizer(300)
     chat = [{"role": "user", "content": "Write f."}, {"role": "assistant", "content": "def f(): pass"}]
     assert tok.apply_chat_template(chat, tokenize=False) == "<|user|>Write f.\n<|assistant|>def f(): pass<|endoftext|>"
-    assert tok.apply_chat_template(chat[:1], tokenize=False, add_generation_prompt=True) == "<|user|>Write f.\n<|assistant|>"
+    prompt = tok.apply_chat_template(chat[:1], tokenize=False, add_generation_prompt=True)
+    assert prompt == "<|user|>Write f.\n<|assistant|>"
 
 
 def test_vocab_too_small_is_a_config_error() -> None:

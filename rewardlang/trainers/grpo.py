@@ -95,7 +95,8 @@ class SpecRewardSet:
             self.total = [math.nan if v is None else float(v) for v in self.raw[self.total_name]]
         else:
             cols = [[math.nan if v is None else float(v) for v in self.raw[name]] for name in self.names]
-            self.total = [sum(w * c[i] for w, c in zip(self.weights, cols, strict=True)) for i in range(n)]  # NaN if any is NaN
+            # the weighted sum is NaN when any component is: the spec masks the total then
+            self.total = [sum(w * c[i] for w, c in zip(self.weights, cols, strict=True)) for i in range(n)]
         if self.need_spans:
             self.result = self.program.score(**self._score_columns(kwargs))
         self.clock.seconds += time.perf_counter() - t0

@@ -40,7 +40,7 @@ from transformers import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
-from rewardlang.trainers.data import build_dataset, check_columns, load_rows
+from rewardlang.trainers.data import DataError, build_dataset, check_columns, load_rows
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
 
@@ -380,13 +380,21 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
     model, tokenizer = load_policy(cfg)
     if cfg.model is None:
         _save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
-    dataset, _ = build_dataset(rows, columns, tokenizer, cfg.prompt_format, cfg.max_prompt_length)
+    dataset, summary = build_dataset(rows, columns, tokenizer, cfg.prompt_format, cfg.max_prompt_length)
+    args = grpo_args(cfg, run_dir)
+    per_step = args.generation_batch_size // cfg.num_generations
+    if len(dataset) < per_step:  # TRL's sampler drops a partial batch: the run would end at step 0, "successfully"
+        dropped = f" ({summary['dropped_long_prompts']} left out by max_prompt_length)" \
+            if summary["dropped_long_prompts"] else ""
+        raise DataError(f"{source}: {len(dataset)} prompts{dropped}, but each step needs {per_step} "
+                        f"(batch_size x processes x gradient_accumulation_steps / num_generations); add prompts or "
+                        f"lower `prompts_per_step`/`batch_size`")
     clock = RewardClock()
     timing = StepTimingCallback(clock)
     extra = [JsonlMetricsCallback(os.path.join(run_dir, "metrics.jsonl")), timing, *callbacks]
     if cfg.progress if progress is None else progress:
         extra.append(ProgressCallback())
-    trainer = SpecGRPOTrainer(model=model, program=prog, args=grpo_args(cfg, run_dir), clock=clock,
+    trainer = SpecGRPOTrainer(model=model, program=prog, args=args, clock=clock,
                               train_dataset=dataset, processing_class=tokenizer, callbacks=extra,
                               peft_config=lora_config(cfg))
     timing.trainer = trainer

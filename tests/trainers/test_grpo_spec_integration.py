@@ -126,6 +126,10 @@ def test_cli_errors_are_one_clean_message(tmp_path) -> None:
     assert "reads column `answer`" in r.stderr and "Available columns: prompt, target" in r.stderr
     assert not os.path.exists(tmp_path / "run" / "checkpoint-1")  # failed before training
 
+    small = _jsonl(tmp_path / "small.jsonl", [{"prompt": "a"}, {"prompt": "b"}, {"prompt": "c"}])
+    r = _cli("train", "--spec", CODEPO, "--dataset", small, "--set", "train.prompts_per_step=4")
+    assert r.returncode == 1 and "3 prompts, but each step needs 4" in r.stderr
+
     r = _cli("train", "--spec", CODEPO, "--set", "train.num_generation=3")
     assert r.returncode == 1 and "unknown train setting `num_generation`" in r.stderr
     assert "`num_generations`" in r.stderr

@@ -1275,6 +1275,8 @@ class Checker:
             if name == "completion" and not all(isinstance(x, str) for x in rows_cols[name]):
                 self.error("E401", "`completion` must be text", loc)
                 ok = False
+        if not ok:
+            return None
         n_rows = n_rows or 1
         rows = [{k: (c[i] if len(c) > 1 or n_rows == 1 else c[0]) for k, c in rows_cols.items()}
                 for i in range(n_rows)]
@@ -1419,9 +1421,10 @@ class Checker:
             if stmt is not None and name not in self.used_inputs and stmt.loc.file == file \
                     and name not in ("completion",):
                 self.warn("W001", f"input `{name}` is never used", stmt.loc)
-        for name, (stmt, lenv) in env.lets.items():
+        for name, (stmt, lenv) in list(env.lets.items()):
             if lenv is env and name not in env.used_lets:
                 self.warn("W002", f"`{name}` is never used", stmt.loc)
+                self.lower_let(name, Scope("row", env), stmt.loc)  # its own errors are still errors
         if any(d.is_error for d in self.diags) or r == ERR:
             return None
         inputs = [ir.InputIR(n, t, col, n in self.used_inputs) for n, (_, t, col) in self.inputs.items()]

@@ -245,18 +245,24 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
         try:
             cols = prog._columns(n, given, by="column")
         except DataError as exc:
-            bad = sorted({r for r, _, _ in exc.problems})
-            if on_bad_row == "fail" or any(c == "completion" and m == "no completions given"
-                                           for _, c, m in exc.problems):
+            whole = [(c, m) for _, c, m in exc.problems if m.startswith("missing") or m.startswith("no completions")]
+            if whole or on_bad_row == "fail":
                 for r, c, m in exc.problems[:20]:
-                    _err(f"error[D001]: {input}:{batch[r][0]}: row {batch[r][0] - 1}: column `{c}` {m}")
-                _err("hint: fix the data, or pass --on-bad-row skip to skip (and count) bad rows")
+                    where = f"{input}" if (c, m) in whole else f"{input}:{batch[r][0]}: row {batch[r][0] - 1}"
+                    _err(f"error[D001]: {where}: column `{c}` {m}")
+                _err("hint: fix the data" + ("" if whole else ", or pass --on-bad-row skip to skip (and count) "
+                                                              "bad rows"))
                 raise typer.Exit(1)
+            bad = {r for r, _, _ in exc.problems}
             for r, c, m in exc.problems:
                 summ.bad_rows.append((batch[r][0], f"column `{c}` {m}"))
-            keep = [b for i, b in enumerate(batch) if i not in set(bad)]
-            flush(keep)
-            return
+            batch = [b for i, b in enumerate(batch) if i not in bad]
+            if not batch:
+                return
+            rows = [r for _, r in batch]
+            given = {k: [r.get(k) for r in rows] for k in _columns_needed(prog, rows)}
+            n = len(rows)
+            cols = prog._columns(n, given, by="column")  # only good rows are left
         group = None
         if group_by:
             if group_by not in rows[0]:
@@ -334,9 +340,13 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
 
 
 def _columns_needed(prog: Any, rows: list[dict]) -> list[str]:
-    keys = {i.column for i in prog.inputs if i.used} | {i.name for i in prog.inputs if i.used}
-    present = set().union(*(r.keys() for r in rows[:1])) if rows else set()
-    return sorted(keys & present | {i.column for i in prog.inputs if i.used and i.name == "completion"})
+    """The columns to read: each used input's column (or its name), as present in the batch."""
+    present: set[str] = set().union(*(r.keys() for r in rows)) if rows else set()
+    out = []
+    for i in prog.inputs:
+        if i.used and (i.column in present or i.name in present):
+            out.append(i.column if i.column in present else i.name)
+    return sorted(set(out))
 
 
 def _clean(x: float) -> float | None:

@@ -25,6 +25,20 @@ _ROW_KERNELS = {
 }
 
 
+def _docstring(text: str) -> str:
+    """A triple-quoted literal of ``text`` that nothing in it can end early: quotes and backslashes are escaped,
+    and so is every character other than the newline that Python's tokenizer could read as a line break."""
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n" or (ch.isprintable() and ch not in "\x85\u2028\u2029"):
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return '"""' + "".join(out) + '"""'
+
+
 def _lit(value: Any) -> str:
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
@@ -222,13 +236,13 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
     # reward
     r_lines, r_var = em.body([prog.reward], em.np_expr)
     # every text that comes from the spec enters the module through repr(): it cannot end a string early
-    reward_fn = ["def reward(C, W, step=0):", "    " + repr(f"reward = {prog.reward_text}")] + r_lines + [f"    return A.as_float({r_var[prog.reward]})"]
+    reward_fn = ["def reward(C, W, step=0):", "    " + _docstring(f"reward = {prog.reward_text}")] + r_lines + [f"    return A.as_float({r_var[prog.reward]})"]
 
     # advantage
     adv_fn: list[str] = []
     if prog.advantage is not None:
         adv = prog.advantage
-        adv_fn = ["def advantage(R, C, W, G, step=0):", "    " + repr(adv.text)]
+        adv_fn = ["def advantage(R, C, W, G, step=0):", "    " + _docstring(adv.text)]
         stage_fns = []
         for i, st in enumerate(adv.stages):
             if st.is_sum:
@@ -237,7 +251,7 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
             stage_fns.append((i, lines, var[st.node], st.text))
         for i, lines, result, text in stage_fns:
             adv_fn.append(f"    def stage{i}(x):")
-            adv_fn.append("        " + repr(text))
+            adv_fn.append("        " + _docstring(text))
             adv_fn += lines
             adv_fn.append(f"        return A.as_float({result})")
         per_component = adv.each_component
@@ -291,7 +305,7 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
         "Load it with `rewardlang.runtime.program.Program.from_module(module)`; it needs no .reward file.",
     ])
     header = [
-        repr(doc),
+        _docstring(doc),
         "",
         "from rewardlang.runtime import kernels as K",
         "from rewardlang.runtime import aggregates as A",

@@ -112,7 +112,7 @@ class Diagnostic:
             loc = self.loc
             out.append(f" {c.blue}-->{c.reset} {loc.file}:{loc.line}:{loc.column}")
             src = (sources or {}).get(loc.file)
-            lines = src.splitlines() if src is not None else []
+            lines = src.split("\n") if src is not None else []  # lines as the parser counts them
             if 1 <= loc.line <= len(lines):
                 text = lines[loc.line - 1].replace("\t", " ")
                 gutter = len(str(loc.line))

@@ -12,6 +12,8 @@ spec compiles to the same program (both are property-tested).
 
 from __future__ import annotations
 
+import json
+
 from rewardlang import syntax as S
 from rewardlang.parser import parse
 
@@ -114,7 +116,13 @@ def _scope(s: S.Scope) -> str:
 
 
 def _string(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+    """A double-quoted literal of ``s`` that the parser reads back as ``s`` (control and separator characters
+    escaped, so the literal stays on one line however lines are counted)."""
+    out = json.dumps(s, ensure_ascii=False)
+    return "".join(ch if ch not in _LINE_BREAKING else f"\\u{ord(ch):04x}" for ch in out)
+
+
+_LINE_BREAKING = {"\x85", "\u2028", "\u2029", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"}
 
 
 def _stmt(s: S.Stmt) -> list[str]:
@@ -173,7 +181,7 @@ def format_source(source: str, file: str = "<string>") -> str:
     """The canonical text of a spec. Raises :class:`rewardlang.parser.ParseFailure` on a syntax error."""
     mod = parse(source, file)
     comments = sorted(mod.comments, key=lambda c: (c.line, c.column))
-    src_lines = source.splitlines()
+    src_lines = source.split("\n")  # as the parser counts lines
     # items in source order: (first line, last line, output lines); trailing comments join their statement
     items: list[tuple[int, int, list[str]]] = []
     ci = 0

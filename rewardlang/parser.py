@@ -355,7 +355,9 @@ def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnost
     line = getattr(exc, "line", 1) or 1
     column = getattr(exc, "column", 1) or 1
     if isinstance(exc, UnexpectedToken) and exc.token.type == "$END" or isinstance(exc, UnexpectedEOF):
-        lines = source.splitlines() or [""]
+        lines = source.split("\n")
+        if len(lines) > 1 and lines[-1] == "":
+            lines.pop()  # a final newline ends the last line; it does not start one
         line = len(lines)
         column = len(lines[-1]) + 1
         expected = getattr(exc, "expected", None) or getattr(exc, "accepts", None) or set()

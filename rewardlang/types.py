@@ -46,6 +46,8 @@ class Type:
         """True if a value of this type may be used where ``other`` is expected."""
         if isinstance(other, Scalar) and other.name == "any":
             return other.nullable or not self.nullable
+        if isinstance(self, Scalar) and self.name == "any":  # unknown (already reported): no cascade of errors
+            return True
         if self.nullable and not other.nullable:
             return False
         if isinstance(self, Scalar) and self.name == "none":

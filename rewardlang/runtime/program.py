@@ -221,6 +221,8 @@ class Program:
                 alt = inp.column if by == "name" else inp.name
                 if alt in given:
                     key = alt
+                elif inp.name == "completion" and not inp.used:
+                    continue
                 elif inp.name == "completion":
                     raise DataError([(0, key, "no completions given")])
                 else:
@@ -265,6 +267,8 @@ class Program:
         if "completion" not in given:
             raise DataError([(0, "completion", "no completions given")])
         n = len(given["completion"])
+        if not self.input("completion").used:
+            given.pop("completion")
         cols = self._columns(n, given)
         return self.score_columns(cols, n, step=step, group=group, raw=given)
 
@@ -275,10 +279,14 @@ class Program:
         names = [c.name for c in self.components]
         # identical rows (GRPO groups often repeat) are computed once
         row_inputs = [k for k in cols if self.input(k).used]
-        if not row_inputs:
-            row_inputs = ["completion"]
-        keys = cols[row_inputs[0]] if len(row_inputs) == 1 else list(zip(*(cols[k] for k in row_inputs)))
-        if any(self.input(k).type.startswith("list") or self.input(k).type == "group" for k in row_inputs):
+        if not row_inputs:  # nothing per-sample is read: every row is the same row
+            keys: Any = [0] * n
+        elif len(row_inputs) == 1:
+            keys = cols[row_inputs[0]]
+        else:
+            keys = list(zip(*(cols[k] for k in row_inputs)))
+        if row_inputs and any(self.input(k).type.startswith("list") or self.input(k).type == "group"
+                              for k in row_inputs):
             keys = [_hashable(k) for k in keys]
         index: dict[Any, int] = {}
         inverse = np.empty(n, dtype=np.int64)

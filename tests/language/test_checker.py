@@ -363,8 +363,6 @@ def test_unknown_and_forbidden_types() -> None:
                       "column that may be null)")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: after E207 an input's type becomes `any`, which is assignable to "
-                                       "nothing, so every use of the input adds a spurious second error (E203)")
 def test_unknown_input_type_is_reported_once() -> None:
     prog, diags = check("input q: strng\ncomponent c = len(q)")
     assert [d.code for d in diags] == ["E207"]
@@ -520,9 +518,6 @@ def test_bad_examples(src: str, code: str, message: str) -> None:
     assert (d.code, d.message) == (code, message)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: example inputs of different lengths crash the checker with "
-                                       "IndexError (check_example builds the rows after reporting E401) instead of "
-                                       "a located E401")
 def test_example_inputs_of_different_lengths_are_E401() -> None:
     prog, diags = check('component c = count(completion, "a")\n'
                         'example { completion: ["a", "b"], prompt: ["p", "q", "r"], expect c = 1 }')
@@ -605,8 +600,6 @@ def test_all_errors_of_a_spec_are_reported_in_one_run() -> None:
     assert str(ei.value).startswith("13 error(s)")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `let` definitions are lowered only when used, so an error inside an "
-                                       "unused let (here an invalid regex) is never reported, only W002")
 def test_errors_inside_an_unused_let_are_reported() -> None:
     prog, diags = check("let markers = count(completion, /Step(/)\ncomponent c = len(completion)")
     assert "E004" in [d.code for d in diags]
@@ -665,10 +658,6 @@ def test_rendering_expands_tabs_so_the_caret_stays_aligned() -> None:
     assert lines[4].index("^") == lines[3].index("lenn")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Diagnostic.render splits the source with str.splitlines(), which also "
-                                       "breaks at \\x0c, \\x1c-\\x1e, \\x85, \\u2028 and \\u2029, while Lark counts "
-                                       "lines by \\n only: after such a character (e.g. in a comment) the wrong "
-                                       "source line is shown under the location")
 def test_rendering_shows_the_right_line_after_a_form_feed_in_a_comment() -> None:
     src = "# page one\x0c page two\ncomponent c = lenn(completion)\n"
     with pytest.raises(SpecError) as ei:

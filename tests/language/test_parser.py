@@ -314,9 +314,6 @@ def test_unexpected_end_of_file_is_E003_at_the_end() -> None:
     assert d.hint == "expected `(`, `+` or `-`, `[`, `false`, `none`, `not`, `true`, a /regex/, …"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: parser._syntax_diagnostic places an unexpected end of file with "
-                                       "source.splitlines(), which also breaks at \\x0c, \\u2028, ... while Lark counts "
-                                       "lines by \\n only: after a form feed in a comment, E003 points past the file")
 def test_end_of_file_location_after_a_form_feed() -> None:
     d = fail("# page\x0cbreak\nlet x = (1")
     assert d.code == "E003" and (d.loc.line, d.loc.column) == (2, 11)

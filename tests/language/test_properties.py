@@ -403,17 +403,11 @@ def test_fmt_of_generated_specs_is_idempotent_and_keeps_the_meaning(src: str, ba
 # ---------------------------------------------------------------- fmt bugs found while writing the above
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: fmt writes a doc string's \\r as a raw carriage return (fmt._string "
-                                       "escapes only \\\\, \\\", \\n and \\t), and the output no longer parses "
-                                       "(E005 unterminated string literal)")
 def test_fmt_output_of_a_doc_with_an_escaped_carriage_return_parses() -> None:
     out = format_source('spec a "x\\ry"\ncomponent c = 1\n')
     assert shape(parse(out).body) == shape(parse('spec a "x\\ry"\ncomponent c = 1\n').body)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: fmt writes \\u2028 (or \\x1c, \\x85, ...) raw into a doc string and "
-                                       "counts source lines with str.splitlines(), which breaks there while the parser "
-                                       "does not: formatting again drops the blank line (not idempotent)")
 def test_fmt_is_idempotent_with_a_line_separator_in_a_doc() -> None:
     once = format_source('spec a "x\\u2028y"\n\ncomponent c = 1\n')
     assert format_source(once) == once

@@ -17,7 +17,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rewardlang.runtime.api import Context, Result, Span, function
+from rewardlang.runtime.api import ComponentError, Context, Result, Span, function
 from rewardlang.runtime.columns import Col
 from rewardlang.signature import Arg
 from rewardlang.types import NUMBER, REGEX, TEXT
@@ -308,6 +308,11 @@ class ExtractParams(_Opts):
 @function("extract", args={"text": "text", "pattern": _PAT}, returns="text?", params=ExtractParams,
           spans_of="text", tags=CHEAP, doc="The first match (or its `group`), none when there is none.")
 def extract(text: list[str], pattern: Any, *, params: ExtractParams, ctx: Context) -> Result:
+    g = params.group
+    if (isinstance(g, int) and not 0 <= g <= pattern.regex.groups) or (
+            isinstance(g, str) and g not in pattern.regex.groupindex):
+        # a property of the spec, not of a sample: every sample fails the same way, in any batch
+        raise ComponentError(f"extract: {pattern!r} has no group {g!r}")
     out: list[str | None] = []
     offs: list[int | None] = []
     for t in text:

@@ -276,7 +276,7 @@ class Program:
                       raw: Mapping[str, Sequence[Any]] | None = None) -> ScoreResult:
         t0 = time.perf_counter()
         stats: Counter = Counter()
-        names = [c.name for c in self.components]
+        before = Counter(self.stats)  # what functions add to ctx.stats during this call is reported with it
         # identical rows (GRPO groups often repeat) are computed once
         row_inputs = [k for k in cols if self.input(k).used]
         if not row_inputs:  # nothing per-sample is read: every row is the same row
@@ -343,7 +343,11 @@ class Program:
         t4 = time.perf_counter()
         stats.update({"time_dedup": t1 - t0, "time_rows": t2 - t1, "time_policy_reward": t3 - t2,
                       "time_advantage": t4 - t3})
+        # counters the functions added to ctx.stats (sandbox executions, isolation level, tool time) this call
+        delta = {k: v - before.get(k, 0) for k, v in self.stats.items()
+                 if isinstance(v, (int, float)) and v != before.get(k, 0)}
         self.stats.update({k: v for k, v in stats.items() if not k.startswith("time_")})
+        stats.update(delta)
         return ScoreResult(total, values, masked, errors, infra, spans, adv, W, dict(stats))
 
     def _row_phase(self, cols: dict[str, list[Any]], m: int, step: int) -> dict[str, tuple[Col, Col | None]]:

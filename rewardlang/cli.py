@@ -477,7 +477,9 @@ def _delegate(name: str) -> Any:
 
         cmd = typer.main.get_command(trainers_cli.app)
         try:
-            cmd.main(args=[name, *ctx.args], prog_name=f"rewardlang", standalone_mode=False)
+            code = cmd.main(args=[name, *ctx.args], prog_name="rewardlang", standalone_mode=False)
+            if isinstance(code, int) and code:  # a typer.Exit(n) inside the sub-command comes back as n
+                raise typer.Exit(code)
         except SystemExit as exc:
             raise typer.Exit(exc.code if isinstance(exc.code, int) else 1)
         except Exception as exc:  # click's usage errors

@@ -173,6 +173,8 @@ class Program:
         self.workers = max(1, min(os.cpu_count() or 1, int(os.environ.get("REWARDLANG_WORKERS", "0") or 0)
                                   or (os.cpu_count() or 1)))
         self._pool: Any = None
+        #: unique rows from which the per-sample phase runs on every core (worker start-up costs ~1 s once)
+        self.pool_min_rows = int(os.environ.get("REWARDLANG_POOL_MIN_ROWS", _POOL_MIN_ROWS))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -204,6 +206,17 @@ class Program:
             if i.name == name:
                 return i
         raise KeyError(name)
+
+    @property
+    def reward_components(self) -> list[str]:
+        """The components the reward expression reads (a masked one masks the total)."""
+        return list(self.spec["reward_components"])
+
+    @property
+    def last_trl_result(self) -> "ScoreResult | None":
+        """The full result of the batch the TRL reward functions scored last (spans included)."""
+        cached = getattr(self, "_trl_last", None)
+        return cached[2] if cached is not None else None
 
     def weights(self, step: int = 0) -> dict[str, float]:
         return self.module.weights(step)
@@ -351,7 +364,7 @@ class Program:
         return ScoreResult(total, values, masked, errors, infra, spans, adv, W, dict(stats))
 
     def _row_phase(self, cols: dict[str, list[Any]], m: int, step: int) -> dict[str, tuple[Col, Col | None]]:
-        if self.in_workers and self.workers > 1 and m >= _POOL_MIN_ROWS:
+        if self.in_workers and self.workers > 1 and m >= self.pool_min_rows:
             return self._row_phase_parallel(cols, m, step)
         return self._row_phase_local(cols, m, step)
 

@@ -66,6 +66,7 @@ def main() -> None:
     print(f"{len(rows)} rows ({len(set(prompts))} problems x {len(rows) // len(set(prompts))} completions)")
 
     prog = rewardlang.load(os.path.join(ROOT, "specs/codepo.reward"))
+    prog.workers = os.cpu_count() or 1
     # both cores, as in training, where the worker processes stay up between steps: start them before timing
     prog.pool_min_rows = 256
     # warm-up on other strings, so no cache (ours or the workers') holds anything the timed run asks for

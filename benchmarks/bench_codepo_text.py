@@ -98,6 +98,7 @@ def main() -> None:
           f"{os.cpu_count()} cores")
 
     prog = rewardlang.load(os.path.join(ROOT, "specs/codepo_text.reward"))
+    prog.workers = os.cpu_count() or 1  # both cores
     prog.score(completion=completions[:300], prompt=prompts[:300])  # compile Numba kernels (cached on disk)
     if args.rows >= 20_000:  # start the worker processes outside the timed region, as a trainer would
         prog.score(completion=completions[:20_000], prompt=prompts[:20_000])

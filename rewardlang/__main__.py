@@ -2,4 +2,5 @@
 
 from rewardlang.cli import main
 
-main()
+if __name__ == "__main__":  # scoring worker processes import this module again: they must not run the CLI
+    main()

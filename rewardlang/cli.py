@@ -215,6 +215,7 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
           on_bad_row: str = typer.Option("fail", "--on-bad-row", help="fail | skip"),
           step: int = typer.Option(0, "--step", help="training step (for weight schedules)"),
           batch_size: int = typer.Option(8192, "--batch-size", help="rows scored together"),
+          workers: int = typer.Option(0, "--workers", help="processes for large batches (0: every core)"),
           progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar on stderr"),
           summary: bool = typer.Option(True, "--summary/--no-summary", help="summary table on stderr")) -> None:
     """Score a JSONL file; each row gets the total, every component, the advantage when grouped, errors."""
@@ -226,6 +227,9 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
         _err("error: --on-bad-row is `fail` or `skip`")
         raise typer.Exit(1)
     prog = _load(spec, set_)
+    import os
+
+    prog.workers = workers or os.cpu_count() or 1
     if not input.exists():
         _err(f"error: {input}: no such file")
         raise typer.Exit(1)
@@ -328,6 +332,7 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
             bar.stop()
         if output:
             out_f.close()
+        prog.close()
     elapsed = time.perf_counter() - t0
     if summary:
         times: dict[str, float] = {}

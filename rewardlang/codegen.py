@@ -292,7 +292,7 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
         "params": prog.params,
         "examples": [{"name": e.name, "file": e.file, "line": e.line, "rows": e.rows,
                       "expects": [(n, v, t) for n, v, t, _ in e.expects]} for e in prog.examples],
-        "row_workers_ok": None,  # filled by the runtime from the registry
+        "row_inputs": sorted({em.g[i].attrs[0] for i in em.g.closure(roots) if em.g[i].kind == "input"}),
         "functions": sorted(em.fn_names),
     }
     doc = "\n".join([

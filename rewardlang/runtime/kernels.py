@@ -573,31 +573,38 @@ def call(ctx: Context, impl: Implementation, layout: Sequence[tuple], args: Sequ
     none = np.ones(n, dtype=bool)  # cleared where a value arrives
     out_off = None
     if len(rows):
-        # identical argument tuples are computed once
-        dyn = [a for a in args]
-        per_row = [[(a.v[i] if isinstance(a, Col) else a) for a in dyn] for i in rows] if dyn else [[] for _ in rows]
-        if impl.signature.tags and "no_dedup" in impl.signature.tags:
-            uniq_rows, inverse = rows, np.arange(len(rows))
-            uniq_vals = per_row
+        dyn = list(args)
+        if "no_dedup" in sig.tags and len(rows) == n:
+            # cheap functions over rows that are all present: hand over the columns as they are
+            inverse = np.arange(n)
+            columns = [a.v if isinstance(a, Col) else [a] * n for a in dyn]
+            m = n
         else:
-            seen: dict[Any, int] = {}
-            inverse = np.empty(len(rows), dtype=np.int64)
-            uniq_idx: list[int] = []
-            for j, vals in enumerate(per_row):
-                k = _key(vals) if any(isinstance(v, (list, dict)) for v in vals) else tuple(vals)
-                u = seen.get(k)
-                if u is None:
-                    u = seen[k] = len(uniq_idx)
-                    uniq_idx.append(j)
-                inverse[j] = u
-            uniq_vals = [per_row[j] for j in uniq_idx]
-        columns: list[Any] = []
-        for d in range(len(dyn)):
-            col = [v[d] for v in uniq_vals]
-            a = dyn[d]
-            if isinstance(a, Col) and a.kind == "num":
-                col = np.asarray(col, dtype=np.float64)
-            columns.append(col)
+            # identical argument tuples are computed once
+            per_row = [[(a.v[i] if isinstance(a, Col) else a) for a in dyn] for i in rows] if dyn \
+                else [[] for _ in rows]
+            if "no_dedup" in sig.tags:
+                inverse = np.arange(len(rows))
+                uniq_vals = per_row
+            else:
+                seen: dict[Any, int] = {}
+                inverse = np.empty(len(rows), dtype=np.int64)
+                uniq_idx: list[int] = []
+                for j, vals in enumerate(per_row):
+                    key = _key(vals) if any(isinstance(v, (list, dict)) for v in vals) else tuple(vals)
+                    u = seen.get(key)
+                    if u is None:
+                        u = seen[key] = len(uniq_idx)
+                        uniq_idx.append(j)
+                    inverse[j] = u
+                uniq_vals = [per_row[j] for j in uniq_idx]
+            columns = []
+            for d in range(len(dyn)):
+                col: Any = [v[d] for v in uniq_vals]
+                if isinstance(dyn[d], Col) and dyn[d].kind == "num":
+                    col = np.asarray(col, dtype=np.float64)
+                columns.append(col)
+            m = len(uniq_vals)
         call_args = _layout_args(layout, columns)
         for j, (tag, val) in enumerate(layout):
             if tag == "vd":  # variadic per-sample arguments arrive as one list of values per sample
@@ -605,7 +612,6 @@ def call(ctx: Context, impl: Implementation, layout: Sequence[tuple], args: Sequ
         sub = Context(timeout=timeout if timeout is not None else ctx.timeout, step=ctx.step, workers=ctx.workers,
                       component=component, cache=ctx.cache, stats=ctx.stats, use_cache=ctx.use_cache,
                       extra=ctx.extra)
-        m = len(uniq_vals)
         t_start = time.perf_counter()
         try:
             res = impl.fn(*call_args, params=params, ctx=sub)

@@ -166,12 +166,16 @@ class Program:
         self.train: dict[str, Any] = dict(spec["train"])
         self.params: dict[str, Any] = dict(spec["params"])
         self.has_advantage = spec["advantage"] is not None
+        #: the inputs the per-sample phase reads (a group key may be read only by the advantage)
+        self.row_inputs: set[str] = set(spec.get("row_inputs", [i.name for i in self.inputs if i.used]))
         impls = registry.load_all()
         self.in_workers = all(impls[f].in_workers for f in spec["functions"])
         self.cache = LRUCache()
         self.stats: Counter = Counter()
-        self.workers = max(1, min(os.cpu_count() or 1, int(os.environ.get("REWARDLANG_WORKERS", "0") or 0)
-                                  or (os.cpu_count() or 1)))
+        # processes for the per-sample phase of large batches. Opt-in (REWARDLANG_WORKERS, `prog.workers = n`,
+        # `rewardlang score --workers`): workers are started by spawn, which re-imports the caller's main script,
+        # so a script needs the usual `if __name__ == "__main__":` guard.
+        self.workers = max(1, int(os.environ.get("REWARDLANG_WORKERS", "1") or 1))
         self._pool: Any = None
         #: unique rows from which the per-sample phase runs on every core (worker start-up costs ~1 s once)
         self.pool_min_rows = int(os.environ.get("REWARDLANG_POOL_MIN_ROWS", _POOL_MIN_ROWS))
@@ -248,6 +252,9 @@ class Program:
             check = _TYPE_CHECKS.get(inp.type, lambda x: True)
             if inp.type == "number":
                 col = [float(x) if check(x) else x for x in col]
+            if inp.type in ("text", "code") and all(type(x) is str for x in col) and _utf8_ok(col):
+                out[inp.name] = col  # the common case, checked in bulk
+                continue
             for r, x in enumerate(col):
                 if x is None:
                     if not inp.nullable:
@@ -291,7 +298,7 @@ class Program:
         stats: Counter = Counter()
         before = Counter(self.stats)  # what functions add to ctx.stats during this call is reported with it
         # identical rows (GRPO groups often repeat) are computed once
-        row_inputs = [k for k in cols if self.input(k).used]
+        row_inputs = [k for k in cols if k in self.row_inputs]
         if not row_inputs:  # nothing per-sample is read: every row is the same row
             keys: Any = [0] * n
         elif len(row_inputs) == 1:
@@ -313,7 +320,8 @@ class Program:
         m = len(first)
         stats["rows"] = n
         stats["unique_rows"] = m
-        uniq = {k: [v[i] for i in first] for k, v in cols.items()} if m < n else cols
+        row_cols = {k: v for k, v in cols.items() if k in self.row_inputs}
+        uniq = {k: [v[i] for i in first] for k, v in row_cols.items()} if m < n else row_cols
         t1 = time.perf_counter()
         raw_cols = self._row_phase(uniq, m, step)
         t2 = time.perf_counter()
@@ -586,6 +594,15 @@ def _is_number(text: str) -> bool:
         float(text)
         return True
     except ValueError:
+        return False
+
+
+def _utf8_ok(col: list[str]) -> bool:
+    """Every text encodes as UTF-8 (no lone surrogates), tested in one C-level pass."""
+    try:
+        "".join(col).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
         return False
 
 

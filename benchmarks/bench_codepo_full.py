@@ -10,7 +10,6 @@ answer gets CodeBLEU 0.30 under CodePO's weights). Those rows are counted and li
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time

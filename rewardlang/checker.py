@@ -27,7 +27,7 @@ from rewardlang import syntax as S
 from rewardlang.diagnostics import Diagnostic, did_you_mean
 from rewardlang.parser import ParseFailure, parse
 from rewardlang.signature import MISSING, Signature
-from rewardlang.types import (ANY, BOOL, CODE, GROUP, NONE, NUMBER, REGEX, SPANS, TEXT, ListOf, Scalar,
+from rewardlang.types import (ANY, BOOL, CODE, NONE, NUMBER, REGEX, SPANS, TEXT, ListOf, Scalar,
                               TupleOf, Type, parse_type)
 
 __all__ = ["check_source", "check_file", "MATH_FUNCS", "AGGREGATES", "LANGUAGE_FUNCS"]
@@ -470,7 +470,7 @@ class Checker:
         is_none_lit = [isinstance(t, Scalar) and t.name == "none" for t in (ta, tb)]
         if any(is_none_lit):
             if e.op not in ("==", "!="):
-                return self.error("E201", f"`none` can only be compared with == or !=", e.loc)
+                return self.error("E201", "`none` can only be compared with == or !=", e.loc)
             other = b if is_none_lit[0] else a
             node = self.g.add("is_none", (other,), (), BOOL)
             return node if e.op == "==" else self.g.add("not", (node,), (), BOOL)
@@ -1386,7 +1386,6 @@ class Checker:
             weighted_sum = False
         else:
             r = ERR if not comps else None
-            terms = []
             for c in comps:
                 t = self.g.add("arith", (self.g.add("weight", (), (c.name,), NUMBER),
                                          self.g.add("comp", (), (c.name,), NUMBER)), ("*",), NUMBER)

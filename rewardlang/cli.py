@@ -219,7 +219,6 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
           progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar on stderr"),
           summary: bool = typer.Option(True, "--summary/--no-summary", help="summary table on stderr")) -> None:
     """Score a JSONL file; each row gets the total, every component, the advantage when grouped, errors."""
-    import numpy as np
 
     from rewardlang.runtime.program import DataError
 

@@ -211,7 +211,6 @@ class _Emitter:
 def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_file: str | None = None) -> str:
     """The Python source of the compiled program."""
     em = _Emitter(prog, let_names or {})
-    out: list[str] = []
 
     # rows
     roots = [c.value for c in prog.components] + [c.spans for c in prog.components if c.spans is not None]

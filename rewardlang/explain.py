@@ -47,12 +47,10 @@ def _cell(col: Any) -> tuple[Any, str | None]:
     return v, None
 
 
-def derivation(prog: Any, row: dict[str, Any], step: int = 0) -> dict[str, Any]:
-    """The traced intermediate values of one row, keyed by the generated program's variable names."""
-    given = {k: [v] for k, v in row.items()}
-    cols = prog._columns(1, given, by="column")
+def derivation(prog: Any, cols: dict[str, list[Any]], step: int = 0) -> dict[str, Any]:
+    """The traced intermediate values of one validated row, keyed by the generated program's variable names."""
     trace: dict[str, Any] = {}
-    prog._row_phase_local(cols, 1, step, trace)
+    prog._row_phase_local({k: v for k, v in cols.items() if k in prog.row_inputs}, 1, step, trace)
     return trace
 
 
@@ -62,10 +60,11 @@ def explain_row(prog: Any, row: dict[str, Any], step: int = 0) -> None:
     from rich.text import Text
 
     console = Console()
-    out = prog.score_columns(prog._columns(1, {k: [v] for k, v in row.items()}, by="column"), 1, step=step,
-                             raw={k: [v] for k, v in row.items()})
-    trace = derivation(prog, row, step)
-    completion = prog._columns(1, {k: [v] for k, v in row.items()}, by="column")["completion"][0]
+    given = {k: [v] for k, v in row.items()}
+    cols = prog._columns(1, given, by="column")
+    out = prog.score_columns(cols, 1, step=step, raw=given)
+    trace = derivation(prog, cols, step)  # the same row again, traced (scoring above applied the policies)
+    completion = cols["completion"][0] if "completion" in cols else None
 
     t = Table(title=f"spec {prog.name}: total reward {_show(_nan(out.total[0]))}")
     for col in ("component", "value", "weight", "range", "note"):

@@ -67,6 +67,14 @@ def _with_errors(v: np.ndarray, none: np.ndarray | None, err: list | None, bad: 
     return out
 
 
+def _none2(a: Any, b: Any, n: int) -> np.ndarray | None:
+    """The none mask of a binary operation (a constant `none` operand makes every sample none)."""
+    none = merge_none(a, b)
+    if none is None and (a is None or b is None):
+        none = np.ones(n, dtype=bool)
+    return none
+
+
 def _scalar_arith(op: str, a: Any, b: Any) -> Any:
     if a is None or b is None:
         return None
@@ -82,9 +90,7 @@ def arith(op: str, a: Any, b: Any) -> Any:
     if n is None:
         return _scalar_arith(op, a, b)
     av, bv = _arr(a, n), _arr(b, n)
-    none = merge_none(a, b)
-    if none is None and (a is None or b is None):
-        none = np.ones(n, dtype=bool)
+    none = _none2(a, b, n)
     err = merge_err(n, a, b)
     with np.errstate(all="ignore"):
         if op == "+":
@@ -131,9 +137,7 @@ def cmp(op: str, a: Any, b: Any) -> Any:
         if a is None or b is None:
             return None
         return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op]
-    none = merge_none(a, b)
-    if none is None and (a is None or b is None):
-        none = np.ones(n, dtype=bool)
+    none = _none2(a, b, n)
     numeric = all(not isinstance(x, Col) and not isinstance(x, str) or isinstance(x, Col) and x.kind != "obj"
                   for x in (a, b))
     if numeric:
@@ -312,9 +316,7 @@ def minmax(kind: str, a: Any, b: Any) -> Any:
             return None
         return min(a, b) if kind == "min" else max(a, b)
     v = (np.minimum if kind == "min" else np.maximum)(_arr(a, n), _arr(b, n))
-    none = merge_none(a, b)
-    if none is None and (a is None or b is None):
-        none = np.ones(n, dtype=bool)
+    none = _none2(a, b, n)
     return Col(v, none, merge_err(n, a, b))
 
 

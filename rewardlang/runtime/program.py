@@ -23,7 +23,7 @@ import types
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -226,8 +226,13 @@ class Program:
         return self.module.weights(step)
 
     # ------------------------------------------------------------------ inputs
-    def _columns(self, n: int, given: Mapping[str, Sequence[Any]], by: str = "name") -> dict[str, list[Any]]:
-        """Validated input columns for the used inputs (``by``: match given keys to input names or columns)."""
+    def _columns(self, n: int, given: Mapping[str, Sequence[Any]], by: str = "name", example: bool = False
+                 ) -> dict[str, list[Any]]:
+        """Validated input columns for the used inputs (``by``: match given keys to input names or columns).
+
+        For a spec's examples (``example=True``) an input left out, or null, is none: the components that need it
+        are none, and the checker has already typed the values given.
+        """
         out: dict[str, list[Any]] = {}
         problems: list[tuple[int, str, str]] = []
         for inp in self.inputs:
@@ -239,6 +244,9 @@ class Program:
                 if alt in given:
                     key = alt
                 elif inp.name == "completion" and not inp.used:
+                    continue
+                elif example:
+                    out[inp.name] = [None] * n
                     continue
                 elif inp.name == "completion":
                     raise DataError([(0, key, "no completions given")])
@@ -257,7 +265,7 @@ class Program:
                 continue
             for r, x in enumerate(col):
                 if x is None:
-                    if not inp.nullable:
+                    if not inp.nullable and not example:
                         problems.append((r, key, f"is null, but `{inp.name}` is `{inp.type}` (declare `{inp.type}?` "
                                                  "to allow nulls)"))
                 elif not check(x):
@@ -544,7 +552,7 @@ class Program:
                 if inp.used and inp.name not in given:
                     given[inp.name] = [None] * n
             try:
-                cols = self._columns_lenient(n, given)
+                cols = self._columns(n, given, example=True)
                 out = self.score_columns(cols, n, step=step, group=group, raw=given)
             except DataError as exc:
                 results.append((ex["name"], ex["file"], ex["line"], [str(exc)]))
@@ -569,20 +577,6 @@ class Program:
                                         f"(tolerance {tol:g})")
             results.append((ex["name"], ex["file"], ex["line"], failures))
         return results
-
-    def _columns_lenient(self, n: int, given: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        """Like _columns, but an input the example leaves out is none (components needing it are none)."""
-        out = {}
-        for inp in self.inputs:
-            if not inp.used and inp.name != "completion":
-                continue
-            col = given.get(inp.name, [None] * n)
-            if inp.name in ("completion", "prompt"):
-                col = [chat_to_text(x, "assistant" if inp.name == "completion" else None) for x in col]
-            if inp.type == "number":
-                col = [None if x is None else float(x) for x in col]
-            out[inp.name] = col
-        return out
 
 
 def _row(i: int, n: int) -> str:
@@ -641,15 +635,14 @@ class TRLRewardFunc:
                     if key in kwargs:
                         given[inp.name] = list(kwargs[key])
                         break
-        # TRL calls every reward function on the same batch: score once, serve each component from the cache
-        key = (id(completions), step, n)
+        # TRL calls every reward function with the same completions list: score it once, serve each component
         cached = getattr(prog, "_trl_last", None)
-        if cached is not None and cached[0] == key and cached[1] is completions:
+        if cached is not None and cached[0] is completions and cached[1] == step:
             out = cached[2]
         else:
             cols = prog._columns(n, given)
             out = prog.score_columns(cols, n, step=step, raw=given)
-            prog._trl_last = (key, completions, out)  # type: ignore[attr-defined]
+            prog._trl_last = (completions, step, out)  # type: ignore[attr-defined]
         values = out.total if self.component is None else out.components[self.component]
         return [None if v != v else float(v) for v in values]
 

@@ -15,7 +15,6 @@ import math
 from fractions import Fraction as F
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import rewardlang

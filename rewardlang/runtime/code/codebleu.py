@@ -46,16 +46,16 @@ from __future__ import annotations
 
 import gc
 import math
-import threading
-from collections import Counter, OrderedDict, _count_elements  # type: ignore[attr-defined]
+from collections import Counter, _count_elements  # type: ignore[attr-defined]
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardlang.runtime.code.parse import ParseCache
+
 __all__ = [
     "PYTHON_KEYWORDS",
-    "FeatureCache",
     "Features",
     "PairScore",
     "bleu4",
@@ -318,42 +318,7 @@ def combine(s: PairScore, weights: Sequence[float] = (0.25, 0.25, 0.25, 0.25)) -
 # -- caching and batching -----------------------------------------------------------------------------
 
 
-class FeatureCache:
-    """A process-wide LRU of :class:`Features`, bounded by entries and by total text size."""
-
-    def __init__(self, max_entries: int = 20_000, max_chars: int = 64_000_000) -> None:
-        self.max_entries = max_entries
-        self.max_chars = max_chars
-        self._data: OrderedDict[tuple[str, str], Features] = OrderedDict()
-        self._chars = 0
-        self._lock = threading.Lock()
-
-    def get(self, text: str, lang: str) -> Features:
-        key = (lang, text)
-        with self._lock:
-            f = self._data.get(key)
-            if f is not None:
-                self._data.move_to_end(key)
-                return f
-            f = Features(text, lang)
-            if len(text) <= self.max_chars:
-                self._data[key] = f
-                self._chars += len(text)
-                while len(self._data) > self.max_entries or self._chars > self.max_chars:
-                    (_, old), _ = self._data.popitem(last=False)
-                    self._chars -= len(old)
-            return f
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self._chars = 0
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
-FEATURES = FeatureCache()
+FEATURES = ParseCache(max_entries=20_000)  # (lang, text) -> Features
 
 
 def clear_caches() -> None:
@@ -384,7 +349,14 @@ def gc_paused() -> Iterator[None]:
 def features(code: str, lang: str = "python", *, cache: bool = True) -> Features:
     """The :class:`Features` of ``code`` (sanitized and stripped as the package does)."""
     text = sanitize(code).strip()
-    return FEATURES.get(text, lang) if cache else Features(text, lang)
+    if not cache:
+        return Features(text, lang)
+    key = (lang, text)
+    f = FEATURES.get(key)
+    if f is None:  # built outside the cache's lock: other threads keep reading it meanwhile
+        f = Features(text, lang)
+        FEATURES.put(key, f)
+    return f
 
 
 def score(code: str, reference: str, lang: str = "python", *, dataflow_order: str = "seed0",

@@ -129,7 +129,10 @@ def byte_to_char(code: str, offsets: Sequence[int]) -> list[int]:
 
 
 class ParseCache:
-    """A thread-safe LRU of parse trees keyed by ``(lang, code)``, bounded by entries and total characters."""
+    """A thread-safe LRU keyed by ``(lang, text)``, bounded by entries and by the total characters of the texts.
+
+    Holds parse trees here, and CodeBLEU's per-program features (``code/codebleu.py``).
+    """
 
     def __init__(self, max_entries: int = 4096, max_chars: int = 64_000_000) -> None:
         self.max_entries = max_entries

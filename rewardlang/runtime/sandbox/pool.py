@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from rewardlang.runtime.processes import kill_group
 from rewardlang.runtime.sandbox import _worker
 from rewardlang.runtime.sandbox.config import LEVELS, SandboxConfig
 from rewardlang.runtime.sandbox.launch import (
@@ -217,14 +218,7 @@ class Slot:
                     proc.wait(timeout=1.0)
                 except subprocess.TimeoutExpired:
                     pass
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                proc.kill()
-            except OSError:
-                pass
+            kill_group(proc)
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:

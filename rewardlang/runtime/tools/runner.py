@@ -37,7 +37,6 @@ import math
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -48,6 +47,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
+
+from rewardlang.runtime.processes import kill_group
 
 __all__ = [
     "Completed", "FileResult", "BatchTool", "run_command", "run_batch", "resolve_command", "file_name_for",
@@ -113,19 +114,6 @@ def startup_allowance(default: float) -> float:
     return default
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # The tool was started in its own session, so its group holds exactly it and its children
-    # (pylint's --jobs workers): kill them all, never anything else.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.kill()
-    except ProcessLookupError:
-        pass
-
-
 def run_command(argv: Sequence[str], *, timeout: float, cwd: str | Path | None = None,
                 env: dict[str, str] | None = None) -> Completed:
     """Run ``argv``, capturing its output, killing its whole process group after ``timeout`` seconds."""
@@ -142,7 +130,7 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: str | Path | None =
         out, err = proc.communicate(timeout=max(timeout, 0.01))
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc)
+        kill_group(proc)
         try:
             out, err = proc.communicate(timeout=10)
         except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes

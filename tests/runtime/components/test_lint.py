@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shlex
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -18,24 +14,6 @@ from rewardlang.runtime.components.lint import (
     PylintParams, RuffParams, pylint_spans, ruff_line_spans, ruff_spans,
 )
 from rewardlang.runtime.registry import load_all
-
-# A wrapper around a real tool: "CRASH_ME" in any input file makes the run crash, otherwise the tool runs.
-_WRAPPER = textwrap.dedent("""
-    import os, sys
-    REAL = {real}
-    for f in (a for a in sys.argv[1:] if a.endswith(".py")):
-        if "CRASH_ME" in open(f, encoding="utf-8").read():
-            print("Traceback (most recent call last):\\nRuntimeError: wrapped tool crashed", file=sys.stderr)
-            sys.exit(70)
-    os.execv(REAL[0], REAL + sys.argv[1:])
-""")
-
-
-def _wrapper(tmp_path: Path, real: list[str]) -> str:
-    script = tmp_path / "wrapper.py"
-    script.write_text(_WRAPPER.format(real=json.dumps(real)))
-    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
-
 
 def _ruff_bin() -> str:
     from ruff.__main__ import find_ruff_bin
@@ -149,10 +127,10 @@ def test_params_are_validated() -> None:
         PylintParams(enable=["W 0611"])
 
 
-def test_ruff_crash_on_one_sample_fails_only_that_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ruff_crash_on_one_sample_fails_only_that_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool_wrapper) -> None:
     codes = ["import os\n", "CRASH_ME = 1\n", "x = undefined\n"]
     base = ruff(codes).values
-    monkeypatch.setenv("REWARDLANG_TOOL_RUFF", _wrapper(tmp_path, [_ruff_bin()]))
+    monkeypatch.setenv("REWARDLANG_TOOL_RUFF", tool_wrapper([_ruff_bin()]))
     ctx = Context(use_cache=False)
     r = ruff_spans.fn(codes, params=RuffParams(), ctx=ctx)
     assert r.errors[1] is not None and "70" in r.errors[1] and "wrapped tool crashed" in r.errors[1]

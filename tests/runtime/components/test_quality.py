@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -46,27 +45,6 @@ def lib(wm: float = 0.01, ws: float = 0.01, wp: float = 0.01, wr: float = 0.01) 
 
 def score(codes: list[str], ctx: Context | None = None, **kw: object):
     return quality_score.fn(codes, params=QualityParams(**kw), ctx=ctx or Context(use_cache=False))
-
-
-_WRAPPER = textwrap.dedent("""
-    import os, sys, time
-    REAL = {real}
-    for f in (a for a in sys.argv[1:] if a.endswith(".py")):
-        text = open(f, encoding="utf-8").read()
-        if "CRASH_ME" in text:
-            print("Traceback (most recent call last):\\nRuntimeError: wrapped tool crashed", file=sys.stderr)
-            sys.exit(70)
-        if "HANG_ME" in text:
-            time.sleep(120)
-    os.execv(REAL[0], REAL + sys.argv[1:])
-""")
-
-
-def _wrapper(tmp_path: Path, real: list[str]) -> str:
-    """A command running ``real``, except that a file containing CRASH_ME crashes it and HANG_ME hangs it."""
-    script = tmp_path / "wrapper.py"
-    script.write_text(_WRAPPER.format(real=json.dumps(real)))
-    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
 
 
 # ---------------------------------------------------------------------------------------- goldens
@@ -190,9 +168,9 @@ def test_missing_tool_is_infra_never_a_better_score(tmp_path: Path, monkeypatch:
     assert score([P2], analyzers=others).values[0] == pytest.approx(lib(wm=5, ws=3.5, wr=12.5))
 
 
-def test_tool_crash_on_one_sample_is_that_samples_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tool_crash_on_one_sample_is_that_samples_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool_wrapper) -> None:
     crash = "CRASH_ME = 1\nprint(CRASH_ME)\n"
-    monkeypatch.setenv("REWARDLANG_TOOL_BANDIT", _wrapper(tmp_path, [sys.executable, "-m", "bandit"]))
+    monkeypatch.setenv("REWARDLANG_TOOL_BANDIT", tool_wrapper([sys.executable, "-m", "bandit"]))
     ctx = Context(use_cache=False)
     r = quality_score.fn([P1, crash, P2], params=QualityParams(), ctx=ctx)
     assert r.errors[0] is None and r.errors[2] is None
@@ -212,10 +190,10 @@ def test_a_broken_tool_is_infra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 @pytest.mark.slow
-def test_tool_hanging_on_one_sample_times_out_for_it_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tool_hanging_on_one_sample_times_out_for_it_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool_wrapper) -> None:
     hang = "HANG_ME = 1\nprint(HANG_ME)\n"
     monkeypatch.setenv("REWARDLANG_TOOL_PYANALYZERS",
-                       _wrapper(tmp_path, [sys.executable, "-m", "rewardlang.runtime.tools.pyanalyzers"]))
+                       tool_wrapper([sys.executable, "-m", "rewardlang.runtime.tools.pyanalyzers"]))
     monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "4")
     params = QualityParams(analyzers=["vulture", "string_concat"])
     r = quality_score.fn([P1, hang, P3], params=params, ctx=Context(use_cache=False, timeout=1.0))

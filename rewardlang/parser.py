@@ -397,6 +397,30 @@ def _comments(tokens: list[Token], source: str) -> list[S.Comment]:
     return out
 
 
+#: deeper parse trees are refused before anything recurses over them: the transformer, the checker and the code
+#: generator are recursive, and the process's recursion limit (which a host program may have raised, making a
+#: C stack overflow possible) must not decide whether a spec compiles
+MAX_TREE_DEPTH = 200
+
+
+def _too_deep(tree: Any) -> Any:
+    """The first node found below MAX_TREE_DEPTH levels (an iterative walk), or None."""
+    stack = [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
+        if d > MAX_TREE_DEPTH:
+            return node
+        stack.extend((c, d + 1) for c in node.children if hasattr(c, "children"))
+    return None
+
+
+def _meta_loc(file: str, node: Any) -> S.Loc:
+    meta = getattr(node, "meta", None)
+    if meta is None or getattr(meta, "empty", True):
+        return S.Loc(file, 1, 1, 1, 2)
+    return S.Loc(file, meta.line, meta.column, meta.line, meta.column + 1, meta.start_pos, meta.start_pos + 1)
+
+
 def parse(source: str, file: str = "<string>") -> S.Module:
     """Parse one spec. Raises :class:`ParseFailure` (with a located diagnostic) on a syntax error."""
     comment_tokens: list[Token] = []
@@ -407,6 +431,10 @@ def parse(source: str, file: str = "<string>") -> S.Module:
             tree = lark.parse(source)
         finally:
             _SINK.tokens = None
+        deep = _too_deep(tree)
+        if deep is not None:
+            raise ParseFailure(Diagnostic("E001", "expression nested too deeply", _meta_loc(file, deep),
+                                          hint="split it into `let` definitions"))
         body = ToSyntax(file).transform(tree)
     except UnexpectedInput as exc:
         raise ParseFailure(_syntax_diagnostic(exc, file, source)) from None

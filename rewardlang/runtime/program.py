@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import time
 import types
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -592,9 +592,12 @@ def _is_number(text: str) -> bool:
 
 
 def _utf8_ok(col: list[str]) -> bool:
-    """Every text encodes as UTF-8 (no lone surrogates), tested in one C-level pass."""
+    """Every text encodes as UTF-8 (no lone surrogates), tested at C level.
+
+    One encode per text: joining a large batch first costs several times more (one huge allocation and copy).
+    """
     try:
-        "".join(col).encode("utf-8")
+        deque(map(str.encode, col), maxlen=0)
         return True
     except UnicodeEncodeError:
         return False

@@ -334,3 +334,24 @@ def test_repeated_component_clause_is_reported_at_the_second_clause() -> None:
 def test_absurdly_deep_nesting_is_a_diagnostic_not_a_crash() -> None:
     d = fail("let x = " + "-" * 5000 + "1")
     assert d.code == "E001" and "nested too deeply" in d.message
+    assert d.loc is not None and d.loc.line == 1 and d.loc.column > 100  # where the nesting got too deep
+
+
+def test_nesting_limit_does_not_depend_on_the_recursion_limit() -> None:
+    import sys
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(50_000)  # as a host program (or an analyzer) may have done
+    try:
+        d = fail("let x = " + "-" * 5000 + "1")
+    finally:
+        sys.setrecursionlimit(old)
+    assert d.code == "E001" and "nested too deeply" in d.message
+
+
+def test_reasonable_nesting_compiles_and_scores() -> None:
+    import rewardlang
+
+    src = ("spec s\ninput completion: text\ncomponent a = " + "abs(" * 150 + "len(completion)" + ")" * 150
+           + "\nreward = a\n")
+    assert rewardlang.loads(src).score(completion=["abc"]).total[0] == 3

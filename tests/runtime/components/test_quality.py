@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -219,7 +220,14 @@ def test_per_file_budget_inside_the_analyzer_process(monkeypatch: pytest.MonkeyP
         return real(path, analyzers, respect_noqa)
 
     monkeypatch.setattr(pyanalyzers, "_analyze_file", analyze_file)
-    assert pyanalyzers.main(["--analyzers", "vulture", "--timeout", "0.2", str(slow), str(fast)]) == 0
+    # main() is the analyzer process's entry point: it raises the recursion limit and installs a SIGALRM handler,
+    # which must not leak into the rest of the test session
+    limit, handler = sys.getrecursionlimit(), signal.getsignal(signal.SIGALRM)
+    try:
+        assert pyanalyzers.main(["--analyzers", "vulture", "--timeout", "0.2", str(slow), str(fast)]) == 0
+    finally:
+        sys.setrecursionlimit(limit)
+        signal.signal(signal.SIGALRM, handler)
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert lines[0] == {"file": "slow.py", "results": {"vulture": {"error": "timed out after 0.2s"}}}
     assert lines[1]["results"]["vulture"]["findings"][0]["name"] == "os"

@@ -1,0 +1,80 @@
+"""The worker-process path of the per-sample phase gives exactly what the in-process path gives."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import rewardlang
+from rewardlang.runtime import parallel
+
+SPEC = r'''
+spec par "every kind of per-sample result: numbers, none, errors, spans, offsets"
+input completion: text
+input note: text?
+let answer = tag(completion, "answer")
+component fmt in [0, 1] = 1 if len(strip(answer)) > 0 else 0
+component steps = count(completion, /Step\s\d+:/, /^\s*\d\./m, "→")
+component rep = distinct(words(completion), 2)
+component noted in [0, 4] = len(note)
+    on_error none
+component marks = len(matches(completion, /Step\s\d+:/))
+    spans matches(answer or "", /x+/, value=-1, label="x")
+reward = fmt + steps + rep + marks
+advantage over batch = reward - mean
+'''
+
+
+def _rows(n: int) -> tuple[list[str], list[str | None]]:
+    pieces = ["Step 1: a", "\n2. b", "→ ", "<answer>xx y</answer>", "\u2028", "é ", "\x85", "x x x", "", "<answer>",
+              "😀 Step 22: z"]
+    comps = ["".join(pieces[(i * 7 + j) % len(pieces)] for j in range(i % 9)) + f" {i % 50}" for i in range(n)]
+    notes = [None if i % 5 == 0 else ("too long: out of range" if i % 13 == 0 else f"n{i % 100}") for i in range(n)]
+    return comps, notes
+
+
+@pytest.fixture(scope="module")
+def programs():
+    local = rewardlang.loads(SPEC)
+    pooled = rewardlang.loads(SPEC)
+    pooled.workers = 2
+    pooled.pool_min_rows = 1
+    yield local, pooled
+    pooled.close()
+
+
+def test_workers_equal_in_process(programs) -> None:
+    local, pooled = programs
+    comps, notes = _rows(3000)
+    a = local.score(completion=comps, note=notes)
+    b = pooled.score(completion=comps, note=notes)
+    assert pooled._pool is not None, "the worker pool was not used"
+    np.testing.assert_array_equal(a.total, b.total)
+    np.testing.assert_array_equal(a.advantages, b.advantages)
+    for k in a.components:
+        np.testing.assert_array_equal(a.components[k], b.components[k])
+        np.testing.assert_array_equal(a.masked[k], b.masked[k])
+        assert a.errors[k] == b.errors[k]
+    assert a.spans == b.spans
+    assert any(a.spans["marks"]), "the sample must produce spans"
+    assert any(e for e in a.errors["noted"]), "the sample must produce errors"
+    assert b.stats["unique_rows"] == a.stats["unique_rows"]
+
+
+def test_no_transfer_files_left(programs) -> None:
+    _, pooled = programs
+    comps, notes = _rows(1000)
+    pooled.score(completion=comps, note=notes)
+    left = [f for f in os.listdir(parallel._shm_dir()) if f.startswith("rewardlang-rows-")]
+    assert left == []
+
+
+def test_text_transfer_round_trips() -> None:
+    values = ["a", None, "", "é😀\u2028", "x" * 1000] * 100
+    t = parallel._Texts(values, parallel._shm_dir())
+    try:
+        assert t.load() == values
+    finally:
+        os.unlink(t.path)

@@ -12,9 +12,11 @@
    syntax match compares every reference subtree with every candidate subtree (quadratic); rewardlang
    hashes subtrees (linear), so its time should grow about 10× per 10× lines.
 
-Both sides are single-threaded and CPU-bound, so times are CPU seconds of this process
-(``time.process_time``): on a shared machine they do not count the time other work holds the core. Each
-figure is the best of ``--repeats`` runs (the package's corpus run and its 2,000-line pairs are timed once).
+The one-core comparisons are CPU seconds of this process (``time.process_time``): on a shared machine they do
+not count the time other work holds the core. The corpus is also scored the way a trainer runs a spec, with
+one worker process per core (``prog.workers``), against the package's wall time: that ratio is the throughput
+a user gets. Each figure is the best of ``--repeats`` runs (the package's corpus run and its 2,000-line pairs
+are timed once).
 """
 
 from __future__ import annotations
@@ -41,6 +43,31 @@ def ours_batch(codes: list[str], refs: list[str]) -> list[float]:
     res = codebleu.fn(codes, refs, params=CodeBLEUParams(max_chars=10_000_000), ctx=Context())
     assert all(e is None for e in res.errors), res.errors
     return list(res.values)
+
+
+SPEC = """spec codebleu_only "CodeBLEU, all four parts"
+input completion: code
+input reference: code
+component cb in [0, 1] = codebleu(completion, reference)
+reward = cb
+"""
+
+
+def ours_both_cores(codes: list[str], refs: list[str]) -> tuple[float, list[float]]:
+    """Wall seconds of the compiled spec with one worker process per core, as a trainer runs it: the workers are
+    started (and warmed on other programs) before timing; each call gets fresh workers, so caches are cold."""
+    import rewardlang
+
+    prog = rewardlang.loads(SPEC)
+    prog.workers = os.cpu_count() or 1
+    prog.pool_min_rows = 1
+    warm = [c + "\n_warm_up = 0\n" for c in codes[:64]]  # other programs: nothing the timed run asks for
+    prog.score(completion=warm, reference=[r + "\n_warm_up = 1\n" for r in refs[:64]])
+    t = time.perf_counter()
+    out = prog.score(completion=codes, reference=refs)
+    dt = time.perf_counter() - t
+    prog.close()
+    return dt, list(out.components["cb"])
 
 
 def package_each(codes: list[str], refs: list[str]) -> list[float]:
@@ -94,11 +121,19 @@ def main() -> None:
     package_each(codes[:2], refs[:2])
 
     t_ours = best(ours_batch, codes, refs, repeats=args.repeats)
+    w0 = time.perf_counter()
     t_pkg = best(package_each, codes, refs, repeats=1)
+    w_pkg = time.perf_counter() - w0
     print(f"HumanEval corpus, {len(rows)} pairs, all four parts")
     print(f"  rewardlang codebleu (one batch, cold caches):     {t_ours:7.3f} CPU s  {len(rows) / t_ours:6.0f} pairs/s")
     print(f"  codebleu 0.7.0 calc_codebleu (one call per pair): {t_pkg:7.3f} CPU s  {len(rows) / t_pkg:6.0f} pairs/s")
-    print(f"  throughput ratio: {t_pkg / t_ours:.1f}x")
+    print(f"  throughput ratio, one core each: {t_pkg / t_ours:.1f}x")
+    direct = ours_batch(codes, refs)
+    w_ours, values = min((ours_both_cores(codes, refs) for _ in range(args.repeats)), key=lambda x: x[0])
+    assert max(abs(a - b) for a, b in zip(values, direct)) <= 1e-12, "the worker path must give the same values"
+    print(f"  rewardlang spec on {os.cpu_count()} cores (workers warm, caches cold): {w_ours:6.3f} s  "
+          f"{len(rows) / w_ours:6.0f} pairs/s;  the package (one call per pair, one core): {w_pkg:6.3f} s")
+    print(f"  throughput ratio, rewardlang on every core: {w_pkg / w_ours:.1f}x")
 
     print("\nTime per pair by program size (distinct pairs, each scored alone, cold caches)")
     print(f"  {'lines':>6} {'pairs':>5} {'rewardlang':>12} {'package':>12} {'ratio':>8}")

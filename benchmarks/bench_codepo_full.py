@@ -68,9 +68,10 @@ def main() -> None:
     prog.workers = os.cpu_count() or 1
     # both cores, as in training, where the worker processes stay up between steps: start them before timing
     prog.pool_min_rows = 256
-    # warm-up on other strings, so no cache (ours or the workers') holds anything the timed run asks for
-    warm = [c.replace("</answer>", "# warm-up\n</answer>") for c in completions[:300]]
-    prog.score(completion=warm, reference=[r + "# warm-up\n" for r in references[:300]], prompt=prompts[:300])
+    # warm-up on other programs (a statement, not a comment: CodeBLEU strips comments before parsing, so a
+    # comment would leave the parse cache holding the timed run's trees)
+    warm = [c.replace("\n```</answer>", "\n_warm_up = 0\n```</answer>") for c in completions[:300]]
+    prog.score(completion=warm, reference=[r + "\n_warm_up = 1\n" for r in references[:300]], prompt=prompts[:300])
 
     t0 = time.perf_counter()
     ref = baseline(completions, references)

@@ -177,8 +177,12 @@ class Program:
         # so a script needs the usual `if __name__ == "__main__":` guard.
         self.workers = max(1, int(os.environ.get("REWARDLANG_WORKERS", "1") or 1))
         self._pool: Any = None
-        #: unique rows from which the per-sample phase runs on every core (worker start-up costs ~1 s once)
-        self.pool_min_rows = int(os.environ.get("REWARDLANG_POOL_MIN_ROWS", _POOL_MIN_ROWS))
+        #: unique rows from which the per-sample phase runs on every core (worker start-up costs ~1 s once;
+        #: handing a batch to the workers ~0.1 s per 100k texts): a few hundred rows when a function is tagged
+        #: "heavy" (parsing, CodeBLEU, metrics), tens of thousands for text functions alone
+        heavy = any("heavy" in impls[f].signature.tags for f in spec["functions"])
+        self.pool_min_rows = int(os.environ.get("REWARDLANG_POOL_MIN_ROWS",
+                                                _POOL_MIN_ROWS_HEAVY if heavy else _POOL_MIN_ROWS))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -611,8 +615,9 @@ def _has_lone_surrogate(s: str) -> bool:
         return True
 
 
-#: below this many unique rows the per-sample phase runs in this process
+#: below this many unique rows the per-sample phase runs in this process (cheap text functions / heavy ones)
 _POOL_MIN_ROWS = 20_000
+_POOL_MIN_ROWS_HEAVY = 256
 
 
 class TRLRewardFunc:

@@ -75,6 +75,8 @@ class CodeBLEUParams(DataflowParams):
 
 
 _PARTS = ("ngram", "weighted_ngram", "syntax", "dataflow")
+#: ~0.1-1 ms per distinct program: worth both cores from a few hundred rows (see Program.pool_min_rows)
+HEAVY = ("heavy",)
 
 
 def _score(name: str, parts: tuple[str, ...], code: list[str], reference: list[str], params: Any,
@@ -145,7 +147,7 @@ _ARGS = {"code": "code", "reference": "code"}
           doc="CodeBLEU of code against reference: α·BLEU-4 + β·keyword-weighted n-gram match + γ·syntax match "
               "+ θ·dataflow match, weights=(α, β, γ, θ). Exact to the codebleu 0.7.0 package, except that a "
               "zero dataflow match counts as 0 (not 1) and that without reference dataflow the dataflow term "
-              "is dropped and the other weights renormalized.")
+              "is dropped and the other weights renormalized.", tags=HEAVY)
 def codebleu(code: list[str], reference: list[str], *, params: CodeBLEUParams | None, ctx: Context) -> Result:
     """Vectorized CodeBLEU; see the module docstring.
 
@@ -163,7 +165,7 @@ def codebleu(code: list[str], reference: list[str], *, params: CodeBLEUParams | 
 
 @function("bleu4", args=_ARGS, params=PartParams, returns="number", range=(0.0, 1.0),
           doc="BLEU-4 over whitespace tokens with CodeBLEU's smoothing (zero counts become 0.1); CodeBLEU's "
-              "ngram_match_score.")
+              "ngram_match_score.", tags=HEAVY)
 def bleu4(code: list[str], reference: list[str], *, params: PartParams | None, ctx: Context) -> Result:
     """>>> from rewardlang.runtime.api import Context
     >>> bleu4.fn(["a b c d", "x"], ["a b c d", "a b c d"], params=None, ctx=Context()).values
@@ -174,7 +176,7 @@ def bleu4(code: list[str], reference: list[str], *, params: PartParams | None, c
 
 @function("weighted_ngram_match", args=_ARGS, params=PartParams, returns="number", range=(0.0, 1.0),
           doc="CodeBLEU's keyword-weighted n-gram match (recall against the reference; Python keywords weigh 1, "
-              "other unigrams 0.2); the package's weighted_ngram_match_score.")
+              "other unigrams 0.2); the package's weighted_ngram_match_score.", tags=HEAVY)
 def weighted_ngram_match(code: list[str], reference: list[str], *, params: PartParams | None,
                          ctx: Context) -> Result:
     """>>> from rewardlang.runtime.api import Context
@@ -187,7 +189,7 @@ def weighted_ngram_match(code: list[str], reference: list[str], *, params: PartP
 
 @function("syntax_match", args=_ARGS, params=PartParams, returns="number", range=(0.0, 1.0),
           doc="Share of the reference's syntax subtrees (tree-sitter, comments and docstrings removed) found in "
-              "the candidate's tree; CodeBLEU's syntax_match_score.")
+              "the candidate's tree; CodeBLEU's syntax_match_score.", tags=HEAVY)
 def syntax_match(code: list[str], reference: list[str], *, params: PartParams | None, ctx: Context) -> Result:
     """>>> from rewardlang.runtime.api import Context
     >>> syntax_match.fn(["x = 1  # one"], ["x = 1"], params=None, ctx=Context()).values
@@ -198,7 +200,8 @@ def syntax_match(code: list[str], reference: list[str], *, params: PartParams | 
 
 @function("dataflow_match", args=_ARGS, params=DataflowParams, returns="number?", range=(0.0, 1.0),
           doc="Share of the reference's normalized dataflow edges found in the candidate; CodeBLEU's "
-              "dataflow_match_score. none when the reference has no dataflow edges (write `or 0` / `or 1`).")
+              "dataflow_match_score. none when the reference has no dataflow edges (write `or 0` / `or 1`).",
+          tags=HEAVY)
 def dataflow_match(code: list[str], reference: list[str], *, params: DataflowParams | None,
                    ctx: Context) -> Result:
     """>>> from rewardlang.runtime.api import Context

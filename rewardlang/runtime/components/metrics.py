@@ -109,7 +109,7 @@ def _complexities(text: str) -> list[int]:
     "cyclomatic", args={"code": "code"}, returns="number", params=CyclomaticParams,
     doc="radon cyclomatic complexity of the functions and methods: stat='max' (default), 'mean' or 'sum'; "
         "0 without functions.",
-    tags=("metrics",),
+    tags=("metrics", "heavy"),
 )
 def cyclomatic(code: list[str], *, params: CyclomaticParams | None = None, ctx: Context) -> Result:
     """Cyclomatic complexity per code string.
@@ -127,7 +127,7 @@ def cyclomatic(code: list[str], *, params: CyclomaticParams | None = None, ctx: 
 
 @function(
     "maintainability_index", args={"code": "code"}, returns="number", params=MIParams, range=(0.0, 100.0),
-    doc="radon maintainability index in [0, 100] (100 for empty code).", tags=("metrics",),
+    doc="radon maintainability index in [0, 100] (100 for empty code).", tags=("metrics", "heavy"),
 )
 def maintainability_index(code: list[str], *, params: MIParams | None = None, ctx: Context) -> Result:
     """Maintainability index per code string.
@@ -163,18 +163,19 @@ def _raw_metric(field: str) -> Callable[..., Result]:
     return fn
 
 
-loc = function("loc", args={"code": "code"}, returns="number", tags=("metrics",),
+loc = function("loc", args={"code": "code"}, returns="number", tags=("metrics", "heavy"),
                doc="Number of lines (radon raw 'loc').")(_raw_metric("loc"))
-lloc = function("lloc", args={"code": "code"}, returns="number", tags=("metrics",),
+lloc = function("lloc", args={"code": "code"}, returns="number", tags=("metrics", "heavy"),
                 doc="Number of logical lines (radon raw 'lloc').")(_raw_metric("lloc"))
-sloc = function("sloc", args={"code": "code"}, returns="number", tags=("metrics",),
+sloc = function("sloc", args={"code": "code"}, returns="number", tags=("metrics", "heavy"),
                 doc="Number of source lines: not blank, not only a comment or docstring (radon raw 'sloc').")(
     _raw_metric("sloc"))
 comment_lines = function("comment_lines", args={"code": "code"}, returns="number",
-                         tags=("metrics",), doc="Number of comment lines (radon raw 'comments').")(
+                         tags=("metrics", "heavy"), doc="Number of comment lines (radon raw 'comments').")(
     _raw_metric("comments"))
 blank_lines = function("blank_lines", args={"code": "code"}, returns="number",
-                       tags=("metrics",), doc="Number of blank lines (radon raw 'blank').")(_raw_metric("blank"))
+                       tags=("metrics", "heavy"), doc="Number of blank lines (radon raw 'blank').")(
+    _raw_metric("blank"))
 
 
 __test__ = {"cyclomatic": cyclomatic.fn, "maintainability_index": maintainability_index.fn}

@@ -87,7 +87,7 @@ def _check(name: str, code: list[str], params: SyntaxParams, ctx: Context, spans
 
 @function("parses", args={"code": "code"}, params=SyntaxParams, returns="bool",
           doc="True when the code is valid Python: CPython compiles it to an AST (method=\"cpython\", nothing "
-              "is executed) or tree-sitter finds no ERROR/MISSING node (method=\"tree_sitter\").")
+              "is executed) or tree-sitter finds no ERROR/MISSING node (method=\"tree_sitter\").", tags=("heavy",))
 def parses(code: list[str], *, params: SyntaxParams | None, ctx: Context) -> Result:
     """>>> from rewardlang.runtime.api import Context
     >>> parses.fn(["x = 1", "x = = 1", ""], params=None, ctx=Context()).values
@@ -100,7 +100,7 @@ def parses(code: list[str], *, params: SyntaxParams | None, ctx: Context) -> Res
           doc="Where the code stops being valid Python. cpython: one span from the first non-viable point "
               "(prefix scan with CPython's compiler; for code that is merely unfinished, the start of the "
               "line where the unfinished construct begins) to the end, label CPython's message. tree_sitter: "
-              "the ERROR and MISSING nodes. Values -1.")
+              "the ERROR and MISSING nodes. Values -1.", tags=("heavy",))
 def syntax_errors(code: list[str], *, params: SyntaxParams | None, ctx: Context) -> Result:
     """>>> from rewardlang.runtime.api import Context
     >>> syntax_errors.fn(["x = 1\\ny = = 2\\n"], params=None, ctx=Context()).values

@@ -14,7 +14,7 @@ from typing import Sequence
 import numba as nb
 import numpy as np
 
-__all__ = ["Tokens", "tokenize", "distinct_words"]
+__all__ = ["Tokens", "tokenize", "distinct_words", "warm"]
 
 _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
@@ -177,3 +177,8 @@ def tokenize(texts: Sequence[str | None]) -> Tokens:
 def distinct_words(texts: Sequence[str | None], n: int) -> np.ndarray:
     """Distinct-n over the whitespace words of each text (1.0 for ``None``)."""
     return Tokens(texts).distinct(n)
+
+
+def warm() -> None:
+    """Load the kernels' machine code now (from Numba's on-disk cache, compiling on the very first run)."""
+    _distinct_many(np.zeros(1, dtype=np.uint8), np.zeros(2, dtype=np.int64), np.array([2], dtype=np.int64))

@@ -31,6 +31,11 @@ def _init(source: str, name: str) -> None:
 
     _PROGRAM = Program.from_python(source, name)
     _PROGRAM.workers = 1
+    if {"words", "distinct", "repetition"} & set(_PROGRAM.spec["functions"]):
+        # load the n-gram kernels at start-up (~0.5 s), not inside the first batch that needs them
+        from rewardlang.runtime import ngrams
+
+        ngrams.warm()
 
 
 class _Texts:

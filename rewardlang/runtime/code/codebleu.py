@@ -94,7 +94,7 @@ class _Grams:
 
     __slots__ = ("counts", "multi", "total")
 
-    def __init__(self, counts: dict[tuple[str, ...], int], total: int) -> None:
+    def __init__(self, counts: dict[str, int], total: int) -> None:
         self.counts = counts
         self.total = total
         self.multi = {g: c for g, c in counts.items() if c > 1} if total != len(counts) else {}
@@ -121,13 +121,19 @@ def _count(items: Iterable[Any]) -> dict[Any, int]:
 
 
 def _ngram_counts(tokens: list[str]) -> list[_Grams]:
-    """1- to 4-gram counts (tuples, as the package's ``ngrams``), in order of first appearance."""
+    """1- to 4-gram counts, in order of first appearance; an n-gram is its tokens joined by one space.
+
+    Whitespace tokens contain no whitespace, so the joined string identifies the n-gram exactly as the
+    package's tuples do. Strings cache their hash and are not tracked by the cyclic collector: tuples cost
+    a hash per lookup and a collector pass (to untrack them) about as long as building them.
+    """
     n_tok = len(tokens)
+    join = " ".join
     return [
-        _Grams(_count(zip(tokens)), n_tok),
-        _Grams(_count(zip(tokens, tokens[1:])), max(0, n_tok - 1)),  # noqa: RUF007 - same shape as the 3- and 4-grams
-        _Grams(_count(zip(tokens, tokens[1:], tokens[2:])), max(0, n_tok - 2)),
-        _Grams(_count(zip(tokens, tokens[1:], tokens[2:], tokens[3:])), max(0, n_tok - 3)),
+        _Grams(_count(tokens), n_tok),
+        _Grams(_count(map(join, zip(tokens, tokens[1:]))), max(0, n_tok - 1)),  # noqa: RUF007 - as 3- and 4-grams
+        _Grams(_count(map(join, zip(tokens, tokens[1:], tokens[2:]))), max(0, n_tok - 2)),
+        _Grams(_count(map(join, zip(tokens, tokens[1:], tokens[2:], tokens[3:]))), max(0, n_tok - 3)),
     ]
 
 
@@ -243,7 +249,7 @@ def _combine_bleu(pn: Sequence[tuple[float, float]], hyp_len: int, ref_len: int)
 def _keyword_unigrams(ref: Features) -> tuple[dict[str, int], float]:
     """The reference's keyword unigrams (token → count) and Σ count·weight over all its unigrams."""
     if ref._unigram_weights is None:
-        kw = {g[0]: c for g, c in ref.ngrams[0].counts.items() if g[0] in PYTHON_KEYWORDS}
+        kw = {g: c for g, c in ref.ngrams[0].counts.items() if g in PYTHON_KEYWORDS}
         n_kw = sum(kw.values())
         ref._unigram_weights = (kw, n_kw + 0.2 * (ref.length - n_kw))
     return ref._unigram_weights
@@ -258,7 +264,7 @@ def weighted_ngram_match(cand: Features, ref: Features, matches: list[int] | Non
     kw_matches = 0
     hc = h1.counts
     for tok, c in kw.items():
-        h = hc.get((tok,))
+        h = hc.get(tok)
         if h:
             kw_matches += c if c < h else h  # noqa: FURB136 - hot loop, no call
     num1 = 0.2 * (m[0] - kw_matches) + kw_matches

@@ -12,6 +12,7 @@ so spans found inside it later map onto the completion's characters.
 from __future__ import annotations
 
 import re
+import sys
 from itertools import repeat
 from typing import Any, Literal, Sequence
 
@@ -375,7 +376,10 @@ def distinct(items: Any, n: float, *, params: None, ctx: Context) -> Any:
     if not isinstance(items, Col):
         return None if items is None else distinct_py(items, k)
     bad = items.bad()
-    if isinstance(items.v, LazyWords) and len(items.v) >= _NUMBA_MIN_ROWS:
+    # the kernel's first use in a process costs ~0.5 s (numba import, cached machine code); once loaded it wins
+    # from a handful of rows (the worker processes load it at start-up: rewardlang.runtime.parallel)
+    if isinstance(items.v, LazyWords) and len(items.v) >= (
+            _NUMBA_MIN_ROWS_LOADED if "rewardlang.runtime.ngrams" in sys.modules else _NUMBA_MIN_ROWS):
         from rewardlang.runtime import ngrams
 
         if items.v.tokens is None:
@@ -403,5 +407,7 @@ def ngrams_(items: list[list[str]], n: float, *, params: None, ctx: Context) -> 
     return [[" ".join(g) for g in zip(*(x[i:] for i in range(k)))] for x in items]
 
 
-#: below this many rows the pure-Python path is faster than calling (and maybe compiling) the Numba kernel
+#: below this many rows the pure-Python path is faster than loading (and maybe compiling) the Numba kernel /
+#: than calling the kernel once it is loaded
 _NUMBA_MIN_ROWS = 256
+_NUMBA_MIN_ROWS_LOADED = 8

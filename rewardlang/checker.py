@@ -48,6 +48,7 @@ LANGUAGE_FUNCS = (MATH_FUNCS | {"len", "min", "max", "clip", "sum", "mean", "any
 RESERVED = {"completion", "prompt", "step", "reward", "x", "true", "false", "none", "advantage"}
 
 ERR = -1  # the lowering of an invalid expression; callers keep going to report every error
+_INVALID = object()  # the value of a param whose declaration is an error (E207, E601): its uses lower to ERR
 
 
 @dataclass
@@ -183,6 +184,8 @@ class Checker:
             if isinstance(stmt, S.Import):
                 self.resolve_import(stmt, env)
         imported_only = env.file != self.main_file
+        if imported_only:
+            self.misplaced_in_import(module)
         for stmt in module.body:
             if isinstance(stmt, S.Input):
                 self.declare_input(stmt)
@@ -216,6 +219,25 @@ class Checker:
                     self.error("E103", f"the weight of `{stmt.component}` is set twice", stmt.loc,
                                hint=f"first set at {prev.loc.file}:{prev.loc.line}")
 
+    def misplaced_in_import(self, module: S.Module) -> None:
+        """E108 for each statement an imported file cannot contribute: the reward, the advantage, examples and
+        sections (`train`) belong to the spec being checked or trained, never to a library it imports."""
+        main = Path(self.main_file).name
+        for stmt in module.body:
+            if isinstance(stmt, S.Reward):
+                what = "a `reward` statement"
+            elif isinstance(stmt, S.Advantage):
+                what = "an `advantage` statement"
+            elif isinstance(stmt, S.Example):
+                what = "an example"
+            elif isinstance(stmt, S.Section):
+                what = f"a `{stmt.kind}` section"
+            else:
+                continue
+            self.error("E108", f"{what} in an imported file", stmt.loc,
+                       hint=f"move it into the importing spec (`{main}`): an imported file contributes only its "
+                            "inputs, params, lets, components and weights")
+
     def declare_input(self, stmt: S.Input) -> None:
         try:
             typ = parse_type(stmt.type.text)
@@ -248,21 +270,25 @@ class Checker:
         if stmt.name in self.params and self.params[stmt.name][0].loc.file == stmt.loc.file:
             self.error("E103", f"parameter `{stmt.name}` is defined twice", stmt.loc)
             return
-        nid = self.lower(stmt.default, Scope("const", ModuleEnv(stmt.loc.file)))
-        if nid == ERR:
-            return
-        if not self.is_const(nid):
-            self.error("E601", f"the default of `{stmt.name}` must be a constant", stmt.default.loc)
-            return
-        value, typ = self.cval(nid), self.type_of(nid)
+        want = None
         if stmt.type is not None:
             try:
                 want = parse_type(stmt.type.text)
             except ValueError:
                 self.error("E207", f"unknown type `{stmt.type.text}`", stmt.type.loc)
-                return
+        nid = self.lower(stmt.default, Scope("const", ModuleEnv(stmt.loc.file)))
+        if nid != ERR and not self.is_const(nid):
+            self.error("E601", f"the default of `{stmt.name}` must be a constant", stmt.default.loc)
+            nid = ERR
+        if nid == ERR or (stmt.type is not None and want is None):
+            # declared all the same (with no value), so that its uses are not reported again as unknown names
+            self.params[stmt.name] = (stmt, _INVALID, want or ANY)
+            return
+        value, typ = self.cval(nid), self.type_of(nid)
+        if want is not None:
             if not typ.is_assignable_to(want):
                 self.error("E601", f"`{stmt.name}` is declared `{want}` but its default is `{typ}`", stmt.default.loc)
+                self.params[stmt.name] = (stmt, _INVALID, want)
                 return
             typ = want
         self.params[stmt.name] = (stmt, value, typ)
@@ -272,6 +298,8 @@ class Checker:
         for name in [k for k in self.overrides if k in self.params]:
             stmt, value, typ = self.params[name]
             raw = self.overrides.pop(name)
+            if value is _INVALID:
+                continue  # its declaration is already an error; an override does not repair it
             new = coerce_override(raw, typ)
             if new is MISSING:
                 self.error("E602", f"--set {name}={raw!r}: `{name}` is `{typ}`", stmt.loc,
@@ -326,6 +354,8 @@ class Checker:
             return self.lower_let(name, sc, e.loc)
         if name in self.params:
             _, value, typ = self.params[name]
+            if value is _INVALID:
+                return ERR  # the param's declaration was reported
             return self.const(value, typ)
         if name == "step":
             if sc.kind == "const":

@@ -2,8 +2,10 @@
 
 Formatting is a pure function of the syntax tree plus the comments: one statement per line (component clauses,
 example and train blocks one item per line), single spaces around operators, the fewest parentheses that keep
-the meaning, blank lines kept (at most one). Literals keep their spelling. It is idempotent, and a formatted
-spec compiles to the same program (both are property-tested).
+the meaning, blank lines kept (at most one). Literals keep their spelling. A trailing comment stays on the line it
+trails (a component's clause, an example item, a train setting have lines of their own), and a comment on a line
+of its own stays above what follows it. It is idempotent, and a formatted spec compiles to the same program (both
+are property-tested).
 
     >>> print(format_source('let  x=count( completion,"a" )#n\\ncomponent c in [0,1]=min(x,1)'), end="")
     let x = count(completion, "a")  # n
@@ -177,30 +179,80 @@ def _stmt(s: S.Stmt) -> list[str]:
     raise TypeError(type(s).__name__)  # pragma: no cover
 
 
+def _anchors(s: S.Stmt) -> list[tuple[int, int, int]]:
+    """Where each line that :func:`_stmt` writes for ``s`` came from: (first line, its column, last line) in the
+    source, one entry per output line and in the same order."""
+    whole = (s.loc.line, s.loc.column, s.loc.end_line)
+    if isinstance(s, S.Component):
+        out = [(s.loc.line, s.loc.column, s.value.loc.end_line)]
+        for kind in ("on_error", "timeout", "spans"):
+            if getattr(s, kind) is not None:
+                loc = s.clause_locs.get(kind, s.loc)
+                out.append((loc.line, loc.column, loc.end_line))
+        return out
+    if isinstance(s, (S.Example, S.Section)):
+        items: list[S.Node] = [*s.inputs, *s.expects] if isinstance(s, S.Example) else list(s.items)
+        closing = (s.loc.end_line, s.loc.end_column - 1, s.loc.end_line)
+        return [(s.loc.line, s.loc.column, s.loc.line)] + [(i.loc.line, i.loc.column, i.loc.end_line)
+                                                           for i in items] + [closing]
+    return [whole]
+
+
+def _attach(comments: list[S.Comment], anchors: list[tuple[int, int, int]]) -> list[list[S.Comment]]:
+    """The comments inside one statement, per output line of the statement.
+
+    A trailing comment stays with the line it trails: the statement's first line when the whole statement is on
+    the comment's line, else the last output line whose source starts on that line, else the one whose source
+    contains it (or comes last before it). A comment on a line of its own goes above the output line whose source
+    contains it, else above the next one.
+    """
+    order = sorted(range(len(anchors)), key=lambda i: anchors[i][:2])
+    first, last = anchors[order[0]][0], max(a[2] for a in anchors)
+    per_line: list[list[S.Comment]] = [[] for _ in anchors]
+    for c in comments:
+        if not c.own_line:
+            starting = [i for i in order if anchors[i][0] == c.line]
+            before = [i for i in order if anchors[i][0] < c.line]
+            k = order[0] if first == last else starting[-1] if starting else before[-1] if before else order[0]
+        else:
+            containing = [i for i in order if anchors[i][0] < c.line <= anchors[i][2]]
+            after = [i for i in order if anchors[i][0] > c.line]
+            k = containing[-1] if containing else after[0] if after else order[-1]
+        per_line[k].append(c)
+    return per_line
+
+
 def format_source(source: str, file: str = "<string>") -> str:
     """The canonical text of a spec. Raises :class:`rewardlang.parser.ParseFailure` on a syntax error."""
     mod = parse(source, file)
     comments = sorted(mod.comments, key=lambda c: (c.line, c.column))
     src_lines = source.split("\n")  # as the parser counts lines
-    # items in source order: (first line, last line, output lines); trailing comments join their statement
+    # items in source order: (first line, last line, output lines); comments inside a statement stay with the
+    # output line they were written on (a statement's clauses, example items and train settings have their own)
     items: list[tuple[int, int, list[str]]] = []
     ci = 0
     for stmt in mod.body:
         start, end = stmt.loc.line, stmt.loc.end_line
-        trailing: list[str] = []
+        inner: list[S.Comment] = []
         while ci < len(comments) and comments[ci].line <= end:
             c = comments[ci]
             if c.own_line and c.line < start:
                 items.append((c.line, c.line, [c.text.rstrip()]))
             else:
-                trailing.append(c.text.rstrip())
+                inner.append(c)
             ci += 1
         body = _stmt(stmt)
-        for t in trailing[:-1]:
-            items.append((start, start, [t]))
-        if trailing:
-            body[0] = f"{body[0]}  {trailing[-1]}"
-        items.append((start, end, body))
+        lines: list[str] = []
+        for i, (text, attached) in enumerate(zip(body, _attach(inner, _anchors(stmt)))):
+            # the last trailing comment trails the line; the others (and comments on lines of their own) go above
+            trailing = [c for c in attached if not c.own_line][-1:]
+            above = [c.text.rstrip() for c in attached if c not in trailing]
+            if i == 0:
+                items.extend((start, start, [t]) for t in above)
+            else:
+                lines.extend(f"    {t}" for t in above)
+            lines.append(f"{text}  {trailing[0].text.rstrip()}" if trailing else text)
+        items.append((start, end, lines))
     for c in comments[ci:]:
         items.append((c.line, c.line, [c.text.rstrip()]))
     out: list[str] = []

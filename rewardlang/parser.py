@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 import threading
 import warnings
 from pathlib import Path
@@ -351,6 +352,32 @@ def _expected_hint(expected: set[str]) -> str | None:
     return "expected " + ", ".join(names)
 
 
+_REGEX_HINT = "a /regex/ must close on the same line (escape `/` inside it as `\\/`)"
+
+#: the body of a /regex/ as the REGEX terminal reads it: anything but `/`, `\\` and a line break, or an escape
+_REGEX_BODY = re.compile(r"(?:[^/\\\n]|\\.)*")
+
+
+def _opens_unterminated_regex(exc: UnexpectedToken, source: str) -> bool:
+    """Whether the parser stopped at a `/` where an operand (a /regex/ among them) must come, and that `/` starts
+    a regex body which the line ends before closing.
+
+    The contextual lexer reads such a `/` as the division operator (the REGEX terminal did not match), so the
+    error is "unexpected '/'" although the user wrote an unterminated regex. A `/` followed by a space, `*`, `/`
+    or the end of the line cannot start a regex (see REGEX in grammar.lark) and stays a misplaced operator.
+    """
+    tok = exc.token
+    if tok.type != "MUL_OP" or str(tok) != "/" or tok.start_pos is None:
+        return False
+    if "REGEX" not in set(exc.accepts or exc.expected or ()):
+        return False
+    start = tok.start_pos + 1
+    if start >= len(source) or source[start] in "/*" or source[start].isspace():
+        return False
+    end = _REGEX_BODY.match(source, start).end()
+    return end >= len(source) or source[end] != "/"
+
+
 def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnostic:
     line = getattr(exc, "line", 1) or 1
     column = getattr(exc, "column", 1) or 1
@@ -363,6 +390,13 @@ def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnost
         expected = getattr(exc, "expected", None) or getattr(exc, "accepts", None) or set()
         return Diagnostic("E003", "unexpected end of file", S.Loc(file, line, column, line, column + 1),
                           hint=_expected_hint(set(expected)))
+    if isinstance(exc, UnexpectedToken) and _opens_unterminated_regex(exc, source):
+        tok = exc.token
+        pos = tok.start_pos or 0
+        return Diagnostic("E002", "unexpected character '/'",
+                          S.Loc(file, tok.line or line, tok.column or column, tok.line or line,
+                                (tok.column or column) + 1, pos, pos + 1),
+                          hint=_REGEX_HINT)
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
         width = max(1, len(str(tok)))
@@ -379,7 +413,7 @@ def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnost
         if ch == '"':
             hint = "unterminated string: close it with `\"` on the same line, or use a triple-quoted string"
         elif ch == "/":
-            hint = "a /regex/ must close on the same line (escape `/` inside it as `\\/`)"
+            hint = _REGEX_HINT
         else:
             allowed = getattr(exc, "allowed", None)
             if allowed:

@@ -144,10 +144,10 @@ def test_each_code(code: str, src: str, message: str | None, where: tuple | None
 
 
 def test_every_code_the_checker_emits_is_covered() -> None:
-    covered = {c[0] for c in CASES} | {"E103", "E106", "E602", "E403"}
-    # E108 ("misplaced statement") is never emitted: see the xfail test below.
+    covered = {c[0] for c in CASES} | {"E103", "E106", "E108", "E602", "E403"}
+    # E108 (a statement an imported file cannot have) is tested with files, below.
     # E403 (an example failed) is emitted by `rewardlang check` (tests/test_cli.py).
-    assert set(CODES) - covered == {"E108"}
+    assert set(CODES) - covered == set()
 
 
 def test_E002_hint_lists_what_was_expected() -> None:
@@ -259,13 +259,38 @@ def test_reserved_names() -> None:
         assert diags[0].message.endswith("is a reserved name")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `reward`, `advantage`, `train` and `example` in an imported file are "
-                                       "silently ignored; E108 `misplaced statement` is in CODES but never emitted")
 def test_main_only_statements_in_an_imported_file_are_E108(tmp_path: Path) -> None:
-    (tmp_path / "lib.reward").write_text("component libc = len(completion)\nreward = 0\nadvantage over batch = x\n"
-                                         "train { lr = 1 }\nexample { completion: \"a\", expect libc = 99 }\n")
+    lib = tmp_path / "lib.reward"
+    lib.write_text("component libc = len(completion)\nreward = 0\nadvantage over batch = x\n"
+                   "train { lr = 1 }\nexample { completion: \"a\", expect libc = 99 }\n")
     prog, diags = check('import "lib.reward"\ncomponent c = 1', file=str(tmp_path / "main.reward"))
     assert [d.code for d in diags] == ["E108"] * 4
+    assert [(d.message, d.loc.file, span(d)) for d in diags] == [
+        ("a `reward` statement in an imported file", str(lib), (2, 1, 2, 11)),
+        ("an `advantage` statement in an imported file", str(lib), (3, 1, 3, 25)),
+        ("a `train` section in an imported file", str(lib), (4, 1, 4, 17)),
+        ("an example in an imported file", str(lib), (5, 1, 5, 46)),
+    ]
+    assert all(d.is_error and d.hint is not None and d.hint.startswith("move it into the importing spec "
+                                                                        "(`main.reward`)") for d in diags)
+    assert prog is None
+    # the same file checked on its own is a spec, not an import: its reward, advantage, train and example apply
+    prog, diags = check(lib.read_text(), file=str(lib))
+    assert [d.code for d in diags if d.code == "E108"] == []
+
+
+def test_E108_is_reported_once_per_imported_file_at_any_depth(tmp_path: Path) -> None:
+    (tmp_path / "deep.reward").write_text("component libc = len(completion)\nreward = libc\n")
+    (tmp_path / "mid.reward").write_text('import "deep.reward"\nlet m = 1\n')
+    (tmp_path / "other.reward").write_text('import "deep.reward"\nlet o = 2\n')
+    prog, diags = check('import "mid.reward"\nimport "other.reward"\ncomponent c = m + o',
+                        file=str(tmp_path / "main.reward"))
+    assert [(d.code, d.loc.file, d.loc.line) for d in diags] == [("E108", str(tmp_path / "deep.reward"), 2)]
+    # a weight and a `spec` line in an imported file are allowed (the weight applies; the spec line names the
+    # file only when it is checked on its own)
+    (tmp_path / "lib.reward").write_text('spec lib "a library"\ncomponent libc = len(completion)\nlibc.weight = 2\n')
+    prog, diags = check('import "lib.reward"\ncomponent c = 1', file=str(tmp_path / "main2.reward"))
+    assert diags == [] and prog is not None and prog.name == "main2"
 
 
 def test_a_weight_in_an_imported_file_behaves_the_same_at_any_depth(tmp_path: Path) -> None:
@@ -368,11 +393,30 @@ def test_unknown_input_type_is_reported_once() -> None:
     assert [d.code for d in diags] == ["E207"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a param whose default is rejected (E601) is left undeclared, so every "
-                                       "use of it adds a spurious `unknown name` error (E101)")
 def test_a_param_with_a_bad_default_is_reported_once() -> None:
     prog, diags = check('param threshold: number = "3"\ncomponent long = number(len(completion) > threshold)')
-    assert [d.code for d in diags] == ["E601"]
+    assert [(d.code, d.message, span(d)) for d in diags] == [
+        ("E601", "`threshold` is declared `number` but its default is `text`", (1, 27, 1, 30))]
+    assert prog is None
+    # every kind of use (a component, a weight, the reward, another param, an option), and every kind of bad
+    # declaration: only the declaration is reported
+    uses = ("\ncomponent c = len(completion) * t\nc.weight = t\nreward = c.weight * c * t + d\nparam u = t + 1\n"
+            "component d = len(tag(completion, \"a\") or \"\") + u")
+    for decl, code in (("param t: number = \"3\"", "E601"), ("param t = len(completion)", "E101"),
+                       ("param t = step", "E101"), ("param t: numbr = 3", "E207"), ("param t = nope + 1", "E101")):
+        prog, diags = check(decl + uses)
+        assert [d.code for d in diags] == [code], (decl, [(d.code, d.message) for d in diags])
+        assert diags[0].loc.line == 1 and prog is None
+
+
+def test_a_param_default_that_is_not_constant_is_E601_once() -> None:
+    prog, diags = check("param t = text(1)\ncomponent c = len(completion + t)\nc.weight = len(t)")
+    assert [(d.code, d.message) for d in diags] == [("E601", "the default of `t` must be a constant")]
+
+
+def test_an_override_does_not_repair_a_bad_param() -> None:
+    prog, diags = check('param t: number = "3"\ncomponent c = t', params={"t": "4"})
+    assert [d.code for d in diags] == ["E601"] and prog is None
 
 
 def test_range_bounds_must_be_constant_numbers() -> None:

@@ -295,11 +295,30 @@ def test_unterminated_string_is_E002_with_a_hint() -> None:
     assert "unterminated string" in d.hint
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an unterminated /regex/ lexes its `/` as the division operator, so it "
-                                       "is E001 `unexpected '/'` and the parser's regex hint (E002) is never shown")
 def test_unterminated_regex_gets_the_regex_hint() -> None:
+    hint = "a /regex/ must close on the same line (escape `/` inside it as `\\/`)"
     d = fail("let x = count(completion, /abc)\n")
-    assert d.code == "E002" and "regex" in (d.hint or "")
+    assert (d.code, d.message, d.hint) == ("E002", "unexpected character '/'", hint)
+    assert (d.loc.line, d.loc.column, d.loc.end_column) == (1, 27, 28)  # at the opening `/`
+    # the line ends before the closing `/` (a regex cannot continue on the next line), also at the end of the file
+    d = fail('let a = 1\nlet x = count(completion, /ab\\/c,\n  "d/")\n')
+    assert (d.code, d.loc.line, d.loc.column, d.hint) == ("E002", 2, 27, hint)
+    d = fail("let x = 1 + /ab")
+    assert (d.code, d.loc.line, d.loc.column, d.hint) == ("E002", 1, 13, hint)
+    d = fail("let x = [/a\\/]")  # the escaped `/` does not close it
+    assert (d.code, d.loc.column, d.hint) == ("E002", 10, hint)
+
+
+def test_a_slash_that_cannot_start_a_regex_stays_an_unexpected_operator() -> None:
+    # a regex never starts with a space, `*` or `/`: these are operators in the wrong place, not regexes
+    for src, column in (("let x = 1 + / 2", 13), ("let x = [1, //]", 13), ("let x = 2 * /* 3", 13),
+                        ("let x = count(completion, /", 27)):
+        d = fail(src)
+        assert (d.code, d.message, d.loc.column) == ("E001", "unexpected '/'", column), src
+        assert d.hint is not None and d.hint.startswith("expected "), src  # what may come, not the regex hint
+    # a division whose right side is missing is not a regex either
+    d = fail("let x = 4 / )")
+    assert (d.code, d.message) == ("E001", "unexpected ')'")
 
 
 def test_unexpected_end_of_file_is_E003_at_the_end() -> None:

@@ -413,9 +413,64 @@ def test_fmt_is_idempotent_with_a_line_separator_in_a_doc() -> None:
     assert format_source(once) == once
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: fmt moves the trailing comments of a multi-line statement: the comment "
-                                       "of a clause line ends up on the statement's first line and the first line's "
-                                       "comment becomes a comment line above the statement")
 def test_fmt_keeps_trailing_comments_on_their_lines() -> None:
     src = "component c = 1  # value\n    on_error 0  # policy\n"
     assert format_source(src) == src
+    # clauses are written in a fixed order: each comment goes with its clause
+    src = "component c in [0, 9] = 1  # value\n  spans matches(completion, /a/)  # s\n  timeout 2\n  on_error 0  # e\n"
+    assert format_source(src) == ("component c in [0, 9] = 1  # value\n    on_error 0  # e\n    timeout 2\n"
+                                  "    spans matches(completion, /a/)  # s\n")
+    # example items (inputs are written before expectations) and train settings
+    src = ('example "e" {  # head\n  expect c = 1,  # x\n  # about the input\n  completion: "a"  # in\n}  # end\n'
+           "train { lr = 1,  # lr\n  steps = 2 }\ncomponent c = 1\n")
+    assert format_source(src) == ('example "e" {  # head\n    # about the input\n    completion: "a",  # in\n'
+                                  "    expect c = 1,  # x\n}  # end\ntrain {\n    lr = 1,  # lr\n    steps = 2,\n}\n"
+                                  "component c = 1\n")
+    # a comment inside an expression written on one line: the last trailing comment trails it, the others go above
+    src = "let x = min(1,  # one\n  # own\n  2)  # two\ncomponent c = x\n"
+    assert format_source(src) == "# one\n# own\nlet x = min(1, 2)  # two\ncomponent c = x\n"
+    # a statement on one line: its comment stays on the first line
+    assert format_source('example { completion: "a", expect c = 1 }  # all\ncomponent c = 1\n') == (
+        'example {  # all\n    completion: "a",\n    expect c = 1,\n}\ncomponent c = 1\n')
+
+
+@st.composite
+def commented_specs(draw: Any) -> str:
+    """Specs whose multi-line statements carry comments on any line, trailing or on lines of their own."""
+    def c() -> str:
+        return draw(st.sampled_from(["", "", "  # t", "  #", "  # ü"]))
+
+    def own() -> list[str]:
+        return [draw(st.sampled_from(["# o", "    # p"]))] if draw(st.integers(0, 3)) == 0 else []
+
+    lines = own()
+    lines.append("component c in [0, 9] = min(1," + c())
+    lines += own() + ["    2)" + c()]
+    clauses = draw(st.permutations(["on_error 0", "timeout 2", "spans matches(completion, /a/)"]))
+    for cl in clauses[:draw(st.integers(0, 3))]:
+        lines += own() + ["    " + cl + c()]
+    lines += own() + ['example "e" {' + c()]
+    items = draw(st.permutations(['completion: ["a",' + c() + '\n  "b"]', "expect c = 1", 'prompt: "p"']))
+    for it in items:
+        lines += own() + ["    " + it + "," + c()]
+    lines += own() + ["}" + c(), "train {" + c()]
+    for it in ("lr = 1", "steps = 2"):
+        lines += own() + ["    " + it + "," + c()]
+    lines += own() + ["}" + c()]
+    return "\n".join(lines) + "\n"
+
+
+@FAST
+@given(src=commented_specs())
+def test_fmt_keeps_every_comment_and_is_idempotent(src: str) -> None:
+    once = format_source(src)
+    assert format_source(once) == once
+    assert shape(parse(once).body) == shape(parse(src).body)
+    assert sorted(c.text.rstrip() for c in parse(once).comments) == sorted(c.text.rstrip() for c in parse(src).comments)
+    # a trailing comment of a clause, example item or train setting stays on that clause's, item's or setting's line
+    for line in src.split("\n"):
+        code, sep, comment = line.partition("  #")
+        first = code.strip().split(" ")[0]
+        if sep and first in ("on_error", "timeout", "spans", "expect", "prompt:", "lr", "steps"):
+            assert any(out.strip().startswith(code.strip()) and out.endswith("  #" + comment)
+                       for out in once.split("\n")), (line, once)

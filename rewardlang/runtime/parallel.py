@@ -53,8 +53,12 @@ class _Texts:
         np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=self.offsets[1:])
         self.none = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
         fd, self.path = tempfile.mkstemp(prefix="rewardlang-rows-", dir=directory)
-        with os.fdopen(fd, "wb") as f:
-            f.write(b"".join(enc))
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(b"".join(enc))
+        except BaseException:
+            os.unlink(self.path)
+            raise
 
     def load(self) -> list[str | None]:
         with open(self.path, "rb") as f:
@@ -69,7 +73,10 @@ def _shm_dir() -> str:
 
 def _pack(values: list[Any], directory: str) -> Any:
     if len(values) >= 256 and all(type(v) is str or v is None for v in values):
-        return _Texts(values, directory)
+        try:
+            return _Texts(values, directory)
+        except OSError:  # a small or full /dev/shm (containers default to 64 MB): the pipe still works
+            return values
     return values
 
 

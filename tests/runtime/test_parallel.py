@@ -78,3 +78,12 @@ def test_text_transfer_round_trips() -> None:
         assert t.load() == values
     finally:
         os.unlink(t.path)
+
+
+def test_falls_back_to_the_pipe_when_shared_memory_fails(programs, monkeypatch, tmp_path) -> None:
+    local, pooled = programs
+    monkeypatch.setattr(parallel, "_shm_dir", lambda: str(tmp_path / "missing"))  # every write fails
+    comps, notes = _rows(1000)
+    a, b = local.score(completion=comps, note=notes), pooled.score(completion=comps, note=notes)
+    np.testing.assert_array_equal(a.total, b.total)
+    assert a.spans == b.spans

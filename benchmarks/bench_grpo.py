@@ -91,19 +91,11 @@ def rep(completions: list[Any], **kwargs: Any) -> list[float]:
 def taught_policy(path: str) -> str:
     """The tiny policy after 50 supervised steps on TAUGHT, saved to ``path``."""
     from rewardlang.trainers.config import TrainConfig
-    from rewardlang.trainers.model import load_policy
+    from rewardlang.trainers.model import load_policy, teach
 
     torch.manual_seed(0)
     model, tok = load_policy(TrainConfig())
-    texts = [tok.apply_chat_template([{"role": "user", "content": "Task 0"}, {"role": "assistant", "content": c}],
-                                     tokenize=False) for c in TAUGHT]
-    batch = tok(texts, return_tensors="pt", padding=True)
-    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for _ in range(50):
-        model(**batch, labels=labels).loss.backward()
-        opt.step()
-        opt.zero_grad()
+    teach(model, tok, TAUGHT, steps=50)
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return path

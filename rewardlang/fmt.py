@@ -26,21 +26,19 @@ _PREC = {"if": 1, "or": 2, "and": 3, "not": 4, "cmp": 5, "+": 6, "-": 6, "*": 7,
 
 
 def _prec(e: S.Expr) -> int:
+    if isinstance(e, (S.BoolOp, S.BinOp)):
+        return _PREC[e.op]
     if isinstance(e, S.IfExpr):
-        return 1
-    if isinstance(e, S.BoolOp):
-        return _PREC[e.op]
+        return _PREC["if"]
     if isinstance(e, S.Not):
-        return 4
+        return _PREC["not"]
     if isinstance(e, S.Compare):
-        return 5
-    if isinstance(e, S.BinOp):
-        return _PREC[e.op]
+        return _PREC["cmp"]
     if isinstance(e, S.Unary):
-        return 8
+        return _PREC["unary"]
     if isinstance(e, (S.Index, S.Attr)):
-        return 10
-    return 11
+        return _PREC["postfix"]
+    return _PREC["atom"]
 
 
 def format_expr(e: S.Expr, need: int = 0) -> str:

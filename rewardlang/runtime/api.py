@@ -149,6 +149,9 @@ class Implementation:
     module: str = ""
     #: internal fast path: the function receives and returns whole columns (rewardlang's own kernels)
     columnar: bool = False
+    #: called once when a scoring worker process starts (load compiled kernels, models, tables), so that the
+    #: first batch a worker gets does not pay for it
+    warm: Callable[[], None] | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -192,6 +195,7 @@ def function(
     doc: str | None = None,
     tags: Sequence[str] = (),
     columnar: bool = False,
+    warm: Callable[[], None] | None = None,
 ) -> Callable[[Callable[..., Any]], Implementation]:
     """Register a vectorized implementation under ``name`` (see the module docstring).
 
@@ -207,7 +211,8 @@ def function(
             doc=(doc or fn.__doc__ or "").strip(), spans_of=spans_of, accepts_none=accepts_none,
             tags=tuple(tags),
         )
-        impl = Implementation(signature=sig, fn=fn, in_workers=in_workers, module=fn.__module__, columnar=columnar)
+        impl = Implementation(signature=sig, fn=fn, in_workers=in_workers, module=fn.__module__, columnar=columnar,
+                              warm=warm)
         with _LOCK:
             prev = _REGISTRY.get(name)
             if prev is not None and prev.module != impl.module:

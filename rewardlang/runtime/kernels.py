@@ -211,14 +211,18 @@ def if_(c: Any, a: Any, b: Any) -> Any:
     none = None
     if na is not None or nb is not None:
         none = np.where(tc, na if na is not None else False, nb if nb is not None else False)
-    if _is_vector(a, b):
-        v = np.where(tc, _arr(a, n, _dtype(a, b)), _arr(b, n, _dtype(a, b)))
-        off = None
-    else:
-        av, bv = _obj_values(a, n), _obj_values(b, n)
-        v = [x if t else y for t, x, y in zip(tc, av, bv)]
-        off = _pick_off(tc, a, b, n)
+    v, off = _choose(tc, a, b, n)
     return Col(v, none, err, off)
+
+
+def _choose(sel: np.ndarray, a: Any, b: Any, n: int) -> tuple[Any, np.ndarray | None]:
+    """(values, offsets) taking ``a`` where ``sel`` and ``b`` elsewhere: one NumPy select for numbers and bools,
+    a list (with the chosen texts' completion offsets) for anything else."""
+    if _is_vector(a, b):
+        dt = _dtype(a, b)
+        return np.where(sel, _arr(a, n, dt), _arr(b, n, dt)), None
+    av, bv = _obj_values(a, n), _obj_values(b, n)
+    return [x if t else y for t, x, y in zip(sel, av, bv)], _pick_off(sel, a, b, n)
 
 
 def _is_vector(*xs: Any) -> bool:
@@ -256,13 +260,7 @@ def coalesce(a: Any, b: Any) -> Any:
     err = _select_err(n, [(None, a), (na, b)])
     nb = _none_of(b, n)
     none = (na & nb) if nb is not None else None
-    if _is_vector(a, b):
-        v = np.where(na, _arr(b, n, _dtype(a, b)), _arr(a, n, _dtype(a, b)))
-        off = None
-    else:
-        av, bv = _obj_values(a, n), _obj_values(b, n)
-        v = [y if m else x for m, x, y in zip(na, av, bv)]
-        off = _pick_off(~na, a, b, n)
+    v, off = _choose(~na, a, b, n)
     return Col(v, none, err, off)
 
 

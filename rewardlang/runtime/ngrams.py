@@ -16,6 +16,9 @@ import numpy as np
 
 __all__ = ["Tokens", "tokenize", "distinct_words", "warm"]
 
+#: the kernels' machine code is loaded in this process (after the first call, or warm())
+READY = False
+
 _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
@@ -165,6 +168,7 @@ class Tokens:
             # the first request also computes n + 1 and n + 2 in the same pass (specs ask for 2, 3, 4 in turn)
             ns = np.array([n, n + 1, n + 2] if not self._done else [n], dtype=np.int64)
             out = _distinct_many(self.buf, self.offsets, ns)
+            _loaded()
             for q, v in enumerate(ns):
                 self._done[int(v)] = out[:, q].copy()
         return self._done[n]
@@ -182,3 +186,9 @@ def distinct_words(texts: Sequence[str | None], n: int) -> np.ndarray:
 def warm() -> None:
     """Load the kernels' machine code now (from Numba's on-disk cache, compiling on the very first run)."""
     _distinct_many(np.zeros(1, dtype=np.uint8), np.zeros(2, dtype=np.int64), np.array([2], dtype=np.int64))
+    _loaded()
+
+
+def _loaded() -> None:
+    global READY
+    READY = True

@@ -31,11 +31,13 @@ def _init(source: str, name: str) -> None:
 
     _PROGRAM = Program.from_python(source, name)
     _PROGRAM.workers = 1
-    if {"words", "distinct", "repetition"} & set(_PROGRAM.spec["functions"]):
-        # load the n-gram kernels at start-up (~0.5 s), not inside the first batch that needs them
-        from rewardlang.runtime import ngrams
+    # what the functions load on first use (compiled kernels: ~0.5 s) is loaded now, not inside the first batch
+    from rewardlang.runtime import registry
 
-        ngrams.warm()
+    impls = registry.load_all()
+    for warm in dict.fromkeys(impls[f].warm for f in _PROGRAM.spec["functions"]):
+        if warm is not None:
+            warm()
 
 
 class _Texts:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 import types
+import warnings
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -409,11 +410,22 @@ class Program:
         return self.module.rows(I, ctx, step) if trace is None else self.module.rows(I, ctx, step, trace)
 
     def _row_phase_parallel(self, cols: dict[str, list[Any]], m: int, step: int) -> dict[str, tuple[Col, Col | None]]:
+        from concurrent.futures.process import BrokenProcessPool
+
         from rewardlang.runtime import parallel
 
         if self._pool is None:
             self._pool = parallel.RowPool(self.python_source, self.name, self.workers)
-        return self._pool.run(cols, m, step, self.stats)
+        try:
+            return self._pool.run(cols, m, step, self.stats)
+        except (BrokenProcessPool, OSError) as exc:
+            # a worker died (killed, out of memory) or could not start: an infrastructure failure. The batch is
+            # scored here instead (the same values), counted, and the next large batch starts fresh workers.
+            self.close()
+            self.stats["pool_failures"] += 1
+            warnings.warn(f"rewardlang: a scoring worker process failed ({type(exc).__name__}: {exc}); "
+                          "this batch is scored in the calling process", RuntimeWarning, stacklevel=3)
+            return self._row_phase_local(cols, m, step)
 
     def close(self) -> None:
         if self._pool is not None:

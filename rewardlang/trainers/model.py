@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from peft import LoraConfig
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["build_tokenizer", "build_tiny_model", "load_policy", "lora_config", "resolve_dtype", "CHAT_TEMPLATE"]
+__all__ = ["build_tokenizer", "build_tiny_model", "load_policy", "lora_config", "resolve_dtype", "teach",
+           "CHAT_TEMPLATE"]
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>"]
 #: each turn is ``<|role|>content``; a finished turn ends with a newline (assistant turns with the EOS token)
@@ -127,6 +128,22 @@ def load_policy(cfg: TrainConfig) -> tuple["PreTrainedModel", "PreTrainedTokeniz
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
+
+
+def teach(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", completions: list[str], *,
+          prompt: str = "Task 0", steps: int = 50, lr: float = 1e-2) -> None:
+    """A few full-batch supervised steps on fixed chat completions to ``prompt``: a policy that already writes
+    the shapes a spec rewards (tests, benchmarks and demos start GRPO from it rather than from noise)."""
+    texts = [tokenizer.apply_chat_template([{"role": "user", "content": prompt},
+                                            {"role": "assistant", "content": c}], tokenize=False)
+             for c in completions]
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    for _ in range(steps):
+        model(**batch, labels=labels).loss.backward()
+        opt.step()
+        opt.zero_grad()
 
 
 def lora_config(cfg: TrainConfig) -> "LoraConfig | None":

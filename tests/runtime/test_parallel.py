@@ -87,3 +87,22 @@ def test_falls_back_to_the_pipe_when_shared_memory_fails(programs, monkeypatch, 
     a, b = local.score(completion=comps, note=notes), pooled.score(completion=comps, note=notes)
     np.testing.assert_array_equal(a.total, b.total)
     assert a.spans == b.spans
+
+
+def test_a_dead_worker_is_counted_and_the_batch_scored_here(programs) -> None:
+    import signal
+
+    local, pooled = programs
+    comps, notes = _rows(1000)
+    pooled.score(completion=comps[:300], note=notes[:300])  # the pool is up
+    for p in list(pooled._pool.pool._processes.values()):
+        os.kill(p.pid, signal.SIGKILL)
+        p.join()
+    with pytest.warns(RuntimeWarning, match="scoring worker process failed"):
+        b = pooled.score(completion=comps, note=notes)
+    a = local.score(completion=comps, note=notes)
+    np.testing.assert_array_equal(a.total, b.total)
+    assert b.stats["pool_failures"] == 1
+    c = pooled.score(completion=comps, note=notes)  # fresh workers
+    assert pooled._pool is not None and "pool_failures" not in c.stats
+    np.testing.assert_array_equal(a.total, c.total)

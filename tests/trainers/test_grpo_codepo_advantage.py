@@ -12,7 +12,7 @@ import torch
 import rewardlang
 from rewardlang.trainers.config import TrainConfig
 from rewardlang.trainers.grpo import train
-from rewardlang.trainers.model import load_policy
+from rewardlang.trainers.model import load_policy, teach
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC = os.path.join(ROOT, "specs", "codepo_text.reward")
@@ -33,15 +33,7 @@ def taught_model(tmp_path_factory) -> str:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model, tok = load_policy(TrainConfig())
-    texts = [tok.apply_chat_template([{"role": "user", "content": "Task 0"}, {"role": "assistant", "content": c}],
-                                     tokenize=False) for c in TAUGHT]
-    batch = tok(texts, return_tensors="pt", padding=True)
-    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for _ in range(50):
-        model(**batch, labels=labels).loss.backward()
-        opt.step()
-        opt.zero_grad()
+    teach(model, tok, TAUGHT, steps=50)
     path = tmp_path_factory.mktemp("taught") / "model"
     model.save_pretrained(path)
     tok.save_pretrained(path)

@@ -94,7 +94,19 @@ class LazyWords(Sequence):
             yield None if t is None else t.split()
 
 
-@function("words", args={"text": "text"}, returns="list[text]", columnar=True,
+def _warm_ngrams() -> None:
+    from rewardlang.runtime import ngrams
+
+    ngrams.warm()
+
+
+def _ngrams_ready() -> bool:
+    """The n-gram kernels are loaded in this process (without importing numba to find out)."""
+    mod = sys.modules.get("rewardlang.runtime.ngrams")
+    return mod is not None and mod.READY
+
+
+@function("words", args={"text": "text"}, returns="list[text]", columnar=True, warm=_warm_ngrams,
           doc="The whitespace-separated words of the text (Python's str.split()).")
 def words(text: Any, *, params: None, ctx: Context) -> Any:
     if not isinstance(text, Col):
@@ -370,6 +382,7 @@ def distinct_py(items: Sequence[Any], n: int) -> float:
 
 
 @function("distinct", args={"items": "list[text]", "n": _N}, returns="number", range=(0.0, 1.0), columnar=True,
+          warm=_warm_ngrams,
           doc="Distinct-n: unique n-grams / all n-grams of a token list; 1 when it has fewer than n tokens.")
 def distinct(items: Any, n: float, *, params: None, ctx: Context) -> Any:
     k = _check_n(n)
@@ -377,9 +390,9 @@ def distinct(items: Any, n: float, *, params: None, ctx: Context) -> Any:
         return None if items is None else distinct_py(items, k)
     bad = items.bad()
     # the kernel's first use in a process costs ~0.5 s (numba import, cached machine code); once loaded it wins
-    # from a handful of rows (the worker processes load it at start-up: rewardlang.runtime.parallel)
+    # from a handful of rows (scoring worker processes load it at start-up: the functions' `warm`)
     if isinstance(items.v, LazyWords) and len(items.v) >= (
-            _NUMBA_MIN_ROWS_LOADED if "rewardlang.runtime.ngrams" in sys.modules else _NUMBA_MIN_ROWS):
+            _NUMBA_MIN_ROWS_LOADED if _ngrams_ready() else _NUMBA_MIN_ROWS):
         from rewardlang.runtime import ngrams
 
         if items.v.tokens is None:
@@ -392,6 +405,7 @@ def distinct(items: Any, n: float, *, params: None, ctx: Context) -> Any:
 
 
 @function("repetition", args={"items": "list[text]", "n": _N}, returns="number", range=(0.0, 1.0), columnar=True,
+          warm=_warm_ngrams,
           doc="1 - distinct(items, n): the share of repeated n-grams.")
 def repetition(items: Any, n: float, *, params: None, ctx: Context) -> Any:
     d = distinct.fn(items, n, params=None, ctx=ctx)

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -20,17 +18,9 @@ from rewardlang.runtime.code.pyset import set_order0, str_hash0
 from rewardlang.runtime.code.strip import strip_or_keep
 from rewardlang.runtime.code.tree import flatten
 
-ROOT = Path(__file__).resolve().parents[3]
 dfm = pytest.importorskip("codebleu.dataflow_match")
 
 
-def _corpus():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_corpus", ROOT / "benchmarks" / "corpus.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod.load_corpus()
 
 
 def package_edges(code: str) -> list:  # type: ignore[type-arg]
@@ -68,8 +58,8 @@ def test_loops_branches_comprehensions() -> None:
     assert len(ours(code)) > 20
 
 
-def test_corpus_equals_package() -> None:
-    rows = _corpus()
+def test_corpus_equals_package(corpus_module) -> None:
+    rows = corpus_module.load_corpus()
     texts = sorted({strip_or_keep(r.candidate.strip()) for r in rows}
                    | {strip_or_keep(r.reference.strip()) for r in rows})
     for t in texts:
@@ -95,9 +85,9 @@ def _mutate(code: str, rng: random.Random) -> str:
     return "\n".join(lines)
 
 
-def test_mutated_corpus_equals_package() -> None:
+def test_mutated_corpus_equals_package(corpus_module) -> None:
     """Broken programs exercise the reference's failure paths (None fields, ERROR nodes)."""
-    rows = _corpus()
+    rows = corpus_module.load_corpus()
     rng = random.Random(3)
     refs = sorted({r.reference for r in rows})
     for _ in range(600):

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,17 +11,9 @@ from hypothesis import strategies as st
 
 from rewardlang.runtime.code.strip import strip_or_keep, strip_python, strip_python_reference
 
-ROOT = Path(__file__).resolve().parents[3]
 codebleu_utils = pytest.importorskip("codebleu.parser.utils")
 
 
-def _corpus():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_corpus", ROOT / "benchmarks" / "corpus.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod.load_corpus()
 
 
 def package(source: str) -> str:
@@ -52,8 +42,8 @@ def test_golden() -> None:
     assert strip_python("") == ""
 
 
-def test_corpus_equals_package() -> None:
-    rows = _corpus()
+def test_corpus_equals_package(corpus_module) -> None:
+    rows = corpus_module.load_corpus()
     texts = sorted({r.candidate for r in rows} | {r.candidate.strip() for r in rows} | {r.reference.strip()
                                                                                        for r in rows})
     for t in texts:

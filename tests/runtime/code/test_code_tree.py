@@ -3,10 +3,7 @@ and the parse layer caches."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -17,16 +14,8 @@ from rewardlang.runtime.code.parse import byte_to_char, encode, parse, replace_s
 from rewardlang.runtime.code.strip import strip_or_keep
 from rewardlang.runtime.code.tree import flatten
 
-ROOT = Path(__file__).resolve().parents[3]
 
 
-def _corpus():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_corpus", ROOT / "benchmarks" / "corpus.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod.load_corpus()
 
 
 def sexps(tree: Any) -> tuple[list[str | None], list[str]]:
@@ -107,8 +96,8 @@ def test_misread_nodes_keyed_as_the_package_reads_them() -> None:
     check(code)  # and the whole list equals the package's
 
 
-def test_corpus_keys_equal_sexps() -> None:
-    rows = _corpus()
+def test_corpus_keys_equal_sexps(corpus_module) -> None:
+    rows = corpus_module.load_corpus()
     texts = sorted({r.candidate for r in rows} | {r.reference for r in rows})
     for t in texts[::3]:
         check(t)

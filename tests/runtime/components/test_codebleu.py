@@ -3,7 +3,6 @@ bad input and a spec."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -36,13 +35,6 @@ PKG_KEYS = {"ngram": "ngram_match_score", "weighted_ngram": "weighted_ngram_matc
             "syntax": "syntax_match_score", "dataflow": "dataflow_match_score"}
 
 
-def _corpus_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_corpus", CORPUS)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _package_in_subprocess(weights: tuple[float, ...]) -> list[dict[str, float]]:
@@ -71,8 +63,8 @@ def _ours(rows: list[Any], params: CodeBLEUParams) -> tuple[list[float], list[di
 
 @pytest.mark.slow
 @pytest.mark.parametrize("weights", [(0.25, 0.25, 0.25, 0.25), (0.4, 0.0, 0.3, 0.3)])
-def test_corpus_parity_with_the_package(weights: tuple[float, float, float, float]) -> None:
-    rows = _corpus_module().load_corpus()
+def test_corpus_parity_with_the_package(weights: tuple[float, float, float, float], corpus_module) -> None:
+    rows = corpus_module.load_corpus()
     assert len(rows) == 1312
     pkg = _package_in_subprocess(weights)
     cb.clear_caches()
@@ -92,11 +84,11 @@ def test_corpus_parity_with_the_package(weights: tuple[float, float, float, floa
     assert n_zero == 193  # every empty candidate, and deleted-line candidates that lost all dataflow
 
 
-def test_parts_equal_the_package_in_process_order() -> None:
+def test_parts_equal_the_package_in_process_order(corpus_module) -> None:
     """dataflow_order="process" equals the package run in this very process (whatever its hash seed)."""
     from codebleu import calc_codebleu
 
-    rows = _corpus_module().load_corpus()[::6]
+    rows = corpus_module.load_corpus()[::6]
     res = dataflow_match.fn([r.candidate for r in rows], [r.reference for r in rows],
                             params=DataflowParams(dataflow_order="process"), ctx=Context(use_cache=False))
     for r, v in zip(rows, res.values):
@@ -259,10 +251,10 @@ def test_large_program_scores() -> None:
 # -- through a spec ---------------------------------------------------------------------------------------
 
 
-def test_through_a_spec() -> None:
+def test_through_a_spec(corpus_module) -> None:
     import rewardlang
 
-    mod = _corpus_module()
+    mod = corpus_module
     prog = rewardlang.loads(
         'spec s "codebleu"\n'
         'input reference: code\n'

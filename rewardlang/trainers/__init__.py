@@ -4,6 +4,7 @@
 - :mod:`rewardlang.trainers.model`   -- the policy: a tiny local model or a local checkpoint, LoRA optional;
 - :mod:`rewardlang.trainers.data`    -- the prompt dataset, checked against the spec's inputs before training;
 - :mod:`rewardlang.trainers.metrics` -- JSONL/TensorBoard metrics, progress bar, timing;
+- :mod:`rewardlang.trainers.run`     -- run directory, resume checks, algorithm dispatch (``train``);
 - :mod:`rewardlang.trainers.grpo`    -- GRPO on TRL's ``GRPOTrainer`` with the spec's rewards and advantages;
 - :mod:`rewardlang.trainers.plot`    -- ``rewardlang plot RUN_DIR``;
 - :mod:`rewardlang.trainers.cli`     -- the ``train`` and ``plot`` commands.

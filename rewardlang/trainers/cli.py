@@ -53,7 +53,7 @@ def train_command(
     lora: Optional[bool] = typer.Option(None, "--lora/--no-lora", help="Train a LoRA adapter (train.lora)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
 ) -> None:
-    """Train with GRPO on the rewards of a spec; writes config.json, metrics.jsonl, checkpoints and final/."""
+    """Train on the rewards of a spec (GRPO unless `train.algorithm` names another); writes config.json, metrics.jsonl, checkpoints and final/."""
     if not os.path.exists(spec):
         _fail(f"spec file {spec}: not found")
     # Quiet the deprecation chatter of the training stack; real warnings still show.
@@ -69,7 +69,7 @@ def train_command(
 
     try:
         sets = parse_set(set_)
-        from rewardlang.trainers.grpo import train
+        from rewardlang.trainers.run import train
 
         flags: dict[str, Any] = {"model": model, "dataset": dataset, "output_dir": output, "max_steps": max_steps,
                                  "seed": seed, "lora": lora}

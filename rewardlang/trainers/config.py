@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["ConfigError", "TinyModelConfig", "TrainConfig", "resolve_config", "load_config_file",
+__all__ = ["ALGORITHMS", "ConfigError", "TinyModelConfig", "TrainConfig", "resolve_config", "load_config_file",
            "parse_set", "save_resolved", "package_versions"]
 
 
@@ -100,9 +100,12 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-_ALGORITHMS = ("grpo",)
+#: algorithm name -> the module whose ``train(spec, ...)`` runs it (see :mod:`rewardlang.trainers.run`)
+ALGORITHMS: dict[str, str] = {
+    "grpo": "rewardlang.trainers.grpo",
+}
 _CHOICES: dict[str, tuple[str, ...]] = {
-    "algorithm": _ALGORITHMS,
+    "algorithm": tuple(ALGORITHMS),
     "prompt_format": ("auto", "chat", "text"),
     "dtype": ("auto", "float32", "bfloat16", "float16"),
 }

@@ -26,11 +26,9 @@ order of a resumed run identical across epochs.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
@@ -43,6 +41,7 @@ from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_fil
 from rewardlang.trainers.data import DataError, build_dataset, check_columns, load_rows
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
+from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, run_dir_for, save_initial_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -326,50 +325,6 @@ def grpo_args(cfg: TrainConfig, run_dir: str) -> GRPOConfig:
         raise ConfigError(f"invalid GRPO settings: {exc}") from None
 
 
-@dataclass
-class RunResult:
-    """Where a run wrote its outputs, and how far it got."""
-
-    run_dir: str
-    final_dir: str
-    metrics_path: str
-    global_step: int
-    config: TrainConfig
-    trainer: Any = field(default=None, repr=False)
-
-
-def _run_dir(cfg: TrainConfig, spec_name: str, resume: bool) -> str:
-    """The run directory; the same on every process of a distributed run (the main process picks the name)."""
-    if cfg.output_dir:
-        return cfg.output_dir
-    if resume:
-        raise ConfigError("--resume needs --output RUN_DIR (the run to continue)")
-    from accelerate import PartialState
-    from accelerate.utils import broadcast_object_list
-
-    name = [os.path.join("runs", f"{spec_name}-{time.strftime('%Y%m%d-%H%M%S')}")]
-    state = PartialState()
-    if state.num_processes > 1:
-        broadcast_object_list(name, from_process=0)
-    return name[0]
-
-
-def _save_initial_policy(model: Any, tokenizer: Any, path: str) -> None:
-    """Write the freshly built tiny policy to ``path`` and point its config there.
-
-    TRL builds the KL reference model (``beta > 0``) by loading ``model.config._name_or_path`` again; the tiny
-    model exists only in memory, so it gets a real path: the run's ``initial_model/`` (also handy to compare with).
-    """
-    from accelerate import PartialState
-
-    state = PartialState()
-    if state.is_main_process and not os.path.exists(os.path.join(path, "config.json")):
-        model.save_pretrained(path)
-        tokenizer.save_pretrained(path)
-    state.wait_for_everyone()
-    model.config._name_or_path = path
-
-
 def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: bool | None = None,
                   callbacks: Sequence[Any] = ()) -> SpecGRPOTrainer:
     """Data (checked against the spec), policy and trainer for a resolved configuration."""
@@ -379,7 +334,7 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
         torch.set_num_threads(cfg.torch_threads or 1)
     model, tokenizer = load_policy(cfg)
     if cfg.model is None:
-        _save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
+        save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
     dataset, summary = build_dataset(rows, columns, tokenizer, cfg.prompt_format, cfg.max_prompt_length)
     args = grpo_args(cfg, run_dir)
     per_step = args.generation_batch_size // cfg.num_generations
@@ -401,55 +356,6 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
     # disable_tqdm makes transformers print every log dict; the JSONL file and our progress bar replace that
     trainer.remove_callback(PrinterCallback)
     return trainer
-
-
-def last_checkpoint(run_dir: str) -> str | None:
-    """The newest complete ``checkpoint-N`` of a run (None if there is none).
-
-    transformers writes ``trainer_state.json`` last, so a checkpoint without a readable one was cut off (a killed
-    run) and is skipped.
-    """
-    found = []
-    for name in os.listdir(run_dir) if os.path.isdir(run_dir) else []:
-        step = name.removeprefix("checkpoint-")
-        state = os.path.join(run_dir, name, "trainer_state.json")
-        if name.startswith("checkpoint-") and step.isdigit() and os.path.exists(state):
-            try:
-                with open(state, encoding="utf-8") as fh:
-                    json.load(fh)
-            except (OSError, ValueError):
-                continue
-            found.append((int(step), os.path.join(run_dir, name)))
-    return max(found)[1] if found else None
-
-
-#: settings that do not change the trajectory of the steps already taken; a resumed run may change them
-_RESUME_MAY_CHANGE = {"max_steps", "save_steps", "save_total_limit", "logging_steps", "progress", "report_to",
-                      "output_dir"}
-
-
-def _check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
-    if not os.path.isdir(run_dir):
-        raise ConfigError(f"--resume: run directory {run_dir} does not exist")
-    ckpt = last_checkpoint(run_dir)
-    if ckpt is None:
-        raise ConfigError(f"--resume: no complete checkpoint-* directory in {run_dir} (checkpoints are written "
-                          f"every `save_steps` steps)")
-    saved_path = os.path.join(run_dir, "config.json")
-    if os.path.exists(saved_path):
-        with open(saved_path, encoding="utf-8") as fh:
-            saved = json.load(fh)
-        if saved.get("spec", {}).get("source_hash") not in (None, prog.source_hash):
-            raise ConfigError(f"--resume: the spec changed since {run_dir} was started (source hash "
-                              f"{saved['spec']['source_hash'][:12]} then, {prog.source_hash[:12]} now); "
-                              f"start a new run")
-        then, now = saved.get("train", {}), cfg.to_dict()
-        changed = sorted(k for k in now if k not in _RESUME_MAY_CHANGE and k in then and then[k] != now[k])
-        if changed:
-            shown = ", ".join(f"{k} ({then[k]!r} then, {now[k]!r} now)" for k in changed)
-            raise ConfigError(f"--resume: settings differ from {saved_path}: {shown}. Resume with the same settings "
-                              f"(only {', '.join(sorted(_RESUME_MAY_CHANGE))} may change), or start a new run")
-    return ckpt
 
 
 def train(
@@ -479,9 +385,9 @@ def train(
     # 2. The configuration: defaults < spec train section < config file < --set < flags.
     cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
                                   {**(flags or {}), "spec": spec}, file_name=config_file)
-    run_dir = _run_dir(cfg, prog.name, resume)
+    run_dir = run_dir_for(cfg, prog.name, resume)
     cfg.output_dir = run_dir
-    checkpoint = _check_resume(run_dir, prog, cfg) if resume else None
+    checkpoint = check_resume(run_dir, prog, cfg) if resume else None
     if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
         raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
 

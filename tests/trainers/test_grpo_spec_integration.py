@@ -283,7 +283,7 @@ def test_lora_run_trains_and_saves_only_the_adapter(tmp_path) -> None:
 
 def test_default_run_directory_is_named_after_the_spec(tmp_path, monkeypatch) -> None:
     from rewardlang.trainers.config import TrainConfig
-    from rewardlang.trainers.grpo import _run_dir
+    from rewardlang.trainers.run import run_dir_for as _run_dir
 
     monkeypatch.chdir(tmp_path)
     name = _run_dir(TrainConfig(), "codepo_text", resume=False)

@@ -1,0 +1,152 @@
+"""What every trainer shares around its loop: the run directory, resume checks, the result, algorithm dispatch.
+
+Each algorithm module (``grpo``, ``ppo``, ...) exposes ``train(spec, *, config_file, sets, flags, resume, progress,
+callbacks) -> RunResult`` and is listed in :data:`rewardlang.trainers.config.ALGORITHMS`. :func:`train` resolves
+which one a run uses (the spec's ``train { algorithm = "..." }``, a config file, ``--set train.algorithm=...``) and
+calls it, so ``rewardlang train`` trains any spec with any algorithm.
+
+    >>> from rewardlang.trainers.config import TrainConfig
+    >>> run_dir_for(TrainConfig(output_dir="runs/x"), "codepo_text", resume=False)
+    'runs/x'
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from rewardlang.trainers.config import ALGORITHMS, ConfigError, TrainConfig, load_config_file
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rewardlang.runtime.program import Program
+
+__all__ = ["RunResult", "run_dir_for", "save_initial_policy", "last_checkpoint", "check_resume",
+           "RESUME_MAY_CHANGE", "train", "algorithm_of"]
+
+
+@dataclass
+class RunResult:
+    """Where a run wrote its outputs, and how far it got."""
+
+    run_dir: str
+    final_dir: str
+    metrics_path: str
+    global_step: int
+    config: TrainConfig
+    trainer: Any = field(default=None, repr=False)
+
+
+def run_dir_for(cfg: TrainConfig, spec_name: str, resume: bool) -> str:
+    """The run directory; the same on every process of a distributed run (the main process picks the name)."""
+    if cfg.output_dir:
+        return cfg.output_dir
+    if resume:
+        raise ConfigError("--resume needs --output RUN_DIR (the run to continue)")
+    from accelerate import PartialState
+    from accelerate.utils import broadcast_object_list
+
+    name = [os.path.join("runs", f"{spec_name}-{time.strftime('%Y%m%d-%H%M%S')}")]
+    state = PartialState()
+    if state.num_processes > 1:
+        broadcast_object_list(name, from_process=0)
+    return name[0]
+
+
+def save_initial_policy(model: Any, tokenizer: Any, path: str) -> None:
+    """Write the freshly built tiny policy to ``path`` and point its config there.
+
+    A reference model is built by loading ``model.config._name_or_path`` again; the tiny model exists only in
+    memory, so it gets a real path: the run's ``initial_model/`` (also handy to compare with).
+    """
+    from accelerate import PartialState
+
+    state = PartialState()
+    if state.is_main_process and not os.path.exists(os.path.join(path, "config.json")):
+        model.save_pretrained(path)
+        tokenizer.save_pretrained(path)
+    state.wait_for_everyone()
+    model.config._name_or_path = path
+
+
+def last_checkpoint(run_dir: str) -> str | None:
+    """The newest complete ``checkpoint-N`` of a run (None if there is none).
+
+    ``trainer_state.json`` is written last, so a checkpoint without a readable one was cut off (a killed run) and
+    is skipped.
+    """
+    found = []
+    for name in os.listdir(run_dir) if os.path.isdir(run_dir) else []:
+        step = name.removeprefix("checkpoint-")
+        state = os.path.join(run_dir, name, "trainer_state.json")
+        if name.startswith("checkpoint-") and step.isdigit() and os.path.exists(state):
+            try:
+                with open(state, encoding="utf-8") as fh:
+                    json.load(fh)
+            except (OSError, ValueError):
+                continue
+            found.append((int(step), os.path.join(run_dir, name)))
+    return max(found)[1] if found else None
+
+
+#: settings that do not change the trajectory of the steps already taken; a resumed run may change them
+RESUME_MAY_CHANGE = {"max_steps", "save_steps", "save_total_limit", "logging_steps", "progress", "report_to",
+                     "output_dir"}
+
+
+def check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
+    """The checkpoint to resume ``run_dir`` from; ConfigError when the spec or a trajectory setting changed."""
+    if not os.path.isdir(run_dir):
+        raise ConfigError(f"--resume: run directory {run_dir} does not exist")
+    ckpt = last_checkpoint(run_dir)
+    if ckpt is None:
+        raise ConfigError(f"--resume: no complete checkpoint-* directory in {run_dir} (checkpoints are written "
+                          f"every `save_steps` steps)")
+    saved_path = os.path.join(run_dir, "config.json")
+    if os.path.exists(saved_path):
+        with open(saved_path, encoding="utf-8") as fh:
+            saved = json.load(fh)
+        if saved.get("spec", {}).get("source_hash") not in (None, prog.source_hash):
+            raise ConfigError(f"--resume: the spec changed since {run_dir} was started (source hash "
+                              f"{saved['spec']['source_hash'][:12]} then, {prog.source_hash[:12]} now); "
+                              f"start a new run")
+        then, now = saved.get("train", {}), cfg.to_dict()
+        changed = sorted(k for k in now if k not in RESUME_MAY_CHANGE and k in then and then[k] != now[k])
+        if changed:
+            shown = ", ".join(f"{k} ({then[k]!r} then, {now[k]!r} now)" for k in changed)
+            raise ConfigError(f"--resume: settings differ from {saved_path}: {shown}. Resume with the same settings "
+                              f"(only {', '.join(sorted(RESUME_MAY_CHANGE))} may change), or start a new run")
+    return ckpt
+
+
+def algorithm_of(spec_train: Mapping[str, Any], file_train: Mapping[str, Any], sets: Mapping[str, Any],
+                 flags: Mapping[str, Any]) -> str:
+    """The algorithm a run uses, by the same layering as every other setting (later wins)."""
+    algo = "grpo"
+    for layer in (spec_train, file_train, {k.removeprefix("train."): v for k, v in sets.items()}, flags):
+        if layer.get("algorithm") is not None:
+            algo = str(layer["algorithm"])
+    if algo not in ALGORITHMS:
+        raise ConfigError(f"train.algorithm: unknown algorithm {algo!r}; choose one of {', '.join(ALGORITHMS)}")
+    return algo
+
+
+def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] | None = None,
+          flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
+          callbacks: Sequence[Any] = ()) -> RunResult:
+    """Train on ``spec`` with the algorithm its configuration names (GRPO unless one is named)."""
+    import rewardlang
+
+    sets = dict(sets or {})
+    file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
+    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
+    prog = rewardlang.load(spec, params=params or None)
+    algo = algorithm_of(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
+                        flags or {})
+    module = importlib.import_module(ALGORITHMS[algo])
+    return module.train(spec, config_file=config_file, sets=sets, flags=flags, resume=resume, progress=progress,
+                        callbacks=callbacks)
+

@@ -106,3 +106,18 @@ def test_params_are_constants_for_values_and_fmt_keeps_the_clause() -> None:
     assert prog.score(["abcd"]).attribution["c"][0].ranges == ((0, 3, 1.0), (3, 4, -2.0))
     assert format_source(src) == src
     assert format_source(FORMS.lstrip()) == FORMS.lstrip()
+
+
+def test_explain_tokens_prints_each_token(tmp_path) -> None:
+    spec = tmp_path / "t.reward"
+    spec.write_text(FORMS)
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"completion": "A TODO\n```python\nx = 1\ny = (\n```"}) + "\n")
+    out = subprocess.run([sys.executable, "-m", "rewardlang", "explain", str(spec), "-i", str(data), "--tokens"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0].split() == ["#", "token", "acc", "tests", "todo", "lines", "syntax", "plain", "reward"]
+    # token 1 " T" of "TODO": todo -1, nothing else; reward = the weighted sum (weights 1)
+    assert out[2].split() == ["1", "T", "0", "0", "-1", "0", "0", "0", "-1"]
+    # the last token "`" of the closing fence: acc 3 and plain 7 (sequence rewards), todo's uncovered 0.25, fence 2
+    assert out[25].split() == ["24", "`", "3", "0", "0.25", "0", "2", "7", "12.25"]
+    assert out[-1].startswith("sum of per-token rewards: ")

@@ -164,9 +164,9 @@ def token_table(program: "Program", row: Mapping[str, Any], tokenizer: Any, step
 
     >>> import rewardlang
     >>> from rewardlang.trainers.model import build_tokenizer
-    >>> prog = rewardlang.loads('component x = 1\\n    spans matches(completion, /b/, value=-1)\\n    tokens spans')
+    >>> prog = rewardlang.loads('component c = 1\\n    spans matches(completion, /b/, value=-1)\\n    tokens spans')
     >>> pieces, names, values, total = token_table(prog, {"completion": "ab"}, build_tokenizer(300))
-    >>> pieces, values["x"], total
+    >>> pieces, values["c"], total
     (['a', 'b'], [0.0, -1.0], [0.0, -1.0])
     """
     from rewardlang.runtime.program import chat_to_text

@@ -121,3 +121,12 @@ def test_explain_tokens_prints_each_token(tmp_path) -> None:
     # the last token "`" of the closing fence: acc 3 and plain 7 (sequence rewards), todo's uncovered 0.25, fence 2
     assert out[25].split() == ["24", "`", "3", "0", "0.25", "0", "2", "7", "12.25"]
     assert out[-1].startswith("sum of per-token rewards: ")
+
+
+def test_attribution_module_examples() -> None:
+    import doctest
+
+    from rewardlang.runtime import attribution
+
+    result = doctest.testmod(attribution)
+    assert result.failed == 0 and result.attempted > 0

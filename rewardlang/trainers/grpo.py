@@ -76,7 +76,11 @@ class SpecRewardSet:
         self.weights = [float(w) for w in weights]
         components = {c.name for c in program.components}
         self.total_name = next((n for n in self.names if n not in components), None)
-        self.need_spans = any(c.has_spans for c in program.components)
+        #: components whose `spans` clause adds to token advantages (the spans that `tokens over(...)`/`split(...)`
+        #: make are placements for per-token rewards, not advantage credit)
+        self.span_components = [c.name for c in program.components
+                                if c.has_spans and (c.tokens or {}).get("mode") not in ("over", "split")]
+        self.need_spans = bool(self.span_components)
         self.functions = [SpecReward(self, i) for i in range(len(funcs))]
         self.raw: dict[str, list[float | None]] = {}
         self.total: list[float] = []
@@ -271,7 +275,7 @@ class SpecGRPOTrainer(GRPOTrainer):
                           mode: str) -> torch.Tensor:
         """(B, T) advantages: each completion's advantage plus the values of the spans over each token."""
         result = self.spec_rewards.result
-        span_names = [c.name for c in self.program.components if c.has_spans]
+        span_names = self.spec_rewards.span_components
         rows, covered, counted = [], 0, 0
         for i in range(completion_ids.shape[0]):
             ids = completion_ids[i][completion_mask[i].bool()].tolist()

@@ -72,3 +72,24 @@ def test_trl_loss_accepts_per_token_advantages(tok, loss_type: str) -> None:
     assert loss.item() == pytest.approx(expect_tok, abs=1e-6)
     loss.backward()
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+
+
+def test_grpo_adds_only_written_spans_to_token_advantages() -> None:
+    """`tokens over(...)`/`split(...)` make spans to place per-token rewards; GRPO's advantages must not get them."""
+    import rewardlang
+    from rewardlang.trainers.grpo import SpecRewardSet
+    from rewardlang.trainers.metrics import RewardClock
+
+    prog = rewardlang.loads('''
+let code = code_block(completion, "python")
+component a = 1
+    tokens over(code)
+component b = 1
+    tokens split(code, at=0, edges=2)
+component c = count(completion, "x")
+    spans matches(completion, /x/, value=-1)
+    tokens spans(uncovered=1)
+''')
+    rewards = SpecRewardSet(prog, RewardClock())
+    assert rewards.span_components == ["c"] and rewards.need_spans
+    assert not SpecRewardSet(rewardlang.loads("component a = 1\n    tokens over(completion)"), RewardClock()).need_spans

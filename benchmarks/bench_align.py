@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewardlang.runtime.datasets.humaneval import load_humaneval  # noqa: E402
-from rewardlang.trainers.align import TokenAligner  # noqa: E402
-from rewardlang.trainers.model import build_tokenizer  # noqa: E402
+from rewardlang.runtime.datasets.humaneval import load_humaneval
+from rewardlang.trainers.align import TokenAligner
+from rewardlang.trainers.model import build_tokenizer
 
 
 def prefix_decoding(tokenizer, ids):

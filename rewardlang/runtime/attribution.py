@@ -20,12 +20,13 @@ overlaps the range.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["MODES", "Placement", "place", "to_tokens", "edge_ranges"]
+__all__ = ["MODES", "Placement", "edge_ranges", "place", "to_tokens"]
 
 #: the placements a ``tokens`` clause can name (``sequence``: no clause, the value on the last token)
 MODES = ("sequence", "last", "over", "spans", "ends", "split")

@@ -32,7 +32,8 @@ Conventions, shared by GRPO's token advantages and the dense (B, T) rewards of P
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -31,8 +31,9 @@ everywhere and ``masked[b] = True``: the trainer must not train on it.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -43,7 +44,7 @@ from rewardlang.trainers.align import TokenAligner
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
-__all__ = ["DenseBatch", "DenseRewards", "token_table", "load_tokenizer"]
+__all__ = ["DenseBatch", "DenseRewards", "load_tokenizer", "token_table"]
 
 
 @dataclass
@@ -69,7 +70,7 @@ class DenseRewards:
     (whose ``fallbacks`` count is the metric ``align/fallbacks``) and the time spent (``seconds_scoring``,
     ``seconds_aligning``)."""
 
-    def __init__(self, program: "Program", tokenizer: Any, *, aligner: TokenAligner | None = None) -> None:
+    def __init__(self, program: Program, tokenizer: Any, *, aligner: TokenAligner | None = None) -> None:
         self.program = program
         self.tokenizer = tokenizer
         self.aligner = aligner or TokenAligner(tokenizer)
@@ -157,7 +158,7 @@ def load_tokenizer(path: str | None) -> Any:
     return AutoTokenizer.from_pretrained(path, local_files_only=True)
 
 
-def token_table(program: "Program", row: Mapping[str, Any], tokenizer: Any, step: int = 0
+def token_table(program: Program, row: Mapping[str, Any], tokenizer: Any, step: int = 0
                 ) -> tuple[list[str], list[str], dict[str, list[float]], list[float]]:
     """One data row's completion as tokens: ``(pieces, component names, per-component values, reward)`` per
     token, the values :class:`DenseRewards` gives a trainer (used by ``rewardlang explain --tokens``).
@@ -179,7 +180,6 @@ def token_table(program: "Program", row: Mapping[str, Any], tokenizer: Any, step
     else:
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     aligner = TokenAligner(tokenizer)
-    _, ends = aligner.align(ids)
     pieces = [tokenizer.decode([i], skip_special_tokens=False) for i in ids]
     out = DenseRewards(program, tokenizer, aligner=aligner)(
         torch.tensor([ids], dtype=torch.long), torch.ones(1, len(ids), dtype=torch.long),

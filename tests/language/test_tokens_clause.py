@@ -79,8 +79,8 @@ def test_score_cli_writes_the_placements(tmp_path) -> None:
      (2, 17)),
     ("component c = 1\n    tokens over()", "`tokens over` takes one text argument", (2, 12)),
     ("component c = 1\n    tokens last(completion)", "`tokens last` takes no plain arguments", (2, 12)),
-    ("component c = 1\n    tokens split(completion)", "`tokens split` needs `at=POS`: the character of TEXT where "
-     "`after` starts", (2, 12)),
+    ("component c = 1\n    tokens split(completion)", ("`tokens split` needs `at=POS`: the character of TEXT "
+                                                          "where `after` starts"), (2, 12)),
     ("component c = 1\n    tokens split(completion, at=1, middle=2)", "`tokens split` has no option `middle`",
      (2, 36)),
     ("component c = 1\n    tokens split(completion, at=completion)",

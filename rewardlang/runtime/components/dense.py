@@ -25,7 +25,7 @@ compiler is invalid from its start; code longer than ``max_chars`` fails the sam
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,7 +33,7 @@ from rewardlang.runtime.api import Context, Result, Span, function
 from rewardlang.runtime.components.lint import RuffParams, _line_spans, _ruff
 from rewardlang.runtime.components.syntax import DEFAULT_TIMEOUT, SyntaxParams
 
-__all__ = ["first_violation", "without_ruff_lines", "split_at"]
+__all__ = ["first_violation", "split_at", "without_ruff_lines"]
 
 
 @function("first_violation", args={"code": "code"}, params=SyntaxParams, returns="number?", tags=("heavy",),

@@ -83,6 +83,21 @@ class PolicyAndValue(nn.Module):
         values = self.critic(**kwargs).logits[..., 0] if with_values and self.critic is not None else None
         return logits, values
 
+    # trl's unwrap_model_for_generation switches activation checkpointing off around generation
+    @property
+    def is_gradient_checkpointing(self) -> bool:
+        return bool(getattr(self.policy, "is_activation_checkpointing", getattr(self.policy, "is_gradient_checkpointing", False)))
+
+    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs: dict | None = None) -> None:
+        for m in (self.policy, self.critic):
+            if m is not None:
+                m.gradient_checkpointing_enable(gradient_checkpointing_kwargs=gradient_checkpointing_kwargs)
+
+    def gradient_checkpointing_disable(self) -> None:
+        for m in (self.policy, self.critic):
+            if m is not None:
+                m.gradient_checkpointing_disable()
+
 
 def build_critic(policy: nn.Module, cfg: TrainConfig) -> nn.Module:
     """A token-classification model with one label and dropout 0, its backbone a copy of the policy's; the
@@ -203,6 +218,8 @@ class PPOTrainer:
             self.ref_policy = copy.deepcopy(policy).eval().requires_grad_(False)
         policy.config.use_cache = False  # training forward passes; generate() turns the cache on itself
         model = PolicyAndValue(policy, critic)
+        if cfg.model is not None:  # activation checkpointing pays off on real models only (as in grpo_args)
+            model.gradient_checkpointing_enable({"use_reentrant": False})
         model.train()
         for module in model.modules():  # no dropout anywhere: the old and new log-probs must be comparable
             if isinstance(module, nn.Dropout):

@@ -86,7 +86,9 @@ class PolicyAndValue(nn.Module):
     # trl's unwrap_model_for_generation switches activation checkpointing off around generation
     @property
     def is_gradient_checkpointing(self) -> bool:
-        return bool(getattr(self.policy, "is_activation_checkpointing", getattr(self.policy, "is_gradient_checkpointing", False)))
+        name = "is_activation_checkpointing" if hasattr(self.policy, "is_activation_checkpointing") \
+            else "is_gradient_checkpointing"
+        return bool(getattr(self.policy, name, False))
 
     def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs: dict | None = None) -> None:
         for m in (self.policy, self.critic):

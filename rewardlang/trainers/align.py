@@ -31,7 +31,6 @@ Conventions, shared by GRPO's token advantages and the dense (B, T) rewards of P
 
 from __future__ import annotations
 
-import bisect
 import os
 from typing import Any, Iterable, Sequence
 
@@ -148,29 +147,10 @@ class TokenAligner:
         >>> TokenAligner.spans_to_tokens([(4, 6, -1.0)], [3, 5, 5, 9], default=1.0).tolist()
         [1.0, -1.0, 0.0, -1.0]
         """
-        n = len(ends)
-        diff = np.zeros(n + 1, dtype=np.float64)
-        hits = np.zeros(n + 1, dtype=np.int64)
-        for sp in values_per_char_range:
-            start, end, value = int(sp[0]), int(sp[1]), float(sp[2])
-            if start < 0 or n == 0:
-                continue
-            lo = bisect.bisect_right(ends, start)  # first token ending after the span starts
-            hi = min(bisect.bisect_left(ends, end), n - 1)  # last token starting before the span ends
-            if lo > hi:
-                continue
-            diff[lo] += value
-            diff[hi + 1] -= value
-            hits[lo] += 1
-            hits[hi + 1] -= 1
-        out = np.cumsum(diff[:n])
-        covered = np.cumsum(hits[:n]) > 0
-        ends_arr = np.asarray(ends, dtype=np.int64)
-        width = np.diff(ends_arr, prepend=0) > 0
-        out[~width] = 0.0
-        if default is not None:
-            out[width & ~covered] = float(default)
-        return out
+        from rewardlang.runtime.attribution import Placement, to_tokens
+
+        ranges = tuple((int(sp[0]), int(sp[1]), float(sp[2])) for sp in values_per_char_range if int(sp[0]) >= 0)
+        return to_tokens(Placement(ranges, None if default is None else float(default)), ends)
 
     @staticmethod
     def last_token(length: int) -> int:

@@ -308,7 +308,7 @@ def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
     def where(key: str) -> str:
         return sources.get(key, "default")
 
-    if cfg.num_generations < 2:
+    if cfg.num_generations < (2 if cfg.algorithm == "grpo" else 1):  # PPO may sample one completion per prompt
         raise ConfigError(f"{where('num_generations')}: `num_generations` must be at least 2 for GRPO "
                           f"(got {cfg.num_generations})")
     if cfg.batch_size == 0:

@@ -481,8 +481,8 @@ class PPOTrainer:
         return out
 
     def _event(self, name: str, **kwargs: Any) -> None:
-        for cb in self.callbacks:
-            getattr(cb, name)(self.args, self.state, self.control, **kwargs)
+        for cb in self.callbacks:  # transformers-style callbacks; `trainer` gives them the rollout and models
+            getattr(cb, name)(self.args, self.state, self.control, trainer=self, **kwargs)
 
     # -------------------------------------------------------------------------------------- 5. checkpoints
     def save_checkpoint(self) -> str:

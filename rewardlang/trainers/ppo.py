@@ -122,7 +122,7 @@ def build_critic(policy: nn.Module, cfg: TrainConfig) -> nn.Module:
 
         critic = get_peft_model(critic, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
                                                    target_modules=cfg.lora_target_modules, task_type="TOKEN_CLS",
-                                                   bias="none"))
+                                                   bias="none", exclude_modules=["score"]))  # score: trained whole
     return critic
 
 
@@ -486,12 +486,13 @@ class PPOTrainer:
 
     # -------------------------------------------------------------------------------------- 5. checkpoints
     def save_checkpoint(self) -> str:
-        """``checkpoint-N/``: accelerate's state (both models, optimizer, scheduler, every process's RNG), the
-        policy and critic in Hugging Face format, and ``trainer_state.json`` (written last: it marks the
+        """``checkpoint-N/``: the policy (and tokenizer) and ``critic/`` in Hugging Face format, ``accelerate/``
+        (accelerate's state: both models, optimizer, scheduler, every process's RNG), and ``trainer_state.json`` (written last: it marks the
         checkpoint complete)."""
         acc = self.accelerator
         path = os.path.join(self.run_dir, f"checkpoint-{self.global_step}")
-        acc.save_state(path, safe_serialization=False)
+        # accelerate's files in their own folder: its loader would take the policy's model.safetensors for its own
+        acc.save_state(os.path.join(path, "accelerate"), safe_serialization=False)
         self.save_models(path)
         if acc.is_main_process:
             position = self.global_step * self.prompts_per_process * acc.num_processes
@@ -531,7 +532,7 @@ class PPOTrainer:
     def load_checkpoint(self, path: str) -> None:
         with open(os.path.join(path, "trainer_state.json"), encoding="utf-8") as fh:
             saved = json.load(fh)
-        self.accelerator.load_state(path)
+        self.accelerator.load_state(os.path.join(path, "accelerate"))
         self.global_step = int(saved["global_step"])
 
     # ----------------------------------------------------------------------------------------------- 6. loop

@@ -352,9 +352,10 @@ class PPOTrainer:
         times["forward"] = time.perf_counter() - t0
 
         # The spec's (B, T) reward; rows whose reward is masked are never trained on.
-        t0 = time.perf_counter()
+        t0, aligning = time.perf_counter(), getattr(self.rewards, "seconds_aligning", 0.0)
         dense = self.rewards(ids.cpu(), mask.cpu(), {"prompt": prompts, **columns}, step=self.global_step)
         times["reward"] = time.perf_counter() - t0
+        times["align"] = getattr(self.rewards, "seconds_aligning", 0.0) - aligning  # part of "reward"
         device = acc.device
         score = dense.rewards.to(device).float() * mask
         train_mask = mask * (~dense.masked.to(device))[:, None]
@@ -470,10 +471,12 @@ class PPOTrainer:
         keys = sorted(local)
         vals = acc.reduce(torch.tensor([local[k] for k in keys], device=acc.device, dtype=torch.float32), "mean")
         out.update({k: float(v) for k, v in zip(keys, vals.tolist(), strict=True)})
-        times = acc.reduce(torch.tensor([ro["times"][k] for k in ("generation", "forward", "reward")] + [step_time],
-                                        device=acc.device, dtype=torch.float64), "mean").tolist()
+        times = acc.reduce(torch.tensor([ro["times"][k] for k in ("generation", "forward", "reward", "align")]
+                                        + [step_time], device=acc.device, dtype=torch.float64), "mean").tolist()
+        times[3], times[4] = times[4], times[3]  # step time in position 3, alignment last
         out.update({"time/generation": times[0], "time/forward": times[1], "time/reward": times[2],
-                    "time/step": times[3], "time/update": max(times[3] - sum(times[:3]), 0.0),
+                    "time/align": times[4], "time/step": times[3],
+                    "time/update": max(times[3] - sum(times[:3]), 0.0),
                     "time/reward_share": times[2] / times[3] if times[3] > 0 else 0.0,
                     "tokens_per_second": float(rows[:, 2].sum()) / max(times[3], 1e-9),
                     "align/fallbacks": float(self.rewards.fallbacks),

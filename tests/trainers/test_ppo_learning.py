@@ -65,3 +65,27 @@ def test_ppo_makes_a_penalised_token_pattern_rarer(tmp_path, prompts, seed: int)
     assert after < before / 2, (before, after)
     metrics = [r for r in read_metrics(run.metrics_path) if "reward" in r]
     assert metrics[-1]["rewards/letters/mean"] > metrics[0]["rewards/letters/mean"]
+
+
+def test_a_ppo_run_logs_its_metrics_and_plots(tmp_path, prompts) -> None:
+    """Any spec trains with PPO (toy_digits is a GRPO spec with a sequence reward); the metrics and the plot."""
+    from rewardlang.trainers.plot import chosen_panels, plot_run
+
+    run = train(os.path.join(HERE, "toy_digits.reward"),
+                sets={"train.algorithm": "ppo", "train.max_steps": 2, "train.max_completion_length": 6,
+                      "train.missing_eos_penalty": 1.0, "train.kl_in": "loss", "train.beta": 0.1},
+                flags={"dataset": prompts, "output_dir": str(tmp_path / "run")}, progress=False)
+    records = [r for r in read_metrics(run.metrics_path) if "reward" in r]
+    for key in ("rewards/digits/mean", "kl", "loss/value", "loss/kl", "value/explained_variance",
+                "clip_ratio/policy", "clip_ratio/value", "approx_kl", "entropy", "time/reward_share",
+                "time/align", "tokens_per_second", "align/fallbacks", "masked/count", "completions/eos_rate"):
+        assert records[-1][key] is not None, key
+    assert 0 <= records[-1]["time/align"] <= records[-1]["time/reward"] <= records[-1]["time/step"]
+    # 6 tokens without EOS cost the penalty at the last token: every rollout reward is below digits' max of 1
+    ro = run.trainer.last_rollout
+    no_eos = ~ro["ended"]
+    assert no_eos.any()
+    assert (ro["score"][no_eos].sum(1) <= 0.0 + 1e-6).all()
+    titles = [t for t, _ in chosen_panels(records)]
+    assert "PPO: value loss, explained variance" in titles and "entropy" in titles
+    assert os.path.getsize(plot_run(run.run_dir)) > 10_000

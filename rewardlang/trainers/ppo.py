@@ -49,11 +49,23 @@ from torch import nn
 from transformers import GenerationConfig, TrainerControl, TrainerState, get_scheduler
 
 from rewardlang.trainers import algos
-from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
+from rewardlang.trainers.config import (
+    ConfigError,
+    TrainConfig,
+    load_config_file,
+    resolve_config,
+    save_resolved,
+)
 from rewardlang.trainers.data import build_dataset, check_columns, load_rows
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
-from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, run_dir_for, save_initial_policy
+from rewardlang.trainers.run import (
+    RunResult,
+    check_resume,
+    last_checkpoint,
+    run_dir_for,
+    save_initial_policy,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -174,7 +186,7 @@ class PPOTrainer:
     ``last_rollout`` keeps the last update's local rollout (ids, mask, rewards, advantages ...) for inspection.
     """
 
-    def __init__(self, cfg: TrainConfig, program: "Program", run_dir: str, *, progress: bool | None = None,
+    def __init__(self, cfg: TrainConfig, program: Program, run_dir: str, *, progress: bool | None = None,
                  callbacks: Sequence[Any] = ()) -> None:
         from rewardlang.trainers.dense import DenseRewards
 

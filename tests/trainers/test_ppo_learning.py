@@ -89,3 +89,29 @@ def test_a_ppo_run_logs_its_metrics_and_plots(tmp_path, prompts) -> None:
     titles = [t for t, _ in chosen_panels(records)]
     assert "PPO: value loss, explained variance" in titles and "entropy" in titles
     assert os.path.getsize(plot_run(run.run_dir)) > 10_000
+
+
+def test_the_seed_quirk_options_do_what_they_say(tmp_path, prompts) -> None:
+    """stop_at_eos=false generates and trains every token; old_logprobs="processed_scores" takes generate's scores
+    after top-p, so the first ratio new/old is the nucleus mass (<= 1), not 1."""
+    import torch
+
+    run = train(os.path.join(HERE, "toy_dense.reward"),
+                sets={"train.max_steps": 1, "train.max_completion_length": 12, "train.stop_at_eos": False,
+                      "train.old_logprobs": "processed_scores", "train.top_p": 0.5, "train.ppo_epochs": 1},
+                flags={"dataset": prompts, "output_dir": str(tmp_path / "run")}, progress=False)
+    trainer = run.trainer
+    ro = trainer.last_rollout
+    assert ro["ids"].shape[1] == 12 and bool(ro["mask"].bool().all())  # no stop, every token is the completion
+    with torch.no_grad():  # the sampling policy's full-softmax log-probs (the update changed the weights since)
+        trainer.model.eval()
+        unwrapped = trainer.accelerator.unwrap_model(trainer.model)
+        saved = {k: v.clone() for k, v in unwrapped.state_dict().items()}
+        init = os.path.join(run.run_dir, "initial_model")
+        from transformers import AutoModelForCausalLM
+
+        unwrapped.policy.load_state_dict(AutoModelForCausalLM.from_pretrained(init).state_dict())
+        full, _, _ = trainer._forward(ro["seq"], ro["attn"], ro["prompt_len"], with_values=False)
+        unwrapped.load_state_dict(saved)
+    mass = torch.exp(full - ro["old_lp"])  # p / (p / nucleus mass)
+    assert (mass <= 1 + 1e-4).all() and (mass < 0.99).any()

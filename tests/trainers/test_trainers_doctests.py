@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo"]
+MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo", "algos", "ppo"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -243,6 +243,11 @@ class PPOTrainer:
         total = cfg.max_steps * cfg.ppo_epochs * cfg.num_mini_batches
         self.scheduler = get_scheduler(cfg.lr_scheduler, self.optimizer,
                                        num_warmup_steps=math.ceil(cfg.warmup_ratio * total), num_training_steps=total)
+        if acc.state.deepspeed_plugin is not None:  # no dataloader is prepared: DeepSpeed needs the sizes from us
+            ds = acc.state.deepspeed_plugin.deepspeed_config
+            ds["train_micro_batch_size_per_gpu"] = micro
+            ds["gradient_accumulation_steps"] = cfg.gradient_accumulation_steps
+            ds["gradient_clipping"] = cfg.max_grad_norm
         self.model, self.optimizer = acc.prepare(model, self.optimizer)
         acc.register_for_checkpointing(self.scheduler)  # stepped by us once per optimizer step, not prepared
         if self.ref_policy is not None:

@@ -115,3 +115,40 @@ def test_the_seed_quirk_options_do_what_they_say(tmp_path, prompts) -> None:
         unwrapped.load_state_dict(saved)
     mass = torch.exp(full - ro["old_lp"])  # p / (p / nucleus mass)
     assert (mass <= 1 + 1e-4).all() and (mass < 0.99).any()
+
+
+class MaskFirstRow(TrainerCallback):
+    """Makes the spec's reward of each batch's first completion masked (as an infrastructure failure would)."""
+
+    def on_train_begin(self, args, state, control, trainer=None, **kwargs):  # type: ignore[no-untyped-def]
+        rewards = trainer.rewards
+
+        class Masking:
+            def __getattr__(self, name):  # type: ignore[no-untyped-def]
+                return getattr(rewards, name)
+
+            def __call__(self, *a, **k):  # type: ignore[no-untyped-def]
+                batch = rewards(*a, **k)
+                batch.masked[0] = True
+                batch.rewards[0] = 0.0
+                return batch
+
+        trainer.rewards = Masking()
+
+
+def test_masked_rows_are_never_trained_on_and_are_counted(tmp_path, prompts) -> None:
+    import torch
+
+    run = train(os.path.join(HERE, "toy_dense.reward"), sets={"train.max_steps": 2, "train.beta": 0.1},
+                flags={"dataset": prompts, "output_dir": str(tmp_path / "run")}, progress=False,
+                callbacks=[MaskFirstRow()])
+    ro = run.trainer.last_rollout
+    assert ro["mask"][0].sum() > 0 and ro["train_mask"][0].sum() == 0  # it has tokens, none of them trained
+    assert torch.all(ro["advantages"][0] == 0) and torch.all(ro["returns"][0] == 0)
+    # the whitening left the masked row out: the other rows' advantages have mean 0 and std 1 on their own
+    tm = ro["train_mask"].bool()
+    kept = ro["advantages"][tm]
+    assert abs(float(kept.mean())) < 1e-5 and abs(float(kept.std()) - 1) < 1e-4
+    records = [r for r in read_metrics(run.metrics_path) if "reward" in r]
+    assert [r["masked/count"] for r in records] == [1.0, 1.0]
+    assert [r["masked/rate"] for r in records] == [1 / 8, 1 / 8]

@@ -37,6 +37,7 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_ppo_raises_a_toy_dense_reward(tmp_path, prompts, seed: int) -> None:
     run = train(os.path.join(HERE, "toy_dense.reward"), flags={"dataset": prompts, "seed": seed,
@@ -48,6 +49,7 @@ def test_ppo_raises_a_toy_dense_reward(tmp_path, prompts, seed: int) -> None:
     assert _mean(rewards[-3:]) > _mean(rewards[:3]) + 0.25, rewards
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_ppo_makes_a_penalised_token_pattern_rarer(tmp_path, prompts, seed: int) -> None:
     texts = Texts()

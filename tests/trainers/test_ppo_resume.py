@@ -89,6 +89,7 @@ def test_stop_and_resume_matches_an_uninterrupted_run(tmp_path, prompts) -> None
     assert cfg["train"]["algorithm"] == "ppo" and cfg["train"]["beta"] == 0.05
 
 
+@pytest.mark.slow
 def test_lora_policy_and_critic_resume(tmp_path, prompts) -> None:
     sets = {**SETS, "train.lora": True, "train.lora_r": 4, "train.max_steps": 4, "train.save_steps": 2,
             "train.learning_rate": 5e-3}

@@ -311,6 +311,8 @@ def grpo_args(cfg: TrainConfig, run_dir: str) -> GRPOConfig:
         bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, use_cpu=not torch.cuda.is_available(),
         # activation checkpointing only pays off on large models; the tiny CPU model is faster without it
         gradient_checkpointing=cfg.model is not None, disable_dropout=True, log_completions=False,
+        top_p=cfg.top_p, max_grad_norm=cfg.max_grad_norm, lr_scheduler_type=cfg.lr_scheduler,
+        warmup_steps=cfg.warmup_ratio,  # transformers reads a value below 1 as a share of the steps
     )
     kwargs.update(cfg.trl)
     try:

@@ -22,6 +22,8 @@ Adding an operator (e.g. a local teacher model that rewrites a segment)::
         new = my_model.rewrite(site.code[:site.start], site.text)     # the prefix and the segment's text
         return [Edit(site.start, site.end, new)]
 
+``for_to_while`` and ``swap_if_else`` rewrite a whole compound statement, so they apply at block level only.
+
 A module holding such definitions can be loaded by ``rewardlang prm-data --plugin my_module``.
 """
 
@@ -76,17 +78,19 @@ class Site:
         a, b = self.rng(node)
         return self.start <= a and b <= self.end
 
-    def nodes(self, *types: type) -> Iterator[ast.AST]:
-        """Nodes of the given types inside the segment, in source order (outside f-strings)."""
+    def nodes(self, *types: type, anywhere: bool = False) -> Iterator[ast.AST]:
+        """Nodes of the given types inside the segment (``anywhere``: in the whole program, e.g. a compound
+        statement whose header is the segment), in source order, outside f-strings."""
         found = []
         skip: set[int] = set()
         for n in ast.walk(self.tree):
             if isinstance(n, ast.JoinedStr):
                 skip.update(id(c) for c in ast.walk(n) if c is not n)
         for n in ast.walk(self.tree):
-            if isinstance(n, types) and id(n) not in skip and self.inside(n):
+            if isinstance(n, types) and id(n) not in skip and (anywhere or self.inside(n)):
                 found.append(n)
-        found.sort(key=lambda n: (n.lineno, n.col_offset, -(n.end_lineno or 0), -(n.end_col_offset or 0)))
+        # comprehension clauses carry no position: they sort by their first condition
+        found.sort(key=lambda n: _pos(n.ifs[0] if isinstance(n, ast.comprehension) and n.ifs else n))
         return iter(found)
 
     def seg(self, node: ast.AST) -> str:
@@ -101,6 +105,11 @@ class Site:
         """Only indentation precedes the node on its first line."""
         a, _ = self.rng(node)
         return self.code[self.src.line_start(node.lineno):a].strip() == ""  # type: ignore[attr-defined]
+
+
+def _pos(n: ast.AST) -> tuple[int, int, int, int]:
+    return (getattr(n, "lineno", 0), getattr(n, "col_offset", 0), -(getattr(n, "end_lineno", 0) or 0),
+            -(getattr(n, "end_col_offset", 0) or 0))
 
 
 @dataclass(frozen=True)
@@ -276,7 +285,7 @@ def true_false(site: Site) -> list[Edit]:
 def negate_condition(site: Site) -> list[Edit]:
     """Negate the condition of an ``if``, ``while``, conditional expression or comprehension filter."""
     tests = []
-    for n in site.nodes(ast.If, ast.While, ast.IfExp, ast.comprehension, ast.Assert):
+    for n in site.nodes(ast.If, ast.While, ast.IfExp, ast.comprehension, ast.Assert, anywhere=True):
         if isinstance(n, ast.comprehension):
             tests += n.ifs
         else:
@@ -325,9 +334,10 @@ def break_continue(site: Site) -> list[Edit]:
 def zero_iteration(site: Site) -> list[Edit]:
     """Make a loop run zero times: ``for x in []:``, ``while False:``."""
     out = []
-    for n in site.nodes(ast.For, ast.While, ast.AsyncFor):
+    for n in site.nodes(ast.For, ast.While, ast.AsyncFor, anywhere=True):
         expr = n.test if isinstance(n, ast.While) else n.iter
-        out.append(Edit(*site.rng(expr), "False" if isinstance(n, ast.While) else "[]"))
+        if site.inside(expr):
+            out.append(Edit(*site.rng(expr), "False" if isinstance(n, ast.While) else "[]"))
     return out
 
 
@@ -506,8 +516,8 @@ def extract_variable(site: Site) -> list[Edit]:
     (not under a short-circuit, conditional expression, lambda or comprehension, nor in a loop test)."""
     used = {t for t, _, _ in _name_tokens(site.code)}
     out = []
-    for st in site.nodes(ast.Assign, ast.AugAssign, ast.Return, ast.Expr, ast.If):
-        if not site.starts_line(st) or _is_docstring(site, st):
+    for st in site.nodes(ast.Assign, ast.AugAssign, ast.Return, ast.Expr, ast.If, anywhere=True):
+        if not site.starts_line(st) or not site.start <= site.src.line_start(st.lineno) < site.end or _is_docstring(site, st):
             continue
         if isinstance(st, ast.If) and not site.code[site.rng(st)[0]:].startswith("if"):
             continue  # an elif: nothing may be inserted before it

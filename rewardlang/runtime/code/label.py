@@ -133,6 +133,8 @@ def build(problems: Sequence[dict[str, Any]], *, operators: Sequence[str] | None
     if unknown:
         raise ValueError(f"unknown operator(s) {', '.join(unknown)} (known: {', '.join(mutate.OPERATORS)})")
     data = PrmData()
+    for k in ("problems", "segments", "variants", "labelled", "infra_dropped", "reference_failed", "reference_infra"):
+        data.counts[k] = 0
     limits = Limits(cpu=timeout)
     spans_of: list[list[tuple[int, int]]] = []
     variants: list[_Variant] = []

@@ -103,6 +103,7 @@ class TrainConfig:
 #: algorithm name -> the module whose ``train(spec, ...)`` runs it (see :mod:`rewardlang.trainers.run`)
 ALGORITHMS: dict[str, str] = {
     "grpo": "rewardlang.trainers.grpo",
+    "prm": "rewardlang.trainers.prm",
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm": tuple(ALGORITHMS),

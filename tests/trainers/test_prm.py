@@ -118,8 +118,55 @@ def test_prm_learns_humaneval_steps(tmp_path) -> None:
            "rename_local", "extract_variable", "aug_assign", "swap_if_else", "for_to_while"]
     data = label.build(load_humaneval(), operators=ops, level="block", seed=0)
     out = label.write(data, str(tmp_path / "data"))
-    r = train(SPEC, flags={"dataset": out["steps.jsonl"], "output_dir": str(tmp_path / "run"), "max_steps": 200,
-                           "batch_size": 16}, sets={"train.save_steps": 200}, progress=False)
+    r = train(SPEC, flags={"dataset": out["steps.jsonl"], "output_dir": str(tmp_path / "run"), "max_steps": 150,
+                           "batch_size": 16}, sets={"train.save_steps": 150}, progress=False)
     last = [m for m in read_metrics(r.metrics_path) if "eval_step_accuracy" in m][-1]
     assert last["eval_steps"] > 300
     assert last["eval_step_accuracy"] > last["eval_majority_baseline"] + 0.03, last
+
+
+def test_prm_steps_component_scores_segment_ends(tmp_path) -> None:
+    """The spec function prm_steps: one span per segment, valued with the checkpoint's P(correct) at the
+    segment's last token (parity with a direct forward pass), the same batched or one by one, and a PRM that
+    learned the toy rule scores a `pass` step below a real one."""
+    import rewardlang
+    from rewardlang.runtime.api import Context
+    from rewardlang.runtime.code.segment import segments
+    from rewardlang.runtime.components.prm_score import PrmParams, prm_steps
+
+    data = tmp_path / "steps.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in _toy_rows(30)))
+    run = train(SPEC, flags={"dataset": str(data), "max_steps": 40, "batch_size": 8, "output_dir": str(tmp_path / "r")},
+                sets={"train.save_steps": 40, "train.learning_rate": 3e-3}, progress=False)
+    ck = run.final_dir
+    codes = ["    a7 = 7\n    return a7\n", "    a7 = 7\n    pass\n", "def f(:\n"]
+    got = prm_steps.fn(codes, ["def f7():\n"] * 3, params=PrmParams(checkpoint=ck), ctx=Context()).values
+    one = [prm_steps.fn([c], ["def f7():\n"], params=PrmParams(checkpoint=ck, batch_size=1), ctx=Context()).values[0]
+           for c in codes]
+    assert [[(s.start, s.end) for s in v] for v in got] == [segments(c) for c in codes]
+    assert got[2] == []
+    for v, w in zip(got, one):
+        assert [s.value for s in v] == pytest.approx([s.value for s in w], abs=1e-5)
+    # parity with the model itself
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(ck)
+    model = AutoModelForTokenClassification.from_pretrained(ck).eval()
+    ids = tokenize_row({"prompt": "def f7():\n", "completions": ["    a7 = 7\n", "    pass\n"], "labels": [True, False]},
+                       tok)
+    with torch.no_grad():
+        p = torch.sigmoid(model(input_ids=torch.tensor([ids["input_ids"]])).logits[0, :, 0])
+    ends = [i for i, lab in enumerate(ids["labels"]) if lab != -100]
+    assert [s.value for s in got[1]] == pytest.approx([float(p[e]) for e in ends], abs=1e-5)
+    assert got[1][1].value < 0.5 < got[0][1].value  # learned: `pass` is the wrong step
+    with pytest.raises(Exception):
+        PrmParams(batch_size=0)
+    bad = prm_steps.fn(codes[:1], [""], params=PrmParams(checkpoint=str(tmp_path / "nope")), ctx=Context())
+    assert bad.values == [None] and "cannot load the PRM checkpoint" in bad.errors[0]
+    prog = rewardlang.loads(
+        'spec s "prm"\ninput prompt: text\n'
+        f'component n in [0, 9] = len(prm_steps(completion, prompt, checkpoint="{ck}"))\n'
+        f'    spans prm_steps(completion, prompt, checkpoint="{ck}")\n')
+    out = prog.score(completion=codes[:2], prompt=["def f7():\n"] * 2)
+    assert list(out.components["n"]) == [2.0, 2.0]
+    assert [s.value for s in out.spans["n"][1]] == pytest.approx([s.value for s in got[1]], abs=1e-5)

@@ -159,6 +159,12 @@ def test_prm_steps_component_scores_segment_ends(tmp_path) -> None:
     ends = [i for i, lab in enumerate(ids["labels"]) if lab != -100]
     assert [s.value for s in got[1]] == pytest.approx([float(p[e]) for e in ends], abs=1e-5)
     assert got[1][1].value < 0.5 < got[0][1].value  # learned: `pass` is the wrong step
+    from rewardlang.runtime.components.prm_score import PrmTotalParams, prm_total
+
+    for reduce, f in (("sum", sum), ("mean", lambda xs: sum(xs) / len(xs)), ("last", lambda xs: xs[-1])):
+        tot = prm_total.fn(codes, ["def f7():\n"] * 3, params=PrmTotalParams(checkpoint=ck, reduce=reduce),
+                           ctx=Context()).values
+        assert tot[:2] == pytest.approx([f([s.value for s in v]) for v in got[:2]]) and tot[2] == 0.0
     with pytest.raises(Exception):
         PrmParams(batch_size=0)
     bad = prm_steps.fn(codes[:1], [""], params=PrmParams(checkpoint=str(tmp_path / "nope")), ctx=Context())

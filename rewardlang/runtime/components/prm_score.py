@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from rewardlang.runtime.api import Context, Result, Span, function
 
-__all__ = ["PrmParams", "prm_steps", "score_steps"]
+__all__ = ["PrmParams", "PrmTotalParams", "prm_steps", "prm_total", "score_steps"]
 
 _MODELS: dict[tuple[str, str], tuple[Any, Any]] = {}
 _LOCK = threading.Lock()
@@ -122,4 +122,35 @@ def prm_steps(code: list[str], prompt: list[str], *, params: PrmParams | None = 
     return Result(values=values)
 
 
-__test__ = {"prm_steps": prm_steps.fn}
+class PrmTotalParams(PrmParams):
+    """Options of ``prm_total``."""
+
+    #: ``sum`` of the step scores (the total a dense per-segment reward adds up to), their ``mean``, or the
+    #: ``last`` step's score (P(the whole program is correct))
+    reduce: Literal["sum", "mean", "last"] = "sum"
+
+
+@function("prm_total", args={"code": "code", "prompt": "text"}, returns="number", params=PrmTotalParams,
+          in_workers=False, tags=("heavy",),
+          doc="The PRM's step scores of prm_steps reduced to one number: reduce=\"sum\" (default; the total of "
+              "the per-segment rewards), \"mean\" or \"last\". Code with no segment scores 0.")
+def prm_total(code: list[str], prompt: list[str], *, params: PrmTotalParams | None = None, ctx: Context) -> Result:
+    """>>> from rewardlang.runtime.api import Context
+    >>> prm_total.fn(["x = 1\\n"], [""], params=PrmTotalParams(), ctx=Context()).errors[0][:31]
+    'prm_steps: set checkpoint="RUN_'
+    """
+    p = params or PrmTotalParams()
+    res = prm_steps.fn(code, prompt, params=p, ctx=ctx)
+    values: list[float | None] = []
+    for v in res.values:
+        if v is None:
+            values.append(None)
+        elif not v:
+            values.append(0.0)
+        else:
+            xs = [s.value for s in v]
+            values.append(sum(xs) if p.reduce == "sum" else sum(xs) / len(xs) if p.reduce == "mean" else xs[-1])
+    return Result(values=values, errors=res.errors)
+
+
+__test__ = {"prm_steps": prm_steps.fn, "prm_total": prm_total.fn}

@@ -28,7 +28,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -40,8 +41,17 @@ from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import build_tokenizer, resolve_dtype
 from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, run_dir_for
 
-__all__ = ["HELD_OUT", "MAX_TOKENS", "read_steps", "split_by_problem", "tokenize_row", "build_model",
-           "PRMTrainer", "step_metrics", "train"]
+__all__ = [
+    "HELD_OUT",
+    "MAX_TOKENS",
+    "PRMTrainer",
+    "build_model",
+    "read_steps",
+    "split_by_problem",
+    "step_metrics",
+    "tokenize_row",
+    "train",
+]
 
 #: share of problems (by task_id hash) held out for the step-accuracy metric (a choice)
 HELD_OUT = 0.2

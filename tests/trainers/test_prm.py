@@ -7,7 +7,6 @@ import json
 import math
 import os
 
-import numpy as np
 import pytest
 import torch
 from transformers import TrainerCallback
@@ -165,7 +164,9 @@ def test_prm_steps_component_scores_segment_ends(tmp_path) -> None:
         tot = prm_total.fn(codes, ["def f7():\n"] * 3, params=PrmTotalParams(checkpoint=ck, reduce=reduce),
                            ctx=Context()).values
         assert tot[:2] == pytest.approx([f([s.value for s in v]) for v in got[:2]]) and tot[2] == 0.0
-    with pytest.raises(Exception):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
         PrmParams(batch_size=0)
     bad = prm_steps.fn(codes[:1], [""], params=PrmParams(checkpoint=str(tmp_path / "nope")), ctx=Context())
     assert bad.values == [None] and "cannot load the PRM checkpoint" in bad.errors[0]

@@ -34,13 +34,14 @@ import os
 import random
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from rewardlang.runtime.code import mutate
 from rewardlang.runtime.code.segment import LEVELS, partition, segments
 
-__all__ = ["DataRowError", "PrmData", "load_problems", "build", "write"]
+__all__ = ["DataRowError", "PrmData", "build", "load_problems", "write"]
 
 
 class DataRowError(ValueError):
@@ -220,8 +221,7 @@ def write(data: PrmData, out_dir: str) -> dict[str, str]:
             path = os.path.join(out_dir, f".{name}.tmp-{os.getpid()}")
             tmp[name] = path
             with open(path, "w", encoding="utf-8") as fh:
-                for r in rows:
-                    fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+                fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
         path = os.path.join(out_dir, f".report.json.tmp-{os.getpid()}")
         tmp["report.json"] = path
         with open(path, "w", encoding="utf-8") as fh:

@@ -36,13 +36,24 @@ import keyword
 import random
 import re
 import tokenize
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from rewardlang.runtime.code.segment import Source, parse_program
 
-__all__ = ["Edit", "Site", "Mutant", "Operator", "OPERATORS", "MUTATIONS", "REFACTORINGS", "operator", "apply",
-           "candidates", "names"]
+__all__ = [
+    "MUTATIONS",
+    "OPERATORS",
+    "REFACTORINGS",
+    "Edit",
+    "Mutant",
+    "Operator",
+    "Site",
+    "apply",
+    "candidates",
+    "names",
+    "operator",
+]
 
 
 @dataclass(frozen=True)
@@ -543,7 +554,6 @@ def extract_variable(site: Site) -> list[Edit]:
                 var = f"{base}{k}"
                 a, b = site.rng(e)
                 ls = site.src.line_start(st.lineno)
-                s0, _ = site.rng(st)
                 line = f"{site.indent_of(st)}{var} = {site.code[a:b]}\n"
                 out.append(Edit(ls, b, line + site.code[ls:a] + var))
             if isinstance(e, ast.expr):

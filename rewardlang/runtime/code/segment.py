@@ -29,7 +29,7 @@ import io
 import tokenize
 from dataclasses import dataclass
 
-__all__ = ["LEVELS", "Source", "segments", "find_function", "parse_program", "partition"]
+__all__ = ["LEVELS", "Source", "find_function", "parse_program", "partition", "segments"]
 
 LEVELS = ("line", "block")
 _BODY_HEADER = "def __rl_body__():\n"

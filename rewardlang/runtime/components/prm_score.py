@@ -15,6 +15,7 @@ as in training; each step is tokenised on its own, as in training. torch is impo
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Literal
 
@@ -117,7 +118,7 @@ def prm_steps(code: list[str], prompt: list[str], *, params: PrmParams | None = 
         rows.append((pr + c[:first], partition(c, spans, first) if spans else []))
     scores = score_steps(model, tok, rows, batch_size=p.batch_size, max_tokens=p.max_tokens)
     ctx.stats["prm_steps.segments"] += sum(len(s) for s in spans_of)
-    values = [[Span(a, b, sc, f"{p.level} {i + 1}") for i, ((a, b), sc) in enumerate(zip(spans, ss)) if sc == sc]
+    values = [[Span(a, b, sc, f"{p.level} {i + 1}") for i, ((a, b), sc) in enumerate(zip(spans, ss)) if not math.isnan(sc)]
               for spans, ss in zip(spans_of, scores)]
     return Result(values=values)
 

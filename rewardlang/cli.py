@@ -529,6 +529,47 @@ def _delegate(name: str) -> Any:
     return run
 
 
+@app.command("prm-data")
+def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humaneval, or a JSONL file with prompt, "
+                                                                      "reference, tests[, entry_point, task_id]"),
+             output: Path = typer.Option(..., "-o", "--output", help="directory for dpo.jsonl, steps.jsonl, report.json"),
+             operators: Optional[str] = typer.Option(None, "--operators", help="comma-separated operator names "
+                                                                               "(default: all)"),
+             level: str = typer.Option("block", "--level", help="segments: line | block"),
+             seed: int = typer.Option(0, "--seed", help="seed of each operator's choice of edit"),
+             timeout: float = typer.Option(2.0, "--timeout", help="CPU seconds per program"),
+             limit: int = typer.Option(0, "--limit", help="use the first N problems (0: all)"),
+             plugin: Optional[list[str]] = typer.Option(None, "--plugin", help="import a module that registers "
+                                                                                "operators (repeatable)")) -> None:
+    """Build PRLCoder's process-supervision data: mutate/refactor each segment, label by running the tests."""
+    import importlib
+
+    from rewardlang.runtime.code import label, mutate
+
+    for mod in plugin or []:
+        try:
+            importlib.import_module(mod)
+        except Exception as exc:
+            _err(f"error: --plugin {mod}: {type(exc).__name__}: {exc}")
+            raise typer.Exit(1)
+    ops = [o.strip() for o in operators.split(",") if o.strip()] if operators else None
+    try:
+        problems, bad = label.load_problems(dataset)
+        for b in bad:
+            _err(f"warning: {dataset}: {b} (skipped)")
+        if limit:
+            problems = problems[:limit]
+        data = label.build(problems, operators=ops, level=level, seed=seed, timeout=timeout,
+                           progress=label._stderr_progress)
+    except (label.DataRowError, ValueError) as exc:
+        _err(f"error: {exc}")
+        raise typer.Exit(1)
+    data.bad_rows[:0] = bad
+    paths = label.write(data, str(output))
+    typer.echo(label.summary_table(data))
+    _err(f"wrote {', '.join(paths.values())} (operators: {', '.join(ops or mutate.OPERATORS)})")
+
+
 app.command("train", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
                                        "help_option_names": []})(_delegate("train"))
 app.command("plot", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,

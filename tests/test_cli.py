@@ -525,3 +525,39 @@ def test_score_optional_input_absent_from_the_data_is_none(tmp_path: Path) -> No
     assert [g["reward"] for g in read_jsonl(r.stdout)] == [2.0, 3.0]
     # the same rule in the Python API (and, as documented, in `train`)
     assert rewardlang.load(str(spec)).score(completion=["abcd"]).total.tolist() == [4.0]
+
+
+def test_score_default_workers_start_a_pool_only_when_the_rest_repays_it(tmp_path: Path, monkeypatch) -> None:
+    import rewardlang.cli as cli
+
+    started: list[int] = []
+    monkeypatch.setattr(Program, "start_pool", lambda self: started.append(self.workers))
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    spec = _lenadv(tmp_path)
+    data = write_jsonl(tmp_path / "d.jsonl", [{"prompt": f"p{i}", "completion": "x" * i} for i in range(40)])
+    r = invoke("score", spec, "-i", data, "--batch-size", 10, "--no-summary")
+    assert r.exit_code == 0 and started == []        # a small file: one process, as with --workers 1
+    monkeypatch.setattr(cli, "_POOL_START_S", 0.0)    # a pool that costs nothing always repays itself
+    r = invoke("score", spec, "-i", data, "--batch-size", 10, "--no-summary")
+    assert r.exit_code == 0 and started == [4]       # started once, after the first (timed) batch
+    started.clear()
+    r = invoke("score", spec, "-i", data, "--batch-size", 10, "--workers", 1, "--no-summary")
+    assert r.exit_code == 0 and started == []        # an explicit --workers is obeyed
+
+
+def test_a_run_too_small_to_repay_the_numba_load_uses_the_python_path(monkeypatch) -> None:
+    from rewardlang.runtime import ngrams
+    from rewardlang.runtime.components import text
+
+    def kernel(self, n):
+        raise AssertionError("the Numba kernel was used")
+
+    monkeypatch.setattr(ngrams.Tokens, "distinct", kernel)
+    monkeypatch.setattr(text, "_ngrams_ready", lambda: False)
+    prog = rewardlang.loads("component d = distinct(words(completion), 2)")
+    texts = [f"a b a b c{i}" for i in range(300)]                 # over _NUMBA_MIN_ROWS in one batch
+    prog.run_rows = 300                                           # ... but the whole run is 300 rows
+    assert prog.score(completion=texts).total.tolist() == [0.75] * 300  # ab ba ab bc: 3 distinct of 4
+    prog.run_rows = None                                          # a run of unknown length (training) loads it
+    with pytest.raises(AssertionError, match="Numba kernel"):
+        prog.score(completion=texts)

@@ -561,3 +561,12 @@ def test_a_run_too_small_to_repay_the_numba_load_uses_the_python_path(monkeypatc
     prog.run_rows = None                                          # a run of unknown length (training) loads it
     with pytest.raises(AssertionError, match="Numba kernel"):
         prog.score(completion=texts)
+
+
+def test_check_with_set_judges_examples_by_the_specs_own_values() -> None:
+    # docs/specs/codepo.md: "a different weighting is a command-line override: --set rep.weight=0.5"
+    r = invoke("check", CODEPO, "--set", "rep.weight=0.5")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == f"ok  {CODEPO}  (3 components, 6 examples)\n"
+    assert ("note: " + CODEPO + ": with --set, 1 example (group advantage (Eqs. 9-11)) gives other values than "
+            "expected; examples are judged by the spec's own parameter values, with which they pass") in r.stderr

@@ -550,18 +550,41 @@ class Program:
         return self._advantage(total, comps, self.weights(step), G, step, Counter())
 
     # ------------------------------------------------------------------ TRL
-    def as_trl_reward_funcs(self) -> tuple[list[Callable[..., list[float | None]]], list[float]]:
+    def as_trl_reward_funcs(self, *, mask_total: bool = True, warn: bool = True
+                            ) -> tuple[list[Callable[..., list[float | None]]], list[float]]:
         """One picklable reward function per component for TRL's ``GRPOTrainer``, and the weights.
 
         TRL logs each function as ``rewards/<name>/mean`` and sums them with ``GRPOConfig(reward_weights=...)``.
         When the reward is not the weighted sum of the components, or a weight follows a schedule, the
         component functions get weight 0 (logged only) and one more function, ``reward``, carries the total.
+        Where the spec masks a completion's total, every function returns None (``mask_total``), so TRL leaves it
+        out of its group's baseline with advantage 0 instead of training on the sum of the other functions.
+
+        These functions carry rewards only: TRL's own group normalisation replaces the spec's ``advantage``, and
+        ``spans`` are dropped. A spec that declares either gets a one-time ``UserWarning`` (``warn``); train with
+        :class:`rewardlang.trainers.grpo.SpecGRPOTrainer` (docs/training.md) to honour them.
+
+            >>> import rewardlang
+            >>> prog = rewardlang.loads("component n in [0, 3] = len(completion)\\ncomponent k = 1")
+            >>> funcs, weights = prog.as_trl_reward_funcs()
+            >>> [f(completions=["ab", "abcd"]) for f in funcs], weights   # "abcd" is out of range: masked
+            ([[2.0, None], [1.0, None]], [1.0, 1.0])
         """
-        funcs: list[Callable[..., list[float | None]]] = [TRLRewardFunc(self, c.name) for c in self.components]
+        cannot = [what for what, has in (("an advantage pipeline", self.has_advantage),
+                                         ("spans", any(c.has_spans for c in self.components))) if has]
+        if warn and cannot and not getattr(self, "_trl_warned", False):
+            self._trl_warned = True
+            warnings.warn(f"rewardlang: spec `{self.name}` declares {' and '.join(cannot)}, which TRL's "
+                          "GRPOTrainer with plain reward functions (as_trl_reward_funcs) cannot honour: TRL "
+                          "normalises rewards per group itself and trains on sequence-level rewards only. Use "
+                          "rewardlang.trainers.grpo.SpecGRPOTrainer(model=..., program=prog, args=GRPOConfig(...), "
+                          "...) in place of GRPOTrainer (docs/training.md)", UserWarning, stacklevel=2)
+        funcs: list[Callable[..., list[float | None]]] = [TRLRewardFunc(self, c.name, mask_total)
+                                                          for c in self.components]
         constant = all(_is_number(c.weight_expr) for c in self.components)
         if self.spec["reward_is_weighted_sum"] and constant:
             return funcs, [float(self.weights(0)[c.name]) for c in self.components]
-        return funcs + [TRLRewardFunc(self, None)], [0.0] * len(funcs) + [1.0]
+        return funcs + [TRLRewardFunc(self, None, mask_total)], [0.0] * len(funcs) + [1.0]
 
     # ------------------------------------------------------------------ examples
     def run_examples(self) -> list[tuple[str, str, int, list[str]]]:
@@ -650,9 +673,10 @@ _POOL_MIN_ROWS_HEAVY = 256
 class TRLRewardFunc:
     """A picklable TRL reward function for one component (or the total when ``component`` is None)."""
 
-    def __init__(self, program: Program, component: str | None) -> None:
+    def __init__(self, program: Program, component: str | None, mask_total: bool = True) -> None:
         self.program = program
         self.component = component
+        self.mask_total = mask_total  # None where the spec masks the total (TRL then skips the completion)
         self.__name__ = component or "reward"
 
     def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
@@ -679,10 +703,12 @@ class TRLRewardFunc:
             out = prog.score_columns(cols, n, step=step, raw=given)
             prog._trl_last = (completions, step, out)  # type: ignore[attr-defined]
         values = out.total if self.component is None else out.components[self.component]
+        if self.mask_total:
+            return [None if v != v or t != t else float(v) for v, t in zip(values, out.total)]
         return [None if v != v else float(v) for v in values]
 
     def __reduce__(self) -> tuple:
-        return (TRLRewardFunc, (self.program, self.component))
+        return (TRLRewardFunc, (self.program, self.component, self.mask_total))
 
 
 # ---------------------------------------------------------------------- loading

@@ -69,7 +69,9 @@ class SpecRewardSet:
     def __init__(self, program: "Program", clock: RewardClock) -> None:
         self.program = program
         self.clock = clock
-        funcs, weights = program.as_trl_reward_funcs()
+        # unmasked values (for the masked/* metrics) and no warning: this set applies the masking itself, and
+        # SpecGRPOTrainer the advantage and spans
+        funcs, weights = program.as_trl_reward_funcs(mask_total=False, warn=False)
         self.funcs = list(funcs)
         self.names = [getattr(f, "__name__", type(f).__name__) for f in funcs]
         self.weights = [float(w) for w in weights]

@@ -320,14 +320,20 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
         _err(f"error: {input}: no such file")
         raise typer.Exit(1)
     label = "<stdin>" if stdin else str(input)
+    # a pipe (-, /dev/stdin, a FIFO) can be read once: it is spooled to a file, read twice (row count, rows)
+    piped = stdin or not input.is_file()
     out_f, tmp_out, final_out = _open_output(output, None if stdin else input) if output else (sys.stdout, "", None)
     spooled = ""
     try:
         prog = _load(spec, set_)
-        if stdin:  # spooled to a file: read twice (row count, rows) like any input
+        if piped:
             with tempfile.NamedTemporaryFile(prefix="rewardlang-stdin-", suffix=".jsonl", delete=False) as f:
                 spooled = f.name
-                shutil.copyfileobj(sys.stdin.buffer, f)
+                if stdin:
+                    shutil.copyfileobj(sys.stdin.buffer, f)
+                else:
+                    with open(input, "rb") as src:
+                        shutil.copyfileobj(src, f)
             input = Path(spooled)
         _score_file(prog, input, label, out_f, group_by=group_by, on_bad_row=on_bad_row, step=step,
                     batch_size=batch_size, workers=workers, progress=progress, summary=summary)

@@ -485,11 +485,12 @@ def test_score_empty_input_is_a_clean_result(tmp_path: Path, content: str, skip:
     assert (f"{skipped} bad rows skipped" in r.stderr) == bool(skipped)
 
 
+@pytest.mark.slow
 def test_score_reads_standard_input(tmp_path: Path) -> None:
     spec = _lenadv(tmp_path)
     rows = "".join(json.dumps({"prompt": "p", "completion": c}) + "\n" for c in ("x", "xxx"))
-    for text, n in ((rows, 2), ("", 0)):
-        p = subprocess.run([sys.executable, "-m", "rewardlang", "score", str(spec), "-i", "-", "--no-progress"],
+    for text, n, path in ((rows, 2, "-"), ("", 0, "-"), (rows, 2, "/dev/stdin"), ("", 0, "/dev/stdin")):
+        p = subprocess.run([sys.executable, "-m", "rewardlang", "score", str(spec), "-i", path, "--no-progress"],
                            input=text, capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert p.returncode == 0, p.stderr
         assert [g["advantage"] for g in read_jsonl(p.stdout)] == ([-1.0, 1.0] if n else [])

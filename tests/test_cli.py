@@ -529,7 +529,7 @@ def test_score_optional_input_absent_from_the_data_is_none(tmp_path: Path) -> No
 
 
 def test_score_default_workers_start_a_pool_only_when_the_rest_repays_it(tmp_path: Path, monkeypatch) -> None:
-    import rewardlang.cli as cli
+    from rewardlang import cli
 
     started: list[int] = []
     monkeypatch.setattr(Program, "start_pool", lambda self: started.append(self.workers))

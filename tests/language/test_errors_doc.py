@@ -215,8 +215,8 @@ ENTRIES = [
           "Fix the data, or pass `--on-bad-row skip` to skip (and count) the bad rows.",
           command="score", data='{"completion": "x = 1", "tests": "assert f()"}\n'
                                 '{"completion": "x = 2", "tests": 7}\n'),
-    Entry("D002", "`rewardlang score --group-by COL`: the rows of one group are not next to each other (groups are "
-                  "scored batch by batch).",
+    Entry("D002", "`rewardlang score`: the rows of one group (the spec's group key, or `--group-by COL`) are not "
+                  "next to each other: a file is scored batch by batch, and a group is never split between batches.",
           "component size = len(completion)\nadvantage over group(prompt) = x - mean\n",
           "Sort the file by the group column.",
           args=("--group-by", "prompt", "--batch-size", "1"), command="score",

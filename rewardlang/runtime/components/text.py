@@ -391,8 +391,11 @@ def distinct(items: Any, n: float, *, params: None, ctx: Context) -> Any:
     bad = items.bad()
     # the kernel's first use in a process costs ~0.5 s (numba import, cached machine code); once loaded it wins
     # from a handful of rows (scoring worker processes load it at start-up: the functions' `warm`)
+    # a short run that knows its size (`rewardlang score` of a file: ctx.extra["run_rows"]) loads it only when the
+    # whole run repays the load (import numba and scipy, load the machine code: ~1 s of a fresh process)
     if isinstance(items.v, LazyWords) and len(items.v) >= (
-            _NUMBA_MIN_ROWS_LOADED if _ngrams_ready() else _NUMBA_MIN_ROWS):
+            _NUMBA_MIN_ROWS_LOADED if _ngrams_ready() else
+            _NUMBA_MIN_ROWS if ctx.extra.get("run_rows", _NUMBA_MIN_RUN_ROWS) >= _NUMBA_MIN_RUN_ROWS else 1 << 62):
         from rewardlang.runtime import ngrams
 
         if items.v.tokens is None:
@@ -425,3 +428,6 @@ def ngrams_(items: list[list[str]], n: float, *, params: None, ctx: Context) -> 
 #: than calling the kernel once it is loaded
 _NUMBA_MIN_ROWS = 256
 _NUMBA_MIN_ROWS_LOADED = 8
+#: rows of a whole run below which loading the kernel never pays (pure Python: ~0.1 ms per ~600-character row
+#: for n = 2, 3, 4 together; loading: ~1 s)
+_NUMBA_MIN_RUN_ROWS = 20_000

@@ -92,20 +92,22 @@ def rank_rows(prog: Any, total: np.ndarray, components: Mapping[str, np.ndarray]
 
 
 def group_ids(keys: Sequence[Any]) -> tuple[np.ndarray, list[Any]]:
-    """Dense group ids in order of first appearance (rows of a group need not be contiguous)."""
-    index: dict[Any, int] = {}
-    ids = np.empty(len(keys), dtype=np.int64)
-    for i, k in enumerate(keys):
-        h = json.dumps(k, sort_keys=True) if isinstance(k, (list, dict)) else k
-        ids[i] = index.setdefault(h, len(index))
-    return ids, list(index)
+    """Dense group ids in order of first appearance (rows of a group need not be contiguous).
+
+    >>> group_ids(["b", "a", "b"])[0].tolist()
+    [0, 1, 0]
+    """
+    try:
+        index = {k: i for i, k in enumerate(dict.fromkeys(keys))}   # C-level: one hash per row
+        ids = np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(keys))
+        return ids, list(index)
+    except TypeError:  # unhashable keys (lists, dicts): by their JSON text
+        return group_ids([json.dumps(k, sort_keys=True) for k in keys])
 
 
 def _order(group: np.ndarray, tie: np.ndarray | None) -> np.ndarray:
     """Rows sorted by group, then the tie-break key, then file order (all stable)."""
-    n = len(group)
-    keys = [np.arange(n)] + ([tie] if tie is not None else []) + [group]
-    return np.lexsort(keys)
+    return np.lexsort(([tie] if tie is not None else []) + [group])  # stable: file order among equals
 
 
 def mine_pairs(group: np.ndarray, rank: np.ndarray, valid: np.ndarray, *, strategy: str = "max_min",
@@ -126,15 +128,26 @@ def mine_pairs(group: np.ndarray, rank: np.ndarray, valid: np.ndarray, *, strate
     g, r = group[rows], rank[rows]
     t = None if tie is None else np.asarray(tie)[rows]
     if strategy == "max_min":
-        # best: sort by group, rank descending, tie key; worst: rank ascending. First row of each group wins.
-        k = [np.arange(len(rows))] + ([t] if t is not None else [])
-        best = np.lexsort(k + [-r, g])
-        worst = np.lexsort(k + [r, g])
-        starts = np.flatnonzero(np.r_[True, g[best][1:] != g[best][:-1]])
-        c, w = best[starts], worst[starts]   # same group boundaries in both orders
-        d = r[c] - r[w]
+        o = np.argsort(g, kind="stable")            # group by group, file order inside
+        gs, rs = g[o], r[o]
+        starts = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
+        seg = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(gs)]))
+        ts = None if t is None else np.asarray(t, dtype=np.float64)[o]
+        pos = np.arange(len(gs))
+
+        def first_at(extreme: np.ndarray) -> np.ndarray:
+            # the first row (smallest tie key, then file order) whose rank equals its group's extreme
+            hit = rs == extreme[seg]
+            if ts is not None:
+                tmin = np.minimum.reduceat(np.where(hit, ts, np.inf), starts)
+                hit &= ts == tmin[seg]
+            return np.minimum.reduceat(np.where(hit, pos, len(gs)), starts)
+
+        c = first_at(np.maximum.reduceat(rs, starts))
+        w = first_at(np.minimum.reduceat(rs, starts))
+        d = rs[c] - rs[w]
         ok = (d > 0) & (d >= margin)
-        return rows[c[ok]], rows[w[ok]]
+        return rows[o[c[ok]]], rows[o[w[ok]]]
     if strategy not in ("all", "threshold"):
         raise ValueError(f"unknown pair strategy {strategy!r}")
     # every ordered pair inside a group: sort rows by group, then pair each row with every row of its group
@@ -153,8 +166,9 @@ def mine_pairs(group: np.ndarray, rank: np.ndarray, valid: np.ndarray, *, strate
     if strategy == "threshold":
         ok &= (ri >= chosen_min) & (rj <= rejected_max)  # type: ignore[operator]
     i, j, d = i[ok], j[ok], d[ok]
-    # largest difference first within a group; equal differences keep the tie order (i, then j)
-    s = np.lexsort((j, i, -d, gs[i]))
+    # largest difference first within a group; equal differences keep the tie order (i, then j), in which the
+    # candidates were generated: lexsort is stable
+    s = np.lexsort((-d, gs[i]))
     i, j = i[s], j[s]
     if max_pairs is not None and len(i):
         gi = gs[i]

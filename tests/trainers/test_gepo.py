@@ -3,7 +3,6 @@ gradient, and the chunked backward equal to the one-pass gradient."""
 
 from __future__ import annotations
 
-import copy
 import math
 
 import pytest
@@ -66,9 +65,9 @@ def test_hand_computed_loss_and_gradient() -> None:
 
 
 def test_chunked_backward_equals_one_pass_gradient(tiny: tuple) -> None:
-    tok, model, ref = tiny
-    model = copy.deepcopy(model).double()
-    ref = copy.deepcopy(ref).double()
+    tok = tiny[0]
+    model = build_tiny_model(tok, TinyModelConfig(), seed=0).double()
+    ref = build_tiny_model(tok, TinyModelConfig(), seed=1).double()
     prompts = ["Task 0\n"] * 5 + ["Task 1\n"] * 3
     members = ["return 1", "return x", "pass", "no", "x = 1\nreturn x", "a", "b c", "d e f"]
     winner = torch.tensor([True, True, False, False, True, True, False, False])

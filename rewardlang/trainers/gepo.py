@@ -252,7 +252,7 @@ class GroupPreferenceTrainer(Trainer):
         metrics["pref/winner_var"].append(float(stats["winner_var"].mean()))
         metrics["logps/winners"].append(float(logp[winner].mean()))
         metrics["logps/losers"].append(float(logp[~winner].mean()))
-        self.last_batch = {"r": r.detach(), "winner": winner, "group": group, "loss": float(loss)}
+        self.last_batch = {"r": r.detach(), "winner": winner, "group": group, "loss": float(loss.detach())}
         return loss.detach() * scale
 
     def _is_peft(self, model: Any) -> bool:

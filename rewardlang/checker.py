@@ -117,6 +117,7 @@ class Checker:
         self.import_stack: list[str] = []
         self.imported_files: dict[str, tuple[S.Module, ModuleEnv]] = {}
         self.let_names: dict[int, str] = {}
+        self.tokens_locs: dict[str, S.Loc] = {}  # components with a `tokens` clause (checked against `reward`)
         self.main_file = ""
 
     # ------------------------------------------------------------------ helpers
@@ -1190,6 +1191,9 @@ class Checker:
                                hint="spans come from functions such as matches(completion, /re/), syntax_errors(code)")
                 else:
                     spans = s
+        tokens = None
+        if stmt.tokens is not None:
+            tokens, spans = self.check_tokens(stmt, sc, env, spans)
         wstmt = self.weights.get(stmt.name)
         if wstmt is not None:
             w = self.lower(wstmt.value, Scope("scalar", env))
@@ -1210,8 +1214,118 @@ class Checker:
                 w, weight_text = self.const(float(v), NUMBER), repr(float(v))
         if value == ERR or w == ERR:
             return None
-        return ir.ComponentIR(stmt.name, value, spans, rng, on_error, stmt.on_error is not None, timeout, w,
-                              weight_text)
+        comp = ir.ComponentIR(stmt.name, value, spans, rng, on_error, stmt.on_error is not None, timeout, w,
+                              weight_text, tokens=tokens)
+        if tokens is not None:
+            self.tokens_locs[stmt.name] = stmt.clause_locs.get("tokens", stmt.loc)
+        return comp
+
+    _TOKENS_FORMS = "last, over(TEXT), spans, spans(uncovered=V), ends or split(TEXT, at=POS, before=A, after=B, " \
+                    "edges=E)"
+
+    def check_tokens(self, stmt: S.Component, sc: Scope, env: ModuleEnv, spans: int | None
+                     ) -> tuple[dict | None, int | None]:
+        """The ``tokens`` clause: how the component's value reaches tokens (docs/language.md, Token attribution).
+
+        Returns the placement recorded in SPEC (``{"mode": ..., options}``) and the component's spans, which
+        ``over`` and ``split`` lower to (``span(TEXT)``, ``split_at(TEXT, POS or -1, before=, after=)``)."""
+        e = stmt.tokens
+        assert e is not None
+        if isinstance(e, S.Name):
+            form, args = e.id, []
+        elif isinstance(e, S.Call):
+            form, args = e.func, list(e.args)
+        else:
+            form, args = "", []
+        if form not in ("last", "over", "spans", "ends", "split"):
+            self.error("E216", "`tokens` names how the value reaches tokens", e.loc, hint=f"use {self._TOKENS_FORMS}")
+            return None, spans
+        pos = [a.value for a in args if isinstance(a, S.Positional)]
+        kws: dict[str, S.Keyword] = {}
+        for a in args:
+            if isinstance(a, S.Keyword):
+                kws[a.name] = a
+            elif not isinstance(a, S.Positional):
+                self.error("E216", f"`tokens {form}(...)` takes plain and name=value arguments", a.loc)
+                return None, spans
+        allowed = {"last": (0, set()), "over": (1, set()), "spans": (0, {"uncovered"}), "ends": (0, set()),
+                   "split": (1, {"at", "before", "after", "edges"})}[form]
+        if len(pos) != allowed[0]:
+            want = "one text argument" if allowed[0] else "no plain arguments"
+            self.error("E216", f"`tokens {form}` takes {want}", e.loc, hint=f"use {self._TOKENS_FORMS}")
+            return None, spans
+        for k, kw in kws.items():
+            if k not in allowed[1]:
+                self.error("E216", f"`tokens {form}` has no option `{k}`", kw.loc,
+                           hint=f"options: {', '.join(sorted(allowed[1])) or 'none'}")
+                return None, spans
+
+        bad = object()  # a rejected option (ERR is a node id, which a number could equal)
+
+        def number(name: str, default: float | None) -> Any:
+            kw = kws.get(name)
+            if kw is None:
+                return default
+            n = self.lower(kw.value, Scope("const", env))
+            if n == ERR:
+                return bad
+            v = self.cval(n) if self.is_const(n) else None
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                self.error("E216", f"`{name}` is a constant number", kw.value.loc)
+                return bad
+            return float(v)
+
+        if form in ("spans", "ends"):
+            if spans is None:
+                if stmt.spans is None:
+                    self.error("E216", f"`tokens {form}` places the component's spans, but it has no `spans` clause",
+                               e.loc, hint="add e.g. `spans matches(completion, /TODO/, value=-1)`")
+                return None, spans
+            if form == "ends":
+                return {"mode": "ends"}, spans
+            unc = number("uncovered", None)
+            return (None, spans) if unc is bad else ({"mode": "spans", "uncovered": unc}, spans)
+        if form == "last":
+            return {"mode": "last"}, spans
+        if stmt.spans is not None:
+            self.error("E216", f"`tokens {form}(...)` makes the component's spans; it cannot have a `spans` clause too",
+                       stmt.clause_locs.get("spans", e.loc), hint="use `tokens spans` to place a `spans` clause")
+            return None, spans
+        text = pos[0]
+        t = self.lower(text, sc)
+        if t == ERR:
+            return None, spans
+        if not self.type_of(t).is_assignable_to(TEXT.optional()):
+            self.error("E216", f"`tokens {form}` needs a piece of the completion (text), not `{self.type_of(t)}`",
+                       text.loc, hint="e.g. code_block(completion, \"python\")")
+            return None, spans
+        if form == "over":
+            call = S.Call(e.loc, "span", e.loc, [S.Positional(text.loc, text),
+                                                 S.Keyword(e.loc, "label", S.String(e.loc, "over", '"over"'))])
+            s = self.lower(call, sc)
+            return ({"mode": "over"}, s) if s != ERR else (None, spans)
+        if "at" not in kws:
+            self.error("E216", "`tokens split` needs `at=POS`: the character of TEXT where `after` starts",
+                       e.loc, hint="e.g. split(code, at=first_violation(code), before=1, after=-1, edges=2)")
+            return None, spans
+        at = self.lower(kws["at"].value, sc)
+        if at == ERR:
+            return None, spans
+        if not self.type_of(at).is_assignable_to(NUMBER.optional()):
+            self.error("E216", f"`at` is a character position (a number, none: nowhere), not `{self.type_of(at)}`",
+                       kws["at"].value.loc)
+            return None, spans
+        vals = {k: number(k, d) for k, d in (("before", 1.0), ("after", -1.0), ("edges", None))}
+        if any(v is bad for v in vals.values()):
+            return None, spans
+        at_expr = kws["at"].value
+        minus_one = S.Unary(at_expr.loc, "-", S.Number(at_expr.loc, 1.0, "1"))
+        call = S.Call(e.loc, "split_at", e.loc, [
+            S.Positional(text.loc, text), S.Positional(at_expr.loc, S.BoolOp(at_expr.loc, "or", at_expr, minus_one)),
+            S.Keyword(e.loc, "before", S.Number(e.loc, vals["before"], repr(vals["before"]))),
+            S.Keyword(e.loc, "after", S.Number(e.loc, vals["after"], repr(vals["after"])))])
+        s = self.lower(call, sc)
+        return ({"mode": "split", "edges": vals["edges"]}, s) if s != ERR else (None, spans)
 
     def check_advantage(self, stmt: S.Advantage, env: ModuleEnv, comps: list[ir.ComponentIR]) -> ir.AdvantageIR | None:
         def scope_of(s: S.Scope) -> tuple[str, str | None] | None:
@@ -1494,6 +1608,10 @@ class Checker:
                               hint=f"write `{name}.weight * {name}` in the reward, or drop the `reward` line to "
                                    "get the weighted sum of all components")
             weighted_sum = False
+            for name, loc in self.tokens_locs.items():
+                self.error("E216", f"`{name}` has token attribution, so the reward must be the weighted sum of the "
+                                   "components", loc, hint="drop the `reward` statement and set `NAME.weight = ...` "
+                                                           "(per-token values add up with the weights)")
         else:
             r = ERR if not comps else None
             for c in comps:

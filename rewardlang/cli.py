@@ -297,6 +297,9 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
             sp = {k: [list(s) for s in v[i]] for k, v in res.spans.items() if v[i]}
             if sp:
                 rec["spans"] = sp
+            tok = {k: v[i].as_json() for k, v in res.attribution.items() if v[i] is not None}
+            if tok:  # `tokens` clauses: where each value reaches the completion's characters
+                rec["tokens"] = tok
             out_f.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
     bar = None

@@ -289,7 +289,8 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
         "rewardlang": __version__,
         "inputs": [{"name": i.name, "type": str(i.type), "column": i.column, "used": i.used} for i in prog.inputs],
         "components": [{"name": c.name, "range": c.range, "on_error": c.on_error, "on_error_given": c.on_error_given,
-                        "timeout": c.timeout, "weight": c.weight_text, "has_spans": c.spans is not None}
+                        "timeout": c.timeout, "weight": c.weight_text, "has_spans": c.spans is not None,
+                        "tokens": c.tokens}
                        for c in prog.components],
         "reward": prog.reward_text,
         "reward_is_weighted_sum": prog.reward_is_weighted_sum,

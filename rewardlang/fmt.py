@@ -151,6 +151,8 @@ def _stmt(s: S.Stmt) -> list[str]:
             lines.append(f"    timeout {f(s.timeout)}")
         if s.spans is not None:
             lines.append(f"    spans {f(s.spans)}")
+        if s.tokens is not None:
+            lines.append(f"    tokens {f(s.tokens)}")
         return lines
     if isinstance(s, S.Weight):
         return [f"{s.component}.weight = {f(s.value)}"]
@@ -183,7 +185,7 @@ def _anchors(s: S.Stmt) -> list[tuple[int, int, int]]:
     whole = (s.loc.line, s.loc.column, s.loc.end_line)
     if isinstance(s, S.Component):
         out = [(s.loc.line, s.loc.column, s.value.loc.end_line)]
-        for kind in ("on_error", "timeout", "spans"):
+        for kind in ("on_error", "timeout", "spans", "tokens"):
             if getattr(s, kind) is not None:
                 loc = s.clause_locs.get(kind, s.loc)
                 out.append((loc.line, loc.column, loc.end_line))

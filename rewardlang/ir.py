@@ -102,6 +102,7 @@ class ComponentIR:
     weight: int                     # a node of the scalar phase (may depend on `step`)
     weight_text: str
     doc: str = ""
+    tokens: dict | None = None      # token attribution ({"mode": ..., options}); None: a sequence reward
 
 
 @dataclass

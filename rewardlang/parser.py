@@ -161,6 +161,9 @@ class ToSyntax(Transformer):
     def spans_clause(self, meta: Any, c: list) -> tuple:
         return ("spans", c[0], self._l(meta))
 
+    def tokens_clause(self, meta: Any, c: list) -> tuple:
+        return ("tokens", c[0], self._l(meta))
+
     def component_stmt(self, meta: Any, c: list) -> S.Component:
         name, rng, value, *clauses = c
         comp = S.Component(self._l(meta), str(name), rng, value)

@@ -229,6 +229,7 @@ class Component(Node):
     on_error: Expr | None = None
     timeout: Expr | None = None
     spans: Expr | None = None
+    tokens: Expr | None = None  # token attribution (checked in the checker: last, over, spans, ends, split)
     clause_locs: dict[str, Loc] = field(default_factory=dict, repr=False, compare=False)
 
 

@@ -65,6 +65,7 @@ class ComponentInfo:
     timeout: float | None
     weight_expr: str
     has_spans: bool
+    tokens: dict | None = None  # the `tokens` clause's placement (runtime/attribution.py); None: sequence reward
 
 
 @dataclass
@@ -80,6 +81,8 @@ class ScoreResult:
     advantages: np.ndarray | None
     weights: dict[str, float]
     stats: dict[str, Any] = field(default_factory=dict)
+    #: per component with a `tokens` clause, each row's placement in completion characters (None: masked)
+    attribution: dict[str, list[Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.total)
@@ -102,6 +105,9 @@ class ScoreResult:
         spans = {k: [list(s) for s in v[i]] for k, v in self.spans.items() if v[i]}
         if spans:
             out["spans"] = spans
+        tokens = {k: v[i].as_json() for k, v in self.attribution.items() if v[i] is not None}
+        if tokens:
+            out["tokens"] = tokens
         return out
 
 
@@ -162,7 +168,8 @@ class Program:
         self.inputs = [InputInfo(i["name"], i["type"].rstrip("?"), i["column"], i["type"].endswith("?"), i["used"])
                        for i in spec["inputs"]]
         self.components = [ComponentInfo(c["name"], tuple(c["range"]) if c["range"] else None, c["on_error"],
-                                         c["on_error_given"], c["timeout"], c["weight"], c["has_spans"])
+                                         c["on_error_given"], c["timeout"], c["weight"], c["has_spans"],
+                                         c.get("tokens"))
                            for c in spec["components"]]
         self.train: dict[str, Any] = dict(spec["train"])
         self.params: dict[str, Any] = dict(spec["params"])
@@ -382,7 +389,17 @@ class Program:
                  if isinstance(v, (int, float)) and v != before.get(k, 0)}
         self.stats.update({k: v for k, v in stats.items() if not k.startswith("time_")})
         stats.update(delta)
-        return ScoreResult(total, values, masked, errors, infra, spans, adv, W, dict(stats))
+        attribution = {}
+        for info in self.components:
+            if info.tokens is not None:  # where the value reaches tokens, in completion characters
+                from rewardlang.runtime.attribution import place
+
+                texts = cols.get("completion", [""] * n)
+                attribution[info.name] = [
+                    None if masked[info.name][i] else
+                    place(info.tokens, float(values[info.name][i]), spans.get(info.name, [[]] * n)[i], texts[i] or "")
+                    for i in range(n)]
+        return ScoreResult(total, values, masked, errors, infra, spans, adv, W, dict(stats), attribution)
 
     def _row_phase(self, cols: dict[str, list[Any]], m: int, step: int) -> dict[str, tuple[Col, Col | None]]:
         if self.in_workers and self.workers > 1 and m >= self.pool_min_rows:

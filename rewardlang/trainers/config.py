@@ -96,6 +96,29 @@ class TrainConfig:
     preference_data: str | None = None
     gepo_lambda: float = 1.0  # λ of the winner-variance term (the paper's value)
     gepo_chunk: int = 8  # sequences per forward/backward chunk of the GEPO step (memory bound for large groups)
+    # Shared optimisation settings (GRPO passes them to TRL; PPO uses them itself).
+    top_p: float = 1.0
+    max_grad_norm: float = 1.0
+    lr_scheduler: str = "linear"  # linear | cosine (to 0 over the run)
+    warmup_ratio: float = 0.0
+    # PPO (trainers/ppo.py, docs/training.md#ppo). Quirk options default to the correct behaviour; the dense-reward
+    # paper's values are in docs/specs/dense_ppo.md.
+    kl_estimator: str = "k3"  # k1 | k2 | k3
+    kl_in: str = "reward"  # reward (-beta*KL per token in the reward) | loss (beta*KL added to the loss)
+    gamma: float = 1.0
+    lam: float = 0.95
+    advantage_estimator: str = "gae"  # gae | reinforce_pp (no critic)
+    whiten_scope: str = "global"  # global (all processes) | process (the seed's quirk)
+    ppo_epochs: int = 4
+    num_mini_batches: int = 1
+    cliprange: float = 0.2
+    cliprange_high: float | None = None  # None: = cliprange
+    cliprange_value: float | None = 0.2  # None: unclipped value loss
+    vf_coef: float = 0.1
+    stop_at_eos: bool = True  # false: always generate max_completion_length tokens, all scored (the seed's quirk)
+    old_logprobs: str = "recompute"  # recompute | processed_scores (after temperature/top-p: the seed's quirk)
+    critic: str = "auto"  # auto (lora when the policy is) | full | lora
+    missing_eos_penalty: float | None = None  # subtracted at the last token of a completion without EOS
     tiny_model: TinyModelConfig = field(default_factory=TinyModelConfig)
     trl: dict[str, Any] = field(default_factory=dict)
 
@@ -109,11 +132,19 @@ ALGORITHMS: dict[str, str] = {
     "grpo": "rewardlang.trainers.grpo",
     "dpo": "rewardlang.trainers.dpo",
     "gepo": "rewardlang.trainers.gepo",
+    "ppo": "rewardlang.trainers.ppo",
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm": tuple(ALGORITHMS),
     "prompt_format": ("auto", "chat", "text"),
     "dtype": ("auto", "float32", "bfloat16", "float16"),
+    "lr_scheduler": ("linear", "cosine"),
+    "kl_estimator": ("k1", "k2", "k3"),
+    "kl_in": ("reward", "loss"),
+    "advantage_estimator": ("gae", "reinforce_pp"),
+    "whiten_scope": ("global", "process"),
+    "old_logprobs": ("recompute", "processed_scores"),
+    "critic": ("auto", "full", "lora"),
 }
 _FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 _TINY_FIELDS = {f.name: f for f in dataclasses.fields(TinyModelConfig)}
@@ -290,7 +321,7 @@ def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
     def where(key: str) -> str:
         return sources.get(key, "default")
 
-    if cfg.num_generations < 2:
+    if cfg.num_generations < (2 if cfg.algorithm == "grpo" else 1):  # PPO may sample one completion per prompt
         raise ConfigError(f"{where('num_generations')}: `num_generations` must be at least 2 for GRPO "
                           f"(got {cfg.num_generations})")
     if cfg.batch_size == 0:
@@ -309,6 +340,13 @@ def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
     for key in ("max_steps", "max_completion_length", "save_steps", "logging_steps", "gradient_accumulation_steps"):
         if getattr(cfg, key) < 1:
             raise ConfigError(f"{where(key)}: `{key}` must be positive (got {getattr(cfg, key)})")
+    for key in ("ppo_epochs", "num_mini_batches"):
+        if getattr(cfg, key) < 1:
+            raise ConfigError(f"{where(key)}: `{key}` must be positive (got {getattr(cfg, key)})")
+    if not 0 < cfg.top_p <= 1 or not 0 <= cfg.warmup_ratio < 1 or not 0 <= cfg.lam <= 1 or not 0 <= cfg.gamma <= 1:
+        bad = next(k for k, ok in (("top_p", 0 < cfg.top_p <= 1), ("warmup_ratio", 0 <= cfg.warmup_ratio < 1),
+                                   ("lam", 0 <= cfg.lam <= 1), ("gamma", 0 <= cfg.gamma <= 1)) if not ok)
+        raise ConfigError(f"{where(bad)}: `{bad}` is out of range (got {getattr(cfg, bad)})")
     if cfg.learning_rate < 0:
         raise ConfigError(f"{where('learning_rate')}: `learning_rate` cannot be negative (got {cfg.learning_rate})")
 

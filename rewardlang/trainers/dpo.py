@@ -63,6 +63,8 @@ def dpo_args(cfg: TrainConfig, sources: Mapping[str, str], run_dir: str) -> DPOC
         output_dir=run_dir, seed=cfg.seed, data_seed=cfg.seed, max_steps=cfg.max_steps,
         per_device_train_batch_size=cfg.prompts_per_step, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
         learning_rate=cfg.learning_rate, beta=cfg.beta if "beta" in sources else DEFAULT_BETA,
+        max_grad_norm=cfg.max_grad_norm, lr_scheduler_type=cfg.lr_scheduler,
+        warmup_steps=cfg.warmup_ratio,  # transformers reads a value below 1 as a share of the steps
         logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=cfg.save_steps,
         save_total_limit=cfg.save_total_limit, report_to=report_to, disable_tqdm=True,
         bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, use_cpu=not torch.cuda.is_available(),

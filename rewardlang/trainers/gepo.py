@@ -295,7 +295,9 @@ def preference_args(cfg: TrainConfig, run_dir: str) -> TrainingArguments:
     kwargs: dict[str, Any] = dict(
         output_dir=run_dir, seed=cfg.seed, data_seed=cfg.seed, max_steps=cfg.max_steps,
         per_device_train_batch_size=cfg.prompts_per_step, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        learning_rate=cfg.learning_rate, logging_steps=cfg.logging_steps, save_strategy="steps",
+        learning_rate=cfg.learning_rate, max_grad_norm=cfg.max_grad_norm, lr_scheduler_type=cfg.lr_scheduler,
+        warmup_steps=cfg.warmup_ratio,  # transformers reads a value below 1 as a share of the steps
+        logging_steps=cfg.logging_steps, save_strategy="steps",
         save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit, report_to=report_to, disable_tqdm=True,
         bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, use_cpu=not torch.cuda.is_available(),
         remove_unused_columns=False, gradient_checkpointing=cfg.model is not None,

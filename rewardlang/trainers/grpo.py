@@ -37,6 +37,7 @@ from accelerate.utils import gather
 from transformers import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
+from rewardlang.trainers.align import TokenAligner
 from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
 from rewardlang.trainers.data import DataError, build_dataset, check_columns, load_rows
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
@@ -137,9 +138,8 @@ class SpecReward:
 def token_char_ends(tokenizer: Any, ids: Sequence[int]) -> list[int]:
     """For each completion token, the length of the decoded completion text up to and including it.
 
-    Decodes growing prefixes exactly as TRL decodes the completion (``skip_special_tokens=True``), so the offsets
-    agree with the text the reward saw, whatever the tokenizer (byte-level BPE pieces that split a character
-    contribute nothing until the character is complete).
+    The text is the one TRL decodes and the reward sees (``skip_special_tokens=True``); computed in O(T) by
+    :class:`~rewardlang.trainers.align.TokenAligner` (the trainer keeps one aligner and counts its fallbacks).
 
     >>> from rewardlang.trainers.model import build_tokenizer
     >>> tok = build_tokenizer(300)
@@ -147,12 +147,7 @@ def token_char_ends(tokenizer: Any, ids: Sequence[int]) -> list[int]:
     >>> token_char_ends(tok, ids)[-1]
     5
     """
-    ends, prev = [], 0
-    for i in range(len(ids)):
-        text = tokenizer.decode(ids[: i + 1], skip_special_tokens=True)
-        prev = max(prev, len(text.rstrip("\ufffd")))  # an incomplete multi-byte character is not text yet
-        ends.append(prev)
-    return ends
+    return TokenAligner(tokenizer).char_ends(ids)
 
 
 def token_advantages(seq_adv: float, spans: Sequence[Any], ends: Sequence[int], length: int) -> list[float]:
@@ -164,16 +159,8 @@ def token_advantages(seq_adv: float, spans: Sequence[Any], ends: Sequence[int], 
     >>> token_advantages(0.5, [(2, 4, -1.0, "lint")], ends=[2, 4, 6], length=4)
     [0.5, -0.5, 0.5, 0.0]
     """
-    out = [seq_adv] * len(ends) + [0.0] * (length - len(ends))
-    starts = [0, *ends[:-1]]
-    for sp in spans:
-        start, end, value = sp[0], sp[1], sp[2]
-        if start < 0:  # the runtime could not place the span in the completion
-            continue
-        for t, (a, b) in enumerate(zip(starts, ends)):
-            if a < end and b > start and b > a:
-                out[t] += float(value)
-    return out
+    per_token = TokenAligner.spans_to_tokens(spans, ends)
+    return [seq_adv + float(v) for v in per_token] + [0.0] * (length - len(ends))
 
 
 class EpochSeeded(torch.utils.data.Sampler):
@@ -222,6 +209,8 @@ class SpecGRPOTrainer(GRPOTrainer):
         args.reward_weights = self.spec_rewards.weights
         self.last_batch: dict[str, np.ndarray] = {}
         super().__init__(model=model, reward_funcs=self.spec_rewards.functions, args=args, **kwargs)
+        # O(T) token ends of completions, for spans (a multimodal processor carries its tokenizer)
+        self._aligner = TokenAligner(getattr(self.processing_class, "tokenizer", self.processing_class))
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         # Not part of the reward path: makes --resume replay the same data order across epochs (see EpochSeeded).
@@ -290,12 +279,13 @@ class SpecGRPOTrainer(GRPOTrainer):
                 rows.append([0.0] * completion_ids.shape[1])
                 continue
             spans = [sp for name in span_names for sp in result.spans.get(name, [[]] * (i + 1))[i]]
-            ends = token_char_ends(self._tokenizer, ids)
+            ends = self._aligner.char_ends(ids)
             row = token_advantages(float(seq_adv[i]), spans, ends, completion_ids.shape[1])
             covered += sum(1 for t in range(len(ends)) if row[t] != float(seq_adv[i]))
             counted += len(ends)
             rows.append(row)
         self._metrics[mode]["spans/token_share"].append(covered / max(counted, 1))
+        self._metrics[mode]["align/fallbacks"].append(float(self._aligner.fallbacks))
         return torch.tensor(rows, dtype=torch.float32, device=seq_adv.device)
 
 
@@ -317,6 +307,8 @@ def grpo_args(cfg: TrainConfig, run_dir: str) -> GRPOConfig:
         bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, use_cpu=not torch.cuda.is_available(),
         # activation checkpointing only pays off on large models; the tiny CPU model is faster without it
         gradient_checkpointing=cfg.model is not None, disable_dropout=True, log_completions=False,
+        top_p=cfg.top_p, max_grad_norm=cfg.max_grad_norm, lr_scheduler_type=cfg.lr_scheduler,
+        warmup_steps=cfg.warmup_ratio,  # transformers reads a value below 1 as a share of the steps
     )
     kwargs.update(cfg.trl)
     try:

@@ -20,7 +20,7 @@ import math
 import os
 from typing import Any
 
-__all__ = ["plot_run", "PANELS"]
+__all__ = ["plot_run", "chosen_panels", "PANELS"]
 
 #: (title, metric keys or key prefixes ending in "/"); the first panel also shades ``reward_std``
 PANELS: list[tuple[str, list[str]]] = [
@@ -29,6 +29,9 @@ PANELS: list[tuple[str, list[str]]] = [
     ("advantages", ["advantages/mean", "advantages/std", "advantages/abs_mean"]),
     ("masked share / zero-variance groups", ["masked/rate", "frac_reward_zero_std"]),
     ("KL and loss", ["kl", "loss"]),
+    ("PPO: value loss, explained variance", ["loss/value", "value/explained_variance"]),
+    ("PPO: clip fractions, approx. KL", ["clip_ratio/policy", "clip_ratio/value", "approx_kl"]),
+    ("entropy", ["entropy"]),
     ("completion length", ["completions/mean_length"]),
     ("reward share of step time", ["time/reward_share"]),
     ("tokens / s", ["tokens_per_second"]),
@@ -50,6 +53,18 @@ def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[fl
     return xs, ys
 
 
+def chosen_panels(records: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """The panels a run's records fill: ``(title, metric keys)`` for each panel with at least one logged value."""
+    keys = sorted({k for r in records for k in r})
+    panels = []
+    for title, wanted in PANELS:
+        chosen = [k for w in wanted for k in keys
+                  if (k.startswith(w) and k.endswith("/mean") if w.endswith("/") else k == w)]
+        if chosen and any(_series(records, k)[0] for k in chosen):
+            panels.append((title, chosen))
+    return panels
+
+
 def plot_run(run_dir: str, out: str | None = None) -> str:
     """Render the run's curves; returns the PNG path (default ``RUN_DIR/curves.png``)."""
     import matplotlib
@@ -63,13 +78,7 @@ def plot_run(run_dir: str, out: str | None = None) -> str:
     records = _load(path)
     if not records:
         raise ValueError(f"{path}: no training records yet")
-    keys = sorted({k for r in records for k in r})
-    panels = []
-    for title, wanted in PANELS:
-        chosen = [k for w in wanted for k in keys
-                  if (k.startswith(w) and k.endswith("/mean") if w.endswith("/") else k == w)]
-        if chosen and any(_series(records, k)[0] for k in chosen):
-            panels.append((title, chosen))
+    panels = chosen_panels(records)
     cols = 2
     rows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(11, 3.2 * rows), squeeze=False)

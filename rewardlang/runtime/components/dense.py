@@ -1,0 +1,101 @@
+"""Functions for dense (per-token) rewards: ``first_violation`` and ``without_ruff_lines``.
+
+The dense-reward PPO paper's terms are written with the ``tokens`` clause (docs/language.md, Token attribution)
+over functions the runtime already has (``ruff_lines``, ``tests_pass_rate``, ``dataflow_match``) and these two:
+
+- ``first_violation(code)``: the character of ``code`` where it stops being valid Python, found by CPython's own
+  compiler with the prefix scan of :mod:`rewardlang.runtime.code.validity` (none when the code compiles). It is
+  the ``at=`` of the syntax term::
+
+      component syntax = 1 if parses(code) else 0
+          tokens split(code, at=first_violation(code), before=1, after=-1, edges=2)
+
+- ``without_ruff_lines(code, select=[...])``: the code with every line ruff flags deleted. The paper's public
+  implementation runs the unit tests on that text (a bug: a flagged line may be needed); specs/dense_ppo.reward
+  offers it as the named quirk ``tests_on_linted_code`` (default off).
+
+Bad input: empty code is valid (no violation) and has no flagged lines; code nested too deeply for CPython's
+compiler is invalid from its start; code longer than ``max_chars`` fails the sample (``on_error`` applies);
+``ctx.timeout`` bounds the scan. See docs/specs/dense_ppo.md.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rewardlang.runtime.api import Context, Result, function
+from rewardlang.runtime.components.lint import RuffParams, _line_spans, _ruff
+from rewardlang.runtime.components.syntax import DEFAULT_TIMEOUT, SyntaxParams
+
+__all__ = ["first_violation", "without_ruff_lines"]
+
+
+@function("first_violation", args={"code": "code"}, params=SyntaxParams, returns="number?", tags=("heavy",),
+          doc="The character of the code where it stops being valid Python (CPython's compiler, prefix scan; for "
+              "code that is merely unfinished, the start of the line where the unfinished construct begins); none "
+              "when it compiles. The `at=` of `tokens split(...)`.")
+def first_violation(code: list[str], *, params: SyntaxParams | None, ctx: Context) -> Result:
+    """>>> from rewardlang.runtime.api import Context
+    >>> first_violation.fn(["x = 1\\ny = = 2\\n", "x = 1\\n", "def f(:\\n"], params=None, ctx=Context()).values
+    [10, None, 6]
+    """
+    from rewardlang.runtime.code import validity
+
+    params = params or SyntaxParams()
+    if params.method != "cpython":
+        raise ValueError('first_violation uses CPython\'s compiler: method="cpython" only')
+    budget = float(ctx.timeout) if ctx.timeout else DEFAULT_TIMEOUT
+    values: list[int | None] = []
+    errors: list[str | None] = []
+    for c in code:
+        if len(c) > params.max_chars:
+            values.append(None)
+            errors.append(f"first_violation: code has {len(c)} characters (max_chars={params.max_chars})")
+            continue
+        try:
+            bad = validity.first_violation(c, deadline=time.monotonic() + budget)
+        except validity.TooDeep:
+            values.append(0)
+            errors.append(None)
+            continue
+        except TimeoutError as exc:
+            values.append(None)
+            errors.append(f"first_violation: {exc} ({budget} s)")
+            ctx.stats["first_violation:timeouts"] += 1
+            continue
+        values.append(None if bad is None else bad.start)
+        errors.append(None)
+    return Result(values, errors=errors)
+
+
+@function("without_ruff_lines", args={"code": "code"}, params=RuffParams, returns="code", in_workers=False,
+          tags=("lint", "tool"),
+          doc="The code with every line ruff flags deleted (line break included), as the dense-reward paper's "
+              "implementation runs the tests on it (a quirk; see docs/specs/dense_ppo.md).")
+def without_ruff_lines(code: list[str], *, params: RuffParams | None, ctx: Context) -> Result:
+    """>>> from rewardlang.runtime.api import Context
+    >>> without_ruff_lines.fn(["x = 1\\nimport os\\ny = 2\\n"], params=RuffParams(), ctx=Context()).values
+    ['x = 1\\ny = 2\\n']
+    """
+    from rewardlang.runtime.tools.text import SourceText
+
+    params = params or RuffParams()
+    results = _ruff(code, params, ctx)
+    values: list[str | None] = []
+    errors: list[str | None] = []
+    infra: list[bool] = []
+    for c, res in zip(code, results):
+        infra.append(bool(not res.ok and res.infra))
+        if not res.ok:
+            values.append(None)
+            errors.append(f"without_ruff_lines: {res.error}")
+            continue
+        drop = _line_spans(SourceText(c), res.findings)
+        kept, pos = [], 0
+        for sp in drop:
+            kept.append(c[pos:sp.start])
+            pos = sp.end
+        kept.append(c[pos:])
+        values.append("".join(kept))
+        errors.append(None)
+    return Result(values, errors=errors, infra=infra)

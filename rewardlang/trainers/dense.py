@@ -1,0 +1,139 @@
+"""The spec's per-token reward: completions in, one (B, T) tensor out (what PPO adds ``−β·KL`` to).
+
+:class:`DenseRewards` decodes each completion as TRL does (``skip_special_tokens=True``), scores the batch with the
+compiled spec, places each component's value on tokens as its ``tokens`` clause says (no clause: a sequence reward
+on the last valid token, where verl and OpenRLHF put it; see :mod:`rewardlang.runtime.attribution`), and combines
+the components with the spec's weights at ``step`` (schedules included)::
+
+    R[b, t] = Σ_c  weight_c(step) · a_c[b, t]
+
+Per-token attribution needs the reward to be that weighted sum (a spec without a ``reward`` statement; the checker
+enforces it). A spec whose components are all sequence rewards may have any ``reward``: its total goes on the last
+valid token. A row whose total is masked (an error without ``on_error``, an infrastructure failure) gets 0
+everywhere and ``masked[b] = True``: the trainer must not train on it.
+
+    >>> import torch, rewardlang
+    >>> from rewardlang.trainers.model import build_tokenizer
+    >>> prog = rewardlang.loads('''
+    ... component short = 1 if len(completion) < 4 else 0
+    ... component bad = count(completion, "x")
+    ...     spans matches(completion, /x/, value=-1)
+    ...     tokens spans
+    ... bad.weight = 0.5
+    ... ''')
+    >>> tok = build_tokenizer(300)
+    >>> ids = torch.tensor([tok.convert_tokens_to_ids(["a", "x", "b"])])
+    >>> out = DenseRewards(prog, tok)(ids, torch.ones_like(ids), {})
+    >>> out.texts, out.rewards.tolist()
+    (['axb'], [[0.0, -0.5, 1.0]])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+import torch
+
+from rewardlang.runtime.attribution import place, to_tokens
+from rewardlang.trainers.align import TokenAligner
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rewardlang.runtime.program import Program
+
+__all__ = ["DenseBatch", "DenseRewards"]
+
+
+@dataclass
+class DenseBatch:
+    """One batch's per-token rewards.
+
+    ``rewards``: (B, T) float32, the spec's per-token reward, components × weights × schedules combined; KL not
+    included (the trainer subtracts β·KL itself); 0 where ``completion_mask`` is 0 and on masked rows.
+    ``components``: (B, T) float32 per component, unweighted (for metrics). ``masked``: (B,) bool, rows whose
+    reward is masked (never trained on). ``texts``: the decoded completions the spec scored. ``totals``: (B,) the
+    spec's sequence total per row (NaN where masked), as ``rewardlang score`` reports it.
+    """
+
+    rewards: torch.Tensor
+    components: dict[str, torch.Tensor]
+    masked: torch.Tensor
+    texts: list[str]
+    totals: np.ndarray | None = None
+
+
+class DenseRewards:
+    """The spec → (B, T) reward tensor (see the module docstring). One instance per run: it keeps the aligner
+    (whose ``fallbacks`` count is the metric ``align/fallbacks``) and the time spent (``seconds_scoring``,
+    ``seconds_aligning``)."""
+
+    def __init__(self, program: "Program", tokenizer: Any, *, aligner: TokenAligner | None = None) -> None:
+        self.program = program
+        self.tokenizer = tokenizer
+        self.aligner = aligner or TokenAligner(tokenizer)
+        self.names = [c.name for c in program.components]
+        self.tokens = {c.name: program.spec["components"][i].get("tokens")
+                       for i, c in enumerate(program.components)}
+        self.dense = any(t is not None for t in self.tokens.values())
+        if self.dense and not program.spec["reward_is_weighted_sum"]:
+            raise ValueError(f"spec {program.name!r}: per-token attribution needs the reward to be the weighted sum "
+                             "of the components; drop the `reward` statement and set weights instead")
+        self.seconds_scoring = 0.0
+        self.seconds_aligning = 0.0
+
+    @property
+    def fallbacks(self) -> int:
+        """Aligner fallbacks so far (metric ``align/fallbacks``)."""
+        return self.aligner.fallbacks
+
+    def __call__(self, completion_ids: torch.Tensor, completion_mask: torch.Tensor, columns: Mapping[str, list],
+                 step: int = 0) -> DenseBatch:
+        """Per-token rewards of a batch: ``completion_ids`` (B, T) right-padded, ``completion_mask`` (B, T) 1 on
+        the completion's tokens, ``columns`` the other inputs of the spec by input name (prompt, tests, ...)."""
+        import time
+
+        B, T = completion_ids.shape
+        ids_cpu = completion_ids.detach().cpu()
+        mask_cpu = completion_mask.detach().cpu().bool()
+        t0 = time.perf_counter()
+        rows = []
+        for b in range(B):
+            idx = torch.nonzero(mask_cpu[b], as_tuple=False).flatten()
+            text, ends = self.aligner.align(ids_cpu[b, idx].tolist())
+            rows.append((idx.numpy(), text, ends))
+        t1 = time.perf_counter()
+        texts = [r[1] for r in rows]
+        given = {k: list(v) for k, v in columns.items() if k not in ("completion", "completions")}
+        result = self.program.score(texts, step=step, **given)
+        t2 = time.perf_counter()
+        weights = result.weights
+        comps = {n: np.zeros((B, T), dtype=np.float64) for n in self.names}
+        total = np.zeros((B, T), dtype=np.float64)
+        masked = np.isnan(result.total)
+        for b, (idx, text, ends) in enumerate(rows):
+            if masked[b] or len(idx) == 0:
+                continue
+            if not self.dense:  # any reward expression: its total on the last token
+                total[b, idx[-1]] = result.total[b]
+            for name in self.names:
+                if result.masked[name][b]:
+                    continue  # a component outside the reward may be masked alone: it contributes nothing
+                value = float(result.components[name][b])
+                spans = result.spans.get(name, [[]] * B)[b] if name in result.spans else None
+                per_token = to_tokens(place(self.tokens[name], value, spans, text), ends)
+                comps[name][b, idx] = per_token
+                if self.dense:
+                    w = float(weights[name])
+                    if w != 0.0 and not math.isnan(w):
+                        total[b, idx] += w * per_token
+        t3 = time.perf_counter()
+        self.seconds_scoring += t2 - t1
+        self.seconds_aligning += (t1 - t0) + (t3 - t2)
+        device = completion_ids.device
+        return DenseBatch(
+            rewards=torch.as_tensor(total, dtype=torch.float32, device=device),
+            components={n: torch.as_tensor(v, dtype=torch.float32, device=device) for n, v in comps.items()},
+            masked=torch.as_tensor(masked, dtype=torch.bool, device=device),
+            texts=texts, totals=np.asarray(result.total, dtype=np.float64))

@@ -96,6 +96,8 @@ class TrainConfig:
     preference_data: str | None = None
     gepo_lambda: float = 1.0  # λ of the winner-variance term (the paper's value)
     gepo_chunk: int = 8  # sequences per forward/backward chunk of the GEPO step (memory bound for large groups)
+    w_rl: float = 1.0  # OORL: weight of the on-policy (REINFORCE++) loss (the paper's value)
+    w_gepo: float = 0.01  # OORL: weight of the GEPO loss (the paper's value)
     # Shared optimisation settings (GRPO passes them to TRL; PPO uses them itself).
     top_p: float = 1.0
     max_grad_norm: float = 1.0
@@ -130,9 +132,10 @@ class TrainConfig:
 #: algorithm name -> the module whose ``train(spec, ...)`` runs it (see :mod:`rewardlang.trainers.run`)
 ALGORITHMS: dict[str, str] = {
     "grpo": "rewardlang.trainers.grpo",
+    "ppo": "rewardlang.trainers.ppo",
     "dpo": "rewardlang.trainers.dpo",
     "gepo": "rewardlang.trainers.gepo",
-    "ppo": "rewardlang.trainers.ppo",
+    "oorl": "rewardlang.trainers.oorl",
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm": tuple(ALGORITHMS),

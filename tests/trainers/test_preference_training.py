@@ -71,6 +71,11 @@ def test_dpo_raises_preference_accuracy_and_margin_on_held_out_pairs(data: dict,
     logged = [r for r in read_metrics(f"{run_dir}/metrics.jsonl") if "rewards/accuracies" in r]
     assert logged[-1]["rewards/margins"] > logged[0]["rewards/margins"]
     assert {"logps/chosen", "logps/rejected", "time/step"} <= set(logged[-1])
+    from rewardlang.trainers.plot import chosen_panels, plot_run
+
+    titles = [t for t, _ in chosen_panels(read_metrics(f"{run_dir}/metrics.jsonl"))]
+    assert {"preference accuracy", "preference margin, winner variance", "log-probs: chosen / rejected"} <= set(titles)
+    assert Path(plot_run(run_dir)).stat().st_size > 0
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -83,6 +88,10 @@ def test_gepo_raises_margin_and_its_variance_term_lowers_winner_variance(data: d
     assert gepo["winner_var"] < plain["winner_var"], (gepo, plain)
     logged = [r for r in read_metrics(f"{tmp_path / 'gepo'}/metrics.jsonl") if "pref/margin" in r]
     assert logged[-1]["pref/margin"] > logged[0]["pref/margin"]
+    from rewardlang.trainers.plot import chosen_panels
+
+    titles = [t for t, _ in chosen_panels(read_metrics(f"{tmp_path / 'gepo'}/metrics.jsonl"))]
+    assert {"preference accuracy", "preference margin, winner variance"} <= set(titles)
 
 
 class StopAt(TrainerCallback):
@@ -150,3 +159,14 @@ def test_pairs_file_loads_in_trls_dpo_trainer_unchanged(data: dict, tmp_path: Pa
                          train_dataset=ds, processing_class=tok)
     out = trainer.train()
     assert out.global_step == 1 and out.training_loss == pytest.approx(0.6931, abs=1e-3)  # log 2: policy = ref
+
+
+def test_gepo_with_lora_uses_the_base_model_as_reference(data: dict, tmp_path: Path) -> None:
+    res = train(str(data["spec"]), sets={"train.algorithm": "gepo", "train.max_steps": 3, "train.learning_rate": 1e-2,
+                                         "train.prompts_per_step": 4, "train.save_steps": 3,
+                                         "train.preference_data": str(data["train_groups"])},
+                flags={"output_dir": str(tmp_path / "lora"), "lora": True}, progress=False)
+    rec = [r for r in read_metrics(res.metrics_path) if "pref/margin" in r]
+    # step 1: adapter B = 0, so policy = base = reference and every r̂ is 0; then the adapter moves the margin
+    assert rec[0]["pref/margin"] == pytest.approx(0.0, abs=1e-6) and rec[-1]["pref/margin"] > 0
+    assert (Path(res.final_dir) / "adapter_config.json").exists()

@@ -22,12 +22,15 @@ def baseline_pairs(groups: Sequence[Any], rank: Sequence[float], valid: Sequence
                    margin: float = 0.0, chosen_min: float | None = None, rejected_max: float | None = None,
                    max_pairs: int | None = None, tie: Sequence[float] | None = None) -> list[tuple[int, int]]:
     """The pairs a hand-written miner makes: rows collected per prompt, then loops."""
-    by: dict[Any, list[int]] = {}
+    by: dict[Any, list[int]] = {}   # prompts in order of their first row (masked or not)
     for i, g in enumerate(groups):
+        members = by.setdefault(g, [])
         if valid[i] and not math.isnan(rank[i]):
-            by.setdefault(g, []).append(i)
+            members.append(i)
     out: list[tuple[int, int]] = []
     for g, idx in by.items():
+        if not idx:
+            continue
         key = (lambda i: (tie[i], i)) if tie is not None else (lambda i: i)
         idx = sorted(idx, key=key)
         if strategy == "max_min":

@@ -150,28 +150,37 @@ def mine_pairs(group: np.ndarray, rank: np.ndarray, valid: np.ndarray, *, strate
         return rows[o[c[ok]]], rows[o[w[ok]]]
     if strategy not in ("all", "threshold"):
         raise ValueError(f"unknown pair strategy {strategy!r}")
-    # every ordered pair inside a group: sort rows by group, then pair each row with every row of its group
+    # every ordered pair inside a group: sort rows by group, lay the groups out as rows of a (groups x K) matrix
+    # (K = the largest group, NaN padding) and compare every column with every column at once
     o = _order(g, t)
     gs = g[o]
     starts = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
     sizes = np.diff(np.r_[starts, len(gs)])
-    size_of = np.repeat(sizes, sizes)              # per sorted row: its group's size
-    start_of = np.repeat(starts, sizes)
-    i = np.repeat(np.arange(len(gs)), size_of)     # chosen candidate (sorted position)
-    offs = np.arange(len(i)) - np.repeat(np.cumsum(size_of) - size_of, size_of)
-    j = np.repeat(start_of, size_of) + offs        # rejected candidate (sorted position)
-    ri, rj = r[o[i]], r[o[j]]
-    d = ri - rj
-    ok = (d > 0) & (d >= margin)
-    if strategy == "threshold":
-        ok &= (ri >= chosen_min) & (rj <= rejected_max)  # type: ignore[operator]
-    i, j, d = i[ok], j[ok], d[ok]
+    seg = np.repeat(np.arange(len(starts)), sizes)
+    col = np.arange(len(gs)) - starts[seg]
+    K = int(sizes.max())
+    M = np.full((len(starts), K), np.nan)
+    M[seg, col] = r[o]
+    # blocks of groups keep the (block x K x K) comparison within ~4M entries (one group's K² is inherent)
+    step = max(1, 4_000_000 // (K * K))
+    found = []
+    for lo in range(0, len(starts), step):
+        B = M[lo:lo + step]
+        with np.errstate(invalid="ignore"):
+            D = B[:, :, None] - B[:, None, :]              # (groups, chosen column, rejected column)
+            ok = (D > 0) & (D >= margin)
+            if strategy == "threshold":
+                ok &= (B >= chosen_min)[:, :, None] & (B <= rejected_max)[:, None, :]  # type: ignore[operator]
+        gb, a, b = np.nonzero(ok)                          # in (group, chosen, rejected) order
+        found.append((gb + lo, a, b, D[gb, a, b]))
+    gk, a, b, d = (np.concatenate(x) for x in zip(*found))
+    i, j = starts[gk] + a, starts[gk] + b                  # sorted positions
     # largest difference first within a group; equal differences keep the tie order (i, then j), in which the
     # candidates were generated: lexsort is stable
-    s = np.lexsort((-d, gs[i]))
+    s = np.lexsort((-d, gk))
     i, j = i[s], j[s]
     if max_pairs is not None and len(i):
-        gi = gs[i]
+        gi = gk[s]
         first = np.flatnonzero(np.r_[True, gi[1:] != gi[:-1]])
         pos = np.arange(len(i)) - np.repeat(first, np.diff(np.r_[first, len(i)]))
         i, j = i[pos < max_pairs], j[pos < max_pairs]

@@ -1319,9 +1319,11 @@ class Checker:
         if any(v is bad for v in vals.values()):
             return None, spans
         at_expr = kws["at"].value
-        minus_one = S.Unary(at_expr.loc, "-", S.Number(at_expr.loc, 1.0, "1"))
+        if self.type_of(at).nullable:  # none: no violation, all `before` (split_at reads a negative position so)
+            minus_one = S.Unary(at_expr.loc, "-", S.Number(at_expr.loc, 1.0, "1"))
+            at_expr = S.BoolOp(at_expr.loc, "or", at_expr, minus_one)
         call = S.Call(e.loc, "split_at", e.loc, [
-            S.Positional(text.loc, text), S.Positional(at_expr.loc, S.BoolOp(at_expr.loc, "or", at_expr, minus_one)),
+            S.Positional(text.loc, text), S.Positional(at_expr.loc, at_expr),
             S.Keyword(e.loc, "before", S.Number(e.loc, vals["before"], repr(vals["before"]))),
             S.Keyword(e.loc, "after", S.Number(e.loc, vals["after"], repr(vals["after"])))])
         s = self.lower(call, sc)

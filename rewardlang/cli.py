@@ -402,7 +402,11 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
             input: Path = typer.Option(..., "--input", "-i", help="JSONL file"),
             row: int = typer.Option(0, "--row", help="row to explain (0-based; line = row + 1)"),
             set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE"),
-            step: int = typer.Option(0, "--step", help="training step")) -> None:
+            step: int = typer.Option(0, "--step", help="training step"),
+            tokens: bool = typer.Option(False, "--tokens", help="print each token with every component's per-token "
+                                                                "value (the spec's `tokens` clauses)"),
+            tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="with --tokens: a tokenizer.json or a "
+                                                    "local model directory (default: the tiny model's)")) -> None:
     """Explain one row: each component's value, how it was derived, and its spans in the completion."""
     from rewardlang.explain import explain_row
 
@@ -421,11 +425,32 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
     from rewardlang.runtime.program import DataError
 
     try:
-        explain_row(prog, found, step=step)
+        if tokens:
+            _explain_tokens(prog, found, step, tokenizer)
+        else:
+            explain_row(prog, found, step=step)
     except DataError as exc:
         for _, c, m in exc.problems:
             _err(f"error[D001]: {input}: row {row}: column `{c}` {m}")
         raise typer.Exit(1)
+
+
+def _explain_tokens(prog: Any, row: dict, step: int, tokenizer_path: str | None) -> None:
+    """`explain --tokens`: one line per token, its text and each component's value on it, then the total."""
+    from rewardlang.trainers.dense import load_tokenizer, token_table
+
+    try:
+        tok = load_tokenizer(tokenizer_path)
+    except (OSError, ValueError) as exc:
+        _err(f"error: cannot load the tokenizer {tokenizer_path}: {exc}")
+        raise typer.Exit(1)
+    pieces, names, values, total = token_table(prog, row, tok, step)
+    width = max([len(n) for n in names] + [6])
+    typer.echo(f"{'#':>4}  {'token':<16}" + "".join(f"{n:>{width + 2}}" for n in names) + f"{'reward':>{width + 2}}")
+    for t, piece in enumerate(pieces):
+        cells = "".join(f"{values[n][t]:>{width + 2}.4g}" for n in names)
+        typer.echo(f"{t:>4}  {repr(piece)[1:-1][:16]:<16}{cells}{total[t]:>{width + 2}.4g}")
+    typer.echo(f"sum of per-token rewards: {sum(total):.6g}")
 
 
 @app.command()

@@ -43,7 +43,7 @@ from rewardlang.trainers.align import TokenAligner
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
-__all__ = ["DenseBatch", "DenseRewards"]
+__all__ = ["DenseBatch", "DenseRewards", "token_table", "load_tokenizer"]
 
 
 @dataclass
@@ -137,3 +137,52 @@ class DenseRewards:
             components={n: torch.as_tensor(v, dtype=torch.float32, device=device) for n, v in comps.items()},
             masked=torch.as_tensor(masked, dtype=torch.bool, device=device),
             texts=texts, totals=np.asarray(result.total, dtype=np.float64))
+
+
+def load_tokenizer(path: str | None) -> Any:
+    """A tokenizer for ``rewardlang explain --tokens``: a ``tokenizer.json`` file, a local model directory (or
+    Hugging Face cache name, offline), or None for the tiny default model's byte-level BPE."""
+    if path is None:
+        from rewardlang.trainers.model import build_tokenizer
+
+        return build_tokenizer()
+    import os
+
+    if os.path.isfile(path):
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(path)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path, local_files_only=True)
+
+
+def token_table(program: "Program", row: Mapping[str, Any], tokenizer: Any, step: int = 0
+                ) -> tuple[list[str], list[str], dict[str, list[float]], list[float]]:
+    """One data row's completion as tokens: ``(pieces, component names, per-component values, reward)`` per
+    token, the values :class:`DenseRewards` gives a trainer (used by ``rewardlang explain --tokens``).
+
+    >>> import rewardlang
+    >>> from rewardlang.trainers.model import build_tokenizer
+    >>> prog = rewardlang.loads('component c = 1\\n    spans matches(completion, /b/, value=-1)\\n    tokens spans')
+    >>> pieces, names, values, total = token_table(prog, {"completion": "ab"}, build_tokenizer(300))
+    >>> pieces, values["c"], total
+    (['a', 'b'], [0.0, -1.0], [0.0, -1.0])
+    """
+    from rewardlang.runtime.program import chat_to_text
+
+    text = chat_to_text(row.get("completion", ""), "assistant")
+    from tokenizers import Tokenizer
+
+    if isinstance(tokenizer, Tokenizer):  # a bare tokenizer.json
+        ids = tokenizer.encode(text, add_special_tokens=False).ids
+    else:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    aligner = TokenAligner(tokenizer)
+    _, ends = aligner.align(ids)
+    pieces = [tokenizer.decode([i], skip_special_tokens=False) for i in ids]
+    out = DenseRewards(program, tokenizer, aligner=aligner)(
+        torch.tensor([ids], dtype=torch.long), torch.ones(1, len(ids), dtype=torch.long),
+        {k: [v] for k, v in row.items() if k != "completion"}, step=step)
+    values = {n: out.components[n][0].tolist() for n in out.components}
+    return pieces, list(out.components), values, out.rewards[0].tolist()

@@ -49,11 +49,23 @@ from torch import nn
 from transformers import GenerationConfig, TrainerControl, TrainerState, get_scheduler
 
 from rewardlang.trainers import algos
-from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
+from rewardlang.trainers.config import (
+    ConfigError,
+    TrainConfig,
+    load_config_file,
+    resolve_config,
+    save_resolved,
+)
 from rewardlang.trainers.data import build_dataset, check_columns, load_rows
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
-from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, run_dir_for, save_initial_policy
+from rewardlang.trainers.run import (
+    RunResult,
+    check_resume,
+    last_checkpoint,
+    run_dir_for,
+    save_initial_policy,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -174,7 +186,7 @@ class PPOTrainer:
     ``last_rollout`` keeps the last update's local rollout (ids, mask, rewards, advantages ...) for inspection.
     """
 
-    def __init__(self, cfg: TrainConfig, program: "Program", run_dir: str, *, progress: bool | None = None,
+    def __init__(self, cfg: TrainConfig, program: Program, run_dir: str, *, progress: bool | None = None,
                  callbacks: Sequence[Any] = ()) -> None:
         from rewardlang.trainers.dense import DenseRewards
 
@@ -231,6 +243,11 @@ class PPOTrainer:
         total = cfg.max_steps * cfg.ppo_epochs * cfg.num_mini_batches
         self.scheduler = get_scheduler(cfg.lr_scheduler, self.optimizer,
                                        num_warmup_steps=math.ceil(cfg.warmup_ratio * total), num_training_steps=total)
+        if acc.state.deepspeed_plugin is not None:  # no dataloader is prepared: DeepSpeed needs the sizes from us
+            ds = acc.state.deepspeed_plugin.deepspeed_config
+            ds["train_micro_batch_size_per_gpu"] = micro
+            ds["gradient_accumulation_steps"] = cfg.gradient_accumulation_steps
+            ds["gradient_clipping"] = cfg.max_grad_norm
         self.model, self.optimizer = acc.prepare(model, self.optimizer)
         acc.register_for_checkpointing(self.scheduler)  # stepped by us once per optimizer step, not prepared
         if self.ref_policy is not None:

@@ -37,6 +37,7 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_ppo_raises_a_toy_dense_reward(tmp_path, prompts, seed: int) -> None:
     run = train(os.path.join(HERE, "toy_dense.reward"), flags={"dataset": prompts, "seed": seed,
@@ -48,6 +49,7 @@ def test_ppo_raises_a_toy_dense_reward(tmp_path, prompts, seed: int) -> None:
     assert _mean(rewards[-3:]) > _mean(rewards[:3]) + 0.25, rewards
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_ppo_makes_a_penalised_token_pattern_rarer(tmp_path, prompts, seed: int) -> None:
     texts = Texts()
@@ -89,3 +91,66 @@ def test_a_ppo_run_logs_its_metrics_and_plots(tmp_path, prompts) -> None:
     titles = [t for t, _ in chosen_panels(records)]
     assert "PPO: value loss, explained variance" in titles and "entropy" in titles
     assert os.path.getsize(plot_run(run.run_dir)) > 10_000
+
+
+def test_the_seed_quirk_options_do_what_they_say(tmp_path, prompts) -> None:
+    """stop_at_eos=false generates and trains every token; old_logprobs="processed_scores" takes generate's scores
+    after top-p, so the first ratio new/old is the nucleus mass (<= 1), not 1."""
+    import torch
+
+    run = train(os.path.join(HERE, "toy_dense.reward"),
+                sets={"train.max_steps": 1, "train.max_completion_length": 12, "train.stop_at_eos": False,
+                      "train.old_logprobs": "processed_scores", "train.top_p": 0.5, "train.ppo_epochs": 1},
+                flags={"dataset": prompts, "output_dir": str(tmp_path / "run")}, progress=False)
+    trainer = run.trainer
+    ro = trainer.last_rollout
+    assert ro["ids"].shape[1] == 12 and bool(ro["mask"].bool().all())  # no stop, every token is the completion
+    with torch.no_grad():  # the sampling policy's full-softmax log-probs (the update changed the weights since)
+        trainer.model.eval()
+        unwrapped = trainer.accelerator.unwrap_model(trainer.model)
+        saved = {k: v.clone() for k, v in unwrapped.state_dict().items()}
+        init = os.path.join(run.run_dir, "initial_model")
+        from transformers import AutoModelForCausalLM
+
+        unwrapped.policy.load_state_dict(AutoModelForCausalLM.from_pretrained(init).state_dict())
+        full, _, _ = trainer._forward(ro["seq"], ro["attn"], ro["prompt_len"], with_values=False)
+        unwrapped.load_state_dict(saved)
+    mass = torch.exp(full - ro["old_lp"])  # p / (p / nucleus mass)
+    assert (mass <= 1 + 1e-4).all() and (mass < 0.99).any()
+
+
+class MaskFirstRow(TrainerCallback):
+    """Makes the spec's reward of each batch's first completion masked (as an infrastructure failure would)."""
+
+    def on_train_begin(self, args, state, control, trainer=None, **kwargs):  # type: ignore[no-untyped-def]
+        rewards = trainer.rewards
+
+        class Masking:
+            def __getattr__(self, name):  # type: ignore[no-untyped-def]
+                return getattr(rewards, name)
+
+            def __call__(self, *a, **k):  # type: ignore[no-untyped-def]
+                batch = rewards(*a, **k)
+                batch.masked[0] = True
+                batch.rewards[0] = 0.0
+                return batch
+
+        trainer.rewards = Masking()
+
+
+def test_masked_rows_are_never_trained_on_and_are_counted(tmp_path, prompts) -> None:
+    import torch
+
+    run = train(os.path.join(HERE, "toy_dense.reward"), sets={"train.max_steps": 2, "train.beta": 0.1},
+                flags={"dataset": prompts, "output_dir": str(tmp_path / "run")}, progress=False,
+                callbacks=[MaskFirstRow()])
+    ro = run.trainer.last_rollout
+    assert ro["mask"][0].sum() > 0 and ro["train_mask"][0].sum() == 0  # it has tokens, none of them trained
+    assert torch.all(ro["advantages"][0] == 0) and torch.all(ro["returns"][0] == 0)
+    # the whitening left the masked row out: the other rows' advantages have mean 0 and std 1 on their own
+    tm = ro["train_mask"].bool()
+    kept = ro["advantages"][tm]
+    assert abs(float(kept.mean())) < 1e-5 and abs(float(kept.std()) - 1) < 1e-4
+    records = [r for r in read_metrics(run.metrics_path) if "reward" in r]
+    assert [r["masked/count"] for r in records] == [1.0, 1.0]
+    assert [r["masked/rate"] for r in records] == [1 / 8, 1 / 8]

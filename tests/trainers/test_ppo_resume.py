@@ -81,12 +81,15 @@ def test_stop_and_resume_matches_an_uninterrupted_run(tmp_path, prompts) -> None
     assert any(not torch.equal(init[k], _weights(full.run_dir, names[0])[k]) for k in init)
     critic = _weights(full.run_dir, names[1])
     assert critic["score.weight"].abs().sum() > 0  # the value head starts at 0
-    saved = json.load(open(os.path.join(full.run_dir, "checkpoint-3", "trainer_state.json")))
+    with open(os.path.join(full.run_dir, "checkpoint-3", "trainer_state.json")) as fh:
+        saved = json.load(fh)
     assert saved["global_step"] == 3 and saved["data_position"] == 6
-    cfg = json.load(open(os.path.join(full.run_dir, "config.json")))
+    with open(os.path.join(full.run_dir, "config.json")) as fh:
+        cfg = json.load(fh)
     assert cfg["train"]["algorithm"] == "ppo" and cfg["train"]["beta"] == 0.05
 
 
+@pytest.mark.slow
 def test_lora_policy_and_critic_resume(tmp_path, prompts) -> None:
     sets = {**SETS, "train.lora": True, "train.lora_r": 4, "train.max_steps": 4, "train.save_steps": 2,
             "train.learning_rate": 5e-3}

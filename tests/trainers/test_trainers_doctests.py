@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo"]
+MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo", "align", "dense", "algos", "ppo"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,4 +1,7 @@
-"""Functions for dense (per-token) rewards: ``first_violation`` and ``without_ruff_lines``.
+"""Functions for dense (per-token) rewards: ``split_at``, ``first_violation`` and ``without_ruff_lines``.
+
+``split_at(text, at, before=, after=)`` is what the ``tokens split(...)`` clause compiles to: two spans of
+``text``, before and from character ``at``.
 
 The dense-reward PPO paper's terms are written with the ``tokens`` clause (docs/language.md, Token attribution)
 over functions the runtime already has (``ruff_lines``, ``tests_pass_rate``, ``dataflow_match``) and these two:
@@ -22,12 +25,15 @@ compiler is invalid from its start; code longer than ``max_chars`` fails the sam
 from __future__ import annotations
 
 import time
+from typing import Sequence
 
-from rewardlang.runtime.api import Context, Result, function
+from pydantic import BaseModel, ConfigDict, Field
+
+from rewardlang.runtime.api import Context, Result, Span, function
 from rewardlang.runtime.components.lint import RuffParams, _line_spans, _ruff
 from rewardlang.runtime.components.syntax import DEFAULT_TIMEOUT, SyntaxParams
 
-__all__ = ["first_violation", "without_ruff_lines"]
+__all__ = ["first_violation", "without_ruff_lines", "split_at"]
 
 
 @function("first_violation", args={"code": "code"}, params=SyntaxParams, returns="number?", tags=("heavy",),
@@ -99,3 +105,28 @@ def without_ruff_lines(code: list[str], *, params: RuffParams | None, ctx: Conte
         values.append("".join(kept))
         errors.append(None)
     return Result(values, errors=errors, infra=infra)
+
+
+class SplitParams(BaseModel):
+    """Options of ``split_at``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    before: float = Field(1.0, description="value of the characters before `at`")
+    after: float = Field(-1.0, description="value of the characters from `at` to the end")
+
+
+@function("split_at", args={"text": "text", "at": "number"}, returns="spans", params=SplitParams, spans_of="text",
+          tags=("no_dedup",),
+          doc="Two spans: `text` before character `at` (label before) and from it on (label after); all of it "
+              "`before` when `at` is negative or past the end (what `tokens split` compiles to).")
+def split_at(text: list[str], at: Sequence[float], *, params: SplitParams, ctx: Context) -> list[list[Span]]:
+    out = []
+    for t, a in zip(text, at):
+        k = int(a)
+        if k < 0 or k >= len(t):
+            out.append([Span(0, len(t), params.before, "before")] if t else [])
+        else:
+            out.append(([Span(0, k, params.before, "before")] if k > 0 else [])
+                       + [Span(k, len(t), params.after, "after")])
+    return out

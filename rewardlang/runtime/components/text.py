@@ -362,26 +362,6 @@ def span(text: list[str], *, params: SpanParams, ctx: Context) -> list[list[Span
     return [[Span(0, len(t), params.value, params.label)] for t in text]
 
 
-class SplitParams(_Opts):
-    before: float = Field(1.0, description="value of the characters before `at`")
-    after: float = Field(-1.0, description="value of the characters from `at` to the end")
-
-
-@function("split_at", args={"text": "text", "at": NUMBER}, returns="spans", params=SplitParams, spans_of="text",
-          tags=CHEAP, doc="Two spans: `text` before character `at` (label before) and from it on (label after); "
-                          "all of it `before` when `at` is negative or past the end (what `tokens split` uses).")
-def split_at(text: list[str], at: Sequence[float], *, params: SplitParams, ctx: Context) -> list[list[Span]]:
-    out = []
-    for t, a in zip(text, at):
-        k = int(a)
-        if k < 0 or k >= len(t):
-            out.append([Span(0, len(t), params.before, "before")] if t else [])
-        else:
-            out.append(([Span(0, k, params.before, "before")] if k > 0 else [])
-                       + [Span(k, len(t), params.after, "after")])
-    return out
-
-
 # ---------------------------------------------------------------------- n-grams
 
 _N = Arg("n", NUMBER, static=True)

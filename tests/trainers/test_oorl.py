@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from rewardlang.trainers.metrics import read_metrics
 from rewardlang.trainers.run import train
@@ -65,3 +66,31 @@ def test_oorl_mines_groups_from_its_rollouts_without_a_groups_file(tmp_path: Pat
                 flags={"dataset": str(prompts), "output_dir": str(tmp_path / "run")}, progress=False)
     rec = [r for r in read_metrics(res.metrics_path) if "reward" in r]
     assert len(rec) == 2 and all("pref/groups" in r for r in rec)
+
+
+def test_oorl_stop_and_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+    from transformers import TrainerCallback
+
+    class StopAt(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
+            if state.global_step == 2:
+                control.should_training_stop = True
+
+    spec, prompts, groups = _files(tmp_path)
+    sets = {"train.max_steps": 4, "train.save_steps": 2, "train.preference_data": str(groups)}
+    flags = {"dataset": str(prompts), "seed": 3}
+    full = train(str(spec), sets=sets, flags={**flags, "output_dir": str(tmp_path / "full")}, progress=False)
+    part = train(str(spec), sets=sets, flags={**flags, "output_dir": str(tmp_path / "part")}, progress=False,
+                 callbacks=[StopAt()])
+    assert part.global_step == 2
+    resumed = train(str(spec), sets=sets, flags={**flags, "output_dir": str(tmp_path / "part")}, progress=False,
+                    resume=True)
+    assert resumed.global_step == 4
+    a = load_file(str(tmp_path / "full" / "final" / "model.safetensors"))
+    b = load_file(str(tmp_path / "part" / "final" / "model.safetensors"))
+    init = load_file(str(tmp_path / "full" / "initial_model" / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a) and any(not torch.equal(a[k], init[k]) for k in a)
+    curve = [(r["step"], r["reward"], r["gepo/loss"]) for r in read_metrics(full.metrics_path) if "reward" in r]
+    again = [(r["step"], r["reward"], r["gepo/loss"]) for r in read_metrics(resumed.metrics_path) if "reward" in r]
+    assert curve == again and [s for s, _, _ in again] == [1, 2, 3, 4]

@@ -175,3 +175,12 @@ def test_pairs_command_scores_raw_rows_and_output_is_complete_or_absent(tmp_path
     res = CliRunner().invoke(app, ["pairs", str(tmp_path / "nw.reward"), "-i", str(tmp_path / "raw.jsonl"),
                                    "-o", str(tmp_path / "g.jsonl"), "--groups"])
     assert res.exit_code == 1 and "no `winners` rule" in res.stderr and not (tmp_path / "g.jsonl").exists()
+
+
+def test_module_doctests() -> None:
+    import doctest
+
+    import rewardlang.runtime.preference as mod
+
+    result = doctest.testmod(mod)
+    assert result.attempted >= 6 and result.failed == 0

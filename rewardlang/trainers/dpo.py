@@ -14,6 +14,10 @@ prompts from the current policy, scores them with the spec, mines pairs with its
 :class:`rewardlang.trainers.gepo.GroupPreferenceTrainer` with groups of one winner and one loser and λ = 0, which is
 exactly DPO's sigmoid loss (tests/trainers/test_gepo.py checks it against TRL's loss to 1e-6).
 
+    >>> from rewardlang.trainers.config import TrainConfig
+    >>> args = dpo_args(TrainConfig(), sources={}, run_dir="runs/x")     # no layer set beta: DPO's 0.1
+    >>> args.beta, args.loss_type, args.per_device_train_batch_size
+    (0.1, ['sigmoid'], 2)
     >>> from rewardlang.trainers.dpo import train                                              # doctest: +SKIP
     >>> train("specs/dpo_tests.reward", sets={"train.preference_data": "pairs.jsonl"})        # doctest: +SKIP
 """

@@ -15,6 +15,10 @@ own rollout: its samples are scored with the spec and grouped by its ``preferenc
 (winners pass every test). Metrics add ``gepo/loss``, ``pref/accuracy``, ``pref/margin``, ``pref/winner_var`` and
 ``pref/groups`` to PPO's.
 
+    >>> from rewardlang.trainers.config import TrainConfig
+    >>> cfg = TrainConfig()
+    >>> cfg.w_rl, cfg.w_gepo, cfg.gepo_lambda                      # the paper's weights and λ
+    (1.0, 0.01, 1.0)
     >>> from rewardlang.trainers.oorl import train                                         # doctest: +SKIP
     >>> train("specs/oorl.reward", sets={"train.max_steps": 2}).global_step                 # doctest: +SKIP
     2

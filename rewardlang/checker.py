@@ -45,6 +45,22 @@ STAGE_SHORTHANDS = {
 SCHEDULES = {"linear", "cosine"}
 LANGUAGE_FUNCS = (MATH_FUNCS | {"len", "min", "max", "clip", "sum", "mean", "any", "all", "step", "piecewise",
                                 "number", "text", "std"} | SCHEDULES)
+#: the `preference { }` settings: name -> (kind, allowed values or minimum); see docs/language.md
+PREFERENCE_SETTINGS: dict[str, tuple[str, Any]] = {
+    "pairs": ("choice", ("max_min", "all", "threshold")),
+    "rank": ("rank", None),
+    "margin": ("number", 0),
+    "chosen_min": ("number", -math.inf),
+    "rejected_max": ("number", -math.inf),
+    "ties": ("choice", ("first", "shortest")),
+    "max_pairs": ("count", 1),
+    "winners": ("rule", None),
+    "losers": ("rule", None),
+    "min_winners": ("count", 1),
+    "min_losers": ("count", 1),
+    "max_group": ("count", 2),
+}
+
 RESERVED = {"completion", "prompt", "step", "reward", "x", "true", "false", "none", "advantage"}
 
 ERR = -1  # the lowering of an invalid expression; callers keep going to report every error
@@ -349,8 +365,10 @@ class Checker:
                 return self.g.add("total", (), (), NUMBER)
             if name in AGGREGATES:
                 return self.aggregate(name, {}, e.loc, sc)
-        if sc.kind in ("reward", "stage") and name in self.components:
+        if sc.kind in ("reward", "stage", "preference") and name in self.components:
             return self.g.add("comp", (), (name,), NUMBER)
+        if sc.kind == "preference" and name == "reward":  # the total, as the spec's `reward` defines it
+            return self.g.add("total", (), (), NUMBER)
         if name in sc.env.lets and sc.kind == "row":
             return self.lower_let(name, sc, e.loc)
         if name in self.params:
@@ -383,8 +401,10 @@ class Checker:
         candidates = list(sc.bindings) + list(self.params) + ["step"]
         if sc.kind == "row":
             candidates += list(sc.env.lets) + list(self.inputs) + ["completion", "prompt"]
-        if sc.kind in ("reward", "stage"):
+        if sc.kind in ("reward", "stage", "preference"):
             candidates += list(self.components)
+        if sc.kind == "preference":
+            candidates += ["reward"]
         if sc.kind == "stage":
             candidates += ["x", "reward"] + list(AGGREGATES)
         return self.error("E101", f"unknown name `{name}`", e.loc, hint=did_you_mean(name, candidates))
@@ -413,7 +433,7 @@ class Checker:
 
     def lower_Attr(self, e: S.Attr, sc: Scope) -> int:
         if isinstance(e.target, S.Name) and e.name == "weight" and e.target.id in self.components:
-            if sc.kind not in ("reward", "stage"):
+            if sc.kind not in ("reward", "stage", "preference"):
                 return self.error("E217", "weights are known only in `reward` and `advantage`", e.loc)
             self.used_weights.add(e.target.id)
             return self.g.add("weight", (), (e.target.id,), NUMBER)
@@ -1464,9 +1484,12 @@ class Checker:
         return ir.ExampleIR(stmt.name or f"example {index + 1}", stmt.loc.line, stmt.loc.file, rows, expects)
 
     def check_section(self, stmt: S.Section, env: ModuleEnv, train: dict[str, Any], locs: dict[str, S.Loc]) -> None:
+        if stmt.kind == "preference":
+            self.check_preference(stmt, env)
+            return
         if stmt.kind != "train":
-            self.error("E501", f"`{stmt.kind}` sections are not supported yet", stmt.loc,
-                       hint="the sections so far: train")
+            self.error("E501", f"unknown section `{stmt.kind}`", stmt.loc,
+                       hint="the sections: train, preference")
             return
         for item in stmt.items:
             n = self.lower(item.value, Scope("const", env))
@@ -1482,6 +1505,63 @@ class Checker:
             train[item.name] = int(v) if isinstance(v, float) and v.is_integer() and "." not in _slice(
                 self.sources, item.value.loc) and "e" not in _slice(self.sources, item.value.loc).lower() else v
             locs[item.name] = item.loc
+
+    def check_preference(self, stmt: S.Section, env: ModuleEnv) -> None:
+        """`preference { ... }`: how scored samples become DPO pairs and GEPO groups (rewardlang.preference mines
+        them). Constant settings are checked against PREFERENCE_SETTINGS; `rank` is a number expression and
+        `winners`/`losers` bool expressions over `reward`, the components and their weights."""
+        pref: dict[str, Any] = getattr(self, "preference", None) or {}
+        self.preference = pref
+        for item in stmt.items:
+            if item.name in pref:
+                self.error("E103", f"preference setting `{item.name}` is given twice", item.loc)
+                continue
+            if item.name not in PREFERENCE_SETTINGS:
+                self.error("E503", f"unknown preference setting `{item.name}`", item.loc,
+                           hint=did_you_mean(item.name, PREFERENCE_SETTINGS))
+                continue
+            kind, allowed = PREFERENCE_SETTINGS[item.name]
+            text = _slice(self.sources, item.value.loc)
+            if kind in ("rank", "rule"):
+                n = self.lower(item.value, Scope("preference", env))
+                if n == ERR:
+                    continue
+                t = self.type_of(n)
+                if kind == "rank" and not t.is_assignable_to(NUMBER.optional()):
+                    self.error("E505", f"`{item.name}` is `{t}`, not a number", item.value.loc,
+                               hint="rank by a number: `reward`, a component, or an expression of them")
+                    continue
+                if kind == "rule" and not t.is_assignable_to(BOOL.optional()):
+                    self.error("E505", f"`{item.name}` is `{t}`, not a bool", item.value.loc,
+                               hint="a rule is a condition, e.g. `rule == 1`")
+                    continue
+                pref[item.name] = (self.to_number(n) if kind == "rank" else n, text)
+                continue
+            n = self.lower(item.value, Scope("const", env))
+            if n == ERR:
+                continue
+            if not self.is_const(n):
+                self.error("E502", f"preference setting `{item.name}` must be a constant", item.value.loc)
+                continue
+            v = self.cval(n)
+            ok = (kind == "choice" and v in allowed) or (
+                kind in ("number", "count") and isinstance(v, (int, float)) and not isinstance(v, bool)
+                and v == v and v >= allowed and (kind == "number" or float(v).is_integer()))
+            if not ok:
+                want = (" | ".join(f'"{a}"' for a in allowed) if kind == "choice" else
+                        f"a {'whole ' if kind == 'count' else ''}number >= {allowed}")
+                self.error("E504", f"preference setting `{item.name}` is `{text}`; it takes {want}", item.value.loc)
+                continue
+            pref[item.name] = (int(v) if kind == "count" else v, text)
+        if "chosen_min" in pref and "rejected_max" in pref and pref["chosen_min"][0] < pref["rejected_max"][0]:
+            self.error("E504", "preference `chosen_min` is below `rejected_max`: a sample could be both", stmt.loc,
+                       hint="the threshold split needs chosen_min >= rejected_max")
+        if "max_group" in pref and pref["max_group"][0] < pref.get("min_winners", (1,))[0] + pref.get(
+                "min_losers", (1,))[0]:
+            self.error("E504", "preference `max_group` is below min_winners + min_losers", stmt.loc)
+        if pref.get("pairs", ("",))[0] == "threshold" and not ("chosen_min" in pref and "rejected_max" in pref):
+            self.error("E504", '`pairs = "threshold"` needs `chosen_min` and `rejected_max`', stmt.loc,
+                       hint="e.g. `chosen_min = 1, rejected_max = 0`: chosen rank >= 1, rejected rank <= 0")
 
     # ------------------------------------------------------------------ the whole spec
     def run(self, file: str, source: str) -> ir.Program | None:
@@ -1586,6 +1666,7 @@ class Checker:
         prog = ir.Program(spec_name, doc, file, self.g, inputs, comps, r, reward_text, weighted_sum, adv, examples,
                           train, params, digest.hexdigest(), dict(self.sources))
         prog.train_locs = train_locs  # type: ignore[attr-defined]
+        prog.preference = getattr(self, "preference", None)  # type: ignore[attr-defined]
         prog.let_names = self.let_names  # type: ignore[attr-defined]
         return prog
 

@@ -1,4 +1,4 @@
-"""The ``rewardlang`` command line: check | compile | score | explain | fmt | functions | doctor | train | plot.
+"""The ``rewardlang`` command line: check | compile | score | pairs | explain | fmt | functions | doctor | train | plot.
 
 Bad specs and bad data end in located messages and exit code 1, never a Python traceback (``--debug``
 shows one). Training commands load torch only when they run.
@@ -520,6 +520,43 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
                 for c in comps:
                     times[c] = times.get(c, 0.0) + v / len(comps)
         summ.render(elapsed, times)
+
+
+@app.command()
+def pairs(spec: Path = typer.Argument(..., help="spec file (its `preference { }` section says how to mine)"),
+          input: Path = typer.Option(..., "--input", "-i", help="JSONL: `rewardlang score` output, or raw rows"),
+          output: Path = typer.Option(..., "--output", "-o", help="JSONL to write (complete or absent)"),
+          groups: bool = typer.Option(False, "--groups", help="write GEPO groups (prompt, winners, losers) "
+                                                              "instead of DPO pairs"),
+          group_by: str = typer.Option("prompt", "--group-by", help="column whose value groups samples"),
+          set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE"),
+          step: int = typer.Option(0, "--step", help="training step (for weight schedules)")) -> None:
+    """Mine DPO pairs (TRL's prompt/chosen/rejected format) or GEPO groups from scored samples."""
+    from rewardlang.runtime.preference import MiningError, mine_file
+    from rewardlang.runtime.program import DataError
+
+    prog = _load(spec, set_)
+    if not input.exists():
+        _err(f"error: {input}: no such file")
+        raise typer.Exit(1)
+    try:
+        s = mine_file(prog, str(input), str(output), groups=groups, group_by=group_by, step=step)
+    except MiningError as exc:
+        _err(f"error: {exc}")
+        raise typer.Exit(1)
+    except DataError as exc:
+        for r, c, m in exc.problems[:20]:
+            _err(f"error[D001]: {input}: row {r}: column `{c}` {m}")
+        raise typer.Exit(1)
+    finally:
+        prog.close()
+    what = "groups" if groups else "pairs"
+    _err(f"{s.samples} samples ({s.masked} masked) in {s.prompts} prompts -> {s.items} "
+         f"{'group members' if groups else 'pairs'} from {s.with_output} prompts; wrote {output}")
+    for reason, k in s.reasons.items():
+        _err(f"  prompts without {what}: {k} ({reason})")
+    hist = ", ".join(f"{k}: {v}" for k, v in sorted(s.per_prompt.items()))
+    _err(f"  {'members' if groups else 'pairs'} per prompt -> prompts: {hist or 'none'}")
 
 
 def _columns_needed(prog: Any, rows: list[dict]) -> list[str]:

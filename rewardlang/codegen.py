@@ -268,6 +268,19 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
                 adv_fn.append(f"    x = stage{i}(x)")
         adv_fn.append("    return x")
 
+    # preference: the ranking and the winner/loser rules of `preference { }`, over the same columns as the reward
+    pref_fn: list[str] = []
+    pref = getattr(prog, "preference", None)
+    pref_meta = None
+    if pref is not None:
+        exprs = {k: v for k, v in pref.items() if k in ("rank", "winners", "losers")}
+        pref_meta = {k: (v[0] if k not in exprs else v[1]) for k, v in pref.items()}
+        p_lines, p_var = em.body([v[0] for v in exprs.values()], em.np_expr)
+        pref_fn = ["def preference(R, C, W, step=0):",
+                   '    """The `preference { }` expressions (rank, winners, losers) for each sample."""'] + p_lines
+        pref_fn.append("    return {" + ", ".join(
+            f"{k!r}: A.as_float({p_var[v[0]]})" for k, v in exprs.items()) + "}")
+
     meta = {
         "name": prog.name,
         "doc": prog.doc,
@@ -289,6 +302,7 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
                                  | ({prog.advantage.scope[1]} if prog.advantage.scope[0] == "group" else set())),
             "each_component": prog.advantage.each_component},
         "train": prog.train,
+        "preference": pref_meta,
         "params": prog.params,
         "examples": [{"name": e.name, "file": e.file, "line": e.line, "rows": e.rows,
                       "expects": [(n, v, t) for n, v, t, _ in e.expects]} for e in prog.examples],
@@ -320,5 +334,7 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
     body = header + em.consts + ["", ""] + rows_fn + ["", ""] + weights_fn + ["", ""] + reward_fn
     if adv_fn:
         body += ["", ""] + adv_fn
+    if pref_fn:
+        body += ["", ""] + pref_fn
     body += [""]
     return "\n".join(body)

@@ -72,6 +72,9 @@ CODES: dict[str, str] = {
     # sections and parameters
     "E501": "unknown section",
     "E502": "invalid setting",
+    "E503": "unknown preference setting",
+    "E504": "invalid preference setting",
+    "E505": "preference expression of the wrong type",
     "E601": "invalid parameter",
     "E602": "invalid override",
     # warnings

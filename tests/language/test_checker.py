@@ -106,8 +106,14 @@ CASES: list[tuple[str, str, str, tuple[int, int, int, int] | None, str | None]] 
     ("E402", 'component c = count(completion, "a")\nexample { completion: ["a", "b"], expect c = [1, 2, 3] }',
      "3 expected values for 2 rows", (2, 46, 2, 55), None),
     # sections and parameters
-    ("E501", 'component c = count(completion, "a")\npreference { x = 1 }',
-     "`preference` sections are not supported yet", (2, 1, 2, 21), "the sections so far: train"),
+    ("E501", 'component c = count(completion, "a")\nrewards { x = 1 }',
+     "unknown section `rewards`", (2, 1, 2, 18), "the sections: train, preference"),
+    ("E503", 'component c = count(completion, "a")\npreference { x = 1 }',
+     "unknown preference setting `x`", (2, 14, 2, 19), None),
+    ("E504", 'component c = count(completion, "a")\npreference { margin = -0.5 }',
+     "preference setting `margin` is `-0.5`; it takes a number >= 0", (2, 23, 2, 27), None),
+    ("E505", 'component c = count(completion, "a")\npreference { losers = c }',
+     "`losers` is `number`, not a bool", (2, 23, 2, 24), "a rule is a condition, e.g. `rule == 1`"),
     ("E502", "component c = 1\ntrain { note = text(1) }", "train setting `note` must be a constant",
      (2, 16, 2, 23), None),
     ("E601", 'param k: number = "x"\ncomponent c = 1', "`k` is declared `number` but its default is `text`",
@@ -627,7 +633,7 @@ def test_all_errors_of_a_spec_are_reported_in_one_run() -> None:
         'component f = len(tag(completion, "a", dotall=3)) or 0\n'  # E204
         "z.weight = 2\n"                                             # E211
         "advantage over group(pmpt) = x - mean\n"                    # E301
-        "preference { x = 1 }\n"                                     # E501
+        "rewards { x = 1 }\n"                                        # E501
     )
     prog, diags = check(src, {"nope": "1"})
     assert prog is None

@@ -177,12 +177,26 @@ ENTRIES = [
           "Fix the spec or the expectation; give a tolerance with `expect size = 4 +- 1` where values are "
           "approximate."),
     # ---------------------------------------------------------------- sections and parameters
-    Entry("E501", "A section other than `train`.",
-          "component size = len(completion)\npreference { pairs = 2 }\n",
-          "Only `train { ... }` exists so far."),
+    Entry("E501", "A section other than `train` and `preference`.",
+          "component size = len(completion)\nrewards { pairs = 2 }\n",
+          "The sections are `train { ... }` (training settings) and `preference { ... }` (DPO pairs and GEPO "
+          "groups)."),
     Entry("E502", "A `train` setting whose value is not a constant.",
           'component size = len(completion)\ntrain { run_name = text(2) }\n',
           "Write the value literally: `run_name = \"2\"`."),
+    Entry("E503", "A `preference` setting that does not exist (see docs/language.md, The preference section).",
+          'component ok in [0, 1] = 1 if contains(completion, "return") else 0\npreference { rnak = ok }\n',
+          "Use one of `pairs`, `rank`, `margin`, `chosen_min`, `rejected_max`, `ties`, `max_pairs`, `winners`, "
+          "`losers`, `min_winners`, `min_losers`, `max_group`."),
+    Entry("E504", "A `preference` setting with a value it does not take: an unknown strategy, a negative margin, a "
+          "fractional count, a threshold split without both thresholds.",
+          'component ok in [0, 1] = 1 if contains(completion, "return") else 0\n'
+          'preference { pairs = "best_worst", max_pairs = 0 }\n',
+          'Write `pairs = "max_min"` (or `"all"`, `"threshold"`) and a count of at least 1.'),
+    Entry("E505", "`rank` is not a number, or `winners`/`losers` is not a bool.",
+          'component ok in [0, 1] = 1 if contains(completion, "return") else 0\n'
+          'preference { rank = ok > 0, winners = ok }\n',
+          "Rank by a number (`rank = ok`, `rank = reward`) and select winners by a condition (`winners = ok == 1`)."),
     Entry("E601", "A `param` whose default is not a constant or does not have the declared type.",
           'param threshold: number = "3"\ncomponent long = number(len(completion) > threshold)\n',
           "Give a default of the declared type: `param threshold: number = 3`."),

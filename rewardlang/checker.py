@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +99,8 @@ class Checker:
         self.weights: dict[str, S.Weight] = {}
         self.used_weights: set[str] = set()
         self.in_progress: list[str] = []
-        self.import_stack: list[str] = []
+        self.import_stack: list[str] = []  # real paths of the files being declared (see resolve_import)
+        self.import_names: list[str] = []  # the same files as their imports spelt them
         self.imported_files: dict[str, tuple[S.Module, ModuleEnv]] = {}
         self.let_names: dict[int, str] = {}
         self.main_file = ""
@@ -138,6 +140,7 @@ class Checker:
             except UnicodeDecodeError:
                 self.error("E105", f"`{file}` is not valid UTF-8", loc)
                 return None
+        source = _strip_bom(source)
         self.sources[file] = source
         try:
             module = parse(source, file)
@@ -146,21 +149,30 @@ class Checker:
             return None
         env = ModuleEnv(file)
         self.imported_files[key] = (module, env)
-        self.declare(module, env)
+        self.import_stack.append(_canonical(file))
+        self.import_names.append(file)
+        try:
+            self.declare(module, env)
+        finally:
+            self.import_stack.pop()
+            self.import_names.pop()
         return module, env
 
     def resolve_import(self, stmt: S.Import, env: ModuleEnv) -> None:
         path = str((Path(env.file).parent / stmt.path)) if not Path(stmt.path).is_absolute() else stmt.path
         norm = str(Path(path))
-        if norm in self.import_stack:
+        # the stack holds every file being declared, the main spec first, by its real path: `a.reward`,
+        # `./a.reward` and a symlink to it are one file, so a.reward -> b.reward -> a.reward and a file
+        # importing itself are cycles however the paths are spelt
+        canon = _canonical(norm)
+        if canon in self.import_stack:
+            start = self.import_stack.index(canon)
+            chain = [self.import_names[i] for i in range(start, len(self.import_stack))] + [norm]
             self.error("E105", f"circular import of `{stmt.path}`", stmt.loc,
-                       hint=" -> ".join(self.import_stack + [norm]))
+                       hint="import cycle: " + " -> ".join(chain) + "; move what both files need into a third "
+                            "file that imports neither")
             return
-        self.import_stack.append(norm)
-        try:
-            loaded = self.load_module(norm, None, stmt.loc)
-        finally:
-            self.import_stack.pop()
+        loaded = self.load_module(norm, None, stmt.loc)
         if loaded is None:
             return
         _, other = loaded
@@ -310,7 +322,13 @@ class Checker:
     # ------------------------------------------------------------------ expressions
     def lower(self, e: S.Expr, sc: Scope) -> int:
         method = getattr(self, "lower_" + type(e).__name__)
-        return method(e, sc)
+        nid = method(e, sc)
+        if self.is_const(nid) and _non_finite(self.cval(nid)):
+            # `1e400`, `1e308 * 10`, `sum(1e308, 1e308)`: infinity and nan have no JSON form and make every
+            # sum they enter meaningless, so a constant that is (or folds to) one is refused where it appears
+            return self.error("E217", f"`{_slice(self.sources, e.loc) or 'this constant'}` is not a finite number",
+                              e.loc, hint="numbers in a spec must be finite (at most about 1.8e308 in magnitude)")
+        return nid
 
     def lower_Number(self, e: S.Number, sc: Scope) -> int:
         return self.const(e.value, NUMBER)
@@ -1614,6 +1632,25 @@ def coerce_override(raw: Any, typ: Type) -> Any:
     return v
 
 
+def _canonical(file: str) -> str:
+    """The real path of a spec file (a name like ``<string>`` stays as it is)."""
+    if file.startswith("<"):
+        return file
+    try:
+        return os.path.realpath(file)
+    except (OSError, ValueError):
+        return file
+
+
+def _strip_bom(source: str) -> str:
+    """Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the spec."""
+    return source[1:] if source.startswith("\ufeff") else source
+
+
+def _non_finite(v: Any) -> bool:
+    return isinstance(v, float) and not math.isfinite(v)
+
+
 def check_source(source: str, file: str, signatures: dict[str, Signature], params: dict[str, Any] | None = None,
                  read_file: Callable[[str], str] | None = None
                  ) -> tuple[ir.Program | None, list[Diagnostic], dict[str, str]]:
@@ -1622,6 +1659,7 @@ def check_source(source: str, file: str, signatures: dict[str, Signature], param
     Returns the program (None on errors), all diagnostics (warnings too) sorted by location, and the source
     of every file read (the spec and its imports), for rendering the diagnostics.
     """
+    source = _strip_bom(source)
     ch = Checker(signatures, params, read_file)
     try:
         prog = ch.run(file, source)

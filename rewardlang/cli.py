@@ -122,19 +122,27 @@ def _read_rows(path: Path) -> Iterator[tuple[int, Any, str | None]]:
             if not raw.strip():
                 continue
             try:
-                text = raw.decode("utf-8")
+                # a byte-order mark (Windows tools write one) may start the file, so row 1 may carry it
+                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as exc:
                 yield lineno, None, f"invalid UTF-8 at byte {exc.start}"
                 continue
             try:
-                row = json.loads(text)
+                row = json.loads(text, parse_constant=_reject_constant)
             except json.JSONDecodeError as exc:
                 yield lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+                continue
+            except ValueError as exc:  # NaN / Infinity: Python's json reads them, JSON has no such tokens
+                yield lineno, None, f"invalid JSON: {exc}"
                 continue
             if not isinstance(row, dict):
                 yield lineno, None, f"expected a JSON object, got {type(row).__name__}"
                 continue
             yield lineno, row, None
+
+
+def _reject_constant(token: str) -> Any:
+    raise ValueError(f"`{token}` is not a JSON value")
 
 
 def _count_lines(path: Path) -> int:
@@ -158,6 +166,7 @@ class _Summary:
         self.time = {k: 0.0 for k in names}
         self.rows = 0
         self.bad_rows: list[tuple[int, str]] = []
+        self.nonfinite: dict[str, int] = {}  # infinite values per column, written as null
 
     def add(self, out: Any) -> None:
         import numpy as np
@@ -169,7 +178,10 @@ class _Summary:
                              (self.max, -math.inf), (self.masked, 0), (self.errors, 0)):
                     d[k] = v
             v = out.total if k == "total" else out.components[k]
-            ok = ~np.isnan(v)
+            inf = np.isinf(v)
+            if inf.any():
+                self.nonfinite[k] = self.nonfinite.get(k, 0) + int(inf.sum())
+            ok = np.isfinite(v)
             x = v[ok]
             self.n[k] += int(ok.sum())
             self.sum[k] += float(x.sum())
@@ -177,7 +189,7 @@ class _Summary:
             if len(x):
                 self.min[k] = min(self.min[k], float(x.min()))
                 self.max[k] = max(self.max[k], float(x.max()))
-            self.masked[k] += int((~ok).sum())
+            self.masked[k] += int((~ok).sum() - inf.sum())
             if k != "total":
                 self.errors[k] += sum(1 for e in out.errors[k] if e is not None)
 
@@ -200,6 +212,8 @@ class _Summary:
                       str(self.errors.get(k, "")) if k != "total" else "", share)
         console = Console(stderr=True)
         console.print(t)
+        for k, n in self.nonfinite.items():
+            console.print(f"warning: {k}: {n} infinite value(s) written as null (JSON has no infinity)")
         if self.bad_rows:
             shown = ", ".join(f"line {ln}" for ln, _ in self.bad_rows[:20])
             console.print(f"skipped bad rows: {shown}" + (" …" if len(self.bad_rows) > 20 else ""))
@@ -354,7 +368,10 @@ def _columns_needed(prog: Any, rows: list[dict]) -> list[str]:
 
 
 def _clean(x: float) -> float | None:
-    return None if x != x else float(x)
+    """A score as JSON: none (nan) and a non-finite value (an overflow such as `exp(len(completion))`) are
+    written as null, so every output line is valid JSON; the summary counts the non-finite ones."""
+    x = float(x)
+    return x if math.isfinite(x) else None
 
 
 @app.command()

@@ -457,6 +457,8 @@ def _meta_loc(file: str, node: Any) -> S.Loc:
 
 def parse(source: str, file: str = "<string>") -> S.Module:
     """Parse one spec. Raises :class:`ParseFailure` (with a located diagnostic) on a syntax error."""
+    if source.startswith("\ufeff"):
+        source = source[1:]  # a UTF-8 byte-order mark (Windows editors write one) is not part of the spec
     comment_tokens: list[Token] = []
     lark = _lark()
     try:

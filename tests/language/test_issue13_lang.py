@@ -1,0 +1,160 @@
+"""Language items of issue 13: non-finite constants (E217) and always-valid JSON output, import cycles (E105),
+a UTF-8 byte-order mark, nesting depth of flat chains, catastrophic regexes, and the messages Python habits get."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from rewardlang.checker import check_source
+from rewardlang.cli import app
+from rewardlang.diagnostics import Diagnostic
+from rewardlang.runtime import registry
+
+SIGS = registry.signatures()
+runner = CliRunner()
+
+
+def diags_of(src: str, file: str = "t.reward") -> list[Diagnostic]:
+    return check_source(src, file, SIGS)[1]
+
+
+def codes(src: str, file: str = "t.reward") -> list[str]:
+    return [d.code for d in diags_of(src, file)]
+
+
+# ---------------------------------------------------------------- 6: non-finite constants, valid JSON output
+@pytest.mark.parametrize("expr", [
+    "1e400", "-1e400", "1e308 * 10", "1e308 + 1e308", "sum(1e308, 1e308)", "max(1, 2e308)", "0 - 1e999",
+    "1e200 * 1e200 / 1e10", "mean(1e308, 1e308)", "[1e400][0]",
+])
+def test_a_constant_that_is_or_folds_to_a_non_finite_number_is_E217(expr: str) -> None:
+    ds = diags_of(f"component a = {expr}\nreward = a\n")
+    assert [d.code for d in ds if d.is_error] == ["E217"], [(d.code, d.message) for d in ds]
+    assert "not a finite number" in ds[0].message
+    assert ds[0].loc is not None and ds[0].loc.line == 1
+
+
+def test_large_finite_constants_stay_valid() -> None:
+    assert codes("component a = 1e308\ncomponent b = -1.7e308\nreward = a + b\n") == []
+
+
+def test_a_non_finite_let_or_param_default_is_E217_too() -> None:
+    assert "E217" in codes("let big = 1e400\ncomponent a = big\nreward = a\n")
+    assert "E217" in codes("param p = 1e309\ncomponent a = p\nreward = a\n")
+
+
+def test_score_output_is_always_valid_json(tmp_path: Path) -> None:
+    spec = tmp_path / "s.reward"
+    # exp of a long completion overflows at run time; the output must still be strict JSON
+    spec.write_text("component a = exp(len(completion))\nreward = a\n", encoding="utf-8")
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"completion": "x" * n}) + "\n" for n in (1, 800, 2)), encoding="utf-8")
+    r = runner.invoke(app, ["score", str(spec), "-i", str(data), "--no-summary"])
+    assert r.exit_code == 0, r.output
+    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
+    assert len(lines) == 3
+
+    def strict(tok: str) -> Any:
+        raise AssertionError(f"non-JSON token {tok}")
+
+    recs = [json.loads(ln, parse_constant=strict) for ln in lines]
+    assert recs[0]["reward"] == pytest.approx(2.718281828459045)
+    assert recs[1]["reward"] is None
+    assert recs[2]["reward"] == pytest.approx(7.38905609893065)
+
+
+def test_clean_writes_every_non_finite_score_as_null() -> None:
+    from rewardlang.cli import _clean
+
+    assert _clean(float("inf")) is None and _clean(float("-inf")) is None and _clean(float("nan")) is None
+    assert _clean(1.5) == 1.5
+
+
+def test_score_rejects_nan_and_infinity_tokens_in_input_rows(tmp_path: Path) -> None:
+    spec = tmp_path / "s.reward"
+    spec.write_text("component a = len(completion)\nreward = a\n", encoding="utf-8")
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"completion": "ab"}\n{"completion": "a", "x": Infinity}\n', encoding="utf-8")
+    r = runner.invoke(app, ["score", str(spec), "-i", str(data), "--no-summary"])
+    assert r.exit_code == 1
+    assert "d.jsonl:2" in r.output and "Infinity" in r.output
+    r = runner.invoke(app, ["score", str(spec), "-i", str(data), "--no-summary", "--on-bad-row", "skip"])
+    assert r.exit_code == 0
+    assert [json.loads(x)["reward"] for x in r.stdout.splitlines() if x.strip()] == [2.0]
+
+
+# ---------------------------------------------------------------- 9: import cycles
+def _files(tmp_path: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+
+
+def _check_file(path: Path) -> list[Diagnostic]:
+    return check_source(path.read_text(encoding="utf-8"), str(path), SIGS)[1]
+
+
+@pytest.mark.parametrize("files", [
+    # a <-> b
+    {"a.reward": 'import "b.reward"\ncomponent a = 1\nreward = a\n', "b.reward": 'import "a.reward"\nlet y = 1\n'},
+    # a file importing itself, spelt two ways
+    {"a.reward": 'import "a.reward"\ncomponent a = 1\nreward = a\n'},
+    {"a.reward": 'from "./a.reward" import x\nlet x = 1\ncomponent a = x\nreward = a\n'},
+    # a longer cycle below the main spec, through a sub-directory
+    {"a.reward": 'import "lib/c.reward"\ncomponent a = 1\nreward = a\n', "lib/c.reward": 'import "d.reward"\n',
+     "lib/d.reward": 'import "../lib/e.reward"\n', "lib/e.reward": 'from "c.reward" import q\nlet q = 1\n'},
+])
+def test_circular_imports_are_E105(tmp_path: Path, files: dict[str, str]) -> None:
+    _files(tmp_path, files)
+    ds = _check_file(tmp_path / "a.reward")
+    e105 = [d for d in ds if d.code == "E105"]
+    assert len(e105) == 1, [(d.code, d.message) for d in ds]
+    assert "circular import" in e105[0].message and "import cycle" in (e105[0].hint or "")
+    r = runner.invoke(app, ["check", str(tmp_path / "a.reward")])
+    assert r.exit_code == 1 and "E105" in r.output
+
+
+def test_a_diamond_of_imports_is_not_a_cycle(tmp_path: Path) -> None:
+    _files(tmp_path, {"a.reward": 'import "b.reward"\nimport "c.reward"\ncomponent a = lx + ly\nreward = a\n',
+                      "b.reward": 'import "d.reward"\nlet lx = z\n', "c.reward": 'import "d.reward"\nlet ly = z\n',
+                      "d.reward": "let z = 1\n"})
+    assert [d.code for d in _check_file(tmp_path / "a.reward")] == []
+
+
+# ---------------------------------------------------------------- 13: byte-order mark
+def test_a_bom_at_the_start_of_a_spec_is_accepted(tmp_path: Path) -> None:
+    p = tmp_path / "s.reward"
+    p.write_bytes(b"\xef\xbb\xbfcomponent a = len(completion)\nlet w = zz\nreward = a\n")
+    r = runner.invoke(app, ["check", str(p)])
+    assert "E002" not in r.output
+    # a later error is still located as the user sees the file
+    assert "s.reward:2:9" in r.output and "E101" in r.output
+    p.write_bytes(b"\xef\xbb\xbfcomponent a = len(completion)\nreward = a\n")
+    assert runner.invoke(app, ["check", str(p)]).exit_code == 0
+
+
+def test_a_bom_in_an_imported_spec_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / "lib.reward").write_bytes(b"\xef\xbb\xbflet w = 2\n")
+    _files(tmp_path, {"a.reward": 'import "lib.reward"\ncomponent a = w\nreward = a\n'})
+    assert [d.code for d in _check_file(tmp_path / "a.reward")] == []
+
+
+def test_a_bom_on_the_first_jsonl_row_is_accepted(tmp_path: Path) -> None:
+    spec = tmp_path / "s.reward"
+    spec.write_text("component a = len(completion)\nreward = a\n", encoding="utf-8")
+    data = tmp_path / "d.jsonl"
+    data.write_bytes(b'\xef\xbb\xbf{"completion": "abc"}\n{"completion": "ab"}\n')
+    r = runner.invoke(app, ["score", str(spec), "-i", str(data), "--no-summary"])
+    assert r.exit_code == 0, r.output
+    assert [json.loads(x)["reward"] for x in r.stdout.splitlines() if x.strip()] == [3.0, 2.0]
+    # a BOM anywhere else is not a BOM but a stray character
+    data.write_bytes(b'{"completion": "abc"}\n\xef\xbb\xbf{"completion": "ab"}\n')
+    r = runner.invoke(app, ["score", str(spec), "-i", str(data), "--no-summary"])
+    assert r.exit_code == 1 and "d.jsonl:2" in r.output

@@ -1355,7 +1355,10 @@ class Checker:
             tol = 1e-9
             if ex.tolerance is not None:
                 tn = self.lower(ex.tolerance, Scope("const", env))
-                if tn == ERR or not self.is_const(tn) or not isinstance(self.cval(tn), (int, float)):
+                if tn == ERR:  # already reported (no follow-on error)
+                    ok = False
+                    continue
+                if not self.is_const(tn) or not isinstance(self.cval(tn), (int, float)):
                     self.error("E402", "a tolerance is a constant number", ex.tolerance.loc)
                     ok = False
                     continue

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from rewardlang import ir
 from rewardlang import syntax as S
 from rewardlang.diagnostics import Diagnostic, did_you_mean
-from rewardlang.parser import ParseFailure, parse
+from rewardlang.parser import ParseFailure, deep_recursion, parse
 from rewardlang.signature import MISSING, Signature
 from rewardlang.types import (ANY, BOOL, CODE, NONE, NUMBER, REGEX, SPANS, TEXT, ListOf, Scalar,
                               TupleOf, Type, parse_type)
@@ -1665,7 +1665,8 @@ def check_source(source: str, file: str, signatures: dict[str, Signature], param
     source = _strip_bom(source)
     ch = Checker(signatures, params, read_file)
     try:
-        prog = ch.run(file, source)
+        with deep_recursion():  # a long flat chain of terms or of lets (bounded by the parser) recurses
+            prog = ch.run(file, source)
     except RecursionError:
         ch.error("E001", "expression nested too deeply", S.Loc(file, 1, 1, 1, 2),
                  hint="split it into `let` definitions")

@@ -431,21 +431,56 @@ def _comments(tokens: list[Token], source: str) -> list[S.Comment]:
     return out
 
 
-#: deeper parse trees are refused before anything recurses over them: the transformer, the checker and the code
+#: deeper *nesting* is refused before anything recurses over the tree: the transformer, the checker and the code
 #: generator are recursive, and the process's recursion limit (which a host program may have raised, making a
-#: C stack overflow possible) must not decide whether a spec compiles
+#: C stack overflow possible) must not decide whether a spec compiles. Nesting is what a reader counts:
+#: parentheses, calls, operands of a looser operator. A flat chain `a + b + ... + z` (and `and`/`or` chains)
+#: is one level however long, although Lark builds it as a left-leaning tree; such chains are bounded apart,
+#: by MAX_CHAIN, and walked under a recursion limit raised to fit them (see :func:`deep_recursion`).
 MAX_TREE_DEPTH = 200
+#: the longest left-leaning chain (terms of one flat sum, or such chains and nesting together)
+MAX_CHAIN = 10_000
+_CHAINS = {"binop", "and_op", "or_op"}
 
 
-def _too_deep(tree: Any) -> Any:
-    """The first node found below MAX_TREE_DEPTH levels (an iterative walk), or None."""
-    stack = [(tree, 1)]
+def _too_deep(tree: Any) -> tuple[Any, Any]:
+    """(the first node nested more than MAX_TREE_DEPTH levels, the first node more than MAX_CHAIN tree levels
+    down), each None when there is none; an iterative walk. The left operand of a chain node of the same kind
+    continues the chain and adds no nesting level."""
+    stack = [(tree, 1, 1)]
+    deep = long = None
     while stack:
-        node, d = stack.pop()
-        if d > MAX_TREE_DEPTH:
-            return node
-        stack.extend((c, d + 1) for c in node.children if hasattr(c, "children"))
-    return None
+        node, d, raw = stack.pop()
+        if d > MAX_TREE_DEPTH and deep is None:
+            deep = node
+        if raw > MAX_CHAIN and long is None:
+            long = node
+        if deep is not None and long is not None:
+            break
+        kids = [c for c in node.children if hasattr(c, "children")]
+        for i, c in enumerate(kids):
+            flat = i == 0 and node.data in _CHAINS and c.data == node.data and node.children[0] is c
+            stack.append((c, d if flat else d + 1, raw + 1))
+    return deep, long
+
+
+class deep_recursion:
+    """Raise the recursion limit for walking a spec's trees: a chain of MAX_CHAIN terms costs a few Python
+    frames per term (which Python 3.11+ runs without growing the C stack). Re-entrant; restores the limit."""
+
+    LIMIT = 8 * MAX_CHAIN + 2_000
+
+    def __enter__(self) -> None:
+        import sys
+
+        self.before = sys.getrecursionlimit()
+        if self.before < self.LIMIT:
+            sys.setrecursionlimit(self.LIMIT)
+
+    def __exit__(self, *exc: Any) -> None:
+        import sys
+
+        sys.setrecursionlimit(self.before)
 
 
 def _meta_loc(file: str, node: Any) -> S.Loc:
@@ -467,11 +502,17 @@ def parse(source: str, file: str = "<string>") -> S.Module:
             tree = lark.parse(source)
         finally:
             _SINK.tokens = None
-        deep = _too_deep(tree)
+        deep, long = _too_deep(tree)
         if deep is not None:
             raise ParseFailure(Diagnostic("E001", "expression nested too deeply", _meta_loc(file, deep),
-                                          hint="split it into `let` definitions"))
-        body = ToSyntax(file).transform(tree)
+                                          hint=f"at most {MAX_TREE_DEPTH} levels of nesting: split it into "
+                                               "`let` definitions"))
+        if long is not None:
+            raise ParseFailure(Diagnostic("E001", "expression too long", _meta_loc(file, long),
+                                          hint=f"at most {MAX_CHAIN} terms in one expression: split it into "
+                                               "`let` definitions"))
+        with deep_recursion():
+            body = ToSyntax(file).transform(tree)
     except UnexpectedInput as exc:
         raise ParseFailure(_syntax_diagnostic(exc, file, source)) from None
     except VisitError as exc:

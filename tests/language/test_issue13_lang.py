@@ -158,3 +158,70 @@ def test_a_bom_on_the_first_jsonl_row_is_accepted(tmp_path: Path) -> None:
     data.write_bytes(b'{"completion": "abc"}\n\xef\xbb\xbf{"completion": "ab"}\n')
     r = runner.invoke(app, ["score", str(spec), "-i", str(data), "--no-summary"])
     assert r.exit_code == 1 and "d.jsonl:2" in r.output
+
+
+# ---------------------------------------------------------------- 12: nesting depth, long lines
+def _sum(n: int) -> str:
+    return " + ".join("len(completion)" if i % 2 else str(i) for i in range(n))
+
+
+@pytest.mark.parametrize("n", [199, 200, 201, 1000, 5000])
+def test_a_flat_sum_is_not_nesting(n: int) -> None:
+    from rewardlang.runtime.program import load_program
+
+    prog = load_program("s.reward", source=f"component a = {_sum(n)}\nreward = a\n")
+    evens = sum(i for i in range(n) if i % 2 == 0)
+    assert prog.score(completion=["abc"]).total.tolist() == [float(evens + 3 * (n // 2))]
+
+
+@pytest.mark.parametrize("op", ["and", "or"])
+def test_a_flat_boolean_chain_is_not_nesting(op: str) -> None:
+    chain = f" {op} ".join(f"len(completion) > {i}" for i in range(600))
+    assert codes(f"component a = number({chain})\nreward = a\n") == []
+
+
+@pytest.mark.parametrize("forward", [True, False])
+def test_a_chain_of_lets_is_not_nesting(forward: bool) -> None:
+    from rewardlang.runtime.program import load_program
+
+    lets = ["let v0 = len(completion)"] + [f"let v{i} = v{i - 1} + 1" for i in range(1, 400)]
+    if not forward:
+        lets.reverse()
+    prog = load_program("s.reward", source="\n".join(lets) + "\ncomponent a = v399\nreward = a\n")
+    assert prog.score(completion=["ab"]).total.tolist() == [401.0]
+
+
+def test_real_nesting_is_still_limited_and_located() -> None:
+    src = "\ncomponent c = " + "(1 + " * 250 + "1" + ")" * 250 + "\nreward = c\n"
+    ds = diags_of(src)
+    assert [d.code for d in ds] == ["E001"] and ds[0].message == "expression nested too deeply"
+    assert ds[0].loc is not None and ds[0].loc.line == 2 and ds[0].loc.column > 1
+    # nesting through calls and operands counts too
+    deep = "len(completion)"
+    for _ in range(210):
+        deep = f"abs({deep})"
+    assert codes(f"component c = {deep}\nreward = c\n") == ["E001"]
+
+
+def test_an_over_long_chain_is_E001_with_the_line_cut_around_the_caret(tmp_path: Path) -> None:
+    p = tmp_path / "s.reward"
+    p.write_text(f"component a = {_sum(12_000)}\nreward = a\n", encoding="utf-8")
+    r = runner.invoke(app, ["check", str(p)])
+    assert r.exit_code == 1 and "E001" in r.output and "too long" in r.output
+    assert max(len(line) for line in r.output.splitlines()) < 200
+
+
+def test_a_diagnostic_on_a_long_line_shows_a_window_with_the_caret_under_the_culprit() -> None:
+    src = "component a = " + " + ".join(["1"] * 3000) + " + zz + " + " + ".join(["1"] * 3000) + "\nreward = a\n"
+    prog, ds, sources = check_source(src, "t.reward", SIGS)
+    assert [d.code for d in ds] == ["E101"]
+    text = ds[0].render(sources)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) < 200
+    shown, caret = lines[3], lines[4]
+    assert shown.startswith("1 | …") and shown.endswith("…")
+    at = caret.index("^")
+    assert shown[at:at + 2] == "zz" and caret.count("^") == 2
+    # short lines are shown whole
+    short = check_source("component a = zz\nreward = a\n", "t.reward", SIGS)
+    assert "1 | component a = zz\n" in short[1][0].render(short[2])

@@ -99,6 +99,7 @@ class Checker:
         self.weights: dict[str, S.Weight] = {}
         self.used_weights: set[str] = set()
         self.in_progress: list[str] = []
+        self.rejected: dict[str, tuple[S.Node, ModuleEnv]] = {}  # definitions refused with E107
         self.import_stack: list[str] = []  # real paths of the files being declared (see resolve_import)
         self.import_names: list[str] = []  # the same files as their imports spelt them
         self.imported_files: dict[str, tuple[S.Module, ModuleEnv]] = {}
@@ -205,7 +206,7 @@ class Checker:
                 self.declare_param(stmt, override=not imported_only)
             elif isinstance(stmt, S.Let):
                 if stmt.name in RESERVED:
-                    self.error("E107", f"`{stmt.name}` is a reserved name", stmt.loc)
+                    self.reject(stmt, env)
                 elif stmt.name in env.lets and env.lets[stmt.name][1] is env:
                     self.error("E103", f"`{stmt.name}` is defined twice", stmt.loc,
                                hint=f"first defined on line {env.lets[stmt.name][0].loc.line}")
@@ -213,7 +214,7 @@ class Checker:
                     env.lets[stmt.name] = (stmt, env)
             elif isinstance(stmt, S.Component):
                 if stmt.name in RESERVED:
-                    self.error("E107", f"`{stmt.name}` is a reserved name", stmt.loc)
+                    self.reject(stmt, env)
                 elif stmt.name in self.components:
                     prev = self.components[stmt.name][0]
                     if prev is not stmt:
@@ -230,6 +231,15 @@ class Checker:
                 elif prev.loc.file == env.file or not imported_only:
                     self.error("E103", f"the weight of `{stmt.component}` is set twice", stmt.loc,
                                hint=f"first set at {prev.loc.file}:{prev.loc.line}")
+
+    def reject(self, stmt: S.Let | S.Component, env: ModuleEnv) -> None:
+        """E107 for a definition with a reserved name. The name is remembered so that its uses, its weight and
+        its example expectations add no follow-on errors, and its value is still checked (for its own errors,
+        and so that what it uses is not reported unused)."""
+        what = "component" if isinstance(stmt, S.Component) else "let"
+        self.error("E107", f"`{stmt.name}` is a reserved name", stmt.loc,
+                   hint=f"rename the {what}: `{stmt.name}` means {_RESERVED_MEANING.get(stmt.name, 'something else')}")
+        self.rejected[stmt.name] = (stmt, env)
 
     def misplaced_in_import(self, module: S.Module) -> None:
         """E108 for each statement an imported file cannot contribute: the reward, the advantage, examples and
@@ -368,6 +378,8 @@ class Checker:
                 return self.aggregate(name, {}, e.loc, sc)
         if sc.kind in ("reward", "stage") and name in self.components:
             return self.g.add("comp", (), (name,), NUMBER)
+        if name in self.rejected and isinstance(self.rejected[name][0], S.Let) and self.rejected[name][1] is sc.env:
+            return ERR  # `let prompt = ...` (E107): its uses meant the let, not the input of that name
         if name in sc.env.lets and sc.kind == "row":
             return self.lower_let(name, sc, e.loc)
         if name in self.params:
@@ -390,6 +402,21 @@ class Checker:
 
     def unknown_name(self, e: S.Name, sc: Scope) -> int:
         name = e.id
+        if name in self.rejected:
+            return ERR  # its definition is already an error (E107)
+        if name in _PYTHON_LITERALS:
+            return self.error("E101", f"unknown name `{name}`", e.loc,
+                              hint=f"rewardlang writes `{_PYTHON_LITERALS[name]}` (lower case)")
+        if sc.kind in ("reward", "stage") and (name in self.inputs or name in ("completion", "prompt")
+                                               or name in sc.env.lets):
+            where = "the reward" if sc.kind == "reward" else "the advantage"
+            if name in sc.env.lets:
+                sc.env.used_lets.add(name)
+            else:
+                self.used_inputs.add(name)  # used, wrongly: no "never used" warning on top of this error
+            return self.error("E101", f"`{name}` varies per sample and cannot be used in {where}", e.loc,
+                              hint=f"{where} combines components, weights, params and constants; compute from "
+                                   f"`{name}` in a component, e.g. `component n = len({name})`, and use `n`")
         if name in self.components and sc.kind == "row":
             return self.error("E101", f"component `{name}` cannot be used inside another component", e.loc,
                               hint="combine components in `reward = ...`, or share the expression with a `let`")
@@ -1331,6 +1358,9 @@ class Checker:
         expects = []
         comp_names = set(self.components)
         for ex in stmt.expects:
+            if ex.name in self.rejected:
+                ok = False  # the component is already an error (E107)
+                continue
             if ex.name not in comp_names and ex.name not in ("reward", "advantage"):
                 self.error("E402", f"`{ex.name}` is not a component", ex.loc,
                            hint=did_you_mean(ex.name, list(comp_names) + ["reward", "advantage"]))
@@ -1410,7 +1440,7 @@ class Checker:
             if isinstance(stmt, S.SpecStmt):
                 spec_name, doc = stmt.name, stmt.doc or ""
         for name, stmt in self.weights.items():
-            if name not in self.components:
+            if name not in self.components and name not in self.rejected:
                 self.error("E211", f"weight for unknown component `{name}`", stmt.loc,
                            hint=did_you_mean(name, self.components))
         comps = []
@@ -1418,7 +1448,10 @@ class Checker:
             c = self.check_component(stmt, cenv)
             if c is not None:
                 comps.append(c)
-        if not self.components:
+        for name, (rstmt, renv) in self.rejected.items():
+            # a rejected definition's own errors are still errors, and what it uses counts as used
+            self.lower(rstmt.value, Scope("row", renv))
+        if not self.components and not self.rejected:
             self.warn("W005", "the spec has no components", None, hint="add `component name = expression`")
         # reward
         reward_stmt = seen.get(S.Reward)
@@ -1633,6 +1666,18 @@ def coerce_override(raw: Any, typ: Type) -> Any:
                 return MISSING
         return list(raw) if isinstance(raw, (list, tuple)) else MISSING
     return v
+
+
+#: Python's spellings of the literals, and rewardlang's
+_PYTHON_LITERALS = {"None": "none", "True": "true", "False": "false", "null": "none", "nil": "none",
+                    "TRUE": "true", "FALSE": "false"}
+
+#: what each reserved name already means (the hint of E107)
+_RESERVED_MEANING = {
+    "completion": "the model's completion", "prompt": "the prompt", "step": "the training step",
+    "reward": "the total reward", "x": "the value an advantage stage transforms", "true": "the bool true",
+    "false": "the bool false", "none": "no value", "advantage": "the advantage",
+}
 
 
 def _canonical(file: str) -> str:

@@ -24,7 +24,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from rewardlang import syntax as S
-from rewardlang.diagnostics import Diagnostic
+from rewardlang.diagnostics import Diagnostic, did_you_mean
 
 __all__ = ["parse", "ParseFailure"]
 
@@ -378,6 +378,36 @@ def _opens_unterminated_regex(exc: UnexpectedToken, source: str) -> bool:
     return end >= len(source) or source[end] != "/"
 
 
+#: the keywords that start a statement (a misspelt one is read as `<component>.weight = ...`)
+STATEMENT_KEYWORDS = ("spec", "import", "from", "param", "input", "let", "component", "reward", "advantage",
+                      "example", "train", "preference")
+
+_IN_HINT = ("`in` is not an operator here: test text with contains(completion, \"x\"), startswith(...), "
+            "endswith(...), or count(completion, /pattern/) > 0")
+
+
+def _habit_hint(exc: UnexpectedToken, source: str) -> str | None:
+    """A hint for what a Python (or other language) habit produced, when the syntax error looks like one."""
+    tok = exc.token
+    text = str(tok)
+    expected = set(exc.accepts or exc.expected or ())
+    if text == "in":  # `"x" in completion` (a comprehension's `in` is expected, so never lands here)
+        return _IN_HINT
+    start = tok.start_pos or 0
+    line_start = source.rfind("\n", 0, start) + 1
+    before = source[line_start:start]
+    m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*", before)
+    if m and expected <= {"DOT"}:
+        # a line starting with a name that is not a keyword: the parser tried `<component>.weight = ...`
+        word = m.group(1)
+        close = did_you_mean(word, STATEMENT_KEYWORDS)
+        if close:
+            return close.replace("did you mean", "a statement starts with a keyword: did you mean")
+        return ("a statement starts with a keyword (" + ", ".join(f"`{k}`" for k in STATEMENT_KEYWORDS[:8])
+                + ", …) or sets a weight: `<component>.weight = 2`")
+    return None
+
+
 def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnostic:
     line = getattr(exc, "line", 1) or 1
     column = getattr(exc, "column", 1) or 1
@@ -400,11 +430,12 @@ def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnost
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
         width = max(1, len(str(tok)))
+        habit = _habit_hint(exc, source)
         loc = S.Loc(file, tok.line or line, tok.column or column, tok.line or line,
                     (tok.column or column) + (width if "\n" not in str(tok) else 1),
                     tok.start_pos or 0, (tok.start_pos or 0) + width)
         shown = str(tok) if len(str(tok)) <= 30 else str(tok)[:27] + "..."
-        hint = _expected_hint(set(exc.accepts or exc.expected))
+        hint = habit or _expected_hint(set(exc.accepts or exc.expected))
         return Diagnostic("E001", f"unexpected {shown!r}", loc, hint=hint)
     if isinstance(exc, UnexpectedCharacters):
         ch = source[exc.pos_in_stream] if exc.pos_in_stream < len(source) else "?"

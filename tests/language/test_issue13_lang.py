@@ -225,3 +225,70 @@ def test_a_diagnostic_on_a_long_line_shows_a_window_with_the_caret_under_the_cul
     # short lines are shown whole
     short = check_source("component a = zz\nreward = a\n", "t.reward", SIGS)
     assert "1 | component a = zz\n" in short[1][0].render(short[2])
+
+
+# ---------------------------------------------------------------- 17: Python habits, no cascades
+@pytest.mark.parametrize("py, ours", [("None", "none"), ("True", "true"), ("False", "false"), ("null", "none")])
+def test_python_literals_suggest_ours(py: str, ours: str) -> None:
+    for src in (f"component a = 1 if {py} else 2\nreward = a\n", f"component a = number({py})\nreward = a\n",
+                f"component a = 1\nreward = a if {py} else 0\n"):
+        ds = diags_of(src)
+        assert [d.code for d in ds] == ["E101"], src
+        assert f"`{ours}`" in (ds[0].hint or "")
+
+
+@pytest.mark.parametrize("expr", ['"x" in completion', 'not "x" in completion', '"```" in completion and true'])
+def test_python_in_operator_hints_at_the_text_functions(expr: str) -> None:
+    ds = diags_of(f"component a = number({expr})\nreward = a\n")
+    assert [d.code for d in ds] == ["E001"]
+    assert "contains(completion" in (ds[0].hint or "")
+
+
+@pytest.mark.parametrize("src, keyword", [
+    ("componet a = 1\nreward = a\n", "component"),
+    ("component a = 1\nrewrd = a\n", "reward"),
+    ("component a = 1\nreward = a\nexmaple { completion: \"x\", expect a = 1 }\n", "example"),
+    ("lett n = 1\ncomponent a = n\nreward = a\n", "let"),
+    ("compnent a = 1\nreward = a\n", "component"),
+    ("component a = 1\nreward = a\nadvantge over group(prompt) = center\n", "advantage"),
+])
+def test_a_misspelt_keyword_is_suggested(src: str, keyword: str) -> None:
+    ds = diags_of(src)
+    assert [d.code for d in ds] == ["E001"]
+    assert f"did you mean `{keyword}`" in (ds[0].hint or "")
+
+
+def test_an_unknown_statement_word_lists_the_keywords() -> None:
+    ds = diags_of("component a = 1\nfoo = a\n")
+    assert [d.code for d in ds] == ["E001"] and "`component`" in (ds[0].hint or "")
+
+
+@pytest.mark.parametrize("src, name", [
+    ("component a = 1\nreward = a + completion\n", "completion"),
+    ("component a = 1\nreward = a + len(prompt)\n", "prompt"),
+    ("input tests: text\ncomponent a = 1\nreward = a * len(tests)\n", "tests"),
+    ("let n = len(completion)\ncomponent a = 1\nreward = a + n\n", "n"),
+])
+def test_the_reward_says_what_it_may_use(src: str, name: str) -> None:
+    ds = diags_of(src)
+    assert [d.code for d in ds] == ["E101"], [(d.code, d.message) for d in ds]  # no W001/W002 on top
+    assert f"`{name}` varies per sample" in ds[0].message
+    assert "component" in (ds[0].hint or "")
+
+
+@pytest.mark.parametrize("src", [
+    # a reserved component name: its weight, its use in the reward and its example expectation add nothing
+    'let n = len(completion)\ncomponent x = n\nx.weight = 2\nreward = x\nexample { completion: "a", expect x = 1 }\n',
+    'input tests: text\ncomponent prompt = len(tests)\nreward = prompt\n',
+    # a reserved let name: its uses mean the let (not the built-in input), and what it uses is used
+    'let prompt = len(completion)\ncomponent a = prompt\nreward = a\n',
+    'let n = len(completion)\nlet step = n\ncomponent a = 1\nreward = a\n',
+])
+def test_one_E107_produces_no_follow_on_diagnostics(src: str) -> None:
+    ds = diags_of(src)
+    assert [d.code for d in ds] == ["E107"], [(d.code, d.message) for d in ds]
+    assert "rename" in (ds[0].hint or "")
+
+
+def test_a_rejected_definition_still_reports_its_own_errors() -> None:
+    assert codes("component x = len(zz)\nreward = 1\n") == ["E107", "E101"]

@@ -27,6 +27,7 @@ from rewardlang import ir
 from rewardlang import syntax as S
 from rewardlang.diagnostics import Diagnostic, did_you_mean
 from rewardlang.parser import ParseFailure, deep_recursion, parse
+from rewardlang.regexrisk import catastrophic
 from rewardlang.signature import MISSING, Signature
 from rewardlang.types import (ANY, BOOL, CODE, NONE, NUMBER, REGEX, SPANS, TEXT, ListOf, Scalar,
                               TupleOf, Type, parse_type)
@@ -336,8 +337,10 @@ class Checker:
         if self.is_const(nid) and _non_finite(self.cval(nid)):
             # `1e400`, `1e308 * 10`, `sum(1e308, 1e308)`: infinity and nan have no JSON form and make every
             # sum they enter meaningless, so a constant that is (or folds to) one is refused where it appears
-            return self.error("E217", f"`{_slice(self.sources, e.loc) or 'this constant'}` is not a finite number",
-                              e.loc, hint="numbers in a spec must be finite (at most about 1.8e308 in magnitude)")
+            shown = " ".join(_slice(self.sources, e.loc).split())
+            shown = f"`{shown}`" if shown and len(shown) <= 40 else "this constant"
+            return self.error("E217", f"{shown} is not a finite number", e.loc,
+                              hint="numbers in a spec must be finite (at most about 1.8e308 in magnitude)")
         return nid
 
     def lower_Number(self, e: S.Number, sc: Scope) -> int:
@@ -357,6 +360,12 @@ class Checker:
                               hint="rewardlang regexes are Python `re` patterns")
         if len(set(e.flags)) != len(e.flags):
             return self.error("E004", "a regex flag is repeated", e.loc)
+        risk = catastrophic(e.pattern, e.flags)
+        if risk is not None:
+            self.warn("W006", f"this regex can take exponential time on some texts: {risk}", e.loc,
+                      hint="make the repetition unambiguous (`(a+)+` -> `a+`, `(\\w+\\s?)+` -> `[\\w\\s]+`, "
+                           "alternatives that start differently); it runs with a deadline (the component's "
+                           "`timeout`, else 1 s per call) and a sample that hits it is an error")
         return self.const(("regex", e.pattern, e.flags), REGEX)
 
     def lower_Bool(self, e: S.Bool, sc: Scope) -> int:

@@ -80,6 +80,7 @@ CODES: dict[str, str] = {
     "W003": "weight not used by the reward",
     "W004": "component may be none",
     "W005": "spec has no components",
+    "W006": "regex may backtrack catastrophically",
 }
 
 

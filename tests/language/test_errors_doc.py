@@ -213,6 +213,13 @@ ENTRIES = [
     Entry("W005", "The spec defines no component, so every reward is 0.",
           'let answer = tag(completion, "answer")\n',
           "Add `component NAME = EXPRESSION`."),
+    Entry("W006", "A /regex/ can backtrack catastrophically (exponential time in the length of the text): a "
+                  "repeated group holding an unbounded repetition (`(a+)+`, `(\\w+\\s?)*`) with no separator each "
+                  "repetition must consume, or alternatives under a repetition that can start with the same "
+                  "character (`(a|a)*`, `(\\d|\\d\\d)+`). Such a pattern runs with a deadline per call, the "
+                  "component's `timeout` (else 1 s): a sample that reaches it is an error of the component.",
+          "component runs = count(completion, /(a+)+$/)\n",
+          "Make the repetition unambiguous: `/a+$/` counts the same runs in linear time."),
     # ---------------------------------------------------------------- data (rewardlang score / explain)
     Entry("D001", "`rewardlang score`: a row lacks a column the spec reads, or a value has the wrong type (or is "
                   "text that is not valid UTF-8); also `--group-by` of a missing column.",

@@ -292,3 +292,64 @@ def test_one_E107_produces_no_follow_on_diagnostics(src: str) -> None:
 
 def test_a_rejected_definition_still_reports_its_own_errors() -> None:
     assert codes("component x = len(zz)\nreward = 1\n") == ["E107", "E101"]
+
+
+# ---------------------------------------------------------------- 15: catastrophic regexes
+CATASTROPHIC = ["(a+)+$", "(a*)*b", "(a|a)*b", r"(\w+\s?)+$", "(.*a){20}", "((ab)*)+c", r"(x+x+)+y", "(?:a+)+",
+                r"(\d|\d\d)+x", "(?:x|y|xy)+z", r"^(([a-z])+.)+[A-Z]([a-z])+$"]
+SAFE = ["a+b", r"(\w+\s)+", r"(?:Step \d+:.*\n)+", r"Step\s\d+:", r"<think>.*?<\/think>", "(a|b)*c",
+        r"\b(TODO|FIXME)\b", "(?:ab)+", r"(\d+,)*\d+", r"^```(\w+)?$", r"(?m)^\s*#.*$", r"(\w|\d)+x", "(ab|ac|a)*d"]
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_a_catastrophic_regex_is_warned_about_where_it_is_written(pattern: str) -> None:
+    ds = diags_of(f"component a = count(completion, /{pattern}/)\nreward = a\n")
+    assert [d.code for d in ds] == ["W006"], pattern
+    assert ds[0].loc is not None and (ds[0].loc.line, ds[0].loc.column) == (1, 33)
+    assert "exponential" in ds[0].message
+
+
+@pytest.mark.parametrize("pattern", SAFE)
+def test_an_unambiguous_regex_is_not_warned_about(pattern: str) -> None:
+    assert codes(f"component a = count(completion, /{pattern}/)\nreward = a\n") == []
+
+
+def test_no_shipped_spec_uses_a_catastrophic_regex() -> None:
+    from rewardlang.regexrisk import catastrophic
+
+    root = Path(__file__).resolve().parents[2]
+    for path in list((root / "specs").rglob("*.reward")) + list((root / "examples").rglob("*.reward")):
+        prog, ds, _ = check_source(path.read_text(encoding="utf-8"), str(path), SIGS)
+        assert "W006" not in [d.code for d in ds], path
+    assert catastrophic("(a+)+", "") and not catastrophic("a+", "i")
+
+
+@pytest.mark.parametrize("call, ok_value", [
+    ("count(completion, /(a+)+$/)", 1.0),
+    ("count(completion, \"a\", /(a+)+$/)", 4.0),
+    ("number(search(completion, /(a+)+$/))", 1.0),
+    ("number(fullmatch(completion, /(a|a)*/))", 1.0),
+    ("len(findall(completion, /(\\w+\\s?)+$/))", 1.0),
+    ("len(extract(completion, /(a+)+$/) or \"\")", 3.0),
+    ("len(matches(completion, /(a+)+$/))", 1.0),
+])
+def test_catastrophic_regex_work_is_bounded_per_sample(call: str, ok_value: float) -> None:
+    from rewardlang.runtime.program import load_program
+
+    # exponential in the length for `re`: 5,000 characters would run for longer than the universe has existed
+    prog = load_program("r.reward", source=f"component a = {call}\n    timeout 0.2\nreward = a\n")
+    out = prog.score(completion=["aaa", "a" * 5000 + "!"])
+    assert out.components["a"][0] == ok_value
+    assert out.errors["a"][0] is None
+    assert "gave up after 0.2 s" in (out.errors["a"][1] or "")
+    assert out.components["a"][1] != out.components["a"][1]  # nan: masked by the error
+
+
+def test_without_a_component_timeout_the_regex_deadline_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rewardlang.runtime import kernels
+    from rewardlang.runtime.program import load_program
+
+    monkeypatch.setattr(kernels, "REGEX_TIMEOUT", 0.1)
+    prog = load_program("r.reward", source="component a = count(completion, /(a+)+$/)\nreward = a\n")
+    out = prog.score(completion=["a" * 5000 + "!"])
+    assert "gave up after 0.1 s" in (out.errors["a"][0] or "")

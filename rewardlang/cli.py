@@ -378,31 +378,66 @@ def _clean(x: float) -> float | None:
 def explain(spec: Path = typer.Argument(..., help="spec file"),
             input: Path = typer.Option(..., "--input", "-i", help="JSONL file"),
             row: int = typer.Option(0, "--row", help="row to explain (0-based; line = row + 1)"),
+            group_by: Optional[str] = typer.Option(None, "--group-by", help="column whose value groups rows for "
+                                                                             "advantages (as for `score`)"),
             set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE"),
             step: int = typer.Option(0, "--step", help="training step")) -> None:
-    """Explain one row: each component's value, how it was derived, and its spans in the completion."""
+    """Explain one row: each component's value, how it was derived, and its spans in the completion.
+
+    The row's advantage is computed with the rows of its group (read from the input, as `score` groups them)."""
     from rewardlang.explain import explain_row
 
     prog = _load(spec, set_)
+    if not input.exists():
+        _err(f"error: {input}: no such file")
+        raise typer.Exit(1)
     found = None
+    rows: list[dict] = []  # every readable row: the target's group is among them
     for i, (lineno, r, problem) in enumerate(_read_rows(input)):
         if i == row:
             if problem is not None:
                 _err(f"error[D003]: {input}:{lineno}: {problem}")
                 raise typer.Exit(1)
             found = r
-            break
+            index = len(rows)
+        if r is not None:
+            rows.append(r)
     if found is None:
         _err(f"error: {input} has no row {row}")
         raise typer.Exit(1)
+    group_rows, at, group = _group_of(prog, rows, index, group_by, input)
     from rewardlang.runtime.program import DataError
 
     try:
-        explain_row(prog, found, step=step)
+        explain_row(prog, found, step=step, group_rows=group_rows, index=at, group=group)
     except DataError as exc:
         for _, c, m in exc.problems:
-            _err(f"error[D001]: {input}: row {row}: column `{c}` {m}")
+            _err(f"error[D001]: {input}: row {row} (or a row of its group): column `{c}` {m}")
         raise typer.Exit(1)
+
+
+def _group_of(prog: Any, rows: list[dict], index: int, group_by: str | None, input: Path
+              ) -> tuple[list[dict], int, list[Any] | None]:
+    """The rows of the advantage group of ``rows[index]`` (every row with its group value, the batch for
+    `advantage over batch`), the row's position among them, and their group ids when ``--group-by`` gave them."""
+    adv = prog.spec.get("advantage")
+    if adv is None:
+        return [rows[index]], 0, None
+    if group_by is not None:
+        if group_by not in rows[index]:
+            _err(f"error[D001]: --group-by {group_by}: no such column in {input}")
+            raise typer.Exit(1)
+        key = lambda r: json.dumps(r.get(group_by), sort_keys=True)  # noqa: E731
+        want = key(rows[index])
+        members = [i for i, r in enumerate(rows) if key(r) == want]
+        return [rows[i] for i in members], members.index(index), [want] * len(members)
+    columns = [i.column for i in prog.inputs if i.name in adv.get("group_keys", [])]
+    if not columns:  # over the whole batch: every row of the input
+        return rows, index, None
+    key = lambda r: json.dumps([r.get(c) for c in columns], sort_keys=True)  # noqa: E731
+    want = key(rows[index])
+    members = [i for i, r in enumerate(rows) if key(r) == want]
+    return [rows[i] for i in members], members.index(index), None
 
 
 @app.command()

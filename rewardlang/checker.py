@@ -325,7 +325,8 @@ class Checker:
                 continue  # its declaration is already an error; an override does not repair it
             new = coerce_override(raw, typ)
             if new is MISSING:
-                self.error("E602", f"--set {name}={raw!r}: `{name}` is `{typ}`", stmt.loc,
+                finite = "" if typ.required() != NUMBER else " (a finite number)"
+                self.error("E602", f"--set {name}={raw!r}: `{name}` is `{typ}`{finite}", stmt.loc,
                            hint=f"the default stays {value!r}")
             else:
                 self.params[name] = (stmt, new, typ)
@@ -1239,7 +1240,7 @@ class Checker:
             raw = self.overrides.pop(f"{stmt.name}.weight")
             v = coerce_override(raw, NUMBER)
             if v is MISSING:
-                self.error("E602", f"--set {stmt.name}.weight={raw!r}: a weight is a number", None)
+                self.error("E602", f"--set {stmt.name}.weight={raw!r}: a weight is a finite number", None)
             else:
                 w, weight_text = self.const(float(v), NUMBER), repr(float(v))
         if value == ERR or w == ERR:
@@ -1659,8 +1660,8 @@ def coerce_override(raw: Any, typ: Type) -> Any:
     v = _parse_scalar(raw)
     base = typ.required()
     if base == NUMBER:
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            return MISSING
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return MISSING  # inf and nan too: they have no JSON form (E217 for constants in a spec)
         return float(v)
     if base == BOOL:
         return v if isinstance(v, bool) else MISSING

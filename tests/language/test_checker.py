@@ -122,6 +122,11 @@ CASES: list[tuple[str, str, str, tuple[int, int, int, int] | None, str | None]] 
      "component `c` is none for some samples (they will be masked)", (1, 15, 1, 47),
      "give a default with `or`, e.g. `codebleu(...) or 0`"),
     ("W005", "", "the spec has no components", None, "add `component name = expression`"),
+    ("W006", "component c = count(completion, /(a+)+$/)",
+     "this regex can take exponential time on some texts: nested quantifier: `+` repeats a group holding `+`",
+     (1, 33, 1, 41), "make the repetition unambiguous (`(a+)+` -> `a+`, `(\\w+\\s?)+` -> `[\\w\\s]+`, "
+     "alternatives that start differently); it runs with a deadline (the component's `timeout`, else 1 s per "
+     "call) and a sample that hits it is an error"),
 ]
 
 
@@ -578,10 +583,10 @@ def test_bad_parameter_defaults_are_E601() -> None:
 
 
 @pytest.mark.parametrize("params,message,where,hint", [
-    ({"k": "abc"}, "--set k='abc': `k` is `number`", (1, 1, 1, 20), "the default stays 2.0"),
+    ({"k": "abc"}, "--set k='abc': `k` is `number` (a finite number)", (1, 1, 1, 20), "the default stays 2.0"),
     ({"flag": "1"}, "--set flag='1': `flag` is `bool`", (2, 1, 2, 24), "the default stays True"),
     ({"kk": "3"}, "--set kk: no such parameter", None, "did you mean `k`?"),
-    ({"c.weight": "x"}, "--set c.weight='x': a weight is a number", None, None),
+    ({"c.weight": "x"}, "--set c.weight='x': a weight is a finite number", None, None),
     ({"c.weigth": "2"}, "--set c.weigth: no such parameter", None, "did you mean `c.weight`?"),
 ])
 def test_bad_overrides_are_E602(params: dict, message: str, where: tuple | None, hint: str | None) -> None:

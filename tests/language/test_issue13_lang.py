@@ -353,3 +353,14 @@ def test_without_a_component_timeout_the_regex_deadline_is_the_default(monkeypat
     prog = load_program("r.reward", source="component a = count(completion, /(a+)+$/)\nreward = a\n")
     out = prog.score(completion=["a" * 5000 + "!"])
     assert "gave up after 0.1 s" in (out.errors["a"][0] or "")
+
+
+@pytest.mark.parametrize("key, value", [("p", "1e400"), ("p", "inf"), ("p", "-inf"), ("p", "nan"),
+                                        ("a.weight", "inf"), ("a.weight", "1e999")])
+def test_a_non_finite_override_is_E602(key: str, value: str) -> None:
+    src = "param p = 1\ncomponent a = p * len(completion)\nreward = a\n"
+    prog, ds, _ = check_source(src, "t.reward", SIGS, {key: value})
+    assert prog is None and [d.code for d in ds] == ["E602"], [(d.code, d.message) for d in ds]
+    assert "finite" in ds[0].message
+    prog, ds, _ = check_source(src, "t.reward", SIGS, {"p": float("inf")})  # from Python too
+    assert [d.code for d in ds] == ["E602"]

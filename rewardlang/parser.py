@@ -386,6 +386,15 @@ _IN_HINT = ("`in` is not an operator here: test text with contains(completion, \
             "endswith(...), or count(completion, /pattern/) > 0")
 
 
+#: characters other languages use where rewardlang has a word or another character
+_CHAR_HABITS = {
+    "'": "strings are written in double quotes: \"text\"",
+    "&": "write `and` (not `&&` or `&`)",
+    "|": "write `or` (not `||` or `|`)",
+    "!": "write `not` (not `!`); `!=` compares",
+}
+
+
 def _habit_hint(exc: UnexpectedToken, source: str) -> str | None:
     """A hint for what a Python (or other language) habit produced, when the syntax error looks like one."""
     tok = exc.token
@@ -393,6 +402,8 @@ def _habit_hint(exc: UnexpectedToken, source: str) -> str | None:
     expected = set(exc.accepts or exc.expected or ())
     if text == "in":  # `"x" in completion` (a comprehension's `in` is expected, so never lands here)
         return _IN_HINT
+    if text == "is":  # `x is none`, `x is not none`
+        return "`is` is not an operator: test for none with `== none` or `!= none`"
     start = tok.start_pos or 0
     line_start = source.rfind("\n", 0, start) + 1
     before = source[line_start:start]
@@ -443,6 +454,10 @@ def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnost
         hint = None
         if ch == '"':
             hint = "unterminated string: close it with `\"` on the same line, or use a triple-quoted string"
+        elif ch in _CHAR_HABITS:
+            hint = _CHAR_HABITS[ch]
+            if ch == "!" and source[exc.pos_in_stream + 1:exc.pos_in_stream + 2] == "=":
+                hint = None
         elif ch == "/":
             hint = _REGEX_HINT
         else:

@@ -364,3 +364,16 @@ def test_a_non_finite_override_is_E602(key: str, value: str) -> None:
     assert "finite" in ds[0].message
     prog, ds, _ = check_source(src, "t.reward", SIGS, {"p": float("inf")})  # from Python too
     assert [d.code for d in ds] == ["E602"]
+
+
+@pytest.mark.parametrize("expr, code, words", [
+    ("count(completion, 'x')", "E002", "double quotes"),
+    ("number(completion is none)", "E001", "== none"),
+    ("number(len(completion) > 1 && true)", "E002", "`and`"),
+    ("number(true || false)", "E002", "`or`"),
+    ("number(!true)", "E002", "`not`"),
+])
+def test_other_language_operators_get_a_hint(expr: str, code: str, words: str) -> None:
+    ds = diags_of(f"component a = {expr}\nreward = a\n")
+    assert [d.code for d in ds] == [code]
+    assert words in (ds[0].hint or "")

@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer_NonRecursive, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from rewardlang import syntax as S
@@ -111,7 +111,7 @@ def _decode_string(tok: Token) -> str:
 
 
 @v_args(meta=True)
-class ToSyntax(Transformer):
+class ToSyntax(Transformer_NonRecursive):
     """Lark tree → :mod:`rewardlang.syntax` nodes (one method per grammar rule)."""
 
     def __init__(self, file: str) -> None:

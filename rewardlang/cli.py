@@ -147,19 +147,27 @@ def _read_rows(path: Path) -> Iterator[tuple[int, Any, str | None]]:
             if not raw.strip():
                 continue
             try:
-                text = raw.decode("utf-8")
+                # a byte-order mark (Windows tools write one) may start the file, so row 1 may carry it
+                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as exc:
                 yield lineno, None, f"invalid UTF-8 at byte {exc.start}"
                 continue
             try:
-                row = json.loads(text)
+                row = json.loads(text, parse_constant=_reject_constant)
             except json.JSONDecodeError as exc:
                 yield lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+                continue
+            except ValueError as exc:  # NaN / Infinity: Python's json reads them, JSON has no such tokens
+                yield lineno, None, f"invalid JSON: {exc}"
                 continue
             if not isinstance(row, dict):
                 yield lineno, None, f"expected a JSON object, got {type(row).__name__}"
                 continue
             yield lineno, row, None
+
+
+def _reject_constant(token: str) -> Any:
+    raise ValueError(f"`{token}` is not a JSON value")
 
 
 def _count_lines(path: Path) -> int:
@@ -186,6 +194,7 @@ class _Summary:
         for d, v in ((self.n, 0), (self.sum, 0.0), (self.sq, 0.0), (self.min, math.inf), (self.max, -math.inf),
                      (self.masked, 0), (self.errors, 0)):
             d["total"] = v  # an empty input still has a total row (of no values)
+        self.nonfinite: dict[str, int] = {}  # infinite values per column, written as null
 
     def add(self, out: Any) -> None:
         import numpy as np
@@ -197,7 +206,10 @@ class _Summary:
                              (self.max, -math.inf), (self.masked, 0), (self.errors, 0)):
                     d[k] = v
             v = out.total if k == "total" else out.components[k]
-            ok = ~np.isnan(v)
+            inf = np.isinf(v)
+            if inf.any():
+                self.nonfinite[k] = self.nonfinite.get(k, 0) + int(inf.sum())
+            ok = np.isfinite(v)
             x = v[ok]
             self.n[k] += int(ok.sum())
             self.sum[k] += float(x.sum())
@@ -205,7 +217,7 @@ class _Summary:
             if len(x):
                 self.min[k] = min(self.min[k], float(x.min()))
                 self.max[k] = max(self.max[k], float(x.max()))
-            self.masked[k] += int((~ok).sum())
+            self.masked[k] += int((~ok).sum() - inf.sum())
             if k != "total":
                 self.errors[k] += sum(1 for e in out.errors[k] if e is not None)
 
@@ -229,6 +241,8 @@ class _Summary:
                       str(self.errors.get(k, "")) if k != "total" else "", share)
         console = Console(stderr=True)
         console.print(t)
+        for k, n in self.nonfinite.items():
+            console.print(f"warning: {k}: {n} infinite value(s) written as null (JSON has no infinity)")
         if self.bad_rows:
             shown = ", ".join(f"line {ln}" for ln, _ in self.bad_rows[:20])
             console.print(f"skipped bad rows: {shown}" + (" …" if len(self.bad_rows) > 20 else ""))
@@ -570,44 +584,58 @@ def _columns_needed(prog: Any, rows: list[dict]) -> list[str]:
 
 
 def _clean(x: float) -> float | None:
-    return None if x != x else float(x)
+    """A score as JSON: none (nan) and a non-finite value (an overflow such as `exp(len(completion))`) are
+    written as null, so every output line is valid JSON; the summary counts the non-finite ones."""
+    x = float(x)
+    return x if math.isfinite(x) else None
 
 
 @app.command()
 def explain(spec: Path = typer.Argument(..., help="spec file"),
             input: Path = typer.Option(..., "--input", "-i", help="JSONL file"),
             row: int = typer.Option(0, "--row", help="row to explain (0-based; line = row + 1)"),
+            group_by: Optional[str] = typer.Option(None, "--group-by", help="column whose value groups rows for "
+                                                                             "advantages (as for `score`)"),
             set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE"),
             step: int = typer.Option(0, "--step", help="training step"),
             tokens: bool = typer.Option(False, "--tokens", help="print each token with every component's per-token "
                                                                 "value (the spec's `tokens` clauses)"),
             tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="with --tokens: a tokenizer.json or a "
                                                     "local model directory (default: the tiny model's)")) -> None:
-    """Explain one row: each component's value, how it was derived, and its spans in the completion."""
+    """Explain one row: each component's value, how it was derived, and its spans in the completion.
+
+    The row's advantage is computed with the rows of its group (read from the input, as `score` groups them)."""
     from rewardlang.explain import explain_row
 
     prog = _load(spec, set_)
+    if not input.exists():
+        _err(f"error: {input}: no such file")
+        raise typer.Exit(1)
     found = None
+    rows: list[dict] = []  # every readable row: the target's group is among them
     for i, (lineno, r, problem) in enumerate(_read_rows(input)):
         if i == row:
             if problem is not None:
                 _err(f"error[D003]: {input}:{lineno}: {problem}")
                 raise typer.Exit(1)
             found = r
-            break
+            index = len(rows)
+        if r is not None:
+            rows.append(r)
     if found is None:
         _err(f"error: {input} has no row {row}")
         raise typer.Exit(1)
+    group_rows, at, group = _group_of(prog, rows, index, group_by, input)
     from rewardlang.runtime.program import DataError
 
     try:
         if tokens:
             _explain_tokens(prog, found, step, tokenizer)
         else:
-            explain_row(prog, found, step=step)
+            explain_row(prog, found, step=step, group_rows=group_rows, index=at, group=group)
     except DataError as exc:
         for _, c, m in exc.problems:
-            _err(f"error[D001]: {input}: row {row}: column `{c}` {m}")
+            _err(f"error[D001]: {input}: row {row} (or a row of its group): column `{c}` {m}")
         raise typer.Exit(1)
 
 
@@ -627,6 +655,30 @@ def _explain_tokens(prog: Any, row: dict, step: int, tokenizer_path: str | None)
         cells = "".join(f"{values[n][t]:>{width + 2}.4g}" for n in names)
         typer.echo(f"{t:>4}  {repr(piece)[1:-1][:16]:<16}{cells}{total[t]:>{width + 2}.4g}")
     typer.echo(f"sum of per-token rewards: {sum(total):.6g}")
+
+
+def _group_of(prog: Any, rows: list[dict], index: int, group_by: str | None, input: Path
+              ) -> tuple[list[dict], int, list[Any] | None]:
+    """The rows of the advantage group of ``rows[index]`` (every row with its group value, the batch for
+    `advantage over batch`), the row's position among them, and their group ids when ``--group-by`` gave them."""
+    adv = prog.spec.get("advantage")
+    if adv is None:
+        return [rows[index]], 0, None
+    if group_by is not None:
+        if group_by not in rows[index]:
+            _err(f"error[D001]: --group-by {group_by}: no such column in {input}")
+            raise typer.Exit(1)
+        key = lambda r: json.dumps(r.get(group_by), sort_keys=True)  # noqa: E731
+        want = key(rows[index])
+        members = [i for i, r in enumerate(rows) if key(r) == want]
+        return [rows[i] for i in members], members.index(index), [want] * len(members)
+    columns = [i.column for i in prog.inputs if i.name in adv.get("group_keys", [])]
+    if not columns:  # over the whole batch: every row of the input
+        return rows, index, None
+    key = lambda r: json.dumps([r.get(c) for c in columns], sort_keys=True)  # noqa: E731
+    want = key(rows[index])
+    members = [i for i, r in enumerate(rows) if key(r) == want]
+    return [rows[i] for i in members], members.index(index), None
 
 
 @app.command()

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from rewardlang import ir
 from rewardlang import syntax as S
 from rewardlang.diagnostics import Diagnostic, did_you_mean
-from rewardlang.parser import ParseFailure, deep_recursion, parse
+from rewardlang.parser import STATEMENT_KEYWORDS, ParseFailure, deep_recursion, parse
 from rewardlang.regexrisk import catastrophic
 from rewardlang.signature import MISSING, Signature
 from rewardlang.types import (ANY, BOOL, CODE, NONE, NUMBER, REGEX, SPANS, TEXT, ListOf, Scalar,
@@ -1549,8 +1549,9 @@ class Checker:
             self.check_preference(stmt, env)
             return
         if stmt.kind != "train":
+            close = did_you_mean(stmt.kind, STATEMENT_KEYWORDS)
             self.error("E501", f"unknown section `{stmt.kind}`", stmt.loc,
-                       hint="the sections: train, preference")
+                       hint=(close + " " if close else "") + "(the sections: train, preference)")
             return
         for item in stmt.items:
             n = self.lower(item.value, Scope("const", env))

@@ -411,14 +411,22 @@ def _habit_hint(exc: UnexpectedToken, source: str) -> str | None:
     line_start = source.rfind("\n", 0, start) + 1
     before = source[line_start:start]
     m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*", before)
-    if m and expected <= {"DOT"}:
-        # a line starting with a name that is not a keyword: the parser tried `<component>.weight = ...`
+    if m and expected and expected <= {"DOT", "LBRACE"}:
+        # a line starting with a name that is not a keyword: the parser tried `<component>.weight = ...` (or an
+        # unknown `<name> { ... }` section, which the checker reports as E501)
         word = m.group(1)
         close = did_you_mean(word, STATEMENT_KEYWORDS)
         if close:
             return close.replace("did you mean", "a statement starts with a keyword: did you mean")
         return ("a statement starts with a keyword (" + ", ".join(f"`{k}`" for k in STATEMENT_KEYWORDS[:8])
                 + ", …) or sets a weight: `<component>.weight = 2`")
+    line_end = source.find("\n", start)
+    m = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\{", source[line_start:line_end if line_end >= 0 else None])
+    if m and m.group(1) not in STATEMENT_KEYWORDS:
+        # `exmaple { completion: ... }` was read as an unknown `<name> { key = value }` section
+        close = did_you_mean(m.group(1), STATEMENT_KEYWORDS)
+        if close:
+            return close.replace("did you mean", "a statement starts with a keyword: did you mean")
     return None
 
 

@@ -107,7 +107,7 @@ CASES: list[tuple[str, str, str, tuple[int, int, int, int] | None, str | None]] 
      "3 expected values for 2 rows", (2, 46, 2, 55), None),
     # sections and parameters
     ("E501", 'component c = count(completion, "a")\nrewards { x = 1 }',
-     "unknown section `rewards`", (2, 1, 2, 18), "the sections: train, preference"),
+     "unknown section `rewards`", (2, 1, 2, 18), "did you mean `reward`? (the sections: train, preference)"),
     ("E503", 'component c = count(completion, "a")\npreference { x = 1 }',
      "unknown preference setting `x`", (2, 14, 2, 19), None),
     ("E504", 'component c = count(completion, "a")\npreference { margin = -0.5 }',

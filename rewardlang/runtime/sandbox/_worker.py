@@ -800,8 +800,9 @@ class Worker:
 
     # -- processes ------------------------------------------------------------------------------------------
     def _tree_cpu(self, sid: int, waits: dict) -> tuple[float, float]:
-        """CPU seconds of the session ``sid`` (the program's processes), and the largest run-queue wait
-        (seconds) any of its threads accumulated since the previous call (``waits`` keeps the totals)."""
+        """CPU seconds of the session ``sid`` (the program's processes), and the largest busy time (running
+        or waiting in the run queue, seconds) any of its threads accumulated since the previous call
+        (``waits`` keeps the totals)."""
         total = 0
         dwait = 0
         try:
@@ -827,7 +828,8 @@ class Worker:
             for tid in tids:
                 try:
                     with open(f"/proc/{name}/task/{tid}/schedstat", "rb") as fh:
-                        w = int(fh.read().split()[1])
+                        run_ns, wait_ns = fh.read().split()[:2]
+                    w = int(run_ns) + int(wait_ns)   # on a CPU or waiting for one: busy, not idle
                 except (OSError, ValueError, IndexError):
                     continue
                 d = w - waits.get(tid, 0)
@@ -933,13 +935,16 @@ class Worker:
         next_tick = t0 + 0.02
         cpu = 0.0
         # The wall-clock backstop counts only time in which the program was neither running nor waiting
-        # for a CPU (sleeping, stopped, blocked): each tick subtracts the largest run-queue wait of its
-        # threads (/proc/<tid>/schedstat). A CPU-bound program on a saturated machine thus meets its CPU
-        # limit first, never the backstop, and a verdict does not depend on load. Past `hard_wall` of real
-        # time without either limit met, the machine is too loaded to decide: an infrastructure outcome.
+        # for a CPU (sleeping, stopped, blocked): each tick subtracts the largest busy time (run + run-queue
+        # wait, /proc/<tid>/schedstat) of its threads. A CPU-bound program, on a quiet or a saturated
+        # machine, thus meets its CPU limit, never the backstop, and a verdict does not depend on load.
+        # Past `hard_wall` of real time without either limit met, the machine is too loaded to decide: an
+        # infrastructure outcome.
+        # (Busy time is credited when the kernel updates it, e.g. a run-queue wait when the thread next
+        # runs: so the total is compared with the elapsed time, never clamped per tick.)
         idle_wall = 0.0
+        busy = 0.0
         waits: dict = {}
-        last = t0
         while True:
             now = time.monotonic()
             timeout_ms = max(0, int((min(next_tick, t0 + hard_wall) - now) * 1000) + 1)
@@ -971,11 +976,10 @@ class Worker:
                 break
             now = time.monotonic()
             if now >= next_tick or now - t0 >= hard_wall:
-                tree, dwait = self._tree_cpu(pid, waits)
+                tree, dbusy = self._tree_cpu(pid, waits)
                 cpu = tree + (self._children_cpu() - c0)
-                dt = now - last
-                last = now
-                idle_wall += dt - min(dt, dwait)
+                busy += dbusy
+                idle_wall = max(0.0, (now - t0) - busy)
                 if cpu >= cpu_limit:
                     reason = "cpu"
                     break
@@ -1034,6 +1038,7 @@ class Worker:
             "reason": reason,
             "cpu": round(cpu, 4),
             "wall": round(wall, 4),
+            "idle": round(idle_wall, 4),
             "setup_failed": not ready,
             "clean": clean,
             "recycle": not wiped,

@@ -42,12 +42,13 @@ class Limits:
     @property
     def hard_wall(self) -> float:
         """Real seconds after which a program that met neither its CPU limit nor its idle-wall backstop is
-        given up as an infrastructure outcome (the machine was too loaded to decide; see docs/sandbox.md).
+        given up as an infrastructure outcome (the machine was too loaded to decide; see docs/sandbox.md):
+        with the default wall limit, the program got less than a sixth of a core.
 
             >>> Limits(cpu=1.0, wall=3.0).hard_wall
-            9.0
+            13.0
         """
-        return 3.0 * self.wall_limit
+        return 3.0 * self.wall_limit + 4.0 * float(self.cpu)
 
     def to_wire(self, nproc_base: int) -> dict[str, float | int]:
         return {

@@ -64,8 +64,7 @@ def check_hashes(items: list[Any]) -> None:
     for i in range(1, n):
         if hs[i] == hs[i - 1]:
             run += 1
-            if run > best:
-                best = run
+            best = max(best, run)
         else:
             run = 1
     if best > MAX_SAME_HASH:

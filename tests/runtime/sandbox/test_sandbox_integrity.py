@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
-import time
 import textwrap
+import time
 import tracemalloc
 from collections.abc import Iterator
 
@@ -22,11 +22,21 @@ import pytest
 
 from rewardlang.runtime.sandbox import _worker
 from rewardlang.runtime.sandbox.config import Limits, SandboxConfig
-from rewardlang.runtime.sandbox.judge import MalformedObservation, decode_value, judge, parse_records
 from rewardlang.runtime.sandbox.convert import make_plan
+from rewardlang.runtime.sandbox.judge import (
+    MalformedObservation,
+    decode_value,
+    judge,
+    parse_records,
+)
 from rewardlang.runtime.sandbox.pool import RawResult, RawRun
 from rewardlang.runtime.sandbox.runner import NPROC_BASE, Sandbox, Task
-from rewardlang.runtime.sandbox.safe_eval import MAX_SAME_HASH, HashFlood, check_hashes, safe_eval
+from rewardlang.runtime.sandbox.safe_eval import (
+    MAX_SAME_HASH,
+    HashFlood,
+    check_hashes,
+    safe_eval,
+)
 
 LIMITS = Limits(cpu=1.0, wall=3.0, memory_mb=256, processes=12)
 TESTS = ["assert f(2) == 4", "assert f(5) == 10"]
@@ -399,8 +409,8 @@ STATE = [
     ("dev_shm_answer", "import os\nopen('/dev/shm/answer', 'w').write('4')\n"),
     ("tmp_answer", "import os\nos.makedirs('/tmp/cache/deep', exist_ok=True)\nopen('/tmp/cache/deep/a', 'w').write('4')\n"),
     ("cwd_answer", "open('answer', 'w').write('4')\n"),
-    ("dev_write", "import os\nfor p in ('/dev/answer', '/dev/pts/answer', '/dev/mqueue/a'):\n"
-                  "    try:\n        open(p, 'w').write('4')\n    except OSError:\n        pass\n"),
+    ("dev_write", ("import os\nfor p in ('/dev/answer', '/dev/pts/answer', '/dev/mqueue/a'):\n"
+                   "    try:\n        open(p, 'w').write('4')\n    except OSError:\n        pass\n")),
     ("posix_semaphore", "import multiprocessing\nlock = multiprocessing.Lock()\nlock.acquire()\n"),
     ("shm_private_segments", _d("""
         import ctypes
@@ -415,6 +425,37 @@ STATE = [
 def test_no_state_survives(sb: tuple[Sandbox, list], code: str) -> None:
     s, fresh = sb
     _run_then_check(s, fresh, code + GOOD, "pass")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for an IPC namespace")
+def test_leftover_ipc_objects_are_removed() -> None:
+    """The second wall (for levels or kernels where the filter is absent): in a private IPC namespace,
+    objects of every kind are detected and removed, and the check is cheap when there are none."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 1
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None)
+            if libc.unshare(0x08000000) != 0:  # CLONE_NEWIPC: never touch the host's objects
+                os._exit(2)
+            empty = not _worker._ipc_in_use() and _worker._remove_ipc()
+            ids = [libc.shmget(0, 1 << 20, 0o1600), libc.msgget(0, 0o1600), libc.semget(0, 3, 0o1600)]
+            made = all(i >= 0 for i in ids) and _worker._ipc_in_use()
+            removed = _worker._remove_ipc() and not _worker._ipc_in_use()
+            left = sum(len(open(p).read().splitlines()) - 1
+                       for p in ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem"))
+            os.write(w, repr((empty, made, removed, left)).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    out = os.read(r, 1000).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert out == "(True, True, True, 0)"
 
 
 def test_program_filter_denies_ipc_creation_and_scheduling() -> None:

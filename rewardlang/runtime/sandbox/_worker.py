@@ -99,6 +99,11 @@ def _empty_dir(top: str, budget: _Budget) -> bool:
     cannot be moved under it: every process of the program is dead before the clean-up starts.
     Unreadable directories are the slot uid's own and are made readable first."""
     try:
+        if not os.listdir(top):   # the common case, one call (reading cannot harm: nothing is removed)
+            return True
+    except OSError:
+        pass
+    try:
         fd = os.open(top, _DIR_FLAGS)
     except FileNotFoundError:
         return True
@@ -841,10 +846,13 @@ class Worker:
             if int(f[3]) != sid:          # session id (programs cannot leave their session)
                 continue
             total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
-            try:
-                tids = os.listdir(f"/proc/{name}/task")
-            except OSError:
-                continue
+            if f[17] == b"1":             # one thread: its id is the pid (no directory listing)
+                tids = [name]
+            else:
+                try:
+                    tids = os.listdir(f"/proc/{name}/task")
+                except OSError:
+                    continue
             for tid in tids:
                 try:
                     with open(f"/proc/{name}/task/{tid}/schedstat", "rb") as fh:
@@ -906,7 +914,9 @@ class Worker:
         for d in self.wipe:
             if not _empty_dir(d, budget):
                 return False
-        if self.ipc_clean:
+        if self.ipc_clean and self.program_filter is None:
+            # (with the program filter no IPC object can be created at all: shmget/msgget/semget are
+            # denied, the x32 and i386 entry points too)
             return _remove_ipc()
         return True
 

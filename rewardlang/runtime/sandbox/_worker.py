@@ -946,6 +946,7 @@ class Worker:
         os.close(out_w)
         os.close(res_w)
         os.close(ready_w)
+        os.set_blocking(ready_r, False)  # read after the child is reaped: the byte is there or never comes
         for fd in (out_r, res_r):
             os.set_blocking(fd, False)
         pidfd = os.pidfd_open(pid)

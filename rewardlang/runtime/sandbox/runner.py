@@ -199,7 +199,8 @@ class Sandbox:
                     counts["cache_hits"] += 1
                     continue
             n_runs = len(plan.inputs) if plan is not None and plan.mode == "stdio" else 1
-            hard = n_runs * (task.limits.wall_limit + 1.0) + self.config.hard_timeout_slack
+            # per run: the worker's own real-time backstop, its kill (at most 3 s) and clean-up (2 s)
+            hard = n_runs * (task.limits.hard_wall + 5.0) + self.config.hard_timeout_slack
             pending[key] = (payload, hard, plan, task.compare, [i])
         futures = {k: self.pool.submit(req, hard) for k, (req, hard, _, _, _) in pending.items()}
         for key, fut in futures.items():

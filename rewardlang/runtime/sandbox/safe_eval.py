@@ -19,11 +19,139 @@ import math
 import operator
 from typing import Any, Callable
 
-__all__ = ["safe_eval", "SafeEvalError", "SAFE_FUNCTIONS", "MATH_NAMES", "METHODS", "check_judge_ast"]
+__all__ = ["safe_eval", "SafeEvalError", "SAFE_FUNCTIONS", "MATH_NAMES", "METHODS", "check_judge_ast",
+           "check_hashes", "HashFlood", "MAX_SAME_HASH"]
 
 
 class SafeEvalError(Exception):
     """The expression uses something the judge does not evaluate, or a result grew too large."""
+
+
+#: at most this many elements of one set/dict may share a hash value (real data essentially never has
+#: two: distinct ints collide only ``2**61 - 1`` apart). Building a hash table costs at most
+#: ``MAX_SAME_HASH`` equality tests per element, instead of one per earlier colliding element.
+MAX_SAME_HASH = 8
+
+
+class HashFlood(SafeEvalError):
+    """Too many values share one hash value: a hash table of them would take quadratic time."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"{count} values share one hash value")
+        self.count = count
+
+
+def check_hashes(items: list[Any]) -> None:
+    """Raise :class:`HashFlood` when more than :data:`MAX_SAME_HASH` of ``items`` share a hash value.
+
+    O(n log n) time and O(n) memory, and no hash table keyed by the items is built (the hashes are sorted:
+    they are machine-word ints, so sorting cannot be slowed down by an adversary). ``TypeError`` for an
+    unhashable item, as building the set would raise.
+
+        >>> check_hashes([1, 2, 3])
+        >>> check_hashes([k * (2**61 - 1) for k in range(50)])
+        Traceback (most recent call last):
+        ...
+        rewardlang.runtime.sandbox.safe_eval.HashFlood: 50 values share one hash value
+    """
+    n = len(items)
+    if n <= MAX_SAME_HASH:
+        for x in items:
+            hash(x)
+        return
+    hs = sorted(map(hash, items))
+    run, best = 1, 1
+    for i in range(1, n):
+        if hs[i] == hs[i - 1]:
+            run += 1
+            best = max(best, run)
+        else:
+            run = 1
+    if best > MAX_SAME_HASH:
+        raise HashFlood(best)
+
+
+def _items(x: Any) -> list[Any]:
+    """The elements a set/dict constructor would insert from ``x``, checked (tables already built are
+    trusted: every one the judge builds went through :func:`check_hashes`)."""
+    if type(x) in (set, frozenset, dict):
+        return list(x)
+    items = list(x)
+    if len(items) > MAX_LEN:
+        raise SafeEvalError("value too large")
+    check_hashes(items)
+    return items
+
+
+def _set(*args: Any) -> set:
+    return set(_items(args[0])) if args else set()
+
+
+def _frozenset(*args: Any) -> frozenset:
+    return frozenset(_items(args[0])) if args else frozenset()
+
+
+def _dict(*args: Any, **kwargs: Any) -> dict:
+    if not args:
+        return dict(**kwargs)
+    src = args[0]
+    if type(src) is dict:
+        return dict(src, **kwargs)
+    pairs = [tuple(p) for p in src]
+    if len(pairs) > MAX_LEN:
+        raise SafeEvalError("value too large")
+    check_hashes([p[0] for p in pairs if len(p) == 2])
+    return dict(pairs, **kwargs)
+
+
+def _sum(it: Any, start: Any = 0) -> Any:
+    """``sum``; with a list or tuple start, concatenation in linear time (``sum(lists, [])`` is
+    quadratic in Python) and bounded size."""
+    if type(start) in (list, tuple):
+        out = list(start)
+        for x in it:
+            if type(x) is not type(start):
+                raise TypeError(f"can only concatenate {type(start).__name__}")
+            out += x
+            if len(out) > MAX_LEN:
+                raise SafeEvalError("value too large")
+        return out if type(start) is list else tuple(out)
+    return sum(it, start)
+
+
+def _weight(v: Any, cap: int) -> int:
+    """An upper bound of the characters ``repr(v)`` takes, counting until ``cap`` (iterative, so cost
+    O(min(size, cap)))."""
+    total, todo = 0, [v]
+    while todo and total <= cap:
+        x = todo.pop()
+        t = type(x)
+        if t in (str, bytes):
+            total += 4 * len(x) + 3
+        elif t is int:
+            total += x.bit_length() // 3 + 2
+        elif t in (list, tuple, set, frozenset):
+            total += 2 * len(x) + 2
+            todo.extend(x)
+        elif t is dict:
+            total += 4 * len(x) + 2
+            todo.extend(x.keys())
+            todo.extend(x.values())
+        else:
+            total += 32
+    return total
+
+
+def _str(*args: Any) -> str:
+    if len(args) == 1 and _weight(args[0], MAX_LEN) > MAX_LEN:
+        raise SafeEvalError("value too large to convert to text")
+    return str(*args)
+
+
+def _repr(v: Any) -> str:
+    if _weight(v, MAX_LEN) > MAX_LEN:
+        raise SafeEvalError("value too large to convert to text")
+    return repr(v)
 
 
 MAX_LEN = 10_000_000
@@ -49,6 +177,12 @@ SAFE_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "reversed": reversed, "enumerate": enumerate, "zip": zip, "range": _bounded_range, "chr": chr, "ord": ord,
     "divmod": divmod, "complex": complex, "hash": hash,
 }
+#: calls of these names run a bounded version (the names still denote the types, for isinstance and type())
+_GUARDED: dict[Any, Callable[..., Any]] = {set: _set, frozenset: _frozenset, dict: _dict, sum: _sum, str: _str,
+                                          repr: _repr}
+#: set methods that build a hash table from their (possibly untrusted) iterable arguments
+_SET_BUILDING = frozenset({"union", "intersection", "difference", "symmetric_difference", "issubset",
+                           "issuperset"})
 SAFE_CONSTANTS = {"True": True, "False": False, "None": None}
 MATH_NAMES = frozenset({
     "isclose", "fabs", "sqrt", "floor", "ceil", "isnan", "isinf", "isfinite", "log", "log2", "log10", "exp",
@@ -124,6 +258,11 @@ def _binop(op: type, a: Any, b: Any) -> Any:
         for x, n in ((a, b), (b, a)):
             if isinstance(x, (str, list, tuple, bytes)) and type(n) is int and len(x) * max(n, 0) > MAX_LEN:
                 raise SafeEvalError("repetition too large")
+    if op in (ast.BitOr, ast.BitAnd, ast.BitXor, ast.Sub) and not (type(a) in (int, bool) and type(b) in (int, bool)):
+        # a dict view combined with an iterable builds a set of that iterable's elements
+        for x in (a, b):
+            if type(x) in (list, tuple, str, bytes) or type(x).__name__ in ("dict_keys", "dict_items"):
+                check_hashes(list(x))
     if op is ast.LShift and type(b) is int and b > MAX_INT_BITS:
         raise SafeEvalError("shift too large")
     if op in (ast.Add,) and isinstance(a, (str, list, tuple)) and isinstance(b, (str, list, tuple)) \
@@ -171,6 +310,23 @@ def safe_eval(node: ast.AST, env: dict[str, Any]) -> Any:
             raise SafeEvalError("call of a function that is not allowed")
         if fn in (math.factorial, math.comb, math.perm) and any(type(a) is int and a > 100_000 for a in args):
             raise SafeEvalError("argument too large")
+        guarded = _GUARDED.get(fn) if type(fn) is type or fn in (sum, repr) else None
+        if guarded is not None:
+            return _size_ok(guarded(*args, **kwargs))
+        self_ = getattr(fn, "__self__", None)
+        name = getattr(fn, "__name__", "")
+        if type(self_) in (set, frozenset) and name in _SET_BUILDING:
+            args = [a if type(a) in (set, frozenset, dict) else _items(a) for a in args]
+        elif type(self_) in (str, bytes) and name == "join":
+            args = [list(args[0])] if args else args
+            if args and sum(len(x) for x in args[0] if type(x) in (str, bytes)) > MAX_LEN:
+                raise SafeEvalError("value too large")
+        elif type(self_) in (str, bytes) and name == "replace" and len(args) >= 2:
+            old, new = args[0], args[1]
+            if type(old) is type(self_) and type(new) is type(self_):
+                n = self_.count(old) if old else len(self_) + 1
+                if len(self_) + n * max(0, len(new) - len(old)) > MAX_LEN:
+                    raise SafeEvalError("value too large")
         return _size_ok(fn(*args, **kwargs))
     if isinstance(node, ast.BinOp):
         return _binop(type(node.op), ev(node.left, env), ev(node.right, env))

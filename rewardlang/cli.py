@@ -745,7 +745,8 @@ def _delegate(name: str) -> Any:
 @app.command("prm-data")
 def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humaneval, or a JSONL file with prompt, "
                                                                       "reference, tests[, entry_point, task_id]"),
-             output: Path = typer.Option(..., "-o", "--output", help="directory for dpo.jsonl, steps.jsonl, report.json"),
+             output: Path = typer.Option(..., "-o", "--output", help="directory for dpo.jsonl, steps.jsonl, "
+                                                                  "report.json (and groups.jsonl)"),
              operators: Optional[str] = typer.Option(None, "--operators", help="comma-separated operator names "
                                                                                "(default: all)"),
              level: str = typer.Option("block", "--level", help="segments: line | block"),

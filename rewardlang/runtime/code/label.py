@@ -275,7 +275,8 @@ def groups_of(problems: Sequence[dict[str, Any]], data: PrmData, *, min_winners:
                 counts["duplicates"] += 1
                 continue
             seen.add(code)
-            assert code.startswith(prompt), "operators edit segments after the prompt only"
+            if not code.startswith(prompt):  # operators edit segments after the prompt only: a broken plug-in
+                raise RuntimeError(f"{p.get('task_id', i)}: operator {op} changed the prompt")
             members.append((code[len(prompt):], op, passed))
         is_w = np.array([m[2] for m in members])
         _, rows, kept_w = mine_groups(np.zeros(len(members), np.int64), is_w, ~is_w, min_winners=max(1, min_winners),

@@ -145,3 +145,20 @@ def test_cli_groups_file_trains_gepo_one_step(tmp_path: Path) -> None:
 
     rec = [r for r in read_metrics(run.metrics_path) if "pref/groups" in r]
     assert rec and rec[0]["pref/groups"] == 2.0 and rec[0]["loss"] == pytest.approx(0.6931, abs=1e-3)  # π = π_ref
+
+
+@pytest.mark.slow
+def test_oorl_trains_one_step_on_the_written_groups(tmp_path: Path, built: label.PrmData) -> None:
+    """specs/oorl.reward as shipped (algorithm oorl: REINFORCE++ on HumanEval prompts + GEPO on the file)."""
+    from rewardlang.trainers.metrics import read_metrics
+    from rewardlang.trainers.run import train
+
+    label.groups_of([SQ, AB], built)
+    label.write(built, str(tmp_path / "out"))
+    run = train("specs/oorl.reward", sets={"train.max_steps": 1, "train.batch_size": 4, "train.num_generations": 2,
+                                            "train.max_completion_length": 16,
+                                            "train.preference_data": str(tmp_path / "out" / "groups.jsonl")},
+                flags={"output_dir": str(tmp_path / "run")}, progress=False)
+    rec = [r for r in read_metrics(run.metrics_path) if "gepo/loss" in r]
+    assert run.global_step == 1 and rec[0]["pref/groups"] == 2.0
+    assert rec[0]["gepo/loss"] == pytest.approx(0.6931, abs=1e-3)  # first step: π = π_ref, every r̂ = 0

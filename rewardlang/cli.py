@@ -797,7 +797,8 @@ def _delegate(name: str) -> Any:
 @app.command("prm-data")
 def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humaneval, or a JSONL file with prompt, "
                                                                       "reference, tests[, entry_point, task_id]"),
-             output: Path = typer.Option(..., "-o", "--output", help="directory for dpo.jsonl, steps.jsonl, report.json"),
+             output: Path = typer.Option(..., "-o", "--output", help="directory for dpo.jsonl, steps.jsonl, "
+                                                                  "report.json (and groups.jsonl)"),
              operators: Optional[str] = typer.Option(None, "--operators", help="comma-separated operator names "
                                                                                "(default: all)"),
              level: str = typer.Option("block", "--level", help="segments: line | block"),
@@ -805,7 +806,12 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
              timeout: float = typer.Option(2.0, "--timeout", help="CPU seconds per program"),
              limit: int = typer.Option(0, "--limit", help="use the first N problems (0: all)"),
              plugin: Optional[list[str]] = typer.Option(None, "--plugin", help="import a module that registers "
-                                                                                "operators (repeatable)")) -> None:
+                                                                                "operators (repeatable)"),
+             groups: bool = typer.Option(False, "--groups", help="also write groups.jsonl: GEPO groups (reference + "
+                                                                 "passing refactorings vs failing variants)"),
+             spec: Optional[Path] = typer.Option(None, "--spec", help="with --groups: take min_winners, min_losers, "
+                                                                      "max_group from this spec's preference section")
+             ) -> None:
     """Build PRLCoder's process-supervision data: mutate/refactor each segment, label by running the tests."""
     import importlib
 
@@ -818,6 +824,15 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
             _err(f"error: --plugin {mod}: {type(exc).__name__}: {exc}")
             raise typer.Exit(1)
     ops = [o.strip() for o in operators.split(",") if o.strip()] if operators else None
+    if spec is not None and not groups:
+        _err("error: --spec gives the GEPO group settings: add --groups")
+        raise typer.Exit(1)
+    settings: dict[str, Any] = {}
+    if spec is not None:
+        from rewardlang.runtime.preference import settings_of
+
+        st = settings_of(_load(spec, None).spec)
+        settings = {"min_winners": st.min_winners, "min_losers": st.min_losers, "max_group": st.max_group}
     try:
         problems, bad = label.load_problems(dataset)
         for b in bad:
@@ -826,6 +841,8 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
             problems = problems[:limit]
         data = label.build(problems, operators=ops, level=level, seed=seed, timeout=timeout,
                            progress=label._stderr_progress)
+        if groups:
+            label.groups_of(problems, data, seed=seed, **settings)
     except (label.DataRowError, ValueError) as exc:
         _err(f"error: {exc}")
         raise typer.Exit(1)

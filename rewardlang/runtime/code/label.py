@@ -19,6 +19,12 @@ Outputs (TRL's formats):
 
 Both carry ``task_id``, ``operator`` and ``segment`` (0-based) columns as well.
 
+- GEPO groups (:func:`groups_of`, the format ``rewardlang pairs --groups`` writes and the GEPO/OORL trainers read)
+  ``{"prompt", "winners": [programs], "losers": [programs]}``, one row per problem, each member the whole program
+  after the prompt: winners are the reference and the refactorings that pass the tests, losers every variant that
+  fails them. A passing mutant is in neither (the tests cannot tell an equivalent mutant from a weak test) and is
+  counted. Built from the same verdicts as the rows above: nothing runs twice.
+
     >>> rows = [{"task_id": "t/0", "prompt": "def inc(x):\\n", "reference": "    y = x + 1\\n    return y\\n",
     ...          "tests": "def check(f):\\n    assert f(1) == 2\\n", "entry_point": "inc"}]
     >>> data = build(rows, operators=["return_none", "aug_assign"], level="line")       # doctest: +SKIP
@@ -41,7 +47,7 @@ from typing import Any
 from rewardlang.runtime.code import mutate
 from rewardlang.runtime.code.segment import LEVELS, partition, segments
 
-__all__ = ["DataRowError", "PrmData", "build", "load_problems", "write"]
+__all__ = ["DataRowError", "PrmData", "build", "groups_of", "load_problems", "write"]
 
 
 class DataRowError(ValueError):
@@ -58,6 +64,13 @@ class PrmData:
     per_operator: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     counts: Counter[str] = field(default_factory=Counter)
     bad_rows: list[str] = field(default_factory=list)
+    #: every labelled variant: (problem index, whole program, operator, kind, passed), in build order
+    judged: list[tuple[int, str, str, str, bool]] = field(default_factory=list)
+    #: problems whose reference passed its tests (the others are skipped)
+    reference_ok: list[int] = field(default_factory=list)
+    #: GEPO groups, once :func:`groups_of` made them (``write`` then adds ``groups.jsonl``)
+    groups: list[dict[str, Any]] | None = None
+    group_counts: Counter[str] = field(default_factory=Counter)
 
     def report(self) -> dict[str, Any]:
         ops = {}
@@ -71,8 +84,11 @@ class PrmData:
             kinds[mutate.OPERATORS[name].kind].update(c)
         by_kind = {k: {"applied": c["applied"], "pass_rate": round(c["chosen"] / max(1, c["chosen"] + c["rejected"]), 4)}
                    for k, c in sorted(kinds.items())}
-        return {"counts": dict(self.counts), "operators": ops, "kinds": by_kind, "dpo_rows": len(self.dpo),
-                "step_rows": len(self.steps), "bad_rows": self.bad_rows}
+        rep = {"counts": dict(self.counts), "operators": ops, "kinds": by_kind, "dpo_rows": len(self.dpo),
+               "step_rows": len(self.steps), "bad_rows": self.bad_rows}
+        if self.groups is not None:
+            rep["groups"] = dict(self.group_counts)
+        return rep
 
 
 def load_problems(dataset: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -169,6 +185,8 @@ def build(problems: Sequence[dict[str, Any]], *, operators: Sequence[str] | None
     for i, v in enumerate(verdicts[:len(problems)]):
         ok = not v.infra and v.outcome == "pass"
         ref_ok.append(ok)
+        if ok:
+            data.reference_ok.append(i)
         if v.infra:
             data.counts["reference_infra"] += 1
         elif not ok:
@@ -184,6 +202,7 @@ def build(problems: Sequence[dict[str, Any]], *, operators: Sequence[str] | None
             data.counts["infra_dropped"] += 1
             continue
         passed = verdict.outcome == "pass"
+        data.judged.append((v.row, v.mutant.code, v.mutant.operator, v.mutant.kind, passed))
         data.per_operator[v.mutant.operator]["chosen" if passed else "rejected"] += 1
         labelled[(v.row, v.seg)].append((v, passed))
     for (i, j), items in sorted(labelled.items()):
@@ -210,11 +229,82 @@ def build(problems: Sequence[dict[str, Any]], *, operators: Sequence[str] | None
     return data
 
 
+def groups_of(problems: Sequence[dict[str, Any]], data: PrmData, *, min_winners: int = 1, min_losers: int = 1,
+              max_group: int | None = None, seed: int = 0) -> list[dict[str, Any]]:
+    """GEPO groups from the verdicts :func:`build` already has (nothing runs again); also stored in
+    ``data.groups`` with their counts in ``data.group_counts``.
+
+    Per problem whose reference passes: winners are the reference and its refactorings that pass the tests, losers
+    every variant that fails them (infrastructure failures were dropped by :func:`build`); each member is the whole
+    program after the prompt, identical programs once. Passing mutants are left out and counted. The spec's
+    ``min_winners``/``min_losers``/``max_group`` apply as ``rewardlang pairs --groups`` applies them (at least
+    one of each: GEPO's loss needs both sides)
+    (:func:`rewardlang.runtime.preference.mine_groups`); the reference always comes first, the other members in
+    an order drawn with ``seed``, so a ``max_group`` cap keeps a seeded sample spread over all the segments.
+
+        >>> rows = [{"task_id": "t/0", "prompt": "def inc(x):\\n", "reference": "    y = x + 1\\n    return y\\n",
+        ...          "tests": "def check(f):\\n    assert f(1) == 2\\n", "entry_point": "inc"}]
+        >>> data = build(rows, operators=["return_none", "aug_assign"], level="line")        # doctest: +SKIP
+        >>> groups_of(rows, data)[0]["losers"]                                               # doctest: +SKIP
+        ['    y = x + 1\\n    return None\\n']
+    """
+    import numpy as np
+
+    from rewardlang.runtime.preference import mine_groups
+
+    counts: Counter[str] = Counter({k: 0 for k in ("problems", "groups", "winners", "losers", "mutants_passing",
+                                                  "duplicates", "no_loser", "too_few", "capped")})
+    by_row: dict[int, list[tuple[str, str, str, bool]]] = defaultdict(list)
+    for row, code, op, kind, passed in data.judged:
+        by_row[row].append((code, op, kind, passed))
+        if passed and kind != "refactoring":
+            counts["mutants_passing"] += 1
+    out: list[dict[str, Any]] = []
+    for i in data.reference_ok:
+        p = problems[i]
+        prompt = p["prompt"]
+        counts["problems"] += 1
+        seen = {prompt + p["reference"]}
+        members: list[tuple[str, str, bool]] = [(p["reference"], "reference", True)]
+        variants = by_row.get(i, [])
+        random.Random(f"{seed}:{p.get('task_id', i)}:groups").shuffle(variants)
+        for code, op, kind, passed in variants:
+            if passed and kind != "refactoring":
+                continue
+            if code in seen:
+                counts["duplicates"] += 1
+                continue
+            seen.add(code)
+            if not code.startswith(prompt):  # operators edit segments after the prompt only: a broken plug-in
+                raise RuntimeError(f"{p.get('task_id', i)}: operator {op} changed the prompt")
+            members.append((code[len(prompt):], op, passed))
+        is_w = np.array([m[2] for m in members])
+        _, rows, kept_w = mine_groups(np.zeros(len(members), np.int64), is_w, ~is_w, min_winners=max(1, min_winners),
+                                      min_losers=max(1, min_losers), max_group=max_group)
+        if not len(rows):
+            counts["no_loser" if is_w.all() else "too_few"] += 1
+            continue
+        counts["capped"] += int(len(rows) < len(members))
+        win = [members[k] for k in rows[kept_w]]
+        lose = [members[k] for k in rows[~kept_w]]
+        out.append({"prompt": prompt, "winners": [m[0] for m in win], "losers": [m[0] for m in lose],
+                    "task_id": p.get("task_id", str(i)), "winner_operators": [m[1] for m in win],
+                    "loser_operators": [m[1] for m in lose]})
+        counts["groups"] += 1
+        counts["winners"] += len(win)
+        counts["losers"] += len(lose)
+    data.groups, data.group_counts = out, counts
+    return out
+
+
 def write(data: PrmData, out_dir: str) -> dict[str, str]:
-    """Write ``dpo.jsonl``, ``steps.jsonl`` and ``report.json`` into ``out_dir``: each file is written under a
-    temporary name and renamed, all three only after every write succeeded (complete or absent)."""
+    """Write ``dpo.jsonl``, ``steps.jsonl`` (and ``groups.jsonl`` once :func:`groups_of` ran) and ``report.json``
+    into ``out_dir``: each file is written under a temporary name and renamed, all of them only after every write
+    succeeded (complete or absent)."""
     os.makedirs(out_dir, exist_ok=True)
     files = {"dpo.jsonl": data.dpo, "steps.jsonl": data.steps}
+    if data.groups is not None:
+        files["groups.jsonl"] = data.groups
     tmp: dict[str, str] = {}
     try:
         for name, rows in files.items():
@@ -254,6 +344,11 @@ def summary_table(data: PrmData) -> str:
     lines.append(f"problems {c.get('problems', 0)}, segments {c.get('segments', 0)}, labelled {c.get('labelled', 0)}, "
                  f"infra dropped {c.get('infra_dropped', 0)}, references failing {c.get('reference_failed', 0)}; "
                  f"{rep['dpo_rows']} DPO rows, {rep['step_rows']} stepwise rows")
+    if "groups" in rep:
+        g = rep["groups"]
+        lines.append(f"GEPO groups {g['groups']} of {g['problems']} problems ({g['winners']} winners, "
+                     f"{g['losers']} losers); no loser {g['no_loser']}, too few {g['too_few']}, capped {g['capped']}, "
+                     f"passing mutants left out {g['mutants_passing']}, duplicate programs {g['duplicates']}")
     return "\n".join(lines)
 
 

@@ -40,6 +40,19 @@ def default_model() -> str:
     return os.environ.get("REWARDLANG_DEFAULT_MODEL") or "smollm2"
 
 
+def _names_model(spec: str, config: str | None, sets: dict[str, Any]) -> bool:
+    """Whether a layer below the command line (spec train section, config file, --set) chooses the model."""
+    import rewardlang
+    from rewardlang.trainers.config import load_config_file
+
+    if "train.model" in sets or (config and "model" in load_config_file(config)[0]):
+        return True
+    try:
+        return "model" in rewardlang.load(spec).train
+    except Exception:  # the spec's errors are reported by train(), with their locations
+        return False
+
+
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     # SystemExit, not typer.Exit: it keeps status 1 when the main CLI runs this app with standalone_mode=False
@@ -82,7 +95,9 @@ def train_command(
         sets = parse_set(set_)
         from rewardlang.trainers.run import train
 
-        flags: dict[str, Any] = {"model": model or default_model(), "dataset": dataset, "output_dir": output, "max_steps": max_steps,
+        if model is None and not _names_model(spec, config, sets):
+            model = default_model()
+        flags: dict[str, Any] = {"model": model, "dataset": dataset, "output_dir": output, "max_steps": max_steps,
                                  "seed": seed, "lora": lora}
         result = train(spec, config_file=config, sets=sets, flags=flags, resume=resume, progress=progress)
     except SpecError as exc:

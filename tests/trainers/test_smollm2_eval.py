@@ -204,3 +204,15 @@ def test_smollm2_conversion_matches_gguf_and_cache_is_reused(tmp_path, monkeypat
     with torch.no_grad():
         assert torch.equal(cached(**ids).logits, want)
     assert any(p.requires_grad for p in cached.parameters())  # a plain trainable model
+
+
+def test_cli_default_model_yields_to_config_file_and_set(tmp_path, monkeypatch) -> None:
+    from rewardlang.trainers import cli
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("train:\n  model: ./somewhere\n")
+    assert cli._names_model("specs/quality_grpo.reward", str(cfg), {})
+    assert cli._names_model("specs/quality_grpo.reward", None, {"train.model": "tiny"})
+    assert not cli._names_model("specs/quality_grpo.reward", None, {})
+    monkeypatch.delenv("REWARDLANG_DEFAULT_MODEL")
+    assert cli.default_model() == "smollm2"

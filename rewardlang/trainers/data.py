@@ -114,10 +114,10 @@ def present(prompt: Any, chat: bool, system_prompt: str | None = None, prompt_te
     """A dataset prompt as the model sees it: ``prompt_template`` (``{prompt}`` replaced by the text) and, in chat
     format, a system message first. A chat prompt (a list of messages) gets the system message only if it has none.
 
-    >>> present("def f():", True, "Answer in one python block.", "Complete:\n{prompt}")
-    [{'role': 'system', 'content': 'Answer in one python block.'}, {'role': 'user', 'content': 'Complete:\ndef f():'}]
+    >>> present("def f():", True, "Answer in one python block.", "Complete:\\n{prompt}")
+    [{'role': 'system', 'content': 'Answer in one python block.'}, {'role': 'user', 'content': 'Complete:\\ndef f():'}]
     >>> present("def f():", False, "Be brief.", None)
-    'Be brief.\n\ndef f():'
+    'Be brief.\\n\\ndef f():'
     """
     if isinstance(prompt, str):
         text = prompt_template.replace("{prompt}", prompt) if prompt_template else prompt

@@ -27,6 +27,7 @@ import re
 import sys
 import tempfile
 import time
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,7 +45,8 @@ _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", r
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k from ``c`` correct of ``n`` samples: ``1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021),
-    computed as a stable product. ``k > n`` is an error (the estimate needs at least ``k`` samples).
+    computed exactly (integer binomials, one rounding at the end; Chen et al.'s product form rounds at every
+    factor). ``k > n`` is an error (the estimate needs at least ``k`` samples).
 
     >>> pass_at_k(10, 1, 1), pass_at_k(10, 10, 5), round(pass_at_k(10, 3, 5), 6)
     (0.1, 1.0, 0.916667)
@@ -53,12 +55,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
         raise ValueError(f"pass_at_k: need 0 <= c <= n and k >= 1 (n={n}, c={c}, k={k})")
     if k > n:
         raise ValueError(f"pass_at_k: k={k} needs at least k samples per problem (n={n})")
-    if n - c < k:
-        return 1.0
-    prod = 1.0
-    for i in range(n - c + 1, n + 1):
-        prod *= 1.0 - k / i
-    return 1.0 - prod
+    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
 
 
 def program_for(completion: str, prompt: str, entry_point: str) -> str:

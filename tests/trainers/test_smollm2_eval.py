@@ -163,6 +163,14 @@ def test_train_evaluates_heldout_before_and_after(tmp_path) -> None:
     first = result.trainer.train_dataset[0]["prompt"]
     assert first[0]["role"] == "system" and "```python" in first[0]["content"]
     assert first[1]["content"].startswith("Complete this Python function:")
+    # the run directory evaluates with `rewardlang eval --model RUN_DIR` (its final policy, asked as trained)
+    out = tmp_path / "r.jsonl"
+    res = CliRunner().invoke(app, ["eval", "--model", run, "--problems", "HumanEval/2", "--max-new-tokens", "4",
+                                   "--no-progress", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output.splitlines()[1])["pass@1"] == 0.0
+    (rec,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rec["task_id"] == "HumanEval/2" and rec["n"] == 1 and rec["outcomes"][0] != "pass"
 
 
 # -- SmolLM2 from the package (slow: converts a 135M model) ----------------------------------------------------------

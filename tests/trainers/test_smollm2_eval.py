@@ -151,12 +151,12 @@ def test_train_evaluates_heldout_before_and_after(tmp_path) -> None:
     held = {r["task_id"] for r in split_heldout(load_humaneval(), 2)[1]}
     assert not held & set(result.trainer.train_dataset["task_id"])  # never trained on
     assert len(result.trainer.train_dataset) == 162
-    doc = json.loads(open(os.path.join(run, "eval.json")).read())
+    doc = json.loads((tmp_path / "run" / "eval.json").read_text())
     assert set(doc["before"]["task_ids"]) == held == set(doc["after"]["task_ids"])
     assert doc["before"]["pass@1"] == 0.0  # a random 2-layer model writes no working code
     for when in ("before", "after"):
-        assert len(open(os.path.join(run, f"eval-{when}.jsonl")).read().splitlines()) == 2
-    readme = open(os.path.join(run, "README.md")).read()
+        assert len((tmp_path / "run" / f"eval-{when}.jsonl").read_text().splitlines()) == 2
+    readme = (tmp_path / "run" / "README.md").read_text()
     assert "held-out pass@1" in readme and "mean reward: first 2 steps" in readme and "curves.png" in readme
     assert os.path.exists(os.path.join(run, "curves.png"))
     # the spec's presentation reached the prompts

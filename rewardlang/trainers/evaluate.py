@@ -269,18 +269,25 @@ def load_eval_model(name: str, dtype: str = "float32") -> tuple[Any, Any, dict[s
     from rewardlang.trainers.model import load_policy
 
     shown: dict[str, Any] = {}
-    path = name
+    path, run_model = name, None
     if os.path.isdir(name) and os.path.exists(os.path.join(name, "config.json")) \
             and os.path.isdir(os.path.join(name, "final")):
         with open(os.path.join(name, "config.json"), encoding="utf-8") as fh:
             train = json.load(fh).get("train", {})
         shown = {k: train.get(k) for k in ("system_prompt", "prompt_template") if train.get(k)}
+        run_model = train.get("model") or os.path.join(name, "initial_model")  # None: the run's tiny model
         path = os.path.join(name, "final")
-    if os.path.isdir(path) and os.path.exists(os.path.join(path, "adapter_config.json")):
-        from peft import AutoPeftModelForCausalLM
+    adapter = os.path.join(path, "adapter_config.json")
+    if os.path.isdir(path) and os.path.exists(adapter):
+        from peft import PeftModel
         from transformers import AutoTokenizer
 
-        model = AutoPeftModelForCausalLM.from_pretrained(path, local_files_only=True).merge_and_unload()
+        with open(adapter, encoding="utf-8") as fh:
+            base_name = json.load(fh).get("base_model_name_or_path") or run_model
+        if not base_name:
+            raise ValueError(f"{path}: a LoRA adapter whose base model is not recorded; evaluate its run directory")
+        base, _ = load_policy(TrainConfig(model=base_name, dtype=dtype))
+        model = PeftModel.from_pretrained(base, path).merge_and_unload()
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, padding_side="left")
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token

@@ -224,3 +224,22 @@ def test_cli_default_model_yields_to_config_file_and_set(tmp_path, monkeypatch) 
     assert not cli._names_model("specs/quality_grpo.reward", None, {})
     monkeypatch.delenv("REWARDLANG_DEFAULT_MODEL")
     assert cli.default_model() == "smollm2"
+
+
+def test_eval_of_a_lora_run_merges_the_adapter_into_its_base(tmp_path) -> None:
+    import torch
+
+    from rewardlang.trainers.run import train
+
+    run = str(tmp_path / "lora")
+    train("specs/quality_grpo.reward", sets={"train.num_generations": 2, "train.max_completion_length": 4},
+          flags={"model": "tiny", "output_dir": run, "max_steps": 1, "lora": True}, progress=False)
+    model, tok, shown = ev.load_eval_model(run)
+    assert not hasattr(model, "peft_config")  # merged: a plain model
+    assert shown["system_prompt"].startswith("You are an expert Python programmer")
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(os.path.join(run, "initial_model"), local_files_only=True)
+    ids = tok("def f():", return_tensors="pt")
+    with torch.no_grad():  # LoRA's B starts at 0 and a tiny model earns no reward: the merged model is the base
+        assert torch.allclose(model(**ids).logits, base(**ids).logits, atol=1e-5)

@@ -160,6 +160,9 @@ def write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for r in records:
                 fh.write(json.dumps(r) + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make results unreadable to others, unlike open()
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -101,9 +101,9 @@ def plot_run(run_dir: str, out: str | None = None) -> str:
         for key in chosen:
             xs, ys = _series(records, key)
             label = key.removeprefix("rewards/").removesuffix("/mean") if key.startswith("rewards/") else key
-            line, = ax.plot(xs, ys, marker="." if len(xs) < 40 else None, label=label,
-                            alpha=0.45 if title.startswith(("reward", "component")) and len(xs) > SMOOTH else 1.0)
-            if title.startswith(("reward", "component")) and len(xs) > SMOOTH:
+            smoothed = title in (PANELS[0][0], PANELS[1][0]) and len(xs) > SMOOTH  # the reward panels
+            line, = ax.plot(xs, ys, marker="." if len(xs) < 40 else None, label=label, alpha=0.45 if smoothed else 1.0)
+            if smoothed:
                 ax.plot(xs, smooth(ys), color=line.get_color(), linewidth=2)
             if key == "reward":
                 sx, sd = _series(records, "reward_std")

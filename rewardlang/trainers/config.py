@@ -79,6 +79,12 @@ class TrainConfig:
     max_completion_length: int = 48
     max_prompt_length: int | None = None  # tokens; longer prompts are left out (never truncated: see data.py)
     prompt_format: str = "auto"  # auto | chat | text
+    # How a problem is presented (data.py): a system message before each chat prompt, and a template whose
+    # `{prompt}` is the dataset's prompt (None: the prompt as is). Specs state them so the model can earn the reward.
+    system_prompt: str | None = None
+    prompt_template: str | None = None
+    eval: int = 0  # held-out problems evaluated (pass@1, greedy) before and after training; 0: no evaluation
+    eval_max_new_tokens: int = 256
     save_steps: int = 10
     save_total_limit: int | None = None
     logging_steps: int = 1
@@ -325,6 +331,8 @@ def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
     def where(key: str) -> str:
         return sources.get(key, "default")
 
+    if cfg.model == "tiny":  # `--model tiny` names the random model, which is also what None means
+        cfg.model = None
     if cfg.num_generations < (2 if cfg.algorithm == "grpo" else 1):  # PPO may sample one completion per prompt
         raise ConfigError(f"{where('num_generations')}: `num_generations` must be at least 2 for GRPO "
                           f"(got {cfg.num_generations})")

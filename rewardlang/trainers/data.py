@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from rewardlang.runtime.program import Program
 
-__all__ = ["DataError", "load_rows", "check_columns", "build_dataset", "RESERVED_COLUMNS"]
+__all__ = ["DataError", "load_rows", "check_columns", "build_dataset", "present", "split_heldout",
+           "RESERVED_COLUMNS"]
 
 #: names TRL passes to reward functions itself; a dataset column with one of these names would be shadowed
 RESERVED_COLUMNS = ("completion", "completions", "prompts", "completion_ids", "trainer_state", "log_extra",
@@ -109,6 +110,51 @@ def check_columns(prog: "Program", rows: Sequence[dict[str, Any]], source: str) 
     return keep
 
 
+def present(prompt: Any, chat: bool, system_prompt: str | None = None, prompt_template: str | None = None) -> Any:
+    """A dataset prompt as the model sees it: ``prompt_template`` (``{prompt}`` replaced by the text) and, in chat
+    format, a system message first. A chat prompt (a list of messages) gets the system message only if it has none.
+
+    >>> present("def f():", True, "Answer in one python block.", "Complete:\\n{prompt}")
+    [{'role': 'system', 'content': 'Answer in one python block.'}, {'role': 'user', 'content': 'Complete:\\ndef f():'}]
+    >>> present("def f():", False, "Be brief.", None)
+    'Be brief.\\n\\ndef f():'
+    """
+    if isinstance(prompt, str):
+        text = prompt_template.replace("{prompt}", prompt) if prompt_template else prompt
+        if chat:
+            return ([{"role": "system", "content": system_prompt}] if system_prompt else []) + \
+                [{"role": "user", "content": text}]
+        return f"{system_prompt}\n\n{text}" if system_prompt else text
+    if system_prompt and not any(m.get("role") == "system" for m in prompt):
+        return [{"role": "system", "content": system_prompt}, *prompt]
+    return prompt
+
+
+def split_heldout(rows: Sequence[dict[str, Any]], n: int, seed: int = 0) -> tuple[list[dict[str, Any]],
+                                                                                  list[dict[str, Any]]]:
+    """Deterministic ``(train rows, held-out rows)``: ``n`` rows chosen by a seeded permutation (independent of the
+    model and of any other setting), the held-out ones never trained on.
+
+    >>> rows = [{"task_id": str(i)} for i in range(10)]
+    >>> train, held = split_heldout(rows, 3)
+    >>> len(train), len(held), {r["task_id"] for r in train} & {r["task_id"] for r in held}
+    (7, 3, set())
+    >>> split_heldout(rows, 3)[1] == held
+    True
+    """
+    import random
+
+    if n <= 0:
+        return list(rows), []
+    if n >= len(rows):
+        raise DataError(f"train.eval={n} holds out every one of the {len(rows)} problems; none would be left to train "
+                        f"on")
+    order = list(range(len(rows)))
+    random.Random(f"rewardlang-heldout-{seed}").shuffle(order)
+    held = set(order[:n])
+    return [r for i, r in enumerate(rows) if i not in held], [r for i, r in enumerate(rows) if i in held]
+
+
 def _prompt_length(prompt: Any, tokenizer: "PreTrainedTokenizerBase", chat: bool) -> int:
     if chat:
         return len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True,
@@ -122,6 +168,8 @@ def build_dataset(
     tokenizer: "PreTrainedTokenizerBase",
     prompt_format: str = "auto",
     max_prompt_length: int | None = None,
+    system_prompt: str | None = None,
+    prompt_template: str | None = None,
 ) -> tuple["Dataset", dict[str, Any]]:
     """A ``datasets.Dataset`` with ``columns``; text prompts become chats when the format is (or resolves to) chat.
 
@@ -134,11 +182,10 @@ def build_dataset(
     out, dropped = [], 0
     for row in rows:
         prompt = row["prompt"]
-        if isinstance(prompt, str) and chat:
-            prompt = [{"role": "user", "content": prompt}]
-        elif isinstance(prompt, list) and not chat:
+        if isinstance(prompt, list) and not chat:
             raise DataError("chat prompts need a tokenizer with a chat template (prompt_format=text was chosen, or the "
                             "model's tokenizer has none)")
+        prompt = present(prompt, bool(chat), system_prompt, prompt_template)
         if max_prompt_length is not None and _prompt_length(prompt, tokenizer, bool(chat)) > max_prompt_length:
             dropped += 1
             continue

@@ -40,8 +40,9 @@ from trl import GRPOConfig, GRPOTrainer
 
 from rewardlang.trainers.align import TokenAligner
 from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
-from rewardlang.trainers.data import DataError, build_dataset, check_columns, load_rows
+from rewardlang.trainers.data import DataError, build_dataset, check_columns, load_rows, split_heldout
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
+from rewardlang.trainers import report
 from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
 from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, run_dir_for, save_initial_policy
 
@@ -378,13 +379,15 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
                   callbacks: Sequence[Any] = ()) -> SpecGRPOTrainer:
     """Data (checked against the spec), policy and trainer for a resolved configuration."""
     rows, source = load_rows(cfg.dataset)
+    rows, _ = split_heldout(rows, cfg.eval)  # train.eval's held-out problems are never trained on (report.py)
     columns = check_columns(prog, rows, source)  # before the model is built: a bad dataset fails in seconds
     if cfg.torch_threads or (cfg.model is None and not torch.cuda.is_available()):
         torch.set_num_threads(cfg.torch_threads or 1)
     model, tokenizer = load_policy(cfg)
     if cfg.model is None:
         save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
-    dataset, summary = build_dataset(rows, columns, tokenizer, cfg.prompt_format, cfg.max_prompt_length)
+    dataset, summary = build_dataset(rows, columns, tokenizer, cfg.prompt_format, cfg.max_prompt_length,
+                                     cfg.system_prompt, cfg.prompt_template)
     args = grpo_args(cfg, run_dir)
     per_step = args.generation_batch_size // cfg.num_generations
     if len(dataset) < per_step:  # TRL's sampler drops a partial batch: the run would end at step 0, "successfully"
@@ -440,7 +443,8 @@ def train(
     if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
         raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
 
-    # 3. Data, policy, trainer.
+    # 3. Data, policy, trainer (and train.eval's held-out problems, checked before any model is loaded).
+    heldout = report.heldout_rows(cfg)
     trainer = build_trainer(cfg, prog, run_dir, progress=progress, callbacks=callbacks)
     if trainer.accelerator.is_main_process:
         # config.json describes the run as started; a resume adds config.resume-<step>.json beside it
@@ -451,9 +455,18 @@ def train(
                                            if isinstance(v, (int, float, str, bool, list, type(None)))},
                              "resumed_from": checkpoint})
 
-    # 4. Train, then save the final policy (the adapter only, with LoRA) and its tokenizer.
+    # 4. Held-out pass@1 before, train, save the final policy (the adapter only, with LoRA), pass@1 after, README.
+    show = cfg.progress if progress is None else progress
+    main = trainer.accelerator.is_main_process
+    if heldout and main and not os.path.exists(os.path.join(run_dir, "eval-before.jsonl")):
+        report.evaluate_heldout(trainer.model, trainer.processing_class, heldout, cfg, run_dir, "before", progress=show)
     trainer.train(resume_from_checkpoint=checkpoint)
     final_dir = os.path.join(run_dir, "final")
     trainer.save_model(final_dir)
+    if main:
+        if heldout:
+            report.evaluate_heldout(trainer.model, trainer.processing_class, heldout, cfg, run_dir, "after",
+                                    progress=show)
+        report.write_run_readme(run_dir)
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.state.global_step, config=cfg, trainer=trainer)

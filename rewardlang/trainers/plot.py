@@ -1,8 +1,10 @@
 """``rewardlang plot RUN_DIR``: training curves from ``RUN_DIR/metrics.jsonl`` to a PNG (matplotlib, Agg backend).
 
 One panel per metric group: the total reward (mean ± std), each component's mean reward, advantages, masked share,
-KL and loss, completion length, the reward functions' share of the step time, tokens/s. Panels whose metrics the
-run did not log are left out. Does not import torch.
+KL and loss, completion length, the reward functions' share of the step time, tokens/s. The reward panels also
+draw a moving average over :data:`SMOOTH` steps (single steps of a small group are noisy). When the run evaluated
+held-out problems (``train.eval``, ``eval.json``), a last panel shows pass@1 before and after training. Panels whose
+metrics the run did not log are left out. Does not import torch.
 
     >>> import json, os, tempfile
     >>> d = tempfile.mkdtemp()
@@ -20,7 +22,24 @@ import math
 import os
 from typing import Any
 
-__all__ = ["plot_run", "chosen_panels", "PANELS"]
+__all__ = ["plot_run", "chosen_panels", "PANELS", "smooth", "SMOOTH"]
+#: window of the moving average drawn over the reward panels
+SMOOTH = 5
+
+
+def smooth(ys: list[float], window: int = SMOOTH) -> list[float]:
+    """Trailing moving average (the first points average what there is so far).
+
+    >>> smooth([0.0, 1.0, 2.0, 3.0], 2)
+    [0.0, 0.5, 1.5, 2.5]
+    """
+    out, total = [], 0.0
+    for i, y in enumerate(ys):
+        total += y
+        if i >= window:
+            total -= ys[i - window]
+        out.append(total / min(i + 1, window))
+    return out
 
 #: (title, metric keys or key prefixes ending in "/"); the first panel also shades ``reward_std``
 PANELS: list[tuple[str, list[str]]] = [
@@ -82,14 +101,21 @@ def plot_run(run_dir: str, out: str | None = None) -> str:
     if not records:
         raise ValueError(f"{path}: no training records yet")
     panels = chosen_panels(records)
+    evals = {}
+    if os.path.exists(os.path.join(run_dir, "eval.json")):
+        with open(os.path.join(run_dir, "eval.json"), encoding="utf-8") as fh:
+            evals = {k: v["pass@1"] for k, v in json.load(fh).items() if isinstance(v, dict) and "pass@1" in v}
     cols = 2
-    rows = math.ceil(len(panels) / cols)
+    rows = math.ceil((len(panels) + bool(evals)) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(11, 3.2 * rows), squeeze=False)
     for ax, (title, chosen) in zip(axes.flat, panels):
         for key in chosen:
             xs, ys = _series(records, key)
             label = key.removeprefix("rewards/").removesuffix("/mean") if key.startswith("rewards/") else key
-            ax.plot(xs, ys, marker="." if len(xs) < 40 else None, label=label)
+            smoothed = title in (PANELS[0][0], PANELS[1][0]) and len(xs) > SMOOTH  # the reward panels
+            line, = ax.plot(xs, ys, marker="." if len(xs) < 40 else None, label=label, alpha=0.45 if smoothed else 1.0)
+            if smoothed:
+                ax.plot(xs, smooth(ys), color=line.get_color(), linewidth=2)
             if key == "reward":
                 sx, sd = _series(records, "reward_std")
                 if sx == xs:
@@ -99,7 +125,14 @@ def plot_run(run_dir: str, out: str | None = None) -> str:
         ax.grid(alpha=0.3)
         if len(chosen) > 1:
             ax.legend(fontsize=8)
-    for ax in list(axes.flat)[len(panels):]:
+    if evals:
+        ax = list(axes.flat)[len(panels)]
+        names = [k for k in ("before", "after") if k in evals]
+        bars = ax.bar(names, [evals[k] for k in names], color=["#999999", "#2a7ab9"][:len(names)])
+        ax.bar_label(bars, fmt="%.3f")
+        ax.set_ylim(0, max(1e-3, *evals.values()) * 1.3)
+        ax.set_title("held-out pass@1 (greedy)", fontsize=10)
+    for ax in list(axes.flat)[len(panels) + bool(evals):]:
         ax.axis("off")
     fig.suptitle(os.path.basename(os.path.abspath(run_dir)))
     fig.tight_layout()

@@ -1,0 +1,299 @@
+"""``rewardlang eval``: pass@1 and pass@k of a model on HumanEval problems, every program judged in the sandbox.
+
+For each problem the model writes ``n`` completions (greedy when ``temperature`` is 0, then ``n`` is 1); each
+completion becomes a program (:func:`program_for`) that the sandbox runs against the problem's tests
+(:mod:`rewardlang.runtime.sandbox`: the verdict is computed outside the program's process). A problem's pass@k is the
+unbiased estimator of Chen et al. (2021), ``1 - C(n - c, k) / C(n, k)`` for ``c`` passing samples of ``n``
+(:func:`pass_at_k`), and the reported figure is its mean over problems. A completion whose execution failed for an
+infrastructure reason (a sandbox slot died) is left out of its problem's ``n`` and counted, never scored as a fail.
+
+Given completions (``--completions FILE``, rows ``{"task_id", "completion"}``) are judged the same way without a
+model, which is how the canonical solutions are checked to score 1.0.
+
+    >>> pass_at_k(5, 2, 1), round(pass_at_k(5, 2, 2), 4), pass_at_k(5, 0, 3), pass_at_k(3, 2, 2)
+    (0.4, 0.7, 0.0, 1.0)
+    >>> program_for("```python\\ndef f(x):\\n    return x\\n```", "import math\\n", "f")
+    'import math\\n\\ndef f(x):\\n    return x\\n'
+    >>> program_for("    return x\\n", "def f(x):\\n", "f")
+    'def f(x):\\n    return x\\n'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+__all__ = ["pass_at_k", "program_for", "judge", "generate", "evaluate", "summarize", "write_jsonl",
+           "load_completions", "select_problems", "load_eval_model", "DEFAULT_SYSTEM_PROMPT"]
+
+#: how a problem is presented when neither a spec nor a run directory says (the shipped specs state their own)
+DEFAULT_SYSTEM_PROMPT = ("You are an expert Python programmer. Complete the function the user gives. Reply with the "
+                         "whole function in one ```python code block.")
+
+_FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from ``c`` correct of ``n`` samples: ``1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021),
+    computed exactly (integer binomials, one rounding at the end; Chen et al.'s product form rounds at every
+    factor). ``k > n`` is an error (the estimate needs at least ``k`` samples).
+
+    >>> pass_at_k(10, 1, 1), pass_at_k(10, 10, 5), round(pass_at_k(10, 3, 5), 6)
+    (0.1, 1.0, 0.916667)
+    """
+    if not 0 <= c <= n or k < 1:
+        raise ValueError(f"pass_at_k: need 0 <= c <= n and k >= 1 (n={n}, c={c}, k={k})")
+    if k > n:
+        raise ValueError(f"pass_at_k: k={k} needs at least k samples per problem (n={n})")
+    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
+
+
+def program_for(completion: str, prompt: str, entry_point: str) -> str:
+    """The program a completion stands for: its first python code block (the whole text when it has none); when
+    that code defines ``entry_point`` it follows the problem's prompt (imports and helpers stay defined, the new
+    definition replaces the docstring-only one), else it is the body that continues the prompt (HumanEval's own
+    convention, as the canonical solutions are written)."""
+    m = _FENCE.search(completion)
+    code = m.group(1) if m else completion
+    if re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", code, re.M):
+        return prompt + "\n" + code
+    return prompt + code
+
+
+def judge(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[str]], *,
+          timeout: float = 10.0) -> list[list[str | None]]:
+    """Each completion's outcome class from the sandbox (``"pass"``, ``"fail"``, ``"timeout"`` ...; None for an
+    infrastructure failure), per problem, in order."""
+    from rewardlang.runtime.sandbox import Limits, Task, get_sandbox
+
+    limits = Limits(cpu=timeout)
+    tasks, where = [], []
+    for i, (row, comps) in enumerate(zip(problems, completions, strict=True)):
+        for comp in comps:
+            tasks.append(Task(program_for(comp, row["prompt"], row["entry_point"]), row["tests"], row["entry_point"],
+                              format="humaneval", limits=limits))
+            where.append(i)
+    verdicts = get_sandbox().evaluate(tasks) if tasks else []
+    out: list[list[str | None]] = [[] for _ in problems]
+    for i, v in zip(where, verdicts, strict=True):
+        out[i].append(None if v.infra else v.outcome)
+    return out
+
+
+def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", problems: Sequence[Mapping[str, Any]],
+             *, n: int = 1, temperature: float = 0.0, max_new_tokens: int = 256, system_prompt: str | None = None,
+             prompt_template: str | None = None, batch_size: int = 8, seed: int = 0,
+             on_problem: Callable[[int], None] | None = None) -> list[list[str]]:
+    """``n`` completions per problem (greedy when ``temperature`` is 0), prompts presented as in training
+    (:func:`rewardlang.trainers.data.present`), generated a few problems at a time with left padding."""
+    import torch
+
+    from rewardlang.trainers.data import present
+
+    if temperature <= 0 and n != 1:
+        raise ValueError("greedy decoding (temperature 0) gives one completion per problem: use --n 1, or a "
+                         "temperature above 0 for pass@k")
+    chat = bool(getattr(tokenizer, "chat_template", None))
+    texts = []
+    for row in problems:
+        p = present(row["prompt"], chat, system_prompt, prompt_template)
+        texts.append(tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) if chat else p)
+    was_training = model.training
+    model.eval()
+    per_batch = max(1, batch_size // n)
+    out: list[list[str]] = []
+    gen = torch.Generator().manual_seed(seed)
+    try:
+        for start in range(0, len(texts), per_batch):
+            chunk = texts[start:start + per_batch]
+            enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+            kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, num_return_sequences=n,
+                                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+            if temperature > 0:
+                torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
+                kwargs.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
+            else:
+                kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+            with torch.no_grad():
+                seqs = model.generate(**enc, **kwargs)
+            decoded = tokenizer.batch_decode(seqs[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+            for j in range(len(chunk)):
+                out.append(decoded[j * n:(j + 1) * n])
+                if on_problem is not None:
+                    on_problem(start + j)
+    finally:
+        model.train(was_training)
+    return out
+
+
+def summarize(records: Sequence[Mapping[str, Any]], ks: Iterable[int]) -> dict[str, Any]:
+    """pass@k averaged over problems (a k above a problem's sample count is left out of the summary)."""
+    ks = sorted(set(ks))
+    scored = [r for r in records if r["n"] > 0]
+    out: dict[str, Any] = {"problems": len(records), "scored": len(scored),
+                           "samples": sum(r["n"] for r in records),
+                           "infra_failures": sum(r["infra"] for r in records)}
+    for k in ks:
+        vals = [pass_at_k(r["n"], r["correct"], k) for r in scored if r["n"] >= k]
+        if vals and len(vals) == len(scored):
+            out[f"pass@{k}"] = sum(vals) / len(vals)
+    return out
+
+
+def write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
+    """Write ``records`` atomically: a temporary file in the same directory renamed over ``path`` (complete or
+    absent)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".eval-", suffix=".jsonl", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for r in records:
+                fh.write(json.dumps(r) + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make results unreadable to others, unlike open()
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def select_problems(problems: Sequence[str] | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    """HumanEval rows: those named (``HumanEval/0`` or ``0``), else all, then the first ``limit``."""
+    from rewardlang.runtime.datasets.humaneval import load_humaneval
+
+    rows = load_humaneval()
+    if problems:
+        by_id = {r["task_id"]: r for r in rows}
+        chosen = []
+        for p in problems:
+            key = p if p.startswith("HumanEval/") else f"HumanEval/{p}"
+            if key not in by_id:
+                raise ValueError(f"--problems: unknown problem {p!r} (HumanEval/0 .. HumanEval/{len(rows) - 1})")
+            chosen.append(by_id[key])
+        rows = chosen
+    return rows[:limit] if limit else rows
+
+
+def load_completions(path: str, problems: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Completions from a JSONL file of ``{"task_id", "completion"}`` rows, grouped per problem (in order).
+
+    Bad rows (not JSON, no ``task_id``/``completion``, an unknown task) are a ValueError naming the line; a problem
+    with no completion is an error too (its pass@k would be undefined)."""
+    by_id: dict[str, list[str]] = {r["task_id"]: [] for r in problems}
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
+            if not isinstance(row, dict) or not isinstance(row.get("task_id"), str) \
+                    or not isinstance(row.get("completion"), str):
+                raise ValueError(f"{path}:{lineno}: expected {{\"task_id\": str, \"completion\": str}}")
+            if row["task_id"] in by_id:
+                by_id[row["task_id"]].append(row["completion"])
+    missing = [t for t, c in by_id.items() if not c]
+    if missing:
+        raise ValueError(f"{path}: no completion for {len(missing)} of {len(by_id)} problems (first: {missing[0]}); "
+                         f"choose the problems with --problems")
+    return [by_id[r["task_id"]] for r in problems]
+
+
+def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokenizer: Any = None,
+             completions: Sequence[Sequence[str]] | None = None, n: int = 1, ks: Sequence[int] = (1,),
+             temperature: float = 0.0, max_new_tokens: int = 256, system_prompt: str | None = None,
+             prompt_template: str | None = None, seed: int = 0, progress: bool = False, desc: str = "eval",
+             out_path: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Generate (or take the given ``completions``), judge, and return ``(summary, per-problem records)``; the
+    records go to ``out_path`` as JSONL when given (written once everything is judged).
+
+    >>> from rewardlang.runtime.datasets.humaneval import load_humaneval
+    >>> rows = load_humaneval()[:2]
+    >>> summary, _ = evaluate(rows, completions=[[r["reference"]] for r in rows])   # doctest: +SKIP
+    >>> summary["pass@1"]                                                            # doctest: +SKIP
+    1.0
+    """
+    t0 = time.perf_counter()
+    bar = None
+    if completions is None:
+        if model is None or tokenizer is None:
+            raise ValueError("evaluate: give a model and tokenizer, or completions")
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(problems), desc=desc, unit="problem", dynamic_ncols=True, file=sys.stderr)
+        try:
+            completions = generate(model, tokenizer, problems, n=n, temperature=temperature,
+                                   max_new_tokens=max_new_tokens, system_prompt=system_prompt,
+                                   prompt_template=prompt_template, seed=seed,
+                                   on_problem=(lambda _i: bar.update(1)) if bar is not None else None)
+        finally:
+            if bar is not None:
+                bar.close()
+    gen_s = time.perf_counter() - t0
+    outcomes = judge(problems, completions)
+    records = []
+    for row, comps, outs in zip(problems, completions, outcomes, strict=True):
+        ok = [o for o in outs if o is not None]
+        c = sum(o == "pass" for o in ok)
+        rec = {"task_id": row["task_id"], "n": len(ok), "correct": c, "infra": len(outs) - len(ok),
+               "outcomes": outs, "completions": list(comps)}
+        for k in ks:
+            if len(ok) >= k:
+                rec[f"pass@{k}"] = pass_at_k(len(ok), c, k)
+        records.append(rec)
+    summary = summarize(records, ks)
+    summary.update({"n": n, "temperature": temperature, "generation_s": round(gen_s, 2),
+                    "total_s": round(time.perf_counter() - t0, 2)})
+    if out_path:
+        write_jsonl(out_path, records)
+    return summary, records
+
+
+def load_eval_model(name: str, dtype: str = "float32") -> tuple[Any, Any, dict[str, Any]]:
+    """``smollm2`` | ``tiny`` | a model directory | a run directory (its ``final/`` policy; a LoRA adapter is merged
+    into its base) → ``(model, tokenizer, presentation)``; ``presentation`` holds the run's ``system_prompt`` and
+    ``prompt_template`` when a run directory is given (so the model is asked as it was trained)."""
+    from rewardlang.trainers.config import TrainConfig
+    from rewardlang.trainers.model import load_policy
+
+    shown: dict[str, Any] = {}
+    path, run_model = name, None
+    if os.path.isdir(name) and os.path.exists(os.path.join(name, "config.json")) \
+            and os.path.isdir(os.path.join(name, "final")):
+        with open(os.path.join(name, "config.json"), encoding="utf-8") as fh:
+            train = json.load(fh).get("train", {})
+        shown = {k: train.get(k) for k in ("system_prompt", "prompt_template") if train.get(k)}
+        run_model = train.get("model") or os.path.join(name, "initial_model")  # None: the run's tiny model
+        path = os.path.join(name, "final")
+    adapter = os.path.join(path, "adapter_config.json")
+    if os.path.isdir(path) and os.path.exists(adapter):
+        from peft import PeftModel
+        from transformers import AutoTokenizer
+
+        with open(adapter, encoding="utf-8") as fh:
+            base_name = json.load(fh).get("base_model_name_or_path") or run_model
+        if not base_name:
+            raise ValueError(f"{path}: a LoRA adapter whose base model is not recorded; evaluate its run directory")
+        base, _ = load_policy(TrainConfig(model=base_name, dtype=dtype))
+        model = PeftModel.from_pretrained(base, path).merge_and_unload()
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, padding_side="left")
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        return model, tokenizer, shown
+    model, tokenizer = load_policy(TrainConfig(model=None if path == "tiny" else path, dtype=dtype))
+    return model, tokenizer, shown

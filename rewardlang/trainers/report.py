@@ -1,0 +1,160 @@
+"""What a run changed: held-out pass@1 before and after training (``train.eval``), the run's README.md, the summary.
+
+With ``train.eval = N`` (N > 0), N problems are held out of the training prompts by a fixed, seeded split
+(:func:`rewardlang.trainers.data.split_heldout`; it depends on the dataset and N only, never on the model or the
+run's seed) and evaluated greedily before the first step and after the last one, presented as in training. Results go
+to ``RUN_DIR/eval-before.jsonl``, ``eval-after.jsonl`` (per problem) and ``eval.json`` (the summaries);
+``RUN_DIR/README.md`` says what ran, the reward of the first and last steps, and the before/after pass@1, with the
+reward curve (``curves.png``, :func:`rewardlang.trainers.plot.plot_run`).
+
+    >>> import json, os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> with open(os.path.join(d, "metrics.jsonl"), "w") as fh:
+    ...     for s in range(1, 11):
+    ...         _ = fh.write(json.dumps({"step": s, "reward": s / 10}) + "\\n")
+    >>> reward_change(d)
+    (0.3, 0.8, 10)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rewardlang.trainers.config import TrainConfig
+
+__all__ = ["heldout_rows", "evaluate_heldout", "reward_change", "summary_lines", "write_run_readme"]
+
+#: steps averaged at each end of the run for "first vs last" reward
+ENDS = 5
+
+
+def heldout_rows(cfg: "TrainConfig") -> list[dict[str, Any]]:
+    """The problems ``cfg.eval`` holds out of training (empty when it is 0). They need HumanEval-style columns
+    (``task_id``, ``prompt``, ``tests``, ``entry_point``)."""
+    from rewardlang.trainers.data import DataError, load_rows, split_heldout
+
+    if cfg.eval <= 0:
+        return []
+    rows, source = load_rows(cfg.dataset)
+    _, held = split_heldout(rows, cfg.eval)
+    need = ("task_id", "prompt", "tests", "entry_point")
+    bad = [c for c in need if any(not isinstance(r.get(c), str) for r in held)]
+    if bad:
+        raise DataError(f"{source}: train.eval needs text columns {', '.join(need)} in every row to run unit tests; "
+                        f"missing or not text: {', '.join(bad)} (set train.eval=0 to train without evaluation)")
+    return held
+
+
+def evaluate_heldout(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], cfg: "TrainConfig", run_dir: str,
+                     when: str, *, progress: bool = True) -> dict[str, Any]:
+    """Greedy pass@1 on ``rows`` (``when``: ``before`` or ``after``); writes ``eval-<when>.jsonl`` and updates
+    ``eval.json``. Returns the summary."""
+    from rewardlang.trainers.evaluate import DEFAULT_SYSTEM_PROMPT, evaluate
+
+    summary, _ = evaluate(rows, model=model, tokenizer=tokenizer, n=1, ks=(1,), temperature=0.0,
+                          max_new_tokens=cfg.eval_max_new_tokens,
+                          system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT,
+                          prompt_template=cfg.prompt_template, progress=progress, desc=f"eval {when}",
+                          out_path=os.path.join(run_dir, f"eval-{when}.jsonl"))
+    path = os.path.join(run_dir, "eval.json")
+    doc: dict[str, Any] = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    doc[when] = {**summary, "task_ids": [r["task_id"] for r in rows], "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=2)
+    os.replace(tmp, path)
+    return summary
+
+
+def _records(run_dir: str) -> list[dict[str, Any]]:
+    path = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as fh:
+        return [r for r in (json.loads(line) for line in fh if line.strip())
+                if "train_runtime" not in r and isinstance(r.get("reward"), (int, float))]
+
+
+def reward_change(run_dir: str, ends: int = ENDS) -> tuple[float, float, int] | None:
+    """``(mean reward of the first `ends` steps, of the last `ends` steps, steps)``; None without records."""
+    recs = _records(run_dir)
+    if not recs:
+        return None
+    first = [r["reward"] for r in recs[:ends]]
+    last = [r["reward"] for r in recs[-ends:]]
+    return round(sum(first) / len(first), 6), round(sum(last) / len(last), 6), len(recs)
+
+
+def _eval(run_dir: str) -> dict[str, Any]:
+    path = os.path.join(run_dir, "eval.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _step_seconds(run_dir: str) -> float | None:
+    times = [r["time/step"] for r in _records(run_dir) if isinstance(r.get("time/step"), (int, float))]
+    return sum(times) / len(times) if times else None
+
+
+def summary_lines(run_dir: str) -> list[str]:
+    """What the run changed, in a few lines (printed by ``rewardlang train``)."""
+    out = []
+    change = reward_change(run_dir)
+    if change is not None:
+        first, last, steps = change
+        n = min(ENDS, steps)
+        sec = _step_seconds(run_dir)
+        out.append(f"mean reward: first {n} steps {first:.3f} -> last {n} steps {last:.3f} ({steps} steps"
+                   + (f", {sec:.1f} s/step" if sec else "") + ")")
+    ev = _eval(run_dir)
+    if "before" in ev and "after" in ev and "pass@1" in ev["before"] and "pass@1" in ev["after"]:
+        b, a = ev["before"], ev["after"]
+        out.append(f"held-out pass@1 ({b['scored']} HumanEval problems never trained on, greedy): "
+                   f"{b['pass@1']:.3f} before -> {a['pass@1']:.3f} after "
+                   f"({round(b['pass@1'] * b['scored'])} -> {round(a['pass@1'] * a['scored'])} solved)")
+    return out
+
+
+def write_run_readme(run_dir: str) -> str:
+    """Write ``RUN_DIR/README.md`` (and ``curves.png``): what ran, the reward change, before/after pass@1."""
+    from rewardlang.trainers.plot import plot_run
+
+    cfg: dict[str, Any] = {}
+    if os.path.exists(os.path.join(run_dir, "config.json")):
+        with open(os.path.join(run_dir, "config.json"), encoding="utf-8") as fh:
+            cfg = json.load(fh)
+    train = cfg.get("train", {})
+    lines = [f"# Run {os.path.basename(os.path.abspath(run_dir))}", ""]
+    lines.append(f"- spec: `{cfg.get('spec', {}).get('path', '?')}` ({cfg.get('spec', {}).get('name', '?')})")
+    lines.append(f"- model: `{train.get('model') or 'tiny'}`, algorithm {train.get('algorithm', 'grpo')}, "
+                 f"{train.get('max_steps')} steps x {train.get('prompts_per_step')} prompts x "
+                 f"{train.get('num_generations')} generations, up to {train.get('max_completion_length')} tokens, "
+                 f"learning rate {train.get('learning_rate')}, LoRA {'on' if train.get('lora') else 'off'}")
+    if cfg.get("command"):
+        lines.append(f"- command: `{' '.join(str(c) for c in cfg['command'])}`")
+    lines.append("")
+    lines += [f"{line}" for line in summary_lines(run_dir)] or ["(no training records)"]
+    ev = _eval(run_dir)
+    if ev.get("before", {}).get("task_ids"):
+        lines += ["", f"Held-out problems: {', '.join(ev['before']['task_ids'])}"]
+    if _records(run_dir):
+        try:
+            plot_run(run_dir)
+            lines += ["", "![reward curve and the other training metrics](curves.png)"]
+        except Exception as exc:  # a plot is a convenience: its failure must not lose the README
+            lines += ["", f"(plot failed: {exc})"]
+    lines += ["", "Files: `config.json` (resolved settings), `metrics.jsonl` (per step), `eval-before.jsonl` / "
+              "`eval-after.jsonl` (per problem), `eval.json`, `final/` (the policy)."]
+    path = os.path.join(run_dir, "README.md")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path

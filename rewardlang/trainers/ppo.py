@@ -56,7 +56,7 @@ from rewardlang.trainers.config import (
     resolve_config,
     save_resolved,
 )
-from rewardlang.trainers.data import build_dataset, check_columns, load_rows
+from rewardlang.trainers.data import build_dataset, check_columns, load_rows, split_heldout
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
 from rewardlang.trainers.run import (
@@ -210,13 +210,15 @@ class PPOTrainer:
 
         # Data (checked against the spec before any model is built: a bad dataset fails in seconds).
         rows, source = load_rows(cfg.dataset)
+        rows, _ = split_heldout(rows, cfg.eval)  # train.eval's held-out problems are never trained on
         columns = check_columns(program, rows, source)
         if cfg.torch_threads or (cfg.model is None and not torch.cuda.is_available()):
             torch.set_num_threads(cfg.torch_threads or 1)
         policy, self.tokenizer = load_policy(cfg)
         if cfg.model is None:
             save_initial_policy(policy, self.tokenizer, os.path.join(run_dir, "initial_model"))
-        self.dataset, summary = build_dataset(rows, columns, self.tokenizer, cfg.prompt_format, cfg.max_prompt_length)
+        self.dataset, summary = build_dataset(rows, columns, self.tokenizer, cfg.prompt_format, cfg.max_prompt_length,
+                                              cfg.system_prompt, cfg.prompt_template)
         self.chat = summary["format"] == "chat"
         self.columns = [c for c in columns if c != "prompt"]
         self.order = _DataOrder(len(self.dataset), cfg.seed)

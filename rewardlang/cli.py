@@ -535,8 +535,11 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
              output: Path = typer.Option(..., "-o", "--output", help="directory for dpo.jsonl, steps.jsonl, report.json"),
              operators: Optional[str] = typer.Option(None, "--operators", help="comma-separated operator names "
                                                                                "(default: all)"),
-             level: str = typer.Option("block", "--level", help="segments: line | block"),
-             seed: int = typer.Option(0, "--seed", help="seed of each operator's choice of edit"),
+             level: Optional[str] = typer.Option(None, "--level", help="segments: line | block (default: block)"),
+             seed: Optional[int] = typer.Option(None, "--seed", help="seed of each operator's choice of edit "
+                                                                     "(default: 0)"),
+             spec: Optional[Path] = typer.Option(None, "--spec", help="take prm_operators, prm_level and prm_seed "
+                                                                      "from this spec's params (flags override)"),
              timeout: float = typer.Option(2.0, "--timeout", help="CPU seconds per program"),
              limit: int = typer.Option(0, "--limit", help="use the first N problems (0: all)"),
              plugin: Optional[list[str]] = typer.Option(None, "--plugin", help="import a module that registers "
@@ -554,6 +557,9 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
             raise typer.Exit(1)
     ops = [o.strip() for o in operators.split(",") if o.strip()] if operators else None
     try:
+        chosen = label.settings_from_spec(_load(spec, None).params, str(spec)) if spec else {}
+        ops, level, seed = ops or chosen.get("operators"), level or chosen.get("level", "block"), \
+            seed if seed is not None else chosen.get("seed", 0)
         problems, bad = label.load_problems(dataset)
         for b in bad:
             _err(f"warning: {dataset}: {b} (skipped)")

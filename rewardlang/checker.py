@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,8 @@ from pydantic import ValidationError
 from rewardlang import ir
 from rewardlang import syntax as S
 from rewardlang.diagnostics import Diagnostic, did_you_mean
-from rewardlang.parser import ParseFailure, parse
+from rewardlang.parser import ParseFailure, deep_recursion, parse
+from rewardlang.regexrisk import catastrophic
 from rewardlang.signature import MISSING, Signature
 from rewardlang.types import (ANY, BOOL, CODE, NONE, NUMBER, REGEX, SPANS, TEXT, ListOf, Scalar,
                               TupleOf, Type, parse_type)
@@ -45,6 +47,22 @@ STAGE_SHORTHANDS = {
 SCHEDULES = {"linear", "cosine"}
 LANGUAGE_FUNCS = (MATH_FUNCS | {"len", "min", "max", "clip", "sum", "mean", "any", "all", "step", "piecewise",
                                 "number", "text", "std"} | SCHEDULES)
+#: the `preference { }` settings: name -> (kind, allowed values or minimum); see docs/language.md
+PREFERENCE_SETTINGS: dict[str, tuple[str, Any]] = {
+    "pairs": ("choice", ("max_min", "all", "threshold")),
+    "rank": ("rank", None),
+    "margin": ("number", 0),
+    "chosen_min": ("number", -math.inf),
+    "rejected_max": ("number", -math.inf),
+    "ties": ("choice", ("first", "shortest")),
+    "max_pairs": ("count", 1),
+    "winners": ("rule", None),
+    "losers": ("rule", None),
+    "min_winners": ("count", 1),
+    "min_losers": ("count", 1),
+    "max_group": ("count", 2),
+}
+
 RESERVED = {"completion", "prompt", "step", "reward", "x", "true", "false", "none", "advantage"}
 
 ERR = -1  # the lowering of an invalid expression; callers keep going to report every error
@@ -98,7 +116,9 @@ class Checker:
         self.weights: dict[str, S.Weight] = {}
         self.used_weights: set[str] = set()
         self.in_progress: list[str] = []
-        self.import_stack: list[str] = []
+        self.rejected: dict[str, tuple[S.Node, ModuleEnv]] = {}  # definitions refused with E107
+        self.import_stack: list[str] = []  # real paths of the files being declared (see resolve_import)
+        self.import_names: list[str] = []  # the same files as their imports spelt them
         self.imported_files: dict[str, tuple[S.Module, ModuleEnv]] = {}
         self.let_names: dict[int, str] = {}
         self.tokens_locs: dict[str, S.Loc] = {}  # components with a `tokens` clause (checked against `reward`)
@@ -139,6 +159,7 @@ class Checker:
             except UnicodeDecodeError:
                 self.error("E105", f"`{file}` is not valid UTF-8", loc)
                 return None
+        source = _strip_bom(source)
         self.sources[file] = source
         try:
             module = parse(source, file)
@@ -147,21 +168,30 @@ class Checker:
             return None
         env = ModuleEnv(file)
         self.imported_files[key] = (module, env)
-        self.declare(module, env)
+        self.import_stack.append(_canonical(file))
+        self.import_names.append(file)
+        try:
+            self.declare(module, env)
+        finally:
+            self.import_stack.pop()
+            self.import_names.pop()
         return module, env
 
     def resolve_import(self, stmt: S.Import, env: ModuleEnv) -> None:
         path = str((Path(env.file).parent / stmt.path)) if not Path(stmt.path).is_absolute() else stmt.path
         norm = str(Path(path))
-        if norm in self.import_stack:
+        # the stack holds every file being declared, the main spec first, by its real path: `a.reward`,
+        # `./a.reward` and a symlink to it are one file, so a.reward -> b.reward -> a.reward and a file
+        # importing itself are cycles however the paths are spelt
+        canon = _canonical(norm)
+        if canon in self.import_stack:
+            start = self.import_stack.index(canon)
+            chain = [self.import_names[i] for i in range(start, len(self.import_stack))] + [norm]
             self.error("E105", f"circular import of `{stmt.path}`", stmt.loc,
-                       hint=" -> ".join(self.import_stack + [norm]))
+                       hint="import cycle: " + " -> ".join(chain) + "; move what both files need into a third "
+                            "file that imports neither")
             return
-        self.import_stack.append(norm)
-        try:
-            loaded = self.load_module(norm, None, stmt.loc)
-        finally:
-            self.import_stack.pop()
+        loaded = self.load_module(norm, None, stmt.loc)
         if loaded is None:
             return
         _, other = loaded
@@ -194,7 +224,7 @@ class Checker:
                 self.declare_param(stmt, override=not imported_only)
             elif isinstance(stmt, S.Let):
                 if stmt.name in RESERVED:
-                    self.error("E107", f"`{stmt.name}` is a reserved name", stmt.loc)
+                    self.reject(stmt, env)
                 elif stmt.name in env.lets and env.lets[stmt.name][1] is env:
                     self.error("E103", f"`{stmt.name}` is defined twice", stmt.loc,
                                hint=f"first defined on line {env.lets[stmt.name][0].loc.line}")
@@ -202,7 +232,7 @@ class Checker:
                     env.lets[stmt.name] = (stmt, env)
             elif isinstance(stmt, S.Component):
                 if stmt.name in RESERVED:
-                    self.error("E107", f"`{stmt.name}` is a reserved name", stmt.loc)
+                    self.reject(stmt, env)
                 elif stmt.name in self.components:
                     prev = self.components[stmt.name][0]
                     if prev is not stmt:
@@ -219,6 +249,15 @@ class Checker:
                 elif prev.loc.file == env.file or not imported_only:
                     self.error("E103", f"the weight of `{stmt.component}` is set twice", stmt.loc,
                                hint=f"first set at {prev.loc.file}:{prev.loc.line}")
+
+    def reject(self, stmt: S.Let | S.Component, env: ModuleEnv) -> None:
+        """E107 for a definition with a reserved name. The name is remembered so that its uses, its weight and
+        its example expectations add no follow-on errors, and its value is still checked (for its own errors,
+        and so that what it uses is not reported unused)."""
+        what = "component" if isinstance(stmt, S.Component) else "let"
+        self.error("E107", f"`{stmt.name}` is a reserved name", stmt.loc,
+                   hint=f"rename the {what}: `{stmt.name}` means {_RESERVED_MEANING.get(stmt.name, 'something else')}")
+        self.rejected[stmt.name] = (stmt, env)
 
     def misplaced_in_import(self, module: S.Module) -> None:
         """E108 for each statement an imported file cannot contribute: the reward, the advantage, examples and
@@ -303,7 +342,8 @@ class Checker:
                 continue  # its declaration is already an error; an override does not repair it
             new = coerce_override(raw, typ)
             if new is MISSING:
-                self.error("E602", f"--set {name}={raw!r}: `{name}` is `{typ}`", stmt.loc,
+                finite = "" if typ.required() != NUMBER else " (a finite number)"
+                self.error("E602", f"--set {name}={raw!r}: `{name}` is `{typ}`{finite}", stmt.loc,
                            hint=f"the default stays {value!r}")
             else:
                 self.params[name] = (stmt, new, typ)
@@ -311,7 +351,15 @@ class Checker:
     # ------------------------------------------------------------------ expressions
     def lower(self, e: S.Expr, sc: Scope) -> int:
         method = getattr(self, "lower_" + type(e).__name__)
-        return method(e, sc)
+        nid = method(e, sc)
+        if self.is_const(nid) and _non_finite(self.cval(nid)):
+            # `1e400`, `1e308 * 10`, `sum(1e308, 1e308)`: infinity and nan have no JSON form and make every
+            # sum they enter meaningless, so a constant that is (or folds to) one is refused where it appears
+            shown = " ".join(_slice(self.sources, e.loc).split())
+            shown = f"`{shown}`" if shown and len(shown) <= 40 else "this constant"
+            return self.error("E217", f"{shown} is not a finite number", e.loc,
+                              hint="numbers in a spec must be finite (at most about 1.8e308 in magnitude)")
+        return nid
 
     def lower_Number(self, e: S.Number, sc: Scope) -> int:
         return self.const(e.value, NUMBER)
@@ -330,6 +378,12 @@ class Checker:
                               hint="rewardlang regexes are Python `re` patterns")
         if len(set(e.flags)) != len(e.flags):
             return self.error("E004", "a regex flag is repeated", e.loc)
+        risk = catastrophic(e.pattern, e.flags)
+        if risk is not None:
+            self.warn("W006", f"this regex can take exponential time on some texts: {risk}", e.loc,
+                      hint="make the repetition unambiguous (`(a+)+` -> `a+`, `(\\w+\\s?)+` -> `[\\w\\s]+`, "
+                           "alternatives that start differently); it runs with a deadline (the component's "
+                           "`timeout`, else 1 s per call) and a sample that hits it is an error")
         return self.const(("regex", e.pattern, e.flags), REGEX)
 
     def lower_Bool(self, e: S.Bool, sc: Scope) -> int:
@@ -349,8 +403,12 @@ class Checker:
                 return self.g.add("total", (), (), NUMBER)
             if name in AGGREGATES:
                 return self.aggregate(name, {}, e.loc, sc)
-        if sc.kind in ("reward", "stage") and name in self.components:
+        if sc.kind in ("reward", "stage", "preference") and name in self.components:
             return self.g.add("comp", (), (name,), NUMBER)
+        if sc.kind == "preference" and name == "reward":  # the total, as the spec's `reward` defines it
+            return self.g.add("total", (), (), NUMBER)
+        if name in self.rejected and isinstance(self.rejected[name][0], S.Let) and self.rejected[name][1] is sc.env:
+            return ERR  # `let prompt = ...` (E107): its uses meant the let, not the input of that name
         if name in sc.env.lets and sc.kind == "row":
             return self.lower_let(name, sc, e.loc)
         if name in self.params:
@@ -373,6 +431,21 @@ class Checker:
 
     def unknown_name(self, e: S.Name, sc: Scope) -> int:
         name = e.id
+        if name in self.rejected:
+            return ERR  # its definition is already an error (E107)
+        if name in _PYTHON_LITERALS:
+            return self.error("E101", f"unknown name `{name}`", e.loc,
+                              hint=f"rewardlang writes `{_PYTHON_LITERALS[name]}` (lower case)")
+        if sc.kind in ("reward", "stage") and (name in self.inputs or name in ("completion", "prompt")
+                                               or name in sc.env.lets):
+            where = "the reward" if sc.kind == "reward" else "the advantage"
+            if name in sc.env.lets:
+                sc.env.used_lets.add(name)
+            else:
+                self.used_inputs.add(name)  # used, wrongly: no "never used" warning on top of this error
+            return self.error("E101", f"`{name}` varies per sample and cannot be used in {where}", e.loc,
+                              hint=f"{where} combines components, weights, params and constants; compute from "
+                                   f"`{name}` in a component, e.g. `component n = len({name})`, and use `n`")
         if name in self.components and sc.kind == "row":
             return self.error("E101", f"component `{name}` cannot be used inside another component", e.loc,
                               hint="combine components in `reward = ...`, or share the expression with a `let`")
@@ -383,8 +456,10 @@ class Checker:
         candidates = list(sc.bindings) + list(self.params) + ["step"]
         if sc.kind == "row":
             candidates += list(sc.env.lets) + list(self.inputs) + ["completion", "prompt"]
-        if sc.kind in ("reward", "stage"):
+        if sc.kind in ("reward", "stage", "preference"):
             candidates += list(self.components)
+        if sc.kind == "preference":
+            candidates += ["reward"]
         if sc.kind == "stage":
             candidates += ["x", "reward"] + list(AGGREGATES)
         return self.error("E101", f"unknown name `{name}`", e.loc, hint=did_you_mean(name, candidates))
@@ -413,7 +488,7 @@ class Checker:
 
     def lower_Attr(self, e: S.Attr, sc: Scope) -> int:
         if isinstance(e.target, S.Name) and e.name == "weight" and e.target.id in self.components:
-            if sc.kind not in ("reward", "stage"):
+            if sc.kind not in ("reward", "stage", "preference"):
                 return self.error("E217", "weights are known only in `reward` and `advantage`", e.loc)
             self.used_weights.add(e.target.id)
             return self.g.add("weight", (), (e.target.id,), NUMBER)
@@ -1189,7 +1264,7 @@ class Checker:
             raw = self.overrides.pop(f"{stmt.name}.weight")
             v = coerce_override(raw, NUMBER)
             if v is MISSING:
-                self.error("E602", f"--set {stmt.name}.weight={raw!r}: a weight is a number", None)
+                self.error("E602", f"--set {stmt.name}.weight={raw!r}: a weight is a finite number", None)
             else:
                 w, weight_text = self.const(float(v), NUMBER), repr(float(v))
         if value == ERR or w == ERR:
@@ -1429,6 +1504,9 @@ class Checker:
         expects = []
         comp_names = set(self.components)
         for ex in stmt.expects:
+            if ex.name in self.rejected:
+                ok = False  # the component is already an error (E107)
+                continue
             if ex.name not in comp_names and ex.name not in ("reward", "advantage"):
                 self.error("E402", f"`{ex.name}` is not a component", ex.loc,
                            hint=did_you_mean(ex.name, list(comp_names) + ["reward", "advantage"]))
@@ -1453,7 +1531,10 @@ class Checker:
             tol = 1e-9
             if ex.tolerance is not None:
                 tn = self.lower(ex.tolerance, Scope("const", env))
-                if tn == ERR or not self.is_const(tn) or not isinstance(self.cval(tn), (int, float)):
+                if tn == ERR:  # already reported (no follow-on error)
+                    ok = False
+                    continue
+                if not self.is_const(tn) or not isinstance(self.cval(tn), (int, float)):
                     self.error("E402", "a tolerance is a constant number", ex.tolerance.loc)
                     ok = False
                     continue
@@ -1464,9 +1545,12 @@ class Checker:
         return ir.ExampleIR(stmt.name or f"example {index + 1}", stmt.loc.line, stmt.loc.file, rows, expects)
 
     def check_section(self, stmt: S.Section, env: ModuleEnv, train: dict[str, Any], locs: dict[str, S.Loc]) -> None:
+        if stmt.kind == "preference":
+            self.check_preference(stmt, env)
+            return
         if stmt.kind != "train":
-            self.error("E501", f"`{stmt.kind}` sections are not supported yet", stmt.loc,
-                       hint="the sections so far: train")
+            self.error("E501", f"unknown section `{stmt.kind}`", stmt.loc,
+                       hint="the sections: train, preference")
             return
         for item in stmt.items:
             n = self.lower(item.value, Scope("const", env))
@@ -1482,6 +1566,63 @@ class Checker:
             train[item.name] = int(v) if isinstance(v, float) and v.is_integer() and "." not in _slice(
                 self.sources, item.value.loc) and "e" not in _slice(self.sources, item.value.loc).lower() else v
             locs[item.name] = item.loc
+
+    def check_preference(self, stmt: S.Section, env: ModuleEnv) -> None:
+        """`preference { ... }`: how scored samples become DPO pairs and GEPO groups (rewardlang.preference mines
+        them). Constant settings are checked against PREFERENCE_SETTINGS; `rank` is a number expression and
+        `winners`/`losers` bool expressions over `reward`, the components and their weights."""
+        pref: dict[str, Any] = getattr(self, "preference", None) or {}
+        self.preference = pref
+        for item in stmt.items:
+            if item.name in pref:
+                self.error("E103", f"preference setting `{item.name}` is given twice", item.loc)
+                continue
+            if item.name not in PREFERENCE_SETTINGS:
+                self.error("E503", f"unknown preference setting `{item.name}`", item.loc,
+                           hint=did_you_mean(item.name, PREFERENCE_SETTINGS))
+                continue
+            kind, allowed = PREFERENCE_SETTINGS[item.name]
+            text = _slice(self.sources, item.value.loc)
+            if kind in ("rank", "rule"):
+                n = self.lower(item.value, Scope("preference", env))
+                if n == ERR:
+                    continue
+                t = self.type_of(n)
+                if kind == "rank" and not t.is_assignable_to(NUMBER.optional()):
+                    self.error("E505", f"`{item.name}` is `{t}`, not a number", item.value.loc,
+                               hint="rank by a number: `reward`, a component, or an expression of them")
+                    continue
+                if kind == "rule" and not t.is_assignable_to(BOOL.optional()):
+                    self.error("E505", f"`{item.name}` is `{t}`, not a bool", item.value.loc,
+                               hint="a rule is a condition, e.g. `rule == 1`")
+                    continue
+                pref[item.name] = (self.to_number(n) if kind == "rank" else n, text)
+                continue
+            n = self.lower(item.value, Scope("const", env))
+            if n == ERR:
+                continue
+            if not self.is_const(n):
+                self.error("E502", f"preference setting `{item.name}` must be a constant", item.value.loc)
+                continue
+            v = self.cval(n)
+            ok = (kind == "choice" and v in allowed) or (
+                kind in ("number", "count") and isinstance(v, (int, float)) and not isinstance(v, bool)
+                and v == v and v >= allowed and (kind == "number" or float(v).is_integer()))
+            if not ok:
+                want = (" | ".join(f'"{a}"' for a in allowed) if kind == "choice" else
+                        f"a {'whole ' if kind == 'count' else ''}number >= {allowed}")
+                self.error("E504", f"preference setting `{item.name}` is `{text}`; it takes {want}", item.value.loc)
+                continue
+            pref[item.name] = (int(v) if kind == "count" else v, text)
+        if "chosen_min" in pref and "rejected_max" in pref and pref["chosen_min"][0] < pref["rejected_max"][0]:
+            self.error("E504", "preference `chosen_min` is below `rejected_max`: a sample could be both", stmt.loc,
+                       hint="the threshold split needs chosen_min >= rejected_max")
+        if "max_group" in pref and pref["max_group"][0] < pref.get("min_winners", (1,))[0] + pref.get(
+                "min_losers", (1,))[0]:
+            self.error("E504", "preference `max_group` is below min_winners + min_losers", stmt.loc)
+        if pref.get("pairs", ("",))[0] == "threshold" and not ("chosen_min" in pref and "rejected_max" in pref):
+            self.error("E504", '`pairs = "threshold"` needs `chosen_min` and `rejected_max`', stmt.loc,
+                       hint="e.g. `chosen_min = 1, rejected_max = 0`: chosen rank >= 1, rejected rank <= 0")
 
     # ------------------------------------------------------------------ the whole spec
     def run(self, file: str, source: str) -> ir.Program | None:
@@ -1505,7 +1646,7 @@ class Checker:
             if isinstance(stmt, S.SpecStmt):
                 spec_name, doc = stmt.name, stmt.doc or ""
         for name, stmt in self.weights.items():
-            if name not in self.components:
+            if name not in self.components and name not in self.rejected:
                 self.error("E211", f"weight for unknown component `{name}`", stmt.loc,
                            hint=did_you_mean(name, self.components))
         comps = []
@@ -1513,7 +1654,10 @@ class Checker:
             c = self.check_component(stmt, cenv)
             if c is not None:
                 comps.append(c)
-        if not self.components:
+        for name, (rstmt, renv) in self.rejected.items():
+            # a rejected definition's own errors are still errors, and what it uses counts as used
+            self.lower(rstmt.value, Scope("row", renv))
+        if not self.components and not self.rejected:
             self.warn("W005", "the spec has no components", None, hint="add `component name = expression`")
         # reward
         reward_stmt = seen.get(S.Reward)
@@ -1586,6 +1730,7 @@ class Checker:
         prog = ir.Program(spec_name, doc, file, self.g, inputs, comps, r, reward_text, weighted_sum, adv, examples,
                           train, params, digest.hexdigest(), dict(self.sources))
         prog.train_locs = train_locs  # type: ignore[attr-defined]
+        prog.preference = getattr(self, "preference", None)  # type: ignore[attr-defined]
         prog.let_names = self.let_names  # type: ignore[attr-defined]
         return prog
 
@@ -1716,8 +1861,8 @@ def coerce_override(raw: Any, typ: Type) -> Any:
     v = _parse_scalar(raw)
     base = typ.required()
     if base == NUMBER:
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            return MISSING
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return MISSING  # inf and nan too: they have no JSON form (E217 for constants in a spec)
         return float(v)
     if base == BOOL:
         return v if isinstance(v, bool) else MISSING
@@ -1734,6 +1879,37 @@ def coerce_override(raw: Any, typ: Type) -> Any:
     return v
 
 
+#: Python's spellings of the literals, and rewardlang's
+_PYTHON_LITERALS = {"None": "none", "True": "true", "False": "false", "null": "none", "nil": "none",
+                    "TRUE": "true", "FALSE": "false"}
+
+#: what each reserved name already means (the hint of E107)
+_RESERVED_MEANING = {
+    "completion": "the model's completion", "prompt": "the prompt", "step": "the training step",
+    "reward": "the total reward", "x": "the value an advantage stage transforms", "true": "the bool true",
+    "false": "the bool false", "none": "no value", "advantage": "the advantage",
+}
+
+
+def _canonical(file: str) -> str:
+    """The real path of a spec file (a name like ``<string>`` stays as it is)."""
+    if file.startswith("<"):
+        return file
+    try:
+        return os.path.realpath(file)
+    except (OSError, ValueError):
+        return file
+
+
+def _strip_bom(source: str) -> str:
+    """Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the spec."""
+    return source[1:] if source.startswith("\ufeff") else source
+
+
+def _non_finite(v: Any) -> bool:
+    return isinstance(v, float) and not math.isfinite(v)
+
+
 def check_source(source: str, file: str, signatures: dict[str, Signature], params: dict[str, Any] | None = None,
                  read_file: Callable[[str], str] | None = None
                  ) -> tuple[ir.Program | None, list[Diagnostic], dict[str, str]]:
@@ -1742,9 +1918,11 @@ def check_source(source: str, file: str, signatures: dict[str, Signature], param
     Returns the program (None on errors), all diagnostics (warnings too) sorted by location, and the source
     of every file read (the spec and its imports), for rendering the diagnostics.
     """
+    source = _strip_bom(source)
     ch = Checker(signatures, params, read_file)
     try:
-        prog = ch.run(file, source)
+        with deep_recursion():  # a long flat chain of terms or of lets (bounded by the parser) recurses
+            prog = ch.run(file, source)
     except RecursionError:
         ch.error("E001", "expression nested too deeply", S.Loc(file, 1, 1, 1, 2),
                  hint="split it into `let` definitions")

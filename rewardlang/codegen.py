@@ -216,7 +216,8 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
     roots = [c.value for c in prog.components] + [c.spans for c in prog.components if c.spans is not None]
     row_lines, row_var = em.body(roots, em.row_expr)
     rows_fn = ["def rows(I, ctx, step=0, trace=None):",
-               '    """Every component\'s value (and spans) for each unique sample of the batch."""']
+               '    """Every component\'s value (and spans) for each unique sample of the batch (the runtime calls it with '
+               'validated column objects and a Context; from Python, call score() or program() below)."""']
     rows_fn += row_lines
     rows_fn.append("    if trace is not None:  # `rewardlang explain` reads the intermediate values")
     rows_fn.append("        trace.update(locals())")
@@ -268,6 +269,19 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
                 adv_fn.append(f"    x = stage{i}(x)")
         adv_fn.append("    return x")
 
+    # preference: the ranking and the winner/loser rules of `preference { }`, over the same columns as the reward
+    pref_fn: list[str] = []
+    pref = getattr(prog, "preference", None)
+    pref_meta = None
+    if pref is not None:
+        exprs = {k: v for k, v in pref.items() if k in ("rank", "winners", "losers")}
+        pref_meta = {k: (v[0] if k not in exprs else v[1]) for k, v in pref.items()}
+        p_lines, p_var = em.body([v[0] for v in exprs.values()], em.np_expr)
+        pref_fn = ["def preference(R, C, W, step=0):",
+                   '    """The `preference { }` expressions (rank, winners, losers) for each sample."""'] + p_lines
+        pref_fn.append("    return {" + ", ".join(
+            f"{k!r}: A.as_float({p_var[v[0]]})" for k, v in exprs.items()) + "}")
+
     meta = {
         "name": prog.name,
         "doc": prog.doc,
@@ -289,6 +303,7 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
                                  | ({prog.advantage.scope[1]} if prog.advantage.scope[0] == "group" else set())),
             "each_component": prog.advantage.each_component},
         "train": prog.train,
+        "preference": pref_meta,
         "params": prog.params,
         "examples": [{"name": e.name, "file": e.file, "line": e.line, "rows": e.rows,
                       "expects": [(n, v, t) for n, v, t, _ in e.expects]} for e in prog.examples],
@@ -320,5 +335,42 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
     body = header + em.consts + ["", ""] + rows_fn + ["", ""] + weights_fn + ["", ""] + reward_fn
     if adv_fn:
         body += ["", ""] + adv_fn
-    body += [""]
+    if pref_fn:
+        body += ["", ""] + pref_fn
+    body += ["", ""] + _API
     return "\n".join(body)
+
+
+#: the module's public face: run it as a script, or call program()/score() from Python. rows(), weights(),
+#: reward() and advantage() above are the runtime's entry points (rows() takes validated column objects and
+#: a Context), not meant to be called directly.
+_API = '''_PROGRAM = None
+
+
+def program():
+    """This module as a :class:`rewardlang.runtime.program.Program` (built once): ``program().score(...)``."""
+    global _PROGRAM
+    if _PROGRAM is None:
+        import sys
+        import types
+
+        from rewardlang.runtime.program import Program
+
+        module = sys.modules.get(__name__)
+        if module is None or getattr(module, "SPEC", None) is not SPEC:  # loaded without sys.modules
+            module = types.SimpleNamespace(**globals())
+        _PROGRAM = Program.from_module(module)
+    return _PROGRAM
+
+
+def score(completion=None, **columns):
+    """Score a batch: ``score(completion=[...], prompt=[...])`` -> ScoreResult (``.total``, ``.components``,
+    ``.advantages``, ``.errors``), exactly as ``rewardlang.load(spec).score(...)`` would."""
+    return program().score(completion, **columns)
+
+
+if __name__ == "__main__":  # python this_module.py [-i rows.jsonl] [-o scored.jsonl] [--group-by COLUMN]
+    from rewardlang.runtime.program import module_main
+
+    raise SystemExit(module_main(program()))
+'''.splitlines()

@@ -72,6 +72,9 @@ CODES: dict[str, str] = {
     # sections and parameters
     "E501": "unknown section",
     "E502": "invalid setting",
+    "E503": "unknown preference setting",
+    "E504": "invalid preference setting",
+    "E505": "preference expression of the wrong type",
     "E601": "invalid parameter",
     "E602": "invalid override",
     # warnings
@@ -80,6 +83,7 @@ CODES: dict[str, str] = {
     "W003": "weight not used by the reward",
     "W004": "component may be none",
     "W005": "spec has no components",
+    "W006": "regex may backtrack catastrophically",
 }
 
 
@@ -119,9 +123,10 @@ class Diagnostic:
                 pad = " " * gutter
                 end_col = loc.end_column if loc.end_line == loc.line else len(text) + 1
                 width = max(1, end_col - loc.column)
+                text, col, width = _window(text, loc.column - 1, width)
                 out.append(f"{pad} {c.blue}|{c.reset}")
                 out.append(f"{c.blue}{loc.line} |{c.reset} {text}")
-                out.append(f"{pad} {c.blue}|{c.reset} {' ' * (loc.column - 1)}{sev_color}{'^' * width}{c.reset}")
+                out.append(f"{pad} {c.blue}|{c.reset} {' ' * col}{sev_color}{'^' * width}{c.reset}")
                 if self.hint:
                     out.append(f"{pad} {c.blue}={c.reset} hint: {self.hint}")
                 for n in self.notes:
@@ -132,6 +137,28 @@ class Diagnostic:
         for n in self.notes:
             out.append(f"  = note: {n}")
         return "\n".join(out)
+
+
+#: the widest source line a diagnostic shows; a longer one (a generated spec, a 5,000-term sum) is cut around
+#: the caret, with `…` where text was left out
+MAX_SHOWN = 120
+
+
+def _window(text: str, col: int, width: int) -> tuple[str, int, int]:
+    """(the shown part of a source line, the caret's 0-based column in it, the caret's width).
+
+        >>> _window("x" * 50 + "BAD" + "y" * 200, 50, 3)[0][:8], _window("x" * 50 + "BAD" + "y" * 200, 50, 3)[1:]
+        ('…xxxxxxx', 41, 3)
+    """
+    if len(text) <= MAX_SHOWN:
+        return text, col, width
+    width = min(width, MAX_SHOWN - 2 * 40)  # a caret wider than the window is cut too
+    start = max(0, col - 40)
+    end = min(len(text), start + MAX_SHOWN)
+    start = max(0, min(start, end - MAX_SHOWN))
+    head = "…" if start > 0 else ""
+    tail = "…" if end < len(text) else ""
+    return head + text[start:end] + tail, col - start + len(head), width
 
 
 class _Colors:

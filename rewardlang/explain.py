@@ -54,15 +54,26 @@ def derivation(prog: Any, cols: dict[str, list[Any]], step: int = 0) -> dict[str
     return trace
 
 
-def explain_row(prog: Any, row: dict[str, Any], step: int = 0) -> None:
+def explain_row(prog: Any, row: dict[str, Any], step: int = 0, group_rows: list[dict[str, Any]] | None = None,
+                index: int = 0, group: list[Any] | None = None) -> None:
+    """Print one row's breakdown. ``group_rows`` (holding the row at ``index``) are the rows of its advantage
+    group, scored together as ``rewardlang score`` does, so the advantage is the row's real one; ``group``
+    gives their group ids when they come from ``--group-by`` (else the spec's own group column is read)."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     console = Console()
+    batch = group_rows if group_rows else [row]
+    if not group_rows:
+        index = 0
+    given_all = {k: [r.get(k) for r in batch] for k in set().union(*(r.keys() for r in batch))}
+    cols_all = prog._columns(len(batch), given_all, by="column")
+    out_all = prog.score_columns(cols_all, len(batch), step=step, group=group, raw=given_all)
+    out = _one(out_all, index)
+    n_group = len(batch)
     given = {k: [v] for k, v in row.items()}
     cols = prog._columns(1, given, by="column")
-    out = prog.score_columns(cols, 1, step=step, raw=given)
     trace = derivation(prog, cols, step)  # the same row again, traced (scoring above applied the policies)
     completion = cols["completion"][0] if "completion" in cols else None
 
@@ -79,7 +90,8 @@ def explain_row(prog: Any, row: dict[str, Any], step: int = 0) -> None:
         t.add_row(c.name, _show(v), f"{out.weights[c.name]:.6g}",
                   f"[{c.range[0]:g}, {c.range[1]:g}]" if c.range else "", note)
     if out.advantages is not None:
-        t.caption = f"advantage: {_show(_nan(out.advantages[0]))} (a group of one row)"
+        t.caption = (f"advantage: {_show(_nan(out.advantages[0]))} "
+                     f"(its group: {n_group} row{'s' if n_group != 1 else ''} of the input)")
     console.print(t)
 
     # derivation: every named value and call line of the generated rows() for this row
@@ -94,7 +106,7 @@ def explain_row(prog: Any, row: dict[str, Any], step: int = 0) -> None:
         v, err = _cell(trace.get(var))
         label = _describe(expr, prog)
         shown = f"error: {err}" if err else _show(v)
-        console.print(f"  {var:<12} {label:<46} → {shown}", highlight=False, markup=False)
+        console.print(f"  {var:<12} {label:<46} → {shown}", highlight=False, markup=False, soft_wrap=True)
         col = trace.get(var)
         if isinstance(col, Col) and col.off is not None and col.off[0] >= 0 and isinstance(v, str) and v:
             highlights.append((int(col.off[0]), int(col.off[0]) + len(v), var))
@@ -121,6 +133,23 @@ def explain_row(prog: Any, row: dict[str, Any], step: int = 0) -> None:
         console.print("\n[bold]spans[/bold]")
         for a, b, label in span_rows:
             console.print(f"  [{a}, {b}) {label}: {completion[a:b]!r}", highlight=False, markup=False)
+
+
+class _Row:
+    """One row of a ScoreResult, shaped like a result of one row (index 0)."""
+
+    def __init__(self, res: Any, i: int) -> None:
+        self.total = res.total[i:i + 1]
+        self.components = {k: v[i:i + 1] for k, v in res.components.items()}
+        self.errors = {k: v[i:i + 1] for k, v in res.errors.items()}
+        self.masked = {k: v[i:i + 1] for k, v in res.masked.items()}
+        self.weights = res.weights
+        self.spans = {k: v[i:i + 1] for k, v in res.spans.items()}
+        self.advantages = None if res.advantages is None else res.advantages[i:i + 1]
+
+
+def _one(res: Any, i: int) -> Any:
+    return _Row(res, i)
 
 
 def _nan(x: float) -> float | None:
@@ -151,14 +180,72 @@ def _count_patterns(expr: str, prog: Any) -> list[Any]:
     return out
 
 
+#: the widest call shown in a derivation line; a longer one is cut between arguments
+LABEL_WIDTH = 72
+
+
+def _static_text(v: Any) -> str:
+    """A constant argument as the spec writes it: "text", /regex/flags, 3, true."""
+    if isinstance(v, tuple) and len(v) == 3 and v[0] in ("regex", "literal"):
+        return f"/{v[1]}/{v[2]}" if v[0] == "regex" else _text_lit(v[1])
+    if isinstance(v, str):
+        return _text_lit(v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if v is None:
+        return "none"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_static_text(x) for x in v) + "]"
+    return repr(v)
+
+
+def _text_lit(s: str) -> str:
+    import json
+
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _call_label(name: str, args: list[str], width: int = LABEL_WIDTH) -> str:
+    """``name(a, b, ...)``, cut between arguments (never inside one) with `…` when wider than ``width``;
+    the first argument is always shown whole."""
+    shown: list[str] = []
+    for i, a in enumerate(args):
+        trial = f"{name}(" + ", ".join(shown + [a]) + (", …)" if i < len(args) - 1 else ")")
+        if shown and len(trial) > width:
+            return f"{name}(" + ", ".join(shown) + ", …)"
+        shown.append(a)
+    return f"{name}(" + ", ".join(shown) + ")"
+
+
 def _describe(expr: str, prog: Any) -> str:
-    m = re.match(r"K\.call\(ctx, (_f\d+), _L\d+, \((.*?)\), ", expr)
+    m = re.match(r"K\.call\(ctx, (_f\d+), (_L\d+), \((.*?)\), (_P\d+|None), ", expr)
     if m:
         fn = _fn_of(expr, prog)
         name = re.search(r"_function\('([^']+)'\)", fn)
-        return f"{name.group(1) if name else '?'}({m.group(2).rstrip(', ')})"
+        dynamic = [re.sub(r"I\['(\w+)'\]", r"\1", d.strip()) for d in m.group(3).split(",") if d.strip()]
+        args: list[str] = []
+        for tag, *val in getattr(prog.module, m.group(2), ()):
+            if tag == "d":
+                args.append(dynamic[val[0]] if val[0] < len(dynamic) else "?")
+            elif tag == "s":
+                args.append(_static_text(val[0]))
+            elif tag == "vs":
+                args.extend(_static_text(x) for x in val[0])
+            elif tag == "vd":  # pragma: no cover - variadic per-sample arguments
+                args.extend(dynamic[j] for j in val[0] if j < len(dynamic))
+        opts = getattr(prog.module, m.group(4), None) if m.group(4) != "None" else None
+        if opts is not None and hasattr(opts, "model_fields_set"):
+            for k in sorted(opts.model_fields_set):
+                args.append(f"{k}={_static_text(getattr(opts, k))}")
+        return _call_label(name.group(1) if name else "?", args)
     m = re.match(r"K\.step_fn\((_T\d+), (.*)\)$", expr)
     if m:
         arms = getattr(prog.module, m.group(1), ())
         return "step(" + m.group(2).split(",")[0] + ", " + ", ".join(f"{op} {b:g}" for op, b in arms) + ", else)"
-    return re.sub(r"K\.(\w+)\(", r"\1(", expr)[:46]
+    text = re.sub(r"K\.(\w+)\(", r"\1(", expr)
+    if len(text) <= LABEL_WIDTH:
+        return text
+    cut = max(text.rfind(", ", 0, LABEL_WIDTH - 2), text.rfind(" ", 0, LABEL_WIDTH - 2))
+    return (text[:cut] if cut > 0 else text[:LABEL_WIDTH - 2]).rstrip(",") + " …"

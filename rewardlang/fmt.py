@@ -224,6 +224,13 @@ def _attach(comments: list[S.Comment], anchors: list[tuple[int, int, int]]) -> l
 
 def format_source(source: str, file: str = "<string>") -> str:
     """The canonical text of a spec. Raises :class:`rewardlang.parser.ParseFailure` on a syntax error."""
+    from rewardlang.parser import deep_recursion
+
+    with deep_recursion():  # a long flat chain of terms is formatted recursively
+        return _format_source(source, file)
+
+
+def _format_source(source: str, file: str) -> str:
     mod = parse(source, file)
     comments = sorted(mod.comments, key=lambda c: (c.line, c.column))
     src_lines = source.split("\n")  # as the parser counts lines

@@ -20,11 +20,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer_NonRecursive, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from rewardlang import syntax as S
-from rewardlang.diagnostics import Diagnostic
+from rewardlang.diagnostics import Diagnostic, did_you_mean
 
 __all__ = ["parse", "ParseFailure"]
 
@@ -111,7 +111,7 @@ def _decode_string(tok: Token) -> str:
 
 
 @v_args(meta=True)
-class ToSyntax(Transformer):
+class ToSyntax(Transformer_NonRecursive):
     """Lark tree → :mod:`rewardlang.syntax` nodes (one method per grammar rule)."""
 
     def __init__(self, file: str) -> None:
@@ -381,6 +381,47 @@ def _opens_unterminated_regex(exc: UnexpectedToken, source: str) -> bool:
     return end >= len(source) or source[end] != "/"
 
 
+#: the keywords that start a statement (a misspelt one is read as `<component>.weight = ...`)
+STATEMENT_KEYWORDS = ("spec", "import", "from", "param", "input", "let", "component", "reward", "advantage",
+                      "example", "train", "preference")
+
+_IN_HINT = ("`in` is not an operator here: test text with contains(completion, \"x\"), startswith(...), "
+            "endswith(...), or count(completion, /pattern/) > 0")
+
+
+#: characters other languages use where rewardlang has a word or another character
+_CHAR_HABITS = {
+    "'": "strings are written in double quotes: \"text\"",
+    "&": "write `and` (not `&&` or `&`)",
+    "|": "write `or` (not `||` or `|`)",
+    "!": "write `not` (not `!`); `!=` compares",
+}
+
+
+def _habit_hint(exc: UnexpectedToken, source: str) -> str | None:
+    """A hint for what a Python (or other language) habit produced, when the syntax error looks like one."""
+    tok = exc.token
+    text = str(tok)
+    expected = set(exc.accepts or exc.expected or ())
+    if text == "in":  # `"x" in completion` (a comprehension's `in` is expected, so never lands here)
+        return _IN_HINT
+    if text == "is":  # `x is none`, `x is not none`
+        return "`is` is not an operator: test for none with `== none` or `!= none`"
+    start = tok.start_pos or 0
+    line_start = source.rfind("\n", 0, start) + 1
+    before = source[line_start:start]
+    m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*", before)
+    if m and expected <= {"DOT"}:
+        # a line starting with a name that is not a keyword: the parser tried `<component>.weight = ...`
+        word = m.group(1)
+        close = did_you_mean(word, STATEMENT_KEYWORDS)
+        if close:
+            return close.replace("did you mean", "a statement starts with a keyword: did you mean")
+        return ("a statement starts with a keyword (" + ", ".join(f"`{k}`" for k in STATEMENT_KEYWORDS[:8])
+                + ", …) or sets a weight: `<component>.weight = 2`")
+    return None
+
+
 def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnostic:
     line = getattr(exc, "line", 1) or 1
     column = getattr(exc, "column", 1) or 1
@@ -403,11 +444,12 @@ def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnost
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
         width = max(1, len(str(tok)))
+        habit = _habit_hint(exc, source)
         loc = S.Loc(file, tok.line or line, tok.column or column, tok.line or line,
                     (tok.column or column) + (width if "\n" not in str(tok) else 1),
                     tok.start_pos or 0, (tok.start_pos or 0) + width)
         shown = str(tok) if len(str(tok)) <= 30 else str(tok)[:27] + "..."
-        hint = _expected_hint(set(exc.accepts or exc.expected))
+        hint = habit or _expected_hint(set(exc.accepts or exc.expected))
         return Diagnostic("E001", f"unexpected {shown!r}", loc, hint=hint)
     if isinstance(exc, UnexpectedCharacters):
         ch = source[exc.pos_in_stream] if exc.pos_in_stream < len(source) else "?"
@@ -415,6 +457,10 @@ def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnost
         hint = None
         if ch == '"':
             hint = "unterminated string: close it with `\"` on the same line, or use a triple-quoted string"
+        elif ch in _CHAR_HABITS:
+            hint = _CHAR_HABITS[ch]
+            if ch == "!" and source[exc.pos_in_stream + 1:exc.pos_in_stream + 2] == "=":
+                hint = None
         elif ch == "/":
             hint = _REGEX_HINT
         else:
@@ -434,21 +480,56 @@ def _comments(tokens: list[Token], source: str) -> list[S.Comment]:
     return out
 
 
-#: deeper parse trees are refused before anything recurses over them: the transformer, the checker and the code
+#: deeper *nesting* is refused before anything recurses over the tree: the transformer, the checker and the code
 #: generator are recursive, and the process's recursion limit (which a host program may have raised, making a
-#: C stack overflow possible) must not decide whether a spec compiles
+#: C stack overflow possible) must not decide whether a spec compiles. Nesting is what a reader counts:
+#: parentheses, calls, operands of a looser operator. A flat chain `a + b + ... + z` (and `and`/`or` chains)
+#: is one level however long, although Lark builds it as a left-leaning tree; such chains are bounded apart,
+#: by MAX_CHAIN, and walked under a recursion limit raised to fit them (see :func:`deep_recursion`).
 MAX_TREE_DEPTH = 200
+#: the longest left-leaning chain (terms of one flat sum, or such chains and nesting together)
+MAX_CHAIN = 10_000
+_CHAINS = {"binop", "and_op", "or_op"}
 
 
-def _too_deep(tree: Any) -> Any:
-    """The first node found below MAX_TREE_DEPTH levels (an iterative walk), or None."""
-    stack = [(tree, 1)]
+def _too_deep(tree: Any) -> tuple[Any, Any]:
+    """(the first node nested more than MAX_TREE_DEPTH levels, the first node more than MAX_CHAIN tree levels
+    down), each None when there is none; an iterative walk. The left operand of a chain node of the same kind
+    continues the chain and adds no nesting level."""
+    stack = [(tree, 1, 1)]
+    deep = long = None
     while stack:
-        node, d = stack.pop()
-        if d > MAX_TREE_DEPTH:
-            return node
-        stack.extend((c, d + 1) for c in node.children if hasattr(c, "children"))
-    return None
+        node, d, raw = stack.pop()
+        if d > MAX_TREE_DEPTH and deep is None:
+            deep = node
+        if raw > MAX_CHAIN and long is None:
+            long = node
+        if deep is not None and long is not None:
+            break
+        kids = [c for c in node.children if hasattr(c, "children")]
+        for i, c in enumerate(kids):
+            flat = i == 0 and node.data in _CHAINS and c.data == node.data and node.children[0] is c
+            stack.append((c, d if flat else d + 1, raw + 1))
+    return deep, long
+
+
+class deep_recursion:
+    """Raise the recursion limit for walking a spec's trees: a chain of MAX_CHAIN terms costs a few Python
+    frames per term (which Python 3.11+ runs without growing the C stack). Re-entrant; restores the limit."""
+
+    LIMIT = 8 * MAX_CHAIN + 2_000
+
+    def __enter__(self) -> None:
+        import sys
+
+        self.before = sys.getrecursionlimit()
+        if self.before < self.LIMIT:
+            sys.setrecursionlimit(self.LIMIT)
+
+    def __exit__(self, *exc: Any) -> None:
+        import sys
+
+        sys.setrecursionlimit(self.before)
 
 
 def _meta_loc(file: str, node: Any) -> S.Loc:
@@ -460,6 +541,8 @@ def _meta_loc(file: str, node: Any) -> S.Loc:
 
 def parse(source: str, file: str = "<string>") -> S.Module:
     """Parse one spec. Raises :class:`ParseFailure` (with a located diagnostic) on a syntax error."""
+    if source.startswith("\ufeff"):
+        source = source[1:]  # a UTF-8 byte-order mark (Windows editors write one) is not part of the spec
     comment_tokens: list[Token] = []
     lark = _lark()
     try:
@@ -468,11 +551,17 @@ def parse(source: str, file: str = "<string>") -> S.Module:
             tree = lark.parse(source)
         finally:
             _SINK.tokens = None
-        deep = _too_deep(tree)
+        deep, long = _too_deep(tree)
         if deep is not None:
             raise ParseFailure(Diagnostic("E001", "expression nested too deeply", _meta_loc(file, deep),
-                                          hint="split it into `let` definitions"))
-        body = ToSyntax(file).transform(tree)
+                                          hint=f"at most {MAX_TREE_DEPTH} levels of nesting: split it into "
+                                               "`let` definitions"))
+        if long is not None:
+            raise ParseFailure(Diagnostic("E001", "expression too long", _meta_loc(file, long),
+                                          hint=f"at most {MAX_CHAIN} terms in one expression: split it into "
+                                               "`let` definitions"))
+        with deep_recursion():
+            body = ToSyntax(file).transform(tree)
     except UnexpectedInput as exc:
         raise ParseFailure(_syntax_diagnostic(exc, file, source)) from None
     except VisitError as exc:

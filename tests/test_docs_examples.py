@@ -1,7 +1,15 @@
-"""Every example in docs/language.md is real.
+"""Every example in README.md and docs/ is real.
 
-* each ```reward block (of docs/language.md and of the pages in docs/specs/) is a complete spec: it compiles (as if it were a file in ``specs/``, so imports of
-  ``lib/...`` resolve) and its examples, if it has any, pass;
+* each ```reward block of every page (README.md and docs/**/*.md, whoever adds them; docs/errors.md excepted: it is
+  generated from real runs by tests/language/test_errors_doc.py) is a complete spec: it compiles (as if it were a
+  file in ``specs/``, so imports of ``lib/...`` resolve) and its examples, if it has any, pass;
+* the commands of every page run from the repository root (see "commands" below for the rule): ```console lines
+  starting with ``$ ``, every line of ```bash/```sh blocks, and ```python blocks, in page order, each page in a
+  scratch directory that mirrors the repository; output lines of a console block starting with ``ok `` must be
+  printed. Long-running commands (``rewardlang train``, ``rewardlang plot``, a line marked ``# doc-test: long``)
+  run with ``--help`` appended instead, so their options are still parsed and the files they name must exist;
+  system set-up (``apt-get``, ``pip``, ``bash scripts/...`` -- whose options must appear in the script --,
+  ``pytest``, other programs) is not run. A block preceded by ``<!-- doc-test: skip (reason) -->`` is not run;
 * each ```reward-error block fails to compile with the code named in its first line (``# E201 ...``);
 * ```reward-fragment blocks are partial on purpose and skipped;
 * the built-in functions table is exactly what the registry says (regenerate it with
@@ -15,6 +23,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -60,14 +69,24 @@ def _plugin_section() -> str:
     return text[text.index("## Writing a plug-in function"):text.index("## Command line")]
 
 
-def _ids(kind: str) -> list:  # type: ignore[type-arg]
+def pages() -> list[Path]:
+    """Every documentation page: README.md and docs/**/*.md (pages added later included), but docs/errors.md,
+    which is generated from real runs and checked by tests/language/test_errors_doc.py."""
+    return [ROOT / "README.md"] + sorted(p for p in (ROOT / "docs").rglob("*.md") if p.name != "errors.md")
+
+
+def _ids(kind: str, formatted_only: bool = False) -> list:  # type: ignore[type-arg]
+    """The blocks of ``kind`` of every page; with ``formatted_only``, of the pages whose specs are written in the
+    canonical format (docs/language.md and docs/specs/; other pages may align their columns for reading)."""
     # the spec of the plug-in section needs the plug-in: test_plugin_example_works_through_the_entry_point runs it
-    out = [pytest.param(body, line, id=f"language.md:{line}") for info, line, body in blocks()
-           if info == kind and body not in _plugin_section()]
-    # the spec pages' blocks are held to the same rule
-    for page in sorted((ROOT / "docs" / "specs").glob("*.md")):
-        out += [pytest.param(body, line, id=f"{page.name}:{line}") for info, line, body in blocks(page)
-                if info == kind]
+    plugin = _plugin_section()
+    out = []
+    for page in pages():
+        if formatted_only and page != DOC and page.parent.name != "specs":
+            continue
+        rel = page.relative_to(ROOT)
+        out += [pytest.param(body, line, id=f"{rel}:{line}") for info, line, body in blocks(page)
+                if info == kind and not (page == DOC and body in plugin)]
     return out
 
 
@@ -77,7 +96,7 @@ def test_the_doc_has_examples() -> None:
     kinds = [info for info, _, _ in blocks()]
     assert kinds.count("reward") >= 20 and "reward-error" in kinds
     assert set(kinds) <= {"reward", "reward-fragment", "reward-error", "python", "toml", "bash", "text", "json",
-                          ""}, set(kinds)
+                          "console", ""}, set(kinds)
 
 
 @pytest.mark.parametrize("body,line", _ids("reward"))
@@ -93,7 +112,7 @@ def test_reward_block_compiles_and_its_examples_pass(body: str, line: int) -> No
     assert failures == [], f"line {line}"
 
 
-@pytest.mark.parametrize("body,line", _ids("reward"))
+@pytest.mark.parametrize("body,line", _ids("reward", formatted_only=True))
 def test_reward_block_is_canonically_formatted(body: str, line: int) -> None:
     from rewardlang.fmt import format_source
 
@@ -191,6 +210,212 @@ def test_cli_commands_are_documented() -> None:
     section = text[text.index("## Command line"):]
     for name in get_command(app).commands:  # type: ignore[attr-defined]
         assert f"rewardlang {name}" in section, name
+
+
+# ---------------------------------------------------------------------- commands of every page
+
+SKIP_MARK = "<!-- doc-test: skip"
+LONG_MARK = "# doc-test: long"
+#: rewardlang commands that run for minutes (or need a run directory): run with --help appended
+LONG_COMMANDS = ("train", "plot")
+#: system set-up and other programs: not run
+NOT_RUN = ("apt-get", "apt", "pip", "pip3", "sudo", "trl", "torchrun", "git", "cd", "export")
+
+
+def _skipped(page: Path, line: int) -> bool:
+    lines = page.read_text(encoding="utf-8").splitlines()
+    k = line - 2  # the line above the opening fence (``line`` is 1-based, the fence's own)
+    while k >= 0 and not lines[k].strip():
+        k -= 1
+    return k >= 0 and lines[k].strip().startswith(SKIP_MARK)
+
+
+def _command_lines(info: str, body: str) -> list[tuple[str, list[str]]]:
+    """(command, the output lines shown after it) for a console or shell block; continuations joined."""
+    out: list[tuple[str, list[str]]] = []
+    pending = ""
+    for raw in body.splitlines():
+        text = raw.rstrip()
+        if info == "console":
+            if pending:
+                pending += " " + text.strip()
+            elif text.startswith("$ "):
+                pending = text[2:]
+            else:
+                if out and text:
+                    out[-1][1].append(text)
+                continue
+        else:
+            if not text.strip() or (text.lstrip().startswith("#") and not pending):
+                continue
+            pending = (pending + " " + text.strip()) if pending else text.strip()
+        if pending.endswith("\\"):
+            pending = pending[:-1].rstrip()
+            continue
+        out.append((pending, []))
+        pending = ""
+    return out
+
+
+def _plan(command: str) -> list[tuple[str, str]]:
+    """How each part (``a && b``) of a documented command is verified: ("run", shell command),
+    ("help", shell command), ("script", path and options to find in it) or ("skip", why)."""
+    long = LONG_MARK in command
+    command = re.split(r"\s+#\s", " " + command, maxsplit=1)[0].strip()  # drop a trailing comment
+    steps = []
+    py = shlex.quote(sys.executable)
+    for part in (p.strip() for p in command.split("&&")):
+        words = shlex.split(part)
+        while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):  # VAR=value prefixes
+            words = words[1:]
+        if not words:
+            continue
+        prog = words[0]
+        if prog == "accelerate" and "-m" in words:  # accelerate launch [its options] -m rewardlang ...
+            i = words.index("-m")
+            for k, w in enumerate(words[:i]):
+                if w == "--config_file":
+                    steps.append(("exists", words[k + 1]))
+            words = ["rewardlang"] + words[i + 2:]
+            prog = "rewardlang"
+        if prog == "rewardlang" or (prog in ("python", "python3") and words[1:3] == ["-m", "rewardlang"]):
+            args = words[1:] if prog == "rewardlang" else words[3:]
+            redirect = next((k for k, w in enumerate(args) if w in ("<", ">", "|")), len(args))
+            args = args[:redirect]
+            for w in args:
+                if re.match(r"^(specs|examples|docs|scripts)/", w):
+                    steps.append(("exists", w))
+            cmd = f"{py} -m rewardlang " + " ".join(shlex.quote(a) for a in args)
+            if long or (args and args[0] in LONG_COMMANDS):
+                steps.append(("help", cmd + " --help"))
+            else:
+                steps.append(("run", cmd + _redirections(part)))
+            continue
+        if prog in ("python", "python3"):
+            if words[1:3] == ["-m", "pytest"]:
+                steps.append(("skip", "the test suite itself"))
+                continue
+            steps.append(("run", f"{py} " + part.split(None, 1)[1]))
+            continue
+        if prog in ("bash", "sh") and len(words) > 1 and words[1].startswith("scripts/"):
+            steps.append(("script", " ".join(words[1:])))
+            continue
+        steps.append(("skip", f"`{prog}` (system set-up or another program)"))
+    return steps
+
+
+def _redirections(part: str) -> str:
+    """The shell redirections of a command (``< file``, ``> file``), kept when it is rewritten."""
+    m = re.search(r"\s([<>].*)$", part)
+    return " " + m.group(1) if m else ""
+
+
+def _scratch(tmp: Path) -> Path:
+    """A directory mirroring the repository's top level through links: documented commands read specs/ and
+    examples/ as from the root, and what they write lands here, not in the repository."""
+    for entry in ROOT.iterdir():
+        if entry.name not in (".git",):
+            (tmp / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+    return tmp
+
+
+def _runnable_pages() -> list:  # type: ignore[type-arg]
+    return [pytest.param(p, id=str(p.relative_to(ROOT))) for p in pages()
+            if any(info in ("console", "bash", "sh", "shell", "python") for info, _, _ in blocks(p))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", _runnable_pages())
+def test_every_command_and_python_block_of_the_page_works(page: Path, tmp_path: Path) -> None:
+    import os
+
+    where = _scratch(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    plugin = _plugin_section() if page == DOC else ""
+    ran = 0
+
+    def sh(cmd: str, line: int) -> subprocess.CompletedProcess:
+        res = subprocess.run(["bash", "-c", cmd], cwd=where, env=env, capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, f"{page.name}:{line}: `{cmd}` failed:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+        return res
+
+    for info, line, body in blocks(page):
+        if _skipped(page, line):
+            continue
+        if info == "python":
+            if body in plugin:
+                continue  # the plug-in module: test_plugin_example_works_through_the_entry_point
+            script = where / f"block_{line}.py"
+            script.write_text(body, encoding="utf-8")
+            sh(f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}", line)
+            ran += 1
+            continue
+        if info not in ("console", "bash", "sh", "shell"):
+            continue
+        for command, shown in _command_lines(info, body):
+            for kind, what in _plan(command):
+                if kind == "exists":
+                    assert (ROOT / what).exists(), f"{page.name}:{line}: `{command}` names {what}, which does not exist"
+                elif kind == "script":
+                    path, *opts = what.split()
+                    text = (ROOT / path).read_text(encoding="utf-8")
+                    for o in opts:
+                        assert o in text, f"{page.name}:{line}: {path} has no option {o}"
+                elif kind in ("run", "help"):
+                    res = sh(what, line)
+                    ran += 1
+                    for expected in shown:
+                        if expected.startswith("ok "):
+                            assert expected.split("(")[0].strip() in res.stdout, (page.name, line, expected)
+    assert ran > 0
+
+
+@pytest.mark.parametrize("command, plan", [
+    ("rewardlang check specs/codepo_text.reward          # types", [("exists", "specs/codepo_text.reward"),
+                                                                    ("run", "-m rewardlang check specs/codepo_text.reward")]),
+    ("rewardlang train --spec S --model PATH", [("help", "-m rewardlang train --spec S --model PATH --help")]),
+    ("bash scripts/install.sh --test && python3 -m pytest -q", [("script", "scripts/install.sh --test"),
+                                                               ("skip", "the test suite itself")]),
+    ("CUDA_VISIBLE_DEVICES=1 accelerate launch --config_file examples/accelerate/zero2.yaml -m rewardlang train "
+     "--spec S", [("exists", "examples/accelerate/zero2.yaml"), ("help", "-m rewardlang train --spec S --help")]),
+    ("rewardlang score specs/a.reward -i x.jsonl  # doc-test: long", [("exists", "specs/a.reward"),
+                                                                      ("help", "-m rewardlang score specs/a.reward -i x.jsonl --help")]),
+    ("apt-get install -y bubblewrap", [("skip", "`apt-get` (system set-up or another program)")]),
+])
+def test_the_command_rule(command: str, plan: list[tuple[str, str]]) -> None:
+    got = [(k, w.replace(shlex.quote(sys.executable) + " ", "")) for k, w in _plan(command)]
+    assert got == plan
+
+
+def test_console_blocks_split_commands_from_output() -> None:
+    body = "$ rewardlang check a.reward  # x\nok  a.reward  (1 component)\n$ python m.py \\\n    -i f\n"
+    assert _command_lines("console", body) == [("rewardlang check a.reward  # x", ["ok  a.reward  (1 component)"]),
+                                               ("python m.py -i f", [])]
+    assert _command_lines("bash", "# comment\nrewardlang plot r\n\n") == [("rewardlang plot r", [])]
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return {_slug(m.group(1)) for m in re.finditer(r"^#+\s+(.*)$", text, flags=re.M)}
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, id=str(p.relative_to(ROOT))) for p in pages()])
+def test_every_link_of_the_page_resolves(page: Path) -> None:
+    """Relative links name files that exist, and `#anchors` headings that exist (docs/language.md once linked
+    to three "Known limitations" entries that were not there)."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]+))?\)", text):
+        if target.startswith(("http://", "https://", "mailto:")):
+            continue
+        dest = (page.parent / target) if target else page
+        assert dest.exists(), f"{page.name}: link to {target}, which does not exist"
+        if anchor and dest.suffix == ".md":
+            assert anchor in _anchors(dest), f"{page.name}: link to {target}#{anchor}, which has no such heading"
 
 
 # ---------------------------------------------------------------------- the plug-in example

@@ -420,10 +420,16 @@ def to_text(a: Any) -> Any:
 
 # ---------------------------------------------------------------------- regex constants
 
+from rewardlang.regexrisk import catastrophic  # noqa: E402 - the language's analysis of patterns
+
+#: the per-call deadline (seconds) of a pattern that can backtrack catastrophically, when the component
+#: gives no `timeout`
+REGEX_TIMEOUT = 1.0
+
 class Pattern:
     """A compiled pattern constant: a /regex/ or a literal text (matched literally, counted with str.count)."""
 
-    __slots__ = ("kind", "source", "flags", "regex", "_counter")
+    __slots__ = ("kind", "source", "flags", "regex", "_counter", "risky", "_bounded")
 
     def __init__(self, kind: str, source: str, flags: str) -> None:
         self.kind = kind
@@ -434,6 +440,19 @@ class Pattern:
             bits |= {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}[f]
         self.regex = re.compile(re.escape(source) if kind == "literal" else source, bits)
         self._counter: Any = None
+        #: why the pattern can backtrack catastrophically (W006 at check time), or None; such a pattern is
+        #: run by :meth:`bounded` with a deadline, since `re` cannot be interrupted
+        self.risky = catastrophic(source, flags) if kind == "regex" else None
+        self._bounded: Any = None
+
+    def bounded(self) -> Any:
+        """The pattern compiled by the `regex` package, whose match functions take ``timeout=`` (seconds) and
+        raise TimeoutError when it runs out. Same syntax and flags as `re` for the patterns the checker admits."""
+        if self._bounded is None:
+            import regex
+
+            self._bounded = regex.compile(self.source, self.regex.flags & ~re.UNICODE)
+        return self._bounded
 
     @property
     def is_literal(self) -> bool:

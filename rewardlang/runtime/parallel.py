@@ -91,6 +91,10 @@ def _work(cols: dict[str, Any], m: int, step: int) -> tuple[dict[str, tuple[Col,
     return out, stats
 
 
+def _ready() -> bool:
+    return _PROGRAM is not None
+
+
 def _concat(parts: list[Any]) -> Any:
     if not isinstance(parts[0], Col):
         return parts[0]
@@ -111,6 +115,10 @@ class RowPool:
         self.workers = workers
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
                                         initializer=_init, initargs=(source, name))
+
+    def start(self) -> None:
+        """Spawn every worker now without waiting: each imports and warms up while the caller goes on."""
+        self._started = [self.pool.submit(_ready) for _ in range(self.workers)]
 
     def run(self, cols: dict[str, list[Any]], m: int, step: int, stats: Any = None
             ) -> dict[str, tuple[Col, Col | None]]:

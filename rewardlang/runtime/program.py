@@ -185,6 +185,9 @@ class Program:
         # so a script needs the usual `if __name__ == "__main__":` guard.
         self.workers = max(1, int(os.environ.get("REWARDLANG_WORKERS", "1") or 1))
         self._pool: Any = None
+        #: rows this process will score in all, when known (``rewardlang score`` sets it from the file): functions
+        #: with a one-off load cost (Numba kernels) skip it when the whole run is too small to repay it
+        self.run_rows: int | None = None
         #: unique rows from which the per-sample phase runs on every core (worker start-up costs ~1 s once;
         #: handing a batch to the workers ~0.1 s per 100k texts): a few hundred rows when a function is tagged
         #: "heavy" (parsing, CodeBLEU, metrics), tens of thousands for text functions alone
@@ -238,17 +241,19 @@ class Program:
         return self.module.weights(step)
 
     # ------------------------------------------------------------------ inputs
-    def _columns(self, n: int, given: Mapping[str, Sequence[Any]], by: str = "name", example: bool = False
-                 ) -> dict[str, list[Any]]:
+    def _columns(self, n: int, given: Mapping[str, Sequence[Any]], by: str = "name", example: bool = False,
+                 skip: Sequence[str] = ()) -> dict[str, list[Any]]:
         """Validated input columns for the used inputs (``by``: match given keys to input names or columns).
 
         For a spec's examples (``example=True``) an input left out, or null, is none: the components that need it
-        are none, and the checker has already typed the values given.
+        are none, and the checker has already typed the values given. An optional input (``text?``) absent from
+        the data is none for every row, as in training. ``skip`` names inputs not to read (a group key that
+        ``group=`` replaces).
         """
         out: dict[str, list[Any]] = {}
         problems: list[tuple[int, str, str]] = []
         for inp in self.inputs:
-            if not inp.used and inp.name != "completion":
+            if (not inp.used and inp.name != "completion") or inp.name in skip:
                 continue
             key = inp.name if by == "name" else inp.column
             if key not in given:
@@ -257,7 +262,7 @@ class Program:
                     key = alt
                 elif inp.name == "completion" and not inp.used:
                     continue
-                elif example:
+                elif example or (inp.nullable and inp.name != "completion"):
                     out[inp.name] = [None] * n
                     continue
                 elif inp.name == "completion":
@@ -422,6 +427,8 @@ class Program:
                 off = np.zeros(m, dtype=np.int64) if k == "completion" else None
                 I[k] = Col(v, none, off=off, kind="obj")
         ctx = Context(step=step, workers=self.workers, cache=self.cache, stats=self.stats)
+        if self.run_rows is not None:
+            ctx.extra["run_rows"] = self.run_rows
         if trace is not None:
             ctx.extra["explain"] = True
         return self.module.rows(I, ctx, step) if trace is None else self.module.rows(I, ctx, step, trace)
@@ -443,6 +450,14 @@ class Program:
             warnings.warn(f"rewardlang: a scoring worker process failed ({type(exc).__name__}: {exc}); "
                           "this batch is scored in the calling process", RuntimeWarning, stacklevel=3)
             return self._row_phase_local(cols, m, step)
+
+    def start_pool(self) -> None:
+        """Start the worker processes now (they load in the background) rather than at the first large batch."""
+        if self._pool is None and self.in_workers and self.workers > 1:
+            from rewardlang.runtime import parallel
+
+            self._pool = parallel.RowPool(self.python_source, self.name, self.workers)
+            self._pool.start()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -552,18 +567,41 @@ class Program:
         return self._advantage(total, comps, self.weights(step), G, step, Counter())
 
     # ------------------------------------------------------------------ TRL
-    def as_trl_reward_funcs(self) -> tuple[list[Callable[..., list[float | None]]], list[float]]:
+    def as_trl_reward_funcs(self, *, mask_total: bool = True, warn: bool = True
+                            ) -> tuple[list[Callable[..., list[float | None]]], list[float]]:
         """One picklable reward function per component for TRL's ``GRPOTrainer``, and the weights.
 
         TRL logs each function as ``rewards/<name>/mean`` and sums them with ``GRPOConfig(reward_weights=...)``.
         When the reward is not the weighted sum of the components, or a weight follows a schedule, the
         component functions get weight 0 (logged only) and one more function, ``reward``, carries the total.
+        Where the spec masks a completion's total, every function returns None (``mask_total``), so TRL leaves it
+        out of its group's baseline with advantage 0 instead of training on the sum of the other functions.
+
+        These functions carry rewards only: TRL's own group normalisation replaces the spec's ``advantage``, and
+        ``spans`` are dropped. A spec that declares either gets a one-time ``UserWarning`` (``warn``); train with
+        :class:`rewardlang.trainers.grpo.SpecGRPOTrainer` (docs/training.md) to honour them.
+
+            >>> import rewardlang
+            >>> prog = rewardlang.loads("component n in [0, 3] = len(completion)\\ncomponent k = 1")
+            >>> funcs, weights = prog.as_trl_reward_funcs()
+            >>> [f(completions=["ab", "abcd"]) for f in funcs], weights   # "abcd" is out of range: masked
+            ([[2.0, None], [1.0, None]], [1.0, 1.0])
         """
-        funcs: list[Callable[..., list[float | None]]] = [TRLRewardFunc(self, c.name) for c in self.components]
+        cannot = [what for what, has in (("an advantage pipeline", self.has_advantage),
+                                         ("spans", any(c.has_spans for c in self.components))) if has]
+        if warn and cannot and not getattr(self, "_trl_warned", False):
+            self._trl_warned = True
+            warnings.warn(f"rewardlang: spec `{self.name}` declares {' and '.join(cannot)}, which TRL's "
+                          "GRPOTrainer with plain reward functions (as_trl_reward_funcs) cannot honour: TRL "
+                          "normalises rewards per group itself and trains on sequence-level rewards only. Use "
+                          "rewardlang.trainers.grpo.SpecGRPOTrainer(model=..., program=prog, args=GRPOConfig(...), "
+                          "...) in place of GRPOTrainer (docs/training.md)", UserWarning, stacklevel=2)
+        funcs: list[Callable[..., list[float | None]]] = [TRLRewardFunc(self, c.name, mask_total)
+                                                          for c in self.components]
         constant = all(_is_number(c.weight_expr) for c in self.components)
         if self.spec["reward_is_weighted_sum"] and constant:
             return funcs, [float(self.weights(0)[c.name]) for c in self.components]
-        return funcs + [TRLRewardFunc(self, None)], [0.0] * len(funcs) + [1.0]
+        return funcs + [TRLRewardFunc(self, None, mask_total)], [0.0] * len(funcs) + [1.0]
 
     # ------------------------------------------------------------------ examples
     def run_examples(self) -> list[tuple[str, str, int, list[str]]]:
@@ -652,9 +690,10 @@ _POOL_MIN_ROWS_HEAVY = 256
 class TRLRewardFunc:
     """A picklable TRL reward function for one component (or the total when ``component`` is None)."""
 
-    def __init__(self, program: Program, component: str | None) -> None:
+    def __init__(self, program: Program, component: str | None, mask_total: bool = True) -> None:
         self.program = program
         self.component = component
+        self.mask_total = mask_total  # None where the spec masks the total (TRL then skips the completion)
         self.__name__ = component or "reward"
 
     def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
@@ -681,10 +720,89 @@ class TRLRewardFunc:
             out = prog.score_columns(cols, n, step=step, raw=given)
             prog._trl_last = (completions, step, out)  # type: ignore[attr-defined]
         values = out.total if self.component is None else out.components[self.component]
+        if self.mask_total:
+            return [None if v != v or t != t else float(v) for v, t in zip(values, out.total)]
         return [None if v != v else float(v) for v in values]
 
     def __reduce__(self) -> tuple:
-        return (TRLRewardFunc, (self.program, self.component))
+        return (TRLRewardFunc, (self.program, self.component, self.mask_total))
+
+
+# ---------------------------------------------------------------------- a compiled module run as a script
+
+def module_main(prog: "Program", argv: Sequence[str] | None = None) -> int:
+    """``python compiled.py``: score a JSONL file (or standard input) to JSONL on standard output (or a file).
+
+    Each output row is the input row with ``reward``, ``components``, ``advantage`` (when the spec has one)
+    and ``errors``; none and non-finite values are ``null``. The whole input is one batch, so groups need not be
+    contiguous. Returns the exit status: 0, or 1 with a message naming the line for unreadable input.
+    """
+    import argparse
+    import json
+    import math
+    import sys
+
+    ap = argparse.ArgumentParser(prog=f"python {prog.name}.py",
+                                 description=f"Score a JSONL file with the compiled reward program `{prog.name}`.")
+    ap.add_argument("-i", "--input", default="-", help="JSONL rows (default: standard input)")
+    ap.add_argument("-o", "--output", default="-", help="JSONL output (default: standard output)")
+    ap.add_argument("--group-by", default=None, help="column grouping rows for the advantage")
+    ap.add_argument("--step", type=int, default=0, help="training step (for weight schedules)")
+    args = ap.parse_args(argv)
+
+    def bad(msg: str) -> int:
+        print(f"error: {msg}", file=sys.stderr)
+        return 1
+
+    try:
+        src = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8-sig")
+    except OSError as exc:
+        return bad(f"{args.input}: {exc.strerror or exc}")
+    rows: list[dict] = []
+    with src:
+        for lineno, line in enumerate(src, 1):
+            if lineno == 1:
+                line = line.lstrip("\ufeff")
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line, parse_constant=lambda t: (_ for _ in ()).throw(ValueError(t)))
+            except ValueError as exc:
+                return bad(f"{args.input}:{lineno}: invalid JSON ({exc})")
+            if not isinstance(row, dict):
+                return bad(f"{args.input}:{lineno}: expected a JSON object")
+            rows.append(row)
+    if rows:
+        if args.group_by is not None and any(args.group_by not in r for r in rows):
+            return bad(f"--group-by {args.group_by}: no such column in some row")
+        given = {k: [r.get(k) for r in rows] for k in set().union(*(r.keys() for r in rows))}
+        group = None if args.group_by is None else [json.dumps(g, sort_keys=True) for g in given[args.group_by]]
+        try:
+            cols = prog._columns(len(rows), given, by="column")
+        except DataError as exc:
+            return bad(str(exc))
+        res = prog.score_columns(cols, len(rows), step=args.step, group=group, raw=given)
+
+    def clean(x: Any) -> float | None:
+        x = float(x)
+        return x if math.isfinite(x) else None
+
+    out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+    try:
+        for i, row in enumerate(rows):
+            rec = dict(row)
+            rec["reward"] = clean(res.total[i])
+            rec["components"] = {c.name: clean(res.components[c.name][i]) for c in prog.components}
+            if res.advantages is not None:
+                rec["advantage"] = clean(res.advantages[i])
+            errs = {k: v[i] for k, v in res.errors.items() if v[i] is not None}
+            if errs:
+                rec["errors"] = errs
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
 
 
 # ---------------------------------------------------------------------- loading
@@ -706,8 +824,74 @@ def compile_spec(path: str, params: dict[str, Any] | None = None, source: str | 
     return code, diags, sources
 
 
+def _compiler_fingerprint() -> str:
+    """What a compiled spec depends on besides its sources: rewardlang's own files (by name, size and mtime) and
+    every registered function's signature (plug-ins included)."""
+    import hashlib
+
+    from rewardlang.runtime import registry
+
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parent.parent
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for f in sorted(filenames):
+            if f.endswith((".py", ".lark")):
+                st = os.stat(os.path.join(dirpath, f))
+                h.update(f"{dirpath}/{f}:{st.st_size}:{st.st_mtime_ns};".encode())
+    h.update(repr(sorted(registry.signatures().items())).encode())
+    return h.hexdigest()
+
+
+def _cache_dir() -> Path | None:
+    where = os.environ.get("REWARDLANG_CACHE_DIR")
+    if where == "":
+        return None  # REWARDLANG_CACHE_DIR= (empty) turns the cache off
+    base = Path(where) if where else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rewardlang"
+    return base / "specs"
+
+
+def _compile_cached(path: str, params: dict[str, Any] | None) -> tuple[str, list[Diagnostic], dict[str, str]]:
+    """:func:`compile_spec` of a spec file, through an on-disk cache of compiled specs.
+
+    A command-line run spends ~0.1 s of CPU importing the parser and checker and compiling the spec, about a tenth
+    of `rewardlang score` on a small file. The entry is keyed by the path, the working directory, the parameters
+    and the compiler's fingerprint, and used only if every source file it was compiled from (imports included)
+    still reads the same. Specs with errors are not cached. Any problem with the cache falls back to compiling.
+    """
+    import hashlib
+    import json
+    import pickle
+
+    cache = _cache_dir()
+    if cache is None:
+        return compile_spec(path, params)
+    try:
+        key = hashlib.sha256(json.dumps([os.path.abspath(path), os.getcwd(), sorted((params or {}).items()),
+                                         _compiler_fingerprint()], default=repr).encode()).hexdigest()
+        entry = cache / f"{key}.pickle"
+        if entry.exists():
+            with open(entry, "rb") as f:
+                code, diags, sources = pickle.load(f)
+            if all(Path(p).read_text(encoding="utf-8") == text for p, text in sources.items()):
+                return code, diags, sources
+    except Exception:  # unreadable, stale format, a source gone: compile
+        entry = None
+    code, diags, sources = compile_spec(path, params)
+    if entry is not None:
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+            with open(tmp, "wb") as f:
+                pickle.dump((code, diags, sources), f)
+            os.replace(tmp, entry)
+        except Exception:  # a read-only home, a full disk: the cache is only an optimisation
+            pass
+    return code, diags, sources
+
+
 def load_program(path: str, params: dict[str, Any] | None = None, source: str | None = None) -> Program:
-    code, diags, sources = compile_spec(path, params, source)
+    code, diags, sources = compile_spec(path, params, source) if source is not None else _compile_cached(path, params)
     module = types.ModuleType(f"rewardlang_compiled_{Path(path).stem}")
     module.__dict__["__file__"] = None
     exec(compile(code, f"<rewardlang:{path}>", "exec"), module.__dict__)

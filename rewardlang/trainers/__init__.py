@@ -6,6 +6,9 @@
 - :mod:`rewardlang.trainers.metrics` -- JSONL/TensorBoard metrics, progress bar, timing;
 - :mod:`rewardlang.trainers.run`     -- run directory, resume checks, algorithm dispatch (``train``);
 - :mod:`rewardlang.trainers.grpo`    -- GRPO on TRL's ``GRPOTrainer`` with the spec's rewards and advantages;
+- :mod:`rewardlang.trainers.dpo`     -- DPO: offline on TRL's ``DPOTrainer`` from a pairs file, or online;
+- :mod:`rewardlang.trainers.gepo`    -- GEPO (group preferences, chunked exact backward) on transformers' Trainer;
+- :mod:`rewardlang.trainers.oorl`    -- OORL: REINFORCE++ (the PPO trainer) plus w_gepo x GEPO each step;
 - :mod:`rewardlang.trainers.plot`    -- ``rewardlang plot RUN_DIR``;
 - :mod:`rewardlang.trainers.cli`     -- the ``train`` and ``plot`` commands.
 

@@ -92,6 +92,12 @@ class TrainConfig:
     lora_target_modules: list[str] | str = "all-linear"
     report_to: list[str] | str = "auto"  # auto: tensorboard when installed
     progress: bool = True
+    # preference trainers (dpo, gepo, oorl): a pairs/groups file from `rewardlang pairs`; None: mined online
+    preference_data: str | None = None
+    gepo_lambda: float = 1.0  # λ of the winner-variance term (the paper's value)
+    gepo_chunk: int = 8  # sequences per forward/backward chunk of the GEPO step (memory bound for large groups)
+    w_rl: float = 1.0  # OORL: weight of the on-policy (REINFORCE++) loss (the paper's value)
+    w_gepo: float = 0.01  # OORL: weight of the GEPO loss (the paper's value)
     # Shared optimisation settings (GRPO passes them to TRL; PPO uses them itself).
     top_p: float = 1.0
     max_grad_norm: float = 1.0
@@ -128,6 +134,9 @@ ALGORITHMS: dict[str, str] = {
     "grpo": "rewardlang.trainers.grpo",
     "ppo": "rewardlang.trainers.ppo",
     "prm": "rewardlang.trainers.prm",
+    "dpo": "rewardlang.trainers.dpo",
+    "gepo": "rewardlang.trainers.gepo",
+    "oorl": "rewardlang.trainers.oorl",
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm": tuple(ALGORITHMS),
@@ -148,10 +157,16 @@ _TRL_OWNED = {"per_device_train_batch_size": "batch_size", "output_dir": "output
               "report_to": "report_to", "bf16": "dtype", "fp16": "dtype"}
 
 
-def _trl_fields() -> set[str]:
-    from trl import GRPOConfig  # imported lazily: pulls in torch
+def _trl_fields(algorithm: str = "grpo") -> set[str]:
+    # imported lazily: pulls in torch. Each algorithm passes unknown keys to its own TRL/transformers config.
+    if algorithm == "dpo":
+        from trl import DPOConfig as Config
+    elif algorithm in ("gepo",):
+        from transformers import TrainingArguments as Config
+    else:
+        from trl import GRPOConfig as Config
 
-    return {f.name for f in dataclasses.fields(GRPOConfig) if f.init}
+    return {f.name for f in dataclasses.fields(Config) if f.init}
 
 
 def parse_set(items: list[str] | None) -> dict[str, Any]:
@@ -274,6 +289,7 @@ def resolve_config(
         ("command line", {k: v for k, v in (cli_flags or {}).items() if v is not None}),
     ]
     trl_fields: set[str] | None = None
+    algorithm = next((str(layer["algorithm"]) for _, layer in reversed(layers) if layer.get("algorithm")), "grpo")
     for where, layer in layers:
         for key, value in layer.items():
             if key in _FIELDS and key not in ("trl", "tiny_model"):
@@ -293,12 +309,12 @@ def resolve_config(
                 if name in _TRL_OWNED:
                     raise ConfigError(f"{where}: set `{_TRL_OWNED[name]}` instead of `{name}`")
                 if trl_fields is None:
-                    trl_fields = _trl_fields()
+                    trl_fields = _trl_fields(algorithm)
                 if name not in trl_fields:
                     hint = _suggest(name, set(_FIELDS) | trl_fields)
                     raise ConfigError(f"{where}: unknown train setting `{key}`{hint}. Train settings are rewardlang's "
                                       f"({', '.join(k for k in _FIELDS if k not in ('trl', 'tiny_model'))}) or fields "
-                                      f"of TRL's GRPOConfig")
+                                      f"of TRL's {'DPOConfig' if algorithm == 'dpo' else 'GRPOConfig'}")
                 cfg.trl[name] = value
             sources[key.removeprefix("trl.")] = where
     _validate(cfg, sources)

@@ -26,6 +26,7 @@ order of a resumed run identical across epochs.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -47,7 +48,7 @@ from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, ru
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
-__all__ = ["SpecGRPOTrainer", "SpecRewardSet", "SpecReward", "EpochSeeded", "grpo_args", "build_trainer", "train",
+__all__ = ["SpecGRPOTrainer", "SpecRewardSet", "missing_after_tying", "SpecReward", "EpochSeeded", "grpo_args", "build_trainer", "train",
            "RunResult", "token_advantages", "token_char_ends", "last_checkpoint"]
 
 
@@ -70,7 +71,9 @@ class SpecRewardSet:
     def __init__(self, program: "Program", clock: RewardClock) -> None:
         self.program = program
         self.clock = clock
-        funcs, weights = program.as_trl_reward_funcs()
+        # unmasked values (for the masked/* metrics) and no warning: this set applies the masking itself, and
+        # SpecGRPOTrainer the advantage and spans
+        funcs, weights = program.as_trl_reward_funcs(mask_total=False, warn=False)
         self.funcs = list(funcs)
         self.names = [getattr(f, "__name__", type(f).__name__) for f in funcs]
         self.weights = [float(w) for w in weights]
@@ -189,6 +192,42 @@ class EpochSeeded(torch.utils.data.Sampler):
         return len(self.sampler)
 
 
+class _MaskedRowNotice(logging.Filter):
+    """Drops TRL's "All reward functions returned None for the following kwargs: {prompt, completion...}" warning
+    while :class:`SpecGRPOTrainer` scores a batch: the spec masks such completions on purpose, and they are counted
+    in the ``masked/count`` and ``masked/rate`` metrics instead of printing a whole completion at every step.
+    Other trainers in the process still get TRL's warning."""
+
+    active = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.active and "All reward functions returned None" in str(record.msg))  # "[RANK 0] All..."
+
+
+_MASKED_NOTICE = _MaskedRowNotice()
+logging.getLogger("trl.trainer.grpo_trainer").addFilter(_MASKED_NOTICE)
+
+
+def missing_after_tying(model: Any, missing: Sequence[str]) -> list[str]:
+    """The missing keys of a loaded checkpoint that are not tied parameters.
+
+    A model with tied weights (``tie_word_embeddings``: ``lm_head.weight`` is the embedding matrix) saves the
+    shared tensor once, so loading reports the alias as missing although it is restored by tying. Aliases are
+    found by identity of the parameters, whatever the architecture or wrapper (PEFT) names them.
+
+    >>> from rewardlang.trainers.config import TinyModelConfig
+    >>> from rewardlang.trainers.model import build_tiny_model, build_tokenizer
+    >>> model = build_tiny_model(build_tokenizer(300), TinyModelConfig())
+    >>> missing_after_tying(model, ["lm_head.weight", "model.norm.weight"])
+    ['model.norm.weight']
+    """
+    names: dict[int, list[str]] = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(p), []).append(name)
+    tied = {n for group in names.values() if len(group) > 1 for n in group}
+    return [k for k in missing if k not in tied]
+
+
 class SpecGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose rewards (and, if the spec has one, advantage pipeline) come from a compiled spec.
 
@@ -216,6 +255,16 @@ class SpecGRPOTrainer(GRPOTrainer):
         # O(T) token ends of completions, for spans (a multimodal processor carries its tokenizer)
         self._aligner = TokenAligner(getattr(self.processing_class, "tokenizer", self.processing_class))
 
+    def _issue_warnings_after_load(self, load_result: Any) -> None:
+        # Resuming a tied-embedding model reported "missing keys ['lm_head.weight']": the checkpoint stores the
+        # shared tensor once. Tied aliases are restored by tying; any other missing key is still reported.
+        if not hasattr(load_result, "_replace"):  # not torch's (missing_keys, unexpected_keys) tuple
+            return super()._issue_warnings_after_load(load_result)
+        missing = missing_after_tying(self.model, load_result.missing_keys)
+        if len(missing) != len(load_result.missing_keys):
+            self.model.tie_weights()
+        super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))
+
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         # Not part of the reward path: makes --resume replay the same data order across epochs (see EpochSeeded).
         return EpochSeeded(super()._get_train_sampler(dataset))
@@ -225,7 +274,11 @@ class SpecGRPOTrainer(GRPOTrainer):
         rewards = self.spec_rewards
         rewards.start_batch()
 
-        output = super()._generate_and_score_completions(inputs)
+        _MASKED_NOTICE.active += 1  # masked completions are counted (masked/count), not printed
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            _MASKED_NOTICE.active -= 1
 
         # Every process's completions, in the order TRL gathered them for its own normalisation.
         device = self.accelerator.device

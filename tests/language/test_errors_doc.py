@@ -41,7 +41,9 @@ DATA_TITLES = {
 
 ENTRIES = [
     # ---------------------------------------------------------------- syntax
-    Entry("E001", "The parser met a token that cannot come next (the hint lists what could).",
+    Entry("E001", "The parser met a token that cannot come next (the hint lists what could, or the keyword a "
+                  "misspelt statement word resembles); also an expression nested more than 200 levels deep (a "
+                  "flat chain such as `a + b + ... + z` is one level, up to 10,000 terms).",
           'component ok = len(completion) +* 2\n',
           "Remove or complete the stray token. Statements start with a keyword (`let`, `component`, ...), so an "
           "expression may span lines, but every operator needs both operands."),
@@ -73,7 +75,9 @@ ENTRIES = [
     Entry("E104", "`let` definitions depend on each other in a loop.",
           "let a = b + 1\nlet b = a * 2\ncomponent c = a + len(completion)\n",
           "Break the loop: one of the definitions must be computable from the others."),
-    Entry("E105", "An imported file cannot be read (missing, not UTF-8), or imports form a circle.",
+    Entry("E105", "An imported file cannot be read (missing, not UTF-8), or imports form a cycle (`a.reward` "
+                  "imports `b.reward`, which imports `a.reward`; a file importing itself; longer cycles). The "
+                  "hint of a cycle names every file in it.",
           'import "lib/missing.reward"\ncomponent one = 1\n',
           "Fix the path: it is relative to the directory of the importing spec."),
     Entry("E106", "`from \"FILE\" import NAME` names something the file does not define.",
@@ -149,7 +153,8 @@ ENTRIES = [
           "Choose an `on_error` value inside the range (`on_error 0`), or `on_error none` to mask the sample."),
     Entry("E217", "An operation the language does not support here: an attribute other than `<component>.weight`, "
                   "a weight outside `reward`/`advantage`, a per-sample function in a weight, constant arithmetic "
-                  "that fails (`1 / 0`).",
+                  "that fails (`1 / 0`), a constant that is not a finite number (`1e400`, `-1e400`, `1e308 * 10`: "
+                  "infinity has no JSON form).",
           "component size = completion.length\n",
           "Use a function: `len(completion)`."),
     # ---------------------------------------------------------------- advantages
@@ -177,12 +182,26 @@ ENTRIES = [
           "Fix the spec or the expectation; give a tolerance with `expect size = 4 +- 1` where values are "
           "approximate."),
     # ---------------------------------------------------------------- sections and parameters
-    Entry("E501", "A section other than `train`.",
-          "component size = len(completion)\npreference { pairs = 2 }\n",
-          "Only `train { ... }` exists so far."),
+    Entry("E501", "A section other than `train` and `preference`.",
+          "component size = len(completion)\nrewards { pairs = 2 }\n",
+          "The sections are `train { ... }` (training settings) and `preference { ... }` (DPO pairs and GEPO "
+          "groups)."),
     Entry("E502", "A `train` setting whose value is not a constant.",
           'component size = len(completion)\ntrain { run_name = text(2) }\n',
           "Write the value literally: `run_name = \"2\"`."),
+    Entry("E503", "A `preference` setting that does not exist (see docs/language.md, The preference section).",
+          'component ok in [0, 1] = 1 if contains(completion, "return") else 0\npreference { rnak = ok }\n',
+          "Use one of `pairs`, `rank`, `margin`, `chosen_min`, `rejected_max`, `ties`, `max_pairs`, `winners`, "
+          "`losers`, `min_winners`, `min_losers`, `max_group`."),
+    Entry("E504", "A `preference` setting with a value it does not take: an unknown strategy, a negative margin, a "
+          "fractional count, a threshold split without both thresholds.",
+          'component ok in [0, 1] = 1 if contains(completion, "return") else 0\n'
+          'preference { pairs = "best_worst", max_pairs = 0 }\n',
+          'Write `pairs = "max_min"` (or `"all"`, `"threshold"`) and a count of at least 1.'),
+    Entry("E505", "`rank` is not a number, or `winners`/`losers` is not a bool.",
+          'component ok in [0, 1] = 1 if contains(completion, "return") else 0\n'
+          'preference { rank = ok > 0, winners = ok }\n',
+          "Rank by a number (`rank = ok`, `rank = reward`) and select winners by a condition (`winners = ok == 1`)."),
     Entry("E601", "A `param` whose default is not a constant or does not have the declared type.",
           'param threshold: number = "3"\ncomponent long = number(len(completion) > threshold)\n',
           "Give a default of the declared type: `param threshold: number = 3`."),
@@ -208,6 +227,13 @@ ENTRIES = [
     Entry("W005", "The spec defines no component, so every reward is 0.",
           'let answer = tag(completion, "answer")\n',
           "Add `component NAME = EXPRESSION`."),
+    Entry("W006", "A /regex/ can backtrack catastrophically (exponential time in the length of the text): a "
+                  "repeated group holding an unbounded repetition (`(a+)+`, `(\\w+\\s?)*`) with no separator each "
+                  "repetition must consume, or alternatives under a repetition that can start with the same "
+                  "character (`(a|a)*`, `(\\d|\\d\\d)+`). Such a pattern runs with a deadline per call, the "
+                  "component's `timeout` (else 1 s): a sample that reaches it is an error of the component.",
+          "component runs = count(completion, /(a+)+$/)\n",
+          "Make the repetition unambiguous: `/a+$/` counts the same runs in linear time."),
     # ---------------------------------------------------------------- data (rewardlang score / explain)
     Entry("D001", "`rewardlang score`: a row lacks a column the spec reads, or a value has the wrong type (or is "
                   "text that is not valid UTF-8); also `--group-by` of a missing column.",
@@ -215,8 +241,8 @@ ENTRIES = [
           "Fix the data, or pass `--on-bad-row skip` to skip (and count) the bad rows.",
           command="score", data='{"completion": "x = 1", "tests": "assert f()"}\n'
                                 '{"completion": "x = 2", "tests": 7}\n'),
-    Entry("D002", "`rewardlang score --group-by COL`: the rows of one group are not next to each other (groups are "
-                  "scored batch by batch).",
+    Entry("D002", "`rewardlang score`: the rows of one group (the spec's group key, or `--group-by COL`) are not "
+                  "next to each other: a file is scored batch by batch, and a group is never split between batches.",
           "component size = len(completion)\nadvantage over group(prompt) = x - mean\n",
           "Sort the file by the group column.",
           args=("--group-by", "prompt", "--batch-size", "1"), command="score",

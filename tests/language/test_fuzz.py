@@ -204,7 +204,11 @@ def test_mutator_is_deterministic_and_varied(originals: dict[str, str]) -> None:
     "component c = 1\ntrain { max_grad_norm = 1e309 }",
     'component c = 1\nexample { completion: "a", expect c = 1 +- 1e309 }',
 ])
-def test_infinite_constants_compile(src: str) -> None:
-    # found by this fuzzer: the generated module's metadata used to hold a bare `inf` (NameError on load)
-    prog = load_program("inf.reward", source=src)
-    assert prog.score(completion=["abc"]).total.tolist() in ([1.0], [3.0])
+def test_infinite_constants_are_E217_wherever_they_appear(src: str) -> None:
+    # found by this fuzzer: the generated module's metadata used to hold a bare `inf` (NameError on load);
+    # since issue 13 every non-finite constant is refused at check time (it has no JSON form)
+    from rewardlang.diagnostics import SpecError
+
+    with pytest.raises(SpecError) as info:
+        load_program("inf.reward", source=src)
+    assert [d.code for d in info.value.diagnostics if d.is_error] == ["E217"]

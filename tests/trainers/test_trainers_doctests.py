@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo", "align", "dense", "algos", "ppo"]
+MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo", "align", "dense", "algos", "ppo", "gepo", "dpo", "oorl"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -299,35 +299,108 @@ def _apparent_types(tree: Any, flat: Flat, misread: set[int]) -> bool:
     return inner
 
 
+def _composed_key(full: str, inner: list[tuple[str, str]], digest_over: int | None) -> str:
+    """A node's key by the rule of the fast walk in :func:`flatten`: its S-expression with every child's
+    S-expression replaced by that child's key, digested when longer than ``digest_over``.
+
+    ``full`` is ``str(node)``; ``inner`` holds (``str(child)``, key of the child) for its children in order.
+    Keys built this way are equal exactly when the S-expressions are (up to the digest), whichever route built
+    them, so a broken candidate (exact route) and a clean reference (fast route) match as the reference
+    implementation's ``str(node)`` comparison does, long children included.
+    """
+    if digest_over is None:
+        return full
+    pieces: list[str] = []
+    pos = 0
+    for child_full, child_key in inner:
+        if child_key == child_full:
+            continue
+        at = full.find(child_full, pos)
+        if at < 0:  # pragma: no cover - str(parent) always contains str(child)
+            continue
+        pieces.append(full[pos:at])
+        pieces.append(child_key)
+        pos = at + len(child_full)
+    if pieces:
+        pieces.append(full[pos:])
+        key = "".join(pieces)
+    else:
+        key = full
+    return _digest(key) if len(key) > digest_over else key
+
+
 def _children_subtrees(tree: Any, digest_over: int | None) -> list[str]:
     """The reference's own subtree list: the root and, through ``node.children``, every node with children,
-    as ``str(node)`` (a misread node prints its misread name)."""
-    out = []
-    stack = [tree.root_node]
+    as ``str(node)`` (a misread node prints its misread name), keyed by :func:`_composed_key`."""
+    out: list[str] = []
+    # iterative post-order: (node, its str, its children's (str, key) so far, children left to visit)
+    root = tree.root_node
+    stack: list[tuple[Any, str, list[tuple[str, str]], list[Any]]] = [(root, str(root), [], list(root.children))]
     while stack:
-        node = stack.pop()
-        text = str(node)
-        out.append(_digest(text) if digest_over is not None and len(text) > digest_over else text)
-        stack.extend(c for c in node.children if c.child_count)
+        node, full, inner, todo = stack[-1]
+        if todo:
+            child = todo.pop(0)
+            cfull = str(child)
+            if child.child_count:
+                stack.append((child, cfull, [], list(child.children)))
+            else:
+                inner.append((cfull, cfull))
+            continue
+        stack.pop()
+        key = _composed_key(full, inner, digest_over)
+        if node.child_count or not stack:
+            out.append(key)
+        if stack:
+            stack[-1][2].append((full, key))
     return out
 
 
 def _exact(tree: Any, digest_over: int | None, keep_keys: bool) -> tuple[list[str], list[str | None] | None]:
-    """Subtrees (and per-node keys) from ``str(node)`` itself (size × depth): the slow, exact route."""
+    """Subtrees (and per-node keys) from ``str(node)`` itself (size × depth): the slow, exact route, for trees
+    whose S-expressions hold nodes the cursor does not visit (hidden MISSING nodes). Keys follow the fast
+    walk's rule (:func:`_composed_key`), so they equal the fast route's keys of the same subtrees."""
     out: list[str] = []
     keys: list[str | None] | None = [] if keep_keys else None
     cur = tree.walk()
+    # open nodes: (pre-order index, str(node), children's (str, key), whether it is kept as a subtree)
+    stack: list[tuple[int, str, list[tuple[str, str]], bool]] = []
+    i = -1
     first = True
+
+    def close(entry: tuple[int, str, list[tuple[str, str]], bool], slot: int | None) -> str:
+        idx, full, inner, _ = entry
+        key = _composed_key(full, inner, digest_over)
+        if slot is not None:
+            out[slot] = key
+        if keys is not None and keys[idx] is not None:
+            keys[idx] = key
+        return key
+
+    open_slots: list[int | None] = []
     while True:
         node = cur.node
-        if first or node.child_count:
-            key = str(node)
-            out.append(_digest(key) if digest_over is not None and len(key) > digest_over else key)
+        i += 1
+        full = str(node)
         if keys is not None:
-            keys.append(str(node) if node.is_named or node.is_missing else None)
+            keys.append(full if node.is_named or node.is_missing else None)
+        subtree = first or node.child_count > 0
         first = False
         if cur.goto_first_child():
+            slot = None
+            if subtree:
+                slot = len(out)
+                out.append("")
+            stack.append((i, full, [], subtree))
+            open_slots.append(slot)
             continue
+        if subtree:  # a root without children
+            out.append(full)
+        if stack:
+            stack[-1][2].append((full, full))
         while not cur.goto_next_sibling():
             if not cur.goto_parent():
                 return out, keys
+            entry = stack.pop()
+            key = close(entry, open_slots.pop())
+            if stack:
+                stack[-1][2].append((entry[1], key))

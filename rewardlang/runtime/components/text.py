@@ -268,6 +268,28 @@ def unclosed_fence(text: list[str], *, params: None, ctx: Context) -> list[bool]
 _PAT = Arg("pattern", REGEX, static=True)
 
 
+def _bounded(pattern: Any, text: list[str], ctx: Context, each: Any) -> Result:
+    """Run ``each(compiled, t, timeout)`` on every text for a pattern that can backtrack catastrophically
+    (``pattern.risky``, warned about as W006): with the `regex` package and a deadline per call -- the
+    component's ``timeout``, else ``kernels.REGEX_TIMEOUT`` -- so that one sample costs at most that long and
+    its value is an error instead of a hang. `re` itself cannot be interrupted."""
+    from rewardlang.runtime.kernels import REGEX_TIMEOUT
+
+    limit = ctx.timeout if ctx.timeout is not None and ctx.timeout > 0 else REGEX_TIMEOUT
+    rx = pattern.bounded()
+    values: list[Any] = []
+    errors: list[str | None] = []
+    for t in text:
+        try:
+            values.append(each(rx, t, limit))
+            errors.append(None)
+        except TimeoutError:
+            values.append(None)
+            errors.append(f"regex {pattern!r} gave up after {limit:g} s ({pattern.risky})")
+            ctx.stats["regex_timeouts"] += 1
+    return Result(values, errors=errors)
+
+
 @function("count", args={"text": "text", "patterns": Arg("patterns", REGEX, static=True, variadic=True)},
           returns="number", tags=CHEAP,
           doc="Total number of non-overlapping matches of all patterns (/regex/ or literal text), each counted "
@@ -275,7 +297,14 @@ _PAT = Arg("pattern", REGEX, static=True)
 def count(text: list[str], patterns: list[Any], *, params: None, ctx: Context) -> np.ndarray:
     n = len(text)
     out = np.zeros(n, dtype=np.float64)
+    errors: list[str | None] | None = None
     for p in patterns:
+        if p.risky:
+            r = _bounded(p, text, ctx, lambda rx, t, limit: len(rx.findall(t, timeout=limit)))
+            out += np.array([np.nan if v is None else v for v in r.values], dtype=np.float64)
+            if any(r.errors):
+                errors = [a or b for a, b in zip(errors or [None] * n, r.errors)]
+            continue
         # map() over C-level callables: no Python frame per text where the pattern allows it
         if p.is_literal and p.source == "":
             counts = map(len, text)
@@ -287,33 +316,44 @@ def count(text: list[str], patterns: list[Any], *, params: None, ctx: Context) -
         else:
             counts = map(p.counter(), text)
         out += np.fromiter(counts, dtype=np.float64, count=n)
+    if errors is not None:
+        return Result([None if e else float(v) for v, e in zip(out, errors)], errors=errors)
     return out
 
 
 @function("search", args={"text": "text", "pattern": _PAT}, returns="bool", tags=CHEAP,
           doc="True when the pattern matches anywhere.")
-def search(text: list[str], pattern: Any, *, params: None, ctx: Context) -> list[bool]:
+def search(text: list[str], pattern: Any, *, params: None, ctx: Context) -> Any:
+    if pattern.risky:
+        return _bounded(pattern, text, ctx, lambda rx, t, limit: rx.search(t, timeout=limit) is not None)
     s = pattern.regex.search
     return [s(t) is not None for t in text]
 
 
 @function("match", args={"text": "text", "pattern": _PAT}, returns="bool", tags=CHEAP,
           doc="True when the pattern matches at the start.")
-def match(text: list[str], pattern: Any, *, params: None, ctx: Context) -> list[bool]:
+def match(text: list[str], pattern: Any, *, params: None, ctx: Context) -> Any:
+    if pattern.risky:
+        return _bounded(pattern, text, ctx, lambda rx, t, limit: rx.match(t, timeout=limit) is not None)
     m = pattern.regex.match
     return [m(t) is not None for t in text]
 
 
 @function("fullmatch", args={"text": "text", "pattern": _PAT}, returns="bool", tags=CHEAP,
           doc="True when the pattern matches the whole text.")
-def fullmatch(text: list[str], pattern: Any, *, params: None, ctx: Context) -> list[bool]:
+def fullmatch(text: list[str], pattern: Any, *, params: None, ctx: Context) -> Any:
+    if pattern.risky:
+        return _bounded(pattern, text, ctx, lambda rx, t, limit: rx.fullmatch(t, timeout=limit) is not None)
     m = pattern.regex.fullmatch
     return [m(t) is not None for t in text]
 
 
 @function("findall", args={"text": "text", "pattern": _PAT}, returns="list[text]", tags=CHEAP,
           doc="Every non-overlapping match (the whole match, even when the pattern has groups).")
-def findall(text: list[str], pattern: Any, *, params: None, ctx: Context) -> list[list[str]]:
+def findall(text: list[str], pattern: Any, *, params: None, ctx: Context) -> Any:
+    if pattern.risky:
+        return _bounded(pattern, text, ctx,
+                        lambda rx, t, limit: [m.group(0) for m in rx.finditer(t, timeout=limit)])
     it = pattern.regex.finditer
     return [[m.group(0) for m in it(t)] for t in text]
 
@@ -330,17 +370,20 @@ def extract(text: list[str], pattern: Any, *, params: ExtractParams, ctx: Contex
             isinstance(g, str) and g not in pattern.regex.groupindex):
         # a property of the spec, not of a sample: every sample fails the same way, in any batch
         raise ComponentError(f"extract: {pattern!r} has no group {g!r}")
+    if pattern.risky:
+        found = _bounded(pattern, text, ctx, lambda rx, t, limit: rx.search(t, timeout=limit) or False)
+    else:
+        found = Result([pattern.regex.search(t) for t in text])
     out: list[str | None] = []
     offs: list[int | None] = []
-    for t in text:
-        m = pattern.regex.search(t)
+    for m in found.values:
         try:
             g = m.group(params.group) if m else None
         except (IndexError, re.error):
             raise ValueError(f"the pattern has no group {params.group!r}") from None
         out.append(g)
         offs.append(m.start(params.group) if g is not None else None)
-    return Result(out, offsets=offs)
+    return Result(out, errors=found.errors, offsets=offs)
 
 
 class SpanParams(_Opts):
@@ -350,9 +393,12 @@ class SpanParams(_Opts):
 
 @function("matches", args={"text": "text", "pattern": _PAT}, returns="spans", params=SpanParams, spans_of="text",
           tags=CHEAP, doc="A span for every match, each with `value` and `label`.")
-def matches(text: list[str], pattern: Any, *, params: SpanParams, ctx: Context) -> list[list[Span]]:
-    it = pattern.regex.finditer
+def matches(text: list[str], pattern: Any, *, params: SpanParams, ctx: Context) -> Any:
     label = params.label or repr(pattern)
+    if pattern.risky:
+        return _bounded(pattern, text, ctx, lambda rx, t, limit: [
+            Span(m.start(), m.end(), params.value, label) for m in rx.finditer(t, timeout=limit)])
+    it = pattern.regex.finditer
     return [[Span(m.start(), m.end(), params.value, label) for m in it(t)] for t in text]
 
 
@@ -391,8 +437,11 @@ def distinct(items: Any, n: float, *, params: None, ctx: Context) -> Any:
     bad = items.bad()
     # the kernel's first use in a process costs ~0.5 s (numba import, cached machine code); once loaded it wins
     # from a handful of rows (scoring worker processes load it at start-up: the functions' `warm`)
+    # a short run that knows its size (`rewardlang score` of a file: ctx.extra["run_rows"]) loads it only when the
+    # whole run repays the load (import numba and scipy, load the machine code: ~1 s of a fresh process)
     if isinstance(items.v, LazyWords) and len(items.v) >= (
-            _NUMBA_MIN_ROWS_LOADED if _ngrams_ready() else _NUMBA_MIN_ROWS):
+            _NUMBA_MIN_ROWS_LOADED if _ngrams_ready() else
+            _NUMBA_MIN_ROWS if ctx.extra.get("run_rows", _NUMBA_MIN_RUN_ROWS) >= _NUMBA_MIN_RUN_ROWS else 1 << 62):
         from rewardlang.runtime import ngrams
 
         if items.v.tokens is None:
@@ -425,3 +474,6 @@ def ngrams_(items: list[list[str]], n: float, *, params: None, ctx: Context) -> 
 #: than calling the kernel once it is loaded
 _NUMBA_MIN_ROWS = 256
 _NUMBA_MIN_ROWS_LOADED = 8
+#: rows of a whole run below which loading the kernel never pays (pure Python: ~0.1 ms per ~600-character row
+#: for n = 2, 3, 4 together; loading: ~1 s)
+_NUMBA_MIN_RUN_ROWS = 20_000

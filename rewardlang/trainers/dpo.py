@@ -1,0 +1,157 @@
+"""DPO from a spec: offline on TRL's ``DPOTrainer`` from a pairs file, or online from the policy's own samples.
+
+Offline (``train.preference_data = "pairs.jsonl"``, written by ``rewardlang pairs``): the file is TRL's own DPO
+format (``prompt``, ``chosen``, ``rejected``; the extra ``score_*``/``margin`` columns are ignored), so TRL's
+``DPOTrainer`` (trl==1.16.0) trains on it unchanged with its sigmoid loss, β = ``beta`` (0.1 unless a layer sets it),
+and logs ``rewards/accuracies`` (preference accuracy), ``rewards/margins``, ``rewards/chosen``,
+``rewards/rejected``, ``logps/chosen`` and ``logps/rejected``. The run shares everything else with GRPO: run
+directory, configuration layers, checkpoints and exact resume, ``metrics.jsonl``, progress bar, plot, LoRA, bf16,
+accelerate.
+
+Online (no ``preference_data``): each step samples ``num_generations`` completions for each of ``prompts_per_step``
+prompts from the current policy, scores them with the spec, mines pairs with its ``preference { }`` section
+(max-min by default) and takes a DPO step on them. TRL's DPOTrainer cannot sample, so this runs on
+:class:`rewardlang.trainers.gepo.GroupPreferenceTrainer` with groups of one winner and one loser and λ = 0, which is
+exactly DPO's sigmoid loss (tests/trainers/test_gepo.py checks it against TRL's loss to 1e-6).
+
+    >>> from rewardlang.trainers.config import TrainConfig
+    >>> args = dpo_args(TrainConfig(), sources={}, run_dir="runs/x")     # no layer set beta: DPO's 0.1
+    >>> args.beta, args.loss_type, args.per_device_train_batch_size
+    (0.1, ['sigmoid'], 2)
+    >>> from rewardlang.trainers.dpo import train                                              # doctest: +SKIP
+    >>> train("specs/dpo_tests.reward", sets={"train.preference_data": "pairs.jsonl"})        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import torch
+from transformers import PrinterCallback
+from trl import DPOConfig, DPOTrainer
+
+from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
+from rewardlang.trainers.data import DataError
+from rewardlang.trainers.gepo import DEFAULT_BETA, load_groups
+from rewardlang.trainers.gepo import run as run_online
+from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
+from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
+from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, run_dir_for, save_initial_policy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rewardlang.runtime.program import Program
+
+__all__ = ["dpo_args", "load_pairs", "build_trainer", "train"]
+
+
+class _DPOProgress(ProgressCallback):
+    """The progress bar, showing DPO's preference accuracy and margin."""
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if self.bar is None or not logs or "rewards/accuracies" not in logs:
+            return
+        self.bar.set_postfix({"acc": f"{logs['rewards/accuracies']:.2f}",
+                              "margin": f"{logs.get('rewards/margins', 0.0):.3f}"}, refresh=False)
+
+
+def dpo_args(cfg: TrainConfig, sources: Mapping[str, str], run_dir: str) -> DPOConfig:
+    """TRL's ``DPOConfig`` for a resolved configuration (``cfg.trl`` entries passed through last)."""
+    dtype = resolve_dtype(cfg.dtype)
+    report_to: Any = cfg.report_to
+    if report_to == "auto":
+        import importlib.util
+
+        report_to = ["tensorboard"] if importlib.util.find_spec("tensorboard") else []
+    kwargs: dict[str, Any] = dict(
+        output_dir=run_dir, seed=cfg.seed, data_seed=cfg.seed, max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.prompts_per_step, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        learning_rate=cfg.learning_rate, beta=cfg.beta if "beta" in sources else DEFAULT_BETA,
+        max_grad_norm=cfg.max_grad_norm, lr_scheduler_type=cfg.lr_scheduler,
+        warmup_steps=cfg.warmup_ratio,  # transformers reads a value below 1 as a share of the steps
+        logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit, report_to=report_to, disable_tqdm=True,
+        bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, use_cpu=not torch.cuda.is_available(),
+        gradient_checkpointing=cfg.model is not None, max_length=None,
+    )
+    kwargs.update(cfg.trl)
+    try:
+        return DPOConfig(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid DPO settings: {exc}") from None
+
+
+def load_pairs(path: str) -> list[dict[str, Any]]:
+    """The rows of a pairs file as TRL reads them (``prompt``, ``chosen``, ``rejected``); DataError on a bad row."""
+    return [{"prompt": g["prompt"], "chosen": g["winners"][0], "rejected": g["losers"][0]}
+            for g in load_groups(path, "pairs")]
+
+
+def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program", run_dir: str, *,
+                  progress: bool | None = None, callbacks: Sequence[Any] = ()) -> DPOTrainer:
+    """Pairs, policy and TRL's DPOTrainer (the reference is a frozen copy of the initial policy, or with LoRA the
+    base model with the adapter disabled, as TRL does)."""
+    from datasets import Dataset
+
+    rows = load_pairs(cfg.preference_data)  # type: ignore[arg-type]
+    args = dpo_args(cfg, sources, run_dir)
+    per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps
+    if len(rows) < per_step:
+        raise DataError(f"preference data {cfg.preference_data}: {len(rows)} pairs, but each step needs {per_step}")
+    if cfg.torch_threads or (cfg.model is None and not torch.cuda.is_available()):
+        torch.set_num_threads(cfg.torch_threads or 1)
+    model, tokenizer = load_policy(cfg)
+    if cfg.model is None:
+        save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
+    clock = RewardClock()
+    timing = StepTimingCallback(clock)
+    extra = [JsonlMetricsCallback(os.path.join(run_dir, "metrics.jsonl")), timing, *callbacks]
+    if cfg.progress if progress is None else progress:
+        extra.append(_DPOProgress())
+    trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                         callbacks=extra, peft_config=lora_config(cfg))
+    timing.trainer = trainer
+    trainer.remove_callback(PrinterCallback)
+    return trainer
+
+
+def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] | None = None,
+          flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
+          callbacks: Sequence[Any] = ()) -> RunResult:
+    """Train with DPO on ``spec``'s preferences: offline from ``train.preference_data`` on TRL's DPOTrainer, or
+    online (mined from the policy's samples each step) when no pairs file is given."""
+    import rewardlang
+
+    # 1. The spec and its parameters.
+    file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
+    sets = dict(sets or {})
+    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
+    prog = rewardlang.load(spec, params=params or None)
+
+    # 2. The configuration; without a pairs file the run is online.
+    cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
+                                  {**(flags or {}), "spec": spec}, file_name=config_file)
+    if cfg.preference_data is None:
+        return run_online(spec, mode="pairs", config_file=config_file, sets=sets, flags=flags, resume=resume,
+                          progress=progress, callbacks=callbacks)
+    run_dir = run_dir_for(cfg, prog.name, resume)
+    cfg.output_dir = run_dir
+    checkpoint = check_resume(run_dir, prog, cfg) if resume else None
+    if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
+        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
+
+    # 3. Pairs, policy, trainer.
+    trainer = build_trainer(cfg, sources, prog, run_dir, progress=progress, callbacks=callbacks)
+    if trainer.accelerator.is_main_process:
+        name = f"config.resume-{os.path.basename(checkpoint).split('-')[-1]}.json" if checkpoint else "config.json"
+        save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name, spec_hash=prog.source_hash,
+                      params=params, extra={"dpo_args": {k: v for k, v in trainer.args.to_dict().items()
+                                                         if isinstance(v, (int, float, str, bool, list, type(None)))},
+                                            "resumed_from": checkpoint})
+
+    # 4. Train, then save the final policy.
+    trainer.train(resume_from_checkpoint=checkpoint)
+    final_dir = os.path.join(run_dir, "final")
+    trainer.save_model(final_dir)
+    return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
+                     global_step=trainer.state.global_step, config=cfg, trainer=trainer)

@@ -114,3 +114,23 @@ def test_prm_scores_land_on_segment_end_tokens(prm_checkpoint: str) -> None:
         assert out.components["compiled"][b].tolist() == pytest.approx(outcome)
         assert out.rewards[b].tolist() == pytest.approx([p + o for p, o in zip(want, outcome)], abs=1e-5)
         assert out.totals[b] == pytest.approx(sum(want) + outcome[-1], abs=1e-5)
+
+
+def test_the_shipped_spec_runs_ppo(tmp_path, prm_checkpoint: str) -> None:
+    """specs/prlcoder.reward as shipped (4 samples, temperature 0.6, top-p 0.95) runs PPO on the tiny model with
+    the PRM and the sandboxed outcome; a random policy's completions do not compile: the outcome is -1, on the
+    last token only."""
+    data = tmp_path / "problems.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"def inc{i}(x):\n", "entry_point": f"inc{i}",
+                                        "tests": "def check(candidate):\n    assert candidate(1) == 2\n"}) + "\n"
+                            for i in range(2)))
+    run = train(PRLCODER, sets={"prm_checkpoint": prm_checkpoint, "train.max_steps": 2,
+                                "train.max_completion_length": 8, "train.prompts_per_step": 1},
+                flags={"dataset": str(data), "output_dir": str(tmp_path / "run")}, progress=False)
+    cfg = run.config
+    assert (cfg.algorithm, cfg.num_generations, cfg.temperature, cfg.top_p, run.global_step) == ("ppo", 4, 0.6, 0.95, 2)
+    logged = [m for m in read_metrics(run.metrics_path) if "reward" in m]
+    assert len(logged) == 2
+    for m in logged:  # random bytes do not parse: no segments for the PRM, a compile error (-1) on the last token
+        assert m["reward"] == pytest.approx(-1.0) and m["rewards/process/mean"] == 0.0
+        assert m["rewards/compiled/mean"] == pytest.approx(-1.0 / m["completions/mean_length"])  # a per-token mean

@@ -803,16 +803,19 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
                                                                   "report.json (and groups.jsonl)"),
              operators: Optional[str] = typer.Option(None, "--operators", help="comma-separated operator names "
                                                                                "(default: all)"),
-             level: str = typer.Option("block", "--level", help="segments: line | block"),
-             seed: int = typer.Option(0, "--seed", help="seed of each operator's choice of edit"),
+             level: Optional[str] = typer.Option(None, "--level", help="segments: line | block (default: block)"),
+             seed: Optional[int] = typer.Option(None, "--seed", help="seed of each operator's choice of edit "
+                                                                     "(default: 0)"),
+             spec: Optional[Path] = typer.Option(None, "--spec", help="take prm_operators, prm_level and prm_seed "
+                                                                      "from this spec's params (flags override), "
+                                                                      "and with --groups min_winners, min_losers, "
+                                                                      "max_group from its preference section"),
              timeout: float = typer.Option(2.0, "--timeout", help="CPU seconds per program"),
              limit: int = typer.Option(0, "--limit", help="use the first N problems (0: all)"),
              plugin: Optional[list[str]] = typer.Option(None, "--plugin", help="import a module that registers "
                                                                                 "operators (repeatable)"),
              groups: bool = typer.Option(False, "--groups", help="also write groups.jsonl: GEPO groups (reference + "
                                                                  "passing refactorings vs failing variants)"),
-             spec: Optional[Path] = typer.Option(None, "--spec", help="with --groups: take min_winners, min_losers, "
-                                                                      "max_group from this spec's preference section")
              ) -> None:
     """Build PRLCoder's process-supervision data: mutate/refactor each segment, label by running the tests."""
     import importlib
@@ -826,16 +829,17 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
             _err(f"error: --plugin {mod}: {type(exc).__name__}: {exc}")
             raise typer.Exit(1)
     ops = [o.strip() for o in operators.split(",") if o.strip()] if operators else None
-    if spec is not None and not groups:
-        _err("error: --spec gives the GEPO group settings: add --groups")
-        raise typer.Exit(1)
     settings: dict[str, Any] = {}
-    if spec is not None:
+    prog = _load(spec, None) if spec is not None else None
+    if prog is not None and groups:
         from rewardlang.runtime.preference import settings_of
 
-        st = settings_of(_load(spec, None).spec)
+        st = settings_of(prog.spec)
         settings = {"min_winners": st.min_winners, "min_losers": st.min_losers, "max_group": st.max_group}
     try:
+        chosen = label.settings_from_spec(prog.params, str(spec)) if prog is not None else {}
+        ops, level, seed = ops or chosen.get("operators"), level or chosen.get("level", "block"), \
+            seed if seed is not None else chosen.get("seed", 0)
         problems, bad = label.load_problems(dataset)
         for b in bad:
             _err(f"warning: {dataset}: {b} (skipped)")

@@ -74,6 +74,8 @@ def dpo_args(cfg: TrainConfig, sources: Mapping[str, str], run_dir: str) -> DPOC
         bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, use_cpu=not torch.cuda.is_available(),
         gradient_checkpointing=cfg.model is not None, max_length=None,
     )
+    if "num_train_epochs" in cfg.trl and "max_steps" not in sources:  # epochs set the length (PRLCoder: 3)
+        kwargs["max_steps"] = -1
     kwargs.update(cfg.trl)
     try:
         return DPOConfig(**kwargs)

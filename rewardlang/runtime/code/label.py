@@ -294,6 +294,41 @@ def groups_of(problems: Sequence[dict[str, Any]], data: PrmData, *, min_winners:
         counts["winners"] += len(win)
         counts["losers"] += len(lose)
     data.groups, data.group_counts = out, counts
+
+
+def settings_from_spec(params: dict[str, Any], where: str) -> dict[str, Any]:
+    """The dataset settings a spec selects through its params (``rewardlang prm-data --spec``):
+    ``prm_operators`` (a list of operator names), ``prm_level`` (``line`` | ``block``), ``prm_seed`` (a whole
+    number). Absent params are left out; a bad one is a ``ValueError`` naming ``where`` and the param.
+
+    >>> settings_from_spec({"prm_operators": ["true_false", "rename_local"], "prm_level": "line", "k": 1}, "s")
+    {'operators': ['true_false', 'rename_local'], 'level': 'line'}
+    >>> settings_from_spec({"prm_operators": ["flip"]}, "s.reward")
+    Traceback (most recent call last):
+    ...
+    ValueError: s.reward: param prm_operators: unknown operator(s) flip (known: comparison_flip, ...)
+    """
+    out: dict[str, Any] = {}
+    if "prm_operators" in params:
+        ops = params["prm_operators"]
+        if not isinstance(ops, list) or not ops or not all(isinstance(o, str) for o in ops):
+            raise ValueError(f"{where}: param prm_operators must be a non-empty list of operator names "
+                             f"(e.g. [\"comparison_flip\", \"rename_local\"]), got {ops!r}")
+        unknown = [o for o in ops if o not in mutate.OPERATORS]
+        if unknown:
+            raise ValueError(f"{where}: param prm_operators: unknown operator(s) {', '.join(unknown)} "
+                             f"(known: {', '.join(mutate.OPERATORS)})")
+        out["operators"] = list(ops)
+    if "prm_level" in params:
+        if params["prm_level"] not in LEVELS:
+            raise ValueError(f"{where}: param prm_level must be one of {', '.join(LEVELS)}, "
+                             f"got {params['prm_level']!r}")
+        out["level"] = params["prm_level"]
+    if "prm_seed" in params:
+        seed = params["prm_seed"]
+        if isinstance(seed, bool) or not isinstance(seed, (int, float)) or seed != int(seed):
+            raise ValueError(f"{where}: param prm_seed must be a whole number, got {seed!r}")
+        out["seed"] = int(seed)
     return out
 
 

@@ -133,8 +133,6 @@ def test_cli_groups_file_trains_gepo_one_step(tmp_path: Path) -> None:
     rows = load_groups(str(out / "groups.jsonl"), "groups")
     assert [len(r["winners"]) + len(r["losers"]) for r in rows] == [3, 3]
     assert json.loads((out / "report.json").read_text())["groups"]["groups"] == 2
-    bad = CliRunner().invoke(app, ["prm-data", "--dataset", str(path), "-o", str(tmp_path / "o2"), "--spec", str(spec)])
-    assert bad.exit_code == 1 and "add --groups" in bad.output
     # GEPO (tiny model) trains on the file as written
     run = train("specs/oorl.reward", sets={"train.algorithm": "gepo", "train.max_steps": 1,
                                             "train.prompts_per_step": 2, "train.learning_rate": 1e-3,

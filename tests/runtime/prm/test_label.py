@@ -178,3 +178,48 @@ def test_humaneval_acceptance_rates(sandbox) -> None:
     assert data.counts["reference_failed"] == 0 and data.counts["problems"] == 164
     assert kinds["refactoring"]["pass_rate"] >= 0.95, kinds
     assert 1 - kinds["mutation"]["pass_rate"] >= 0.9, kinds
+
+
+def test_prm_data_takes_operators_level_and_seed_from_a_spec(tmp_path) -> None:
+    """`prm-data --spec`: the spec's params prm_operators / prm_level / prm_seed select the operators (the same
+    rows as --operators/--level give), flags override them, and bad params are clear errors naming the spec."""
+    from typer.testing import CliRunner
+
+    from rewardlang.cli import app
+
+    path = tmp_path / "p.jsonl"
+    rows = [{"task_id": "sq", "prompt": "def sq(x):\n", "reference": "    y = x * x\n    return y\n",
+             "tests": ["assert sq(3) == 9", "assert sq(0) == 0"], "entry_point": "sq"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = tmp_path / "ops.reward"
+    spec.write_text('spec ops "two operators"\nparam prm_operators: list[text] = ["return_none", "arith_swap"]\n'
+                    'param prm_level: text = "line"\nparam prm_seed: number = 3\ncomponent one = 1\n')
+    by_spec = CliRunner().invoke(app, ["prm-data", "--dataset", str(path), "-o", str(tmp_path / "a"),
+                                       "--spec", str(spec)])
+    by_flags = CliRunner().invoke(app, ["prm-data", "--dataset", str(path), "-o", str(tmp_path / "b"),
+                                        "--operators", "return_none,arith_swap", "--level", "line", "--seed", "3"])
+    assert by_spec.exit_code == 0 and by_flags.exit_code == 0, by_spec.output + by_flags.output
+    a = [json.loads(x) for x in open(tmp_path / "a" / "steps.jsonl")]
+    assert a == [json.loads(x) for x in open(tmp_path / "b" / "steps.jsonl")]
+    assert {r["operator"] for r in a} == {"return_none", "arith_swap"}
+    assert "(operators: return_none, arith_swap)" in by_spec.output
+    # a flag overrides the spec's choice
+    over = CliRunner().invoke(app, ["prm-data", "--dataset", str(path), "-o", str(tmp_path / "c"),
+                                    "--spec", str(spec), "--operators", "return_none"])
+    assert over.exit_code == 0 and {json.loads(x)["operator"] for x in open(tmp_path / "c" / "steps.jsonl")} == {
+        "return_none"}
+    # the shipped spec lists every registered operator
+    from rewardlang.runtime.code import mutate
+    from rewardlang.runtime.program import load_program
+
+    shipped_path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "specs", "prm.reward")
+    shipped = label.settings_from_spec(load_program(shipped_path).params, shipped_path)
+    assert shipped == {"operators": list(mutate.OPERATORS), "level": "block", "seed": 0}
+    for bad, msg in (('param prm_operators: list[text] = ["flip"]', "param prm_operators: unknown operator(s) flip"),
+                     ('param prm_level: text = "word"', "param prm_level must be one of line, block"),
+                     ("param prm_seed: number = 0.5", "param prm_seed must be a whole number")):
+        spec.write_text(f'spec ops "bad"\n{bad}\ncomponent one = 1\n')
+        res = CliRunner().invoke(app, ["prm-data", "--dataset", str(path), "-o", str(tmp_path / "d"),
+                                       "--spec", str(spec)])
+        assert res.exit_code == 1 and f"error: {spec}: {msg}" in res.output, res.output
+        assert not (tmp_path / "d").exists()  # nothing written

@@ -294,6 +294,7 @@ def groups_of(problems: Sequence[dict[str, Any]], data: PrmData, *, min_winners:
         counts["winners"] += len(win)
         counts["losers"] += len(lose)
     data.groups, data.group_counts = out, counts
+    return out
 
 
 def settings_from_spec(params: dict[str, Any], where: str) -> dict[str, Any]:

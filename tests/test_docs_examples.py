@@ -6,7 +6,7 @@
 * the commands of every page run from the repository root (see "commands" below for the rule): ```console lines
   starting with ``$ ``, every line of ```bash/```sh blocks, and ```python blocks, in page order, each page in a
   scratch directory that mirrors the repository; output lines of a console block starting with ``ok `` must be
-  printed. Long-running commands (``rewardlang train``, ``rewardlang plot``, a line marked ``# doc-test: long``)
+  printed. Long-running commands (``rewardlang train``, ``rewardlang plot``, ``rewardlang eval``, a line marked ``# doc-test: long``)
   run with ``--help`` appended instead, so their options are still parsed and the files they name must exist;
   system set-up (``apt-get``, ``pip``, ``bash scripts/...`` -- whose options must appear in the script --,
   ``pytest``, other programs) is not run. A block preceded by ``<!-- doc-test: skip (reason) -->`` is not run;
@@ -217,7 +217,7 @@ def test_cli_commands_are_documented() -> None:
 SKIP_MARK = "<!-- doc-test: skip"
 LONG_MARK = "# doc-test: long"
 #: rewardlang commands that run for minutes (or need a run directory): run with --help appended
-LONG_COMMANDS = ("train", "plot")
+LONG_COMMANDS = ("train", "plot", "eval")
 #: system set-up and other programs: not run
 NOT_RUN = ("apt-get", "apt", "pip", "pip3", "sudo", "trl", "torchrun", "git", "cd", "export")
 

@@ -324,6 +324,11 @@ def _scores(prog: Any, rows: list[dict], step: int) -> tuple[np.ndarray, dict[st
         def num(x: Any) -> float:
             return float("nan") if x is None else float(x)
 
+        absent = [k for k in names if any(k not in r["components"] for r in rows)]
+        if absent:  # scored by another spec: its numbers would be read as "masked" and silently drop every row
+            raise MiningError(f"the rows were scored without component(s) {', '.join(f'`{k}`' for k in absent)} "
+                              f"of this spec (scored by another spec?): score them with this spec, or pass the raw "
+                              f"rows (prompt, completion and the spec's inputs) and they are scored here")
         total = np.array([num(r["reward"]) for r in rows], dtype=np.float64)
         comps = {k: np.array([num(r["components"].get(k)) for r in rows], dtype=np.float64) for k in names}
         masked = np.array([bool(r.get("masked")) for r in rows], dtype=bool)
@@ -378,7 +383,8 @@ def mine_file(prog: Any, input_path: str, output_path: str, *, groups: bool = Fa
         g, members, isw = mine_groups(gid, ranked.winners, ranked.losers, min_winners=st.min_winners,
                                       min_losers=st.min_losers, max_group=st.max_group)
         summary = summarize_groups(gid, len(keys), ranked, g, st.min_winners, st.min_losers)
-        bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True])
+        # group boundaries; no group at all (every prompt too small, or all passing) gives no record
+        bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True]) if len(g) else np.zeros(1, np.int64)
         for a, b in zip(bounds[:-1], bounds[1:]):
             m, w = members[a:b], isw[a:b]
             first = rows[int(m[0])]

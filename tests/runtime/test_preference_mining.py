@@ -184,3 +184,24 @@ def test_module_doctests() -> None:
 
     result = doctest.testmod(mod)
     assert result.attempted >= 6 and result.failed == 0
+
+
+def test_groups_command_with_no_group_and_rows_scored_by_another_spec(tmp_path: Path) -> None:
+    """No prompt forming a group writes an empty, complete file (it crashed); rows scored by a spec without this
+    spec's components are refused by name instead of being read as masked (every row silently dropped)."""
+    spec = tmp_path / "g.reward"
+    spec.write_text("component ok in [0, 1] = 1 if contains(completion, \"return\") else 0\n"
+                    "preference { winners = ok == 1 }\n")
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text("".join(json.dumps({"prompt": p, "completion": "x = 1"}) + "\n" for p in ("a", "a", "b")))
+    out = tmp_path / "groups.jsonl"
+    res = CliRunner().invoke(app, ["pairs", str(spec), "-i", str(raw), "-o", str(out), "--groups"])
+    assert res.exit_code == 0, res.output
+    assert out.read_text() == "" and "no winners" in res.output
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps({"prompt": "a", "completion": c, "reward": 1.0, "components": {"x": 1.0}})
+                             + "\n" for c in ("return 1", "x")))
+    out2 = tmp_path / "g2.jsonl"
+    res = CliRunner().invoke(app, ["pairs", str(spec), "-i", str(other), "-o", str(out2), "--groups"])
+    assert res.exit_code == 1 and "`ok`" in res.output and "another spec" in res.output
+    assert not out2.exists()

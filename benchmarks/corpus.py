@@ -60,7 +60,9 @@ class CorpusRow:
 def _local_names(tree: ast.AST) -> list[str]:
     """Parameters and assigned names, minus builtins and the module's function/import names."""
     defined: set[str] = set()
-    protected: set[str] = set(dir(builtins)) | set(keyword.kwlist) | {"self", "cls"}
+    # `_` is not a builtin: sys.displayhook (an interactive session, any doctest run earlier in the process) puts it
+    # there, and the corpus must not depend on what ran before
+    protected: set[str] = (set(dir(builtins)) - {"_"}) | set(keyword.kwlist) | {"self", "cls"}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             protected.add(node.name)

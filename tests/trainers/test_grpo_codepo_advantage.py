@@ -54,8 +54,10 @@ def _codepo_by_hand(total: np.ndarray, groups: np.ndarray) -> np.ndarray:
 def test_codepo_advantage_in_the_trainer_matches_the_formula(tmp_path, taught_model) -> None:
     data = tmp_path / "tasks.jsonl"
     data.write_text("".join(json.dumps({"prompt": f"Task {i}"}) + "\n" for i in range(8)))
-    result = train(SPEC, flags={"model": taught_model, "dataset": str(data), "output_dir": str(tmp_path / "run"),
-                                "max_steps": 1, "seed": 0}, progress=False)
+    # the model was taught on bare "Task i" prompts: present them bare (no system prompt, the identity template)
+    result = train(SPEC, sets={"train.system_prompt": "", "train.prompt_template": "{prompt}"},
+                   flags={"model": taught_model, "dataset": str(data), "output_dir": str(tmp_path / "run"),
+                          "max_steps": 1, "seed": 0}, progress=False)
     trainer = result.trainer
     batch = trainer.last_batch
     total, groups, adv = batch["total"], batch["groups"], batch["advantages"]

@@ -234,7 +234,8 @@ def test_default_codepo_text_run_writes_a_complete_run_directory(tmp_path) -> No
     assert cfg["spec"]["source_hash"] == rewardlang.load(CODEPO).source_hash
     assert cfg["train"]["num_generations"] == 4 and cfg["sources"]["num_generations"] == "spec train section"
     assert cfg["train"]["max_steps"] == 20 and cfg["sources"]["max_steps"] == "command line"
-    assert cfg["train"]["trl"] == {"max_grad_norm": 1.0} and cfg["grpo_args"]["beta"] == 0.04
+    assert cfg["train"]["max_grad_norm"] == 1.0 and cfg["sources"]["max_grad_norm"] == "spec train section"
+    assert cfg["train"]["trl"] == {} and cfg["grpo_args"]["max_grad_norm"] == 1.0 and cfg["grpo_args"]["beta"] == 0.04
     assert {"torch", "trl", "transformers", "rewardlang"} <= set(cfg["versions"])
 
     records = [x for x in read_metrics(str(out / "metrics.jsonl")) if "reward" in x]

@@ -76,13 +76,19 @@ def _none2(a: Any, b: Any, n: int) -> np.ndarray | None:
 
 
 def _scalar_arith(op: str, a: Any, b: Any) -> Any:
+    """Arithmetic on two row-independent values. A result that is no number (x / 0, 0 ** -1, an overflow) is nan,
+    which the runtime reports as an error of the component on every sample ("not a finite number"), as it does
+    for the same result on per-sample values; raising here would abort the whole batch."""
     if a is None or b is None:
         return None
     a, b = float(a), float(b)
     if op in ("/", "%") and b == 0:
-        raise ComponentError("division by zero")
-    return {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else math.nan, "%": a % b if b else math.nan,
-            "**": a ** b}[op]
+        return math.nan
+    try:
+        out = {"+": a + b, "-": a - b, "*": a * b, "/": a / b, "%": a % b, "**": a ** b}[op]
+    except ArithmeticError:  # 0 ** -1 (ZeroDivisionError), an overflowing power
+        return math.nan
+    return math.nan if isinstance(out, complex) else out  # (-8) ** (1 / 3) is complex in Python
 
 
 def arith(op: str, a: Any, b: Any) -> Any:
@@ -284,9 +290,12 @@ def math_(fn: str, a: Any, digits: int = 0) -> Any:
             return None
         if fn == "round":
             return float(round(a, digits))
-        if fn == "sigmoid":
-            return 1.0 / (1.0 + math.exp(-a))
-        return float(getattr(math, fn)(a)) if fn != "abs" else abs(a)
+        try:  # log(0), sqrt(-1), exp(1000) on a row-independent value: nan, as for arithmetic (_scalar_arith)
+            if fn == "sigmoid":
+                return 1.0 / (1.0 + math.exp(-a))
+            return float(getattr(math, fn)(a)) if fn != "abs" else abs(a)
+        except (ArithmeticError, ValueError):
+            return math.nan
     x = a.v
     err = a.err
     with np.errstate(all="ignore"):

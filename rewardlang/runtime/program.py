@@ -466,6 +466,12 @@ class Program:
 
     def _policy(self, info: ComponentInfo, v: Any, m: int, stats: Counter
                 ) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
+        if not isinstance(v, Col) and v is not None and not np.isfinite(float(v)):
+            # a row-independent x / 0, log(0) or overflow: an error of every sample (on_error applies), as the
+            # same result on per-sample values is; not a none, which would mask the samples without a word
+            from rewardlang.runtime.kernels import _ERR_NONFINITE
+
+            v = Col(np.full(m, np.nan), None, [_ERR_NONFINITE] * m)
         if not isinstance(v, Col):  # a constant component
             val = np.full(m, np.nan if v is None else float(v))
             return self._range(info, val, np.isnan(val), [None] * m, np.zeros(m, dtype=bool), stats)

@@ -31,13 +31,13 @@ import torch
 from transformers import PrinterCallback
 from trl import DPOConfig, DPOTrainer
 
-from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
+from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.gepo import DEFAULT_BETA, load_groups
 from rewardlang.trainers.gepo import run as run_online
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
-from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, run_dir_for, save_initial_policy
+from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run, save_initial_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -122,30 +122,18 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
           callbacks: Sequence[Any] = ()) -> RunResult:
     """Train with DPO on ``spec``'s preferences: offline from ``train.preference_data`` on TRL's DPOTrainer, or
     online (mined from the policy's samples each step) when no pairs file is given."""
-    import rewardlang
 
-    # 1. The spec and its parameters.
-    file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
-    sets = dict(sets or {})
-    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
-    prog = rewardlang.load(spec, params=params or None)
-
-    # 2. The configuration; without a pairs file the run is online.
-    cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
-                                  {**(flags or {}), "spec": spec}, file_name=config_file)
+    # 1-2. The spec, its parameters and the configuration (run.load_layers); without a pairs file the run is online.
+    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
     if cfg.preference_data is None:
         return run_online(spec, mode="pairs", config_file=config_file, sets=sets, flags=flags, resume=resume,
                           progress=progress, callbacks=callbacks)
-    run_dir = run_dir_for(cfg, prog.name, resume)
-    cfg.output_dir = run_dir
-    checkpoint = check_resume(run_dir, prog, cfg) if resume else None
-    if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
-        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
+    run_dir, checkpoint = open_run(prog, cfg, resume)
 
     # 3. Pairs, policy, trainer.
     trainer = build_trainer(cfg, sources, prog, run_dir, progress=progress, callbacks=callbacks)
     if trainer.accelerator.is_main_process:
-        name = f"config.resume-{os.path.basename(checkpoint).split('-')[-1]}.json" if checkpoint else "config.json"
+        name = config_name(checkpoint)
         save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name, spec_hash=prog.source_hash,
                       params=params, extra={"dpo_args": {k: v for k, v in trainer.args.to_dict().items()
                                                          if isinstance(v, (int, float, str, bool, list, type(None)))},

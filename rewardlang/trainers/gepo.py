@@ -39,11 +39,11 @@ import torch
 import torch.nn.functional as F
 from transformers import PrinterCallback, Trainer, TrainingArguments
 
-from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
+from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
-from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, run_dir_for, save_initial_policy
+from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run, save_initial_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -396,22 +396,12 @@ def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[s
         flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
         callbacks: Sequence[Any] = ()) -> RunResult:
     """The shared recipe of GEPO and online DPO: spec, configuration, run directory, trainer, train, save."""
-    import rewardlang
 
-    file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
-    sets = dict(sets or {})
-    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
-    prog = rewardlang.load(spec, params=params or None)
-    cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
-                                  {**(flags or {}), "spec": spec}, file_name=config_file)
-    run_dir = run_dir_for(cfg, prog.name, resume)
-    cfg.output_dir = run_dir
-    checkpoint = check_resume(run_dir, prog, cfg) if resume else None
-    if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
-        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
+    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    run_dir, checkpoint = open_run(prog, cfg, resume)
     trainer = build_trainer(cfg, sources, prog, run_dir, mode=mode, progress=progress, callbacks=callbacks)
     if trainer.accelerator.is_main_process:
-        name = f"config.resume-{os.path.basename(checkpoint).split('-')[-1]}.json" if checkpoint else "config.json"
+        name = config_name(checkpoint)
         save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name, spec_hash=prog.source_hash,
                       params=params, extra={"beta": trainer.beta, "lambda": trainer.lam, "mode": mode,
                                             "online": trainer.online, "resumed_from": checkpoint})

@@ -39,12 +39,13 @@ from transformers import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from rewardlang.trainers.align import TokenAligner
-from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
+from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError, build_dataset, check_columns, load_rows, split_heldout
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers import report
 from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
-from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, run_dir_for, save_initial_policy
+from rewardlang.trainers.run import (RunResult, config_name, last_checkpoint, load_layers, open_run,
+                                     save_initial_policy)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -426,29 +427,18 @@ def train(
     ``rewardlang.load(params=...)``); ``flags`` are the CLI shorthands (``model``, ``dataset``, ``output_dir``,
     ``max_steps``, ``seed``, ``lora``). Raises :class:`ConfigError`, ``DataError`` or ``SpecError`` on bad input.
     """
-    import rewardlang
 
-    # 1. The spec and its parameters (a config file's `params:` first, then --set; `train.*` keys are layered below).
-    file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
-    sets = dict(sets or {})
-    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
-    prog = rewardlang.load(spec, params=params or None)
-
-    # 2. The configuration: defaults < spec train section < config file < --set < flags.
-    cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
-                                  {**(flags or {}), "spec": spec}, file_name=config_file)
-    run_dir = run_dir_for(cfg, prog.name, resume)
-    cfg.output_dir = run_dir
-    checkpoint = check_resume(run_dir, prog, cfg) if resume else None
-    if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
-        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
+    # 1-2. The spec with its parameters, and the configuration: defaults < spec train section < config file <
+    # --set < flags (run.load_layers); the run directory, checked for a resume (run.open_run).
+    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    run_dir, checkpoint = open_run(prog, cfg, resume)
 
     # 3. Data, policy, trainer (and train.eval's held-out problems, checked before any model is loaded).
     heldout = report.heldout_rows(cfg)
     trainer = build_trainer(cfg, prog, run_dir, progress=progress, callbacks=callbacks)
     if trainer.accelerator.is_main_process:
         # config.json describes the run as started; a resume adds config.resume-<step>.json beside it
-        name = f"config.resume-{os.path.basename(checkpoint).split('-')[-1]}.json" if checkpoint else "config.json"
+        name = config_name(checkpoint)
         save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name,
                       spec_hash=prog.source_hash, params=params,
                       extra={"grpo_args": {k: v for k, v in trainer.args.to_dict().items()

@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
+from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
 from rewardlang.trainers.gepo import DEFAULT_BETA, gepo_loss, load_groups, tokenize_members
 from rewardlang.trainers.ppo import PPOTrainer, _DataOrder
-from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, run_dir_for
+from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -187,17 +187,10 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
           callbacks: Sequence[Any] = ()) -> RunResult:
     """Train with OORL on ``spec`` (its components are the rule reward; its ``preference { }`` section the GEPO
     groups); arguments as :func:`rewardlang.trainers.ppo.train`."""
-    import rewardlang
 
-    # 1. The spec and its parameters.
-    file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
-    sets = dict(sets or {})
-    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
-    prog = rewardlang.load(spec, params=params or None)
-
-    # 2. The configuration: REINFORCE++ (no critic); β = 0.1 unless a layer sets it (a choice: the paper gives none).
-    cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
-                                  {**(flags or {}), "spec": spec}, file_name=config_file)
+    # 1-2. The spec, its parameters and the configuration (run.load_layers): REINFORCE++ (no critic); β = 0.1
+    # unless a layer sets it (a choice: the paper gives none).
+    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
     cfg.algorithm = "oorl"
     if sources.get("advantage_estimator") and cfg.advantage_estimator != "reinforce_pp":
         raise ConfigError(f"{sources['advantage_estimator']}: OORL's on-policy part is REINFORCE++ "
@@ -205,16 +198,12 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     cfg.advantage_estimator = "reinforce_pp"
     if "beta" not in sources:
         cfg.beta = DEFAULT_BETA
-    run_dir = run_dir_for(cfg, prog.name, resume)
-    cfg.output_dir = run_dir
-    checkpoint = check_resume(run_dir, prog, cfg) if resume else None
-    if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
-        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
+    run_dir, checkpoint = open_run(prog, cfg, resume)
 
     # 3. Data, models, trainer.
     trainer = OORLTrainer(cfg, prog, run_dir, progress=progress, callbacks=callbacks)
     if trainer.accelerator.is_main_process:
-        name = f"config.resume-{os.path.basename(checkpoint).split('-')[-1]}.json" if checkpoint else "config.json"
+        name = config_name(checkpoint)
         save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name, spec_hash=prog.source_hash,
                       params=params, extra={"resumed_from": checkpoint, "gepo_beta": trainer.gepo_beta,
                                             "processes": trainer.accelerator.num_processes})

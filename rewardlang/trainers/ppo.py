@@ -52,20 +52,12 @@ from rewardlang.trainers import algos
 from rewardlang.trainers.config import (
     ConfigError,
     TrainConfig,
-    load_config_file,
-    resolve_config,
     save_resolved,
 )
 from rewardlang.trainers.data import build_dataset, check_columns, load_rows, split_heldout
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
-from rewardlang.trainers.run import (
-    RunResult,
-    check_resume,
-    last_checkpoint,
-    run_dir_for,
-    save_initial_policy,
-)
+from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run, save_initial_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -599,28 +591,17 @@ def train(
     they receive ``on_train_begin``, ``on_step_begin``, ``on_log``, ``on_step_end`` and ``on_train_end``, and can
     stop the run with ``control.should_training_stop``.
     """
-    import rewardlang
 
-    # 1. The spec and its parameters (a config file's `params:` first, then --set; `train.*` keys are layered below).
-    file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
-    sets = dict(sets or {})
-    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
-    prog = rewardlang.load(spec, params=params or None)
-
-    # 2. The configuration: defaults < spec train section < config file < --set < flags.
-    cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
-                                  {**(flags or {}), "spec": spec}, file_name=config_file)
+    # 1-2. The spec with its parameters, and the configuration: defaults < spec train section < config file <
+    # --set < flags (run.load_layers); the run directory, checked for a resume (run.open_run).
+    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
     cfg.algorithm = "ppo"
-    run_dir = run_dir_for(cfg, prog.name, resume)
-    cfg.output_dir = run_dir
-    checkpoint = check_resume(run_dir, prog, cfg) if resume else None
-    if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
-        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
+    run_dir, checkpoint = open_run(prog, cfg, resume)
 
     # 3. Data, models, trainer.
     trainer = PPOTrainer(cfg, prog, run_dir, progress=progress, callbacks=callbacks)
     if trainer.accelerator.is_main_process:
-        name = f"config.resume-{os.path.basename(checkpoint).split('-')[-1]}.json" if checkpoint else "config.json"
+        name = config_name(checkpoint)
         save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name, spec_hash=prog.source_hash,
                       params=params, extra={"resumed_from": checkpoint,
                                             "processes": trainer.accelerator.num_processes})

@@ -35,11 +35,11 @@ import numpy as np
 import torch
 from transformers import PrinterCallback, Trainer, TrainingArguments
 
-from rewardlang.trainers.config import ConfigError, TrainConfig, load_config_file, resolve_config, save_resolved
+from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import build_tokenizer, resolve_dtype
-from rewardlang.trainers.run import RunResult, check_resume, last_checkpoint, run_dir_for
+from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run
 
 __all__ = [
     "HELD_OUT",
@@ -202,20 +202,10 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     """Train a PRM on the stepwise rows named by ``dataset``; the spec supplies the run's name and settings
     (``train { algorithm = "prm" ... }``). ``trl.*`` settings that are ``TrainingArguments`` fields pass
     through (e.g. ``trl.warmup_ratio``, ``trl.eval_steps``)."""
-    import rewardlang
 
     # 1. The spec (for its name and train section) and the configuration.
-    file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
-    sets = dict(sets or {})
-    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
-    prog = rewardlang.load(spec, params=params or None)
-    cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
-                                  {**(flags or {}), "spec": spec}, file_name=config_file)
-    run_dir = run_dir_for(cfg, prog.name, resume)
-    cfg.output_dir = run_dir
-    checkpoint = check_resume(run_dir, prog, cfg) if resume else None
-    if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
-        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
+    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    run_dir, checkpoint = open_run(prog, cfg, resume)
     if cfg.torch_threads or cfg.model is None:
         torch.set_num_threads(cfg.torch_threads or 1)
 
@@ -256,7 +246,7 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     if progress if progress is not None else cfg.progress:
         trainer.add_callback(ProgressCallback())
     if trainer.is_world_process_zero():
-        name = f"config.resume-{os.path.basename(checkpoint).split('-')[-1]}.json" if checkpoint else "config.json"
+        name = config_name(checkpoint)
         save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name, spec_hash=prog.source_hash,
                       params=params, extra={"prm": {"held_out": HELD_OUT, "max_tokens": limit,
                                                     "train_rows": len(train_rows), "eval_rows": len(eval_rows),

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
 __all__ = ["RunResult", "run_dir_for", "save_initial_policy", "last_checkpoint", "check_resume",
-           "RESUME_MAY_CHANGE", "train", "algorithm_of"]
+           "RESUME_MAY_CHANGE", "train", "algorithm_of", "load_layers", "open_run", "config_name"]
 
 
 @dataclass
@@ -120,6 +120,41 @@ def check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
             raise ConfigError(f"--resume: settings differ from {saved_path}: {shown}. Resume with the same settings "
                               f"(only {', '.join(sorted(RESUME_MAY_CHANGE))} may change), or start a new run")
     return ckpt
+
+
+def load_layers(spec: str, config_file: str | None, sets: Mapping[str, Any] | None,
+                flags: Mapping[str, Any] | None) -> tuple["Program", TrainConfig, dict[str, str], dict[str, Any]]:
+    """The first steps of every trainer: ``(program, config, sources, params)``.
+
+    The spec with its parameters (a config file's ``params:`` first, then ``--set`` items that are not ``train.*``),
+    then the configuration: defaults < spec ``train`` section < config file < ``--set train.*`` < flags.
+    """
+    import rewardlang
+    from rewardlang.trainers.config import resolve_config
+
+    file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
+    sets = dict(sets or {})
+    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
+    prog = rewardlang.load(spec, params=params or None)
+    cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
+                                  {**(flags or {}), "spec": spec}, file_name=config_file)
+    return prog, cfg, sources, params
+
+
+def open_run(prog: "Program", cfg: TrainConfig, resume: bool) -> tuple[str, str | None]:
+    """``(run_dir, checkpoint to resume from or None)``; sets ``cfg.output_dir``. A fresh run refuses a directory
+    that already holds one (its metrics would be mixed), a resumed one checks that nothing changed."""
+    run_dir = run_dir_for(cfg, prog.name, resume)
+    cfg.output_dir = run_dir
+    checkpoint = check_resume(run_dir, prog, cfg) if resume else None
+    if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
+        raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
+    return run_dir, checkpoint
+
+
+def config_name(checkpoint: str | None) -> str:
+    """``config.json`` describes the run as started; a resume adds ``config.resume-<step>.json`` beside it."""
+    return f"config.resume-{os.path.basename(checkpoint).split('-')[-1]}.json" if checkpoint else "config.json"
 
 
 def algorithm_of(spec_train: Mapping[str, Any], file_train: Mapping[str, Any], sets: Mapping[str, Any],

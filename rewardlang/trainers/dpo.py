@@ -31,13 +31,13 @@ import torch
 from transformers import PrinterCallback
 from trl import DPOConfig, DPOTrainer
 
-from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
+from rewardlang.trainers.config import TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.gepo import DEFAULT_BETA, load_groups
 from rewardlang.trainers.gepo import run as run_online
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
-from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
-from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run, save_initial_policy
+from rewardlang.trainers.model import load_policy, lora_config
+from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run, save_initial_policy, trainer_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -57,30 +57,10 @@ class _DPOProgress(ProgressCallback):
 
 def dpo_args(cfg: TrainConfig, sources: Mapping[str, str], run_dir: str) -> DPOConfig:
     """TRL's ``DPOConfig`` for a resolved configuration (``cfg.trl`` entries passed through last)."""
-    dtype = resolve_dtype(cfg.dtype)
-    report_to: Any = cfg.report_to
-    if report_to == "auto":
-        import importlib.util
-
-        report_to = ["tensorboard"] if importlib.util.find_spec("tensorboard") else []
-    kwargs: dict[str, Any] = dict(
-        output_dir=run_dir, seed=cfg.seed, data_seed=cfg.seed, max_steps=cfg.max_steps,
-        per_device_train_batch_size=cfg.prompts_per_step, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        learning_rate=cfg.learning_rate, beta=cfg.beta if "beta" in sources else DEFAULT_BETA,
-        max_grad_norm=cfg.max_grad_norm, lr_scheduler_type=cfg.lr_scheduler,
-        warmup_steps=cfg.warmup_ratio,  # transformers reads a value below 1 as a share of the steps
-        logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=cfg.save_steps,
-        save_total_limit=cfg.save_total_limit, report_to=report_to, disable_tqdm=True,
-        bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, use_cpu=not torch.cuda.is_available(),
-        gradient_checkpointing=cfg.model is not None, max_length=None,
-    )
-    if "num_train_epochs" in cfg.trl and "max_steps" not in sources:  # epochs set the length (PRLCoder: 3)
-        kwargs["max_steps"] = -1
-    kwargs.update(cfg.trl)
-    try:
-        return DPOConfig(**kwargs)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"invalid DPO settings: {exc}") from None
+    # with `num_train_epochs` and no step count, the epochs set the run's length (PRLCoder: 3)
+    epochs = {"max_steps": -1} if "num_train_epochs" in cfg.trl and "max_steps" not in sources else {}
+    return trainer_args(DPOConfig, cfg, run_dir, batch_size=cfg.prompts_per_step, what="DPO",
+                        beta=cfg.beta if "beta" in sources else DEFAULT_BETA, max_length=None, **epochs)
 
 
 def load_pairs(path: str) -> list[dict[str, Any]]:

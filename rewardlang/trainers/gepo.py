@@ -42,8 +42,8 @@ from transformers import PrinterCallback, Trainer, TrainingArguments
 from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
-from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
-from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run, save_initial_policy
+from rewardlang.trainers.model import load_policy, lora_config
+from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run, save_initial_policy, trainer_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -286,27 +286,8 @@ class _AdapterOff:
 # ---------------------------------------------------------------------- the recipe
 def preference_args(cfg: TrainConfig, run_dir: str) -> TrainingArguments:
     """transformers' ``TrainingArguments`` for a resolved configuration (``cfg.trl`` entries passed through)."""
-    dtype = resolve_dtype(cfg.dtype)
-    report_to: Any = cfg.report_to
-    if report_to == "auto":
-        import importlib.util
-
-        report_to = ["tensorboard"] if importlib.util.find_spec("tensorboard") else []
-    kwargs: dict[str, Any] = dict(
-        output_dir=run_dir, seed=cfg.seed, data_seed=cfg.seed, max_steps=cfg.max_steps,
-        per_device_train_batch_size=cfg.prompts_per_step, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        learning_rate=cfg.learning_rate, max_grad_norm=cfg.max_grad_norm, lr_scheduler_type=cfg.lr_scheduler,
-        warmup_steps=cfg.warmup_ratio,  # transformers reads a value below 1 as a share of the steps
-        logging_steps=cfg.logging_steps, save_strategy="steps",
-        save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit, report_to=report_to, disable_tqdm=True,
-        bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, use_cpu=not torch.cuda.is_available(),
-        remove_unused_columns=False, gradient_checkpointing=cfg.model is not None,
-    )
-    kwargs.update(cfg.trl)
-    try:
-        return TrainingArguments(**kwargs)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"invalid training settings: {exc}") from None
+    return trainer_args(TrainingArguments, cfg, run_dir, batch_size=cfg.prompts_per_step, what="training",
+                        remove_unused_columns=False)
 
 
 def load_groups(path: str, mode: str) -> list[dict[str, Any]]:

@@ -39,13 +39,13 @@ from transformers import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from rewardlang.trainers.align import TokenAligner
-from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
+from rewardlang.trainers.config import TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError, build_dataset, check_columns, load_rows, split_heldout
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers import report
-from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
-from rewardlang.trainers.run import (RunResult, config_name, last_checkpoint, load_layers, open_run,
-                                     save_initial_policy)
+from rewardlang.trainers.model import load_policy, lora_config
+from rewardlang.trainers.run import (RunResult, config_name, last_checkpoint, load_layers,
+                                     open_run, save_initial_policy, trainer_args)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -350,30 +350,10 @@ class SpecGRPOTrainer(GRPOTrainer):
 
 def grpo_args(cfg: TrainConfig, run_dir: str) -> GRPOConfig:
     """TRL's ``GRPOConfig`` for a resolved :class:`TrainConfig` (``cfg.trl`` entries are passed through last)."""
-    dtype = resolve_dtype(cfg.dtype)
-    report_to: Any = cfg.report_to
-    if report_to == "auto":
-        import importlib.util
-
-        report_to = ["tensorboard"] if importlib.util.find_spec("tensorboard") else []
-    kwargs: dict[str, Any] = dict(
-        output_dir=run_dir, seed=cfg.seed, data_seed=cfg.seed, max_steps=cfg.max_steps,
-        per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        num_generations=cfg.num_generations, learning_rate=cfg.learning_rate, beta=cfg.beta,
-        temperature=cfg.temperature, max_completion_length=cfg.max_completion_length,
-        logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=cfg.save_steps,
-        save_total_limit=cfg.save_total_limit, report_to=report_to, disable_tqdm=True,
-        bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, use_cpu=not torch.cuda.is_available(),
-        # activation checkpointing only pays off on large models; the tiny CPU model is faster without it
-        gradient_checkpointing=cfg.model is not None, disable_dropout=True, log_completions=False,
-        top_p=cfg.top_p, max_grad_norm=cfg.max_grad_norm, lr_scheduler_type=cfg.lr_scheduler,
-        warmup_steps=cfg.warmup_ratio,  # transformers reads a value below 1 as a share of the steps
-    )
-    kwargs.update(cfg.trl)
-    try:
-        return GRPOConfig(**kwargs)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"invalid GRPO settings: {exc}") from None
+    return trainer_args(GRPOConfig, cfg, run_dir, batch_size=cfg.batch_size, what="GRPO",
+                        num_generations=cfg.num_generations, beta=cfg.beta, temperature=cfg.temperature,
+                        max_completion_length=cfg.max_completion_length, top_p=cfg.top_p, disable_dropout=True,
+                        log_completions=False)
 
 
 def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: bool | None = None,

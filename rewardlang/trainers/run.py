@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
 __all__ = ["RunResult", "run_dir_for", "save_initial_policy", "last_checkpoint", "check_resume",
-           "RESUME_MAY_CHANGE", "train", "algorithm_of", "load_layers", "open_run", "config_name"]
+           "RESUME_MAY_CHANGE", "train", "algorithm_of", "load_layers", "open_run", "config_name", "trainer_args"]
 
 
 @dataclass
@@ -155,6 +155,41 @@ def open_run(prog: "Program", cfg: TrainConfig, resume: bool) -> tuple[str, str 
 def config_name(checkpoint: str | None) -> str:
     """``config.json`` describes the run as started; a resume adds ``config.resume-<step>.json`` beside it."""
     return f"config.resume-{os.path.basename(checkpoint).split('-')[-1]}.json" if checkpoint else "config.json"
+
+
+def trainer_args(args_class: type, cfg: TrainConfig, run_dir: str, *, batch_size: int, what: str,
+                 **specific: Any) -> Any:
+    """``args_class`` (transformers' ``TrainingArguments`` or a TRL subclass such as ``GRPOConfig``) for a resolved
+    configuration: the keys every trainer sets the same way (run directory, seeds, length, batch, optimiser schedule,
+    logging, checkpoints, precision, reporting), then the algorithm's own ``specific`` keys, then the ``cfg.trl``
+    pass-through entries. A value the class rejects is a ConfigError naming ``what`` ("GRPO", "DPO", ...)."""
+    import importlib.util
+
+    import torch
+
+    from rewardlang.trainers.model import resolve_dtype
+
+    dtype = resolve_dtype(cfg.dtype)
+    report_to: Any = cfg.report_to
+    if report_to == "auto":
+        report_to = ["tensorboard"] if importlib.util.find_spec("tensorboard") else []
+    kwargs: dict[str, Any] = dict(
+        output_dir=run_dir, seed=cfg.seed, data_seed=cfg.seed, max_steps=cfg.max_steps,
+        per_device_train_batch_size=batch_size, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        learning_rate=cfg.learning_rate, max_grad_norm=cfg.max_grad_norm, lr_scheduler_type=cfg.lr_scheduler,
+        warmup_steps=cfg.warmup_ratio,  # transformers reads a value below 1 as a share of the steps
+        logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit, report_to=report_to, disable_tqdm=True,
+        bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, use_cpu=not torch.cuda.is_available(),
+        # activation checkpointing only pays off on large models; the tiny CPU model is faster without it
+        gradient_checkpointing=cfg.model is not None,
+    )
+    kwargs.update(specific)
+    kwargs.update(cfg.trl)
+    try:
+        return args_class(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid {what} settings: {exc}") from None
 
 
 def algorithm_of(spec_train: Mapping[str, Any], file_train: Mapping[str, Any], sets: Mapping[str, Any],

@@ -83,6 +83,7 @@ class TrainConfig:
     # `{prompt}` is the dataset's prompt (None: the prompt as is). Specs state them so the model can earn the reward.
     system_prompt: str | None = None
     prompt_template: str | None = None
+    train_problems: int = 0  # N > 0: train on N prompts only (seeded choice; a short run then sees each repeatedly)
     eval: int = 0  # held-out problems evaluated (pass@1, greedy) before and after training; 0: no evaluation
     eval_max_new_tokens: int = 256
     save_steps: int = 10

@@ -25,8 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from rewardlang.runtime.program import Program
 
-__all__ = ["DataError", "load_rows", "check_columns", "build_dataset", "present", "split_heldout",
-           "RESERVED_COLUMNS"]
+__all__ = ["DataError", "load_rows", "check_columns", "build_dataset", "present", "render_prompt", "leaked_rows",
+           "split_heldout", "RESERVED_COLUMNS"]
 
 #: names TRL passes to reward functions itself; a dataset column with one of these names would be shadowed
 RESERVED_COLUMNS = ("completion", "completions", "prompts", "completion_ids", "trainer_state", "log_extra",
@@ -130,6 +130,33 @@ def present(prompt: Any, chat: bool, system_prompt: str | None = None, prompt_te
     return prompt
 
 
+def render_prompt(prompt: Any, tokenizer: "PreTrainedTokenizerBase", chat: bool, system_prompt: str | None = None,
+                  prompt_template: str | None = None) -> str:
+    """The text a model is given for a dataset prompt: :func:`present`, then the chat template (with the assistant's
+    generation prompt) when ``chat``. Tokenize it with ``add_special_tokens=False``: the template's markers are in it.
+    """
+    shown = present(prompt, chat, system_prompt, prompt_template)
+    if chat:
+        return tokenizer.apply_chat_template(shown, tokenize=False, add_generation_prompt=True)
+    return shown
+
+
+def leaked_rows(prompts: Sequence[Any], heldout: Sequence[dict[str, Any]]) -> list[int]:
+    """Indices of ``prompts`` (texts or chats) that contain a held-out problem's prompt: preference data mined from
+    the whole dataset would otherwise train on the problems ``train.eval`` evaluates.
+
+    >>> leaked_rows(["Complete: def f(): pass", "def g(): pass"], [{"prompt": "def f(): pass"}])
+    [0]
+    """
+    needles = [r["prompt"].strip() for r in heldout if isinstance(r.get("prompt"), str) and r["prompt"].strip()]
+    out = []
+    for i, p in enumerate(prompts):
+        text = p if isinstance(p, str) else "\n".join(str(m.get("content", "")) for m in p if isinstance(m, dict))
+        if any(n in text for n in needles):
+            out.append(i)
+    return out
+
+
 def split_heldout(rows: Sequence[dict[str, Any]], n: int, seed: int = 0) -> tuple[list[dict[str, Any]],
                                                                                   list[dict[str, Any]]]:
     """Deterministic ``(train rows, held-out rows)``: ``n`` rows chosen by a seeded permutation (independent of the
@@ -170,11 +197,14 @@ def build_dataset(
     max_prompt_length: int | None = None,
     system_prompt: str | None = None,
     prompt_template: str | None = None,
+    limit: int = 0,
+    seed: int = 0,
 ) -> tuple["Dataset", dict[str, Any]]:
     """A ``datasets.Dataset`` with ``columns``; text prompts become chats when the format is (or resolves to) chat.
 
     Prompts longer than ``max_prompt_length`` tokens are dropped, not truncated: a truncated prompt would also be
-    what the reward sees (e.g. a code prefix that no longer runs). Returns the dataset and a summary dict.
+    what the reward sees (e.g. a code prefix that no longer runs). ``limit`` > 0 keeps that many of the remaining
+    prompts, chosen by a seeded permutation (``train.train_problems``). Returns the dataset and a summary dict.
     """
     from datasets import Dataset
 
@@ -192,6 +222,13 @@ def build_dataset(
         out.append({c: (prompt if c == "prompt" else row.get(c)) for c in columns})
     if not out:
         raise DataError(f"every prompt is longer than max_prompt_length={max_prompt_length} tokens")
-    summary = {"rows": len(out), "dropped_long_prompts": dropped, "format": "chat" if chat else "text",
-               "columns": list(columns)}
+    available = len(out)
+    if 0 < limit < len(out):
+        import random
+
+        order = list(range(len(out)))
+        random.Random(f"rewardlang-train-problems-{seed}").shuffle(order)
+        out = [out[i] for i in sorted(order[:limit])]
+    summary = {"rows": len(out), "available_rows": available, "dropped_long_prompts": dropped,
+               "format": "chat" if chat else "text", "columns": list(columns)}
     return Dataset.from_list(out), summary

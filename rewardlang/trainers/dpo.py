@@ -31,9 +31,10 @@ import torch
 from transformers import PrinterCallback
 from trl import DPOConfig, DPOTrainer
 
+from rewardlang.trainers import report
 from rewardlang.trainers.config import TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
-from rewardlang.trainers.gepo import DEFAULT_BETA, load_groups
+from rewardlang.trainers.gepo import DEFAULT_BETA, preference_rows
 from rewardlang.trainers.gepo import run as run_online
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import load_policy, lora_config
@@ -63,10 +64,11 @@ def dpo_args(cfg: TrainConfig, sources: Mapping[str, str], run_dir: str) -> DPOC
                         beta=cfg.beta if "beta" in sources else DEFAULT_BETA, max_length=None, **epochs)
 
 
-def load_pairs(path: str) -> list[dict[str, Any]]:
-    """The rows of a pairs file as TRL reads them (``prompt``, ``chosen``, ``rejected``); DataError on a bad row."""
+def load_pairs(cfg: TrainConfig) -> list[dict[str, Any]]:
+    """``train.preference_data``'s pairs as TRL reads them (``prompt``, ``chosen``, ``rejected``), without the problems
+    ``train.eval`` holds out (:func:`rewardlang.trainers.gepo.preference_rows`); DataError on a bad row."""
     return [{"prompt": g["prompt"], "chosen": g["winners"][0], "rejected": g["losers"][0]}
-            for g in load_groups(path, "pairs")]
+            for g in preference_rows(cfg, "pairs")]
 
 
 def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program", run_dir: str, *,
@@ -75,7 +77,7 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
     base model with the adapter disabled, as TRL does)."""
     from datasets import Dataset
 
-    rows = load_pairs(cfg.preference_data)  # type: ignore[arg-type]
+    rows = load_pairs(cfg)
     args = dpo_args(cfg, sources, run_dir)
     per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps
     if len(rows) < per_step:
@@ -110,7 +112,8 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
                           progress=progress, callbacks=callbacks)
     run_dir, checkpoint = open_run(prog, cfg, resume)
 
-    # 3. Pairs, policy, trainer.
+    # 3. Pairs, policy, trainer (and train.eval's held-out problems, left out of the pairs).
+    heldout = report.heldout_rows(cfg)
     trainer = build_trainer(cfg, sources, prog, run_dir, progress=progress, callbacks=callbacks)
     if trainer.accelerator.is_main_process:
         name = config_name(checkpoint)
@@ -119,9 +122,17 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
                                                          if isinstance(v, (int, float, str, bool, list, type(None)))},
                                             "resumed_from": checkpoint})
 
-    # 4. Train, then save the final policy.
+    # 4. Held-out pass@1 before, train, save the final policy, pass@1 after, the run's README.
+    show = cfg.progress if progress is None else progress
+    main = trainer.accelerator.is_main_process
+    report.evaluate_stage("before", trainer.model, trainer.processing_class, heldout, cfg, run_dir, main=main,
+                          progress=show)
     trainer.train(resume_from_checkpoint=checkpoint)
     final_dir = os.path.join(run_dir, "final")
     trainer.save_model(final_dir)
+    report.evaluate_stage("after", trainer.model, trainer.processing_class, heldout, cfg, run_dir, main=main,
+                          progress=show)
+    if main:
+        report.write_run_readme(run_dir)
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.state.global_step, config=cfg, trainer=trainer)

@@ -98,16 +98,13 @@ def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", pro
     (:func:`rewardlang.trainers.data.present`), generated a few problems at a time with left padding."""
     import torch
 
-    from rewardlang.trainers.data import present
+    from rewardlang.trainers.data import render_prompt
 
     if temperature <= 0 and n != 1:
         raise ValueError("greedy decoding (temperature 0) gives one completion per problem: use --n 1, or a "
                          "temperature above 0 for pass@k")
     chat = bool(getattr(tokenizer, "chat_template", None))
-    texts = []
-    for row in problems:
-        p = present(row["prompt"], chat, system_prompt, prompt_template)
-        texts.append(tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) if chat else p)
+    texts = [render_prompt(row["prompt"], tokenizer, chat, system_prompt, prompt_template) for row in problems]
     was_training = model.training
     model.eval()
     per_batch = max(1, batch_size // n)
@@ -116,7 +113,8 @@ def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", pro
     try:
         for start in range(0, len(texts), per_batch):
             chunk = texts[start:start + per_batch]
-            enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+            enc = tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left",
+                            add_special_tokens=False).to(model.device)
             kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, num_return_sequences=n,
                                           pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
             if temperature > 0:

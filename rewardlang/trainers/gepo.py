@@ -119,6 +119,10 @@ def _chunks(n: int, size: int) -> list[slice]:
 
 
 # ---------------------------------------------------------------------- the trainer
+#: the column holding the prompt as the model sees it in online training (build_trainer)
+PROMPT_TEXT = "_prompt_text"
+
+
 class GroupPreferenceTrainer(Trainer):
     """``transformers.Trainer`` whose step is the chunked GEPO loss over whole groups (see the module docstring).
 
@@ -164,7 +168,7 @@ class GroupPreferenceTrainer(Trainer):
         from rewardlang.runtime.preference import group_ids, mine_groups, mine_pairs, rank_rows, settings_of
 
         model = self.accelerator.unwrap_model(self.model)
-        prompts = [r["prompt"] for r in rows for _ in range(self.num_generations)]
+        prompts = [r.get(PROMPT_TEXT, r["prompt"]) for r in rows for _ in range(self.num_generations)]
         self.tok.padding_side = "left"
         enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.args.device)
         was_training = model.training
@@ -321,23 +325,34 @@ def load_groups(path: str, mode: str) -> list[dict[str, Any]]:
     return rows
 
 
+def preference_rows(cfg: TrainConfig, mode: str) -> list[dict[str, Any]]:
+    """``train.preference_data``'s rows (:func:`load_groups`) without the problems ``train.eval`` holds out
+    (:func:`rewardlang.trainers.report.drop_leaked`: a file mined from the whole dataset would train on them)."""
+    from rewardlang.trainers import report
+
+    path = cfg.preference_data
+    assert path is not None
+    return report.drop_leaked(load_groups(path, mode), report.heldout_rows(cfg), f"preference data {path}")
+
+
 def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program", run_dir: str, *, mode: str,
                   progress: bool | None = None, callbacks: Sequence[Any] = ()) -> GroupPreferenceTrainer:
     """Data, policy, reference and trainer (``mode``: "groups" for GEPO, "pairs" for online DPO)."""
     from datasets import Dataset
 
-    from rewardlang.trainers.data import check_columns, load_rows
+    from rewardlang.trainers.data import check_columns, load_rows, render_prompt, split_heldout
 
     online = cfg.preference_data is None
     if online:
         rows, source = load_rows(cfg.dataset)
+        rows, _ = split_heldout(rows, cfg.eval)  # train.eval's held-out problems are never trained on
         columns = check_columns(prog, rows, source)
         rows = [{c: r.get(c) for c in columns} for r in rows]
         for r in rows:
             if not isinstance(r["prompt"], str):
                 raise DataError(f"{source}: online preference training takes text prompts")
     else:
-        rows = load_groups(cfg.preference_data, mode)
+        rows = preference_rows(cfg, mode)
     if len(rows) < cfg.prompts_per_step:
         raise DataError(f"{len(rows)} rows, but each step needs prompts_per_step={cfg.prompts_per_step}")
     if cfg.torch_threads or (cfg.model is None and not torch.cuda.is_available()):
@@ -345,6 +360,11 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
     model, tokenizer = load_policy(cfg)
     if cfg.model is None:
         save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
+    if online:  # the model sees the prompt as the spec presents it (system prompt, template, chat); the reward the row
+        chat = cfg.prompt_format == "chat" or (cfg.prompt_format == "auto" and
+                                               bool(getattr(tokenizer, "chat_template", None)))
+        for r in rows:
+            r[PROMPT_TEXT] = render_prompt(r["prompt"], tokenizer, chat, cfg.system_prompt, cfg.prompt_template)
     lora = lora_config(cfg)
     ref_model = None
     if lora is not None:
@@ -378,17 +398,26 @@ def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[s
         callbacks: Sequence[Any] = ()) -> RunResult:
     """The shared recipe of GEPO and online DPO: spec, configuration, run directory, trainer, train, save."""
 
+    from rewardlang.trainers import report
+
     prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
     run_dir, checkpoint = open_run(prog, cfg, resume)
+    heldout = report.heldout_rows(cfg)  # train.eval's problems: out of the prompts (online) or the file (offline)
     trainer = build_trainer(cfg, sources, prog, run_dir, mode=mode, progress=progress, callbacks=callbacks)
-    if trainer.accelerator.is_main_process:
+    main = trainer.accelerator.is_main_process
+    if main:
         name = config_name(checkpoint)
         save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name, spec_hash=prog.source_hash,
                       params=params, extra={"beta": trainer.beta, "lambda": trainer.lam, "mode": mode,
                                             "online": trainer.online, "resumed_from": checkpoint})
+    show = cfg.progress if progress is None else progress
+    report.evaluate_stage("before", trainer.model, trainer.tok, heldout, cfg, run_dir, main=main, progress=show)
     trainer.train(resume_from_checkpoint=checkpoint)
     final_dir = os.path.join(run_dir, "final")
     trainer.save_model(final_dir)
+    report.evaluate_stage("after", trainer.model, trainer.tok, heldout, cfg, run_dir, main=main, progress=show)
+    if main:
+        report.write_run_readme(run_dir)
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.state.global_step, config=cfg, trainer=trainer)
 

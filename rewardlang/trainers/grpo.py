@@ -368,7 +368,7 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
     if cfg.model is None:
         save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
     dataset, summary = build_dataset(rows, columns, tokenizer, cfg.prompt_format, cfg.max_prompt_length,
-                                     cfg.system_prompt, cfg.prompt_template)
+                                     cfg.system_prompt, cfg.prompt_template, cfg.train_problems, cfg.seed)
     args = grpo_args(cfg, run_dir)
     per_step = args.generation_batch_size // cfg.num_generations
     if len(dataset) < per_step:  # TRL's sampler drops a partial batch: the run would end at step 0, "successfully"
@@ -428,15 +428,14 @@ def train(
     # 4. Held-out pass@1 before, train, save the final policy (the adapter only, with LoRA), pass@1 after, README.
     show = cfg.progress if progress is None else progress
     main = trainer.accelerator.is_main_process
-    if heldout and main and not os.path.exists(os.path.join(run_dir, "eval-before.jsonl")):
-        report.evaluate_heldout(trainer.model, trainer.processing_class, heldout, cfg, run_dir, "before", progress=show)
+    report.evaluate_stage("before", trainer.model, trainer.processing_class, heldout, cfg, run_dir, main=main,
+                          progress=show)
     trainer.train(resume_from_checkpoint=checkpoint)
     final_dir = os.path.join(run_dir, "final")
     trainer.save_model(final_dir)
+    report.evaluate_stage("after", trainer.model, trainer.processing_class, heldout, cfg, run_dir, main=main,
+                          progress=show)
     if main:
-        if heldout:
-            report.evaluate_heldout(trainer.model, trainer.processing_class, heldout, cfg, run_dir, "after",
-                                    progress=show)
         report.write_run_readme(run_dir)
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.state.global_step, config=cfg, trainer=trainer)

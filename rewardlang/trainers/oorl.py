@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 import torch
 
+from rewardlang.trainers import report
 from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
-from rewardlang.trainers.gepo import DEFAULT_BETA, gepo_loss, load_groups, tokenize_members
+from rewardlang.trainers.gepo import DEFAULT_BETA, gepo_loss, preference_rows, tokenize_members
 from rewardlang.trainers.ppo import PPOTrainer, _DataOrder
 from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run
 
@@ -55,7 +56,7 @@ class OORLTrainer(PPOTrainer):
         if self.ref_policy is None and not cfg.lora:  # GEPO's r̂ needs π_ref even when the KL weight is 0
             policy = self.accelerator.unwrap_model(self.model).policy
             self.ref_policy = copy.deepcopy(policy).eval().requires_grad_(False)
-        self.groups_file = load_groups(cfg.preference_data, "groups") if cfg.preference_data else None
+        self.groups_file = preference_rows(cfg, "groups") if cfg.preference_data else None
         self.group_order = _DataOrder(len(self.groups_file), cfg.seed) if self.groups_file else None
         self._update_groups: list[Group] = []
         self._micro = 0
@@ -200,7 +201,8 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
         cfg.beta = DEFAULT_BETA
     run_dir, checkpoint = open_run(prog, cfg, resume)
 
-    # 3. Data, models, trainer.
+    # 3. Data, models, trainer (and train.eval's held-out problems, checked before any model is loaded).
+    heldout = report.heldout_rows(cfg)
     trainer = OORLTrainer(cfg, prog, run_dir, progress=progress, callbacks=callbacks)
     if trainer.accelerator.is_main_process:
         name = config_name(checkpoint)
@@ -208,9 +210,14 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
                       params=params, extra={"resumed_from": checkpoint, "gepo_beta": trainer.gepo_beta,
                                             "processes": trainer.accelerator.num_processes})
 
-    # 4. Train, then save the final policy.
+    # 4. Held-out pass@1 before, train, save the final policy, pass@1 after, the run's README.
+    show = cfg.progress if progress is None else progress
+    trainer.evaluate_heldout("before", heldout, progress=show)
     trainer.train(resume_from_checkpoint=checkpoint)
     final_dir = os.path.join(run_dir, "final")
     trainer.save_models(final_dir)
+    trainer.evaluate_heldout("after", heldout, progress=show)
+    if trainer.accelerator.is_main_process:
+        report.write_run_readme(run_dir)
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.global_step, config=cfg, trainer=trainer)

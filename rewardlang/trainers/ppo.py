@@ -48,7 +48,7 @@ from accelerate.utils import set_seed
 from torch import nn
 from transformers import GenerationConfig, TrainerControl, TrainerState, get_scheduler
 
-from rewardlang.trainers import algos
+from rewardlang.trainers import algos, report
 from rewardlang.trainers.config import (
     ConfigError,
     TrainConfig,
@@ -210,7 +210,7 @@ class PPOTrainer:
         if cfg.model is None:
             save_initial_policy(policy, self.tokenizer, os.path.join(run_dir, "initial_model"))
         self.dataset, summary = build_dataset(rows, columns, self.tokenizer, cfg.prompt_format, cfg.max_prompt_length,
-                                              cfg.system_prompt, cfg.prompt_template)
+                                              cfg.system_prompt, cfg.prompt_template, cfg.train_problems, cfg.seed)
         self.chat = summary["format"] == "chat"
         self.columns = [c for c in columns if c != "prompt"]
         self.order = _DataOrder(len(self.dataset), cfg.seed)
@@ -283,6 +283,16 @@ class PPOTrainer:
             if self.chat else list(prompts)
         enc = tok(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
         return {k: v.to(self.accelerator.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+
+    def evaluate_heldout(self, when: str, rows: Sequence[dict[str, Any]], *, progress: bool = True) -> None:
+        """``train.eval``'s greedy pass@1 on ``rows`` with the current policy (:func:`report.evaluate_stage`); every
+        process takes part in unwrapping the policy (ZeRO-3 gathers its parameters), the main one evaluates."""
+        if not rows:
+            return
+        with self._generation_policy() as policy:
+            report.evaluate_stage(when, policy, self.tokenizer, rows, self.cfg, self.run_dir,
+                                  main=self.accelerator.is_main_process, progress=progress)
+        self.accelerator.wait_for_everyone()
 
     @contextmanager
     def _generation_policy(self) -> Iterator[nn.Module]:
@@ -598,7 +608,8 @@ def train(
     cfg.algorithm = "ppo"
     run_dir, checkpoint = open_run(prog, cfg, resume)
 
-    # 3. Data, models, trainer.
+    # 3. Data, models, trainer (and train.eval's held-out problems, checked before any model is loaded).
+    heldout = report.heldout_rows(cfg)
     trainer = PPOTrainer(cfg, prog, run_dir, progress=progress, callbacks=callbacks)
     if trainer.accelerator.is_main_process:
         name = config_name(checkpoint)
@@ -606,9 +617,15 @@ def train(
                       params=params, extra={"resumed_from": checkpoint,
                                             "processes": trainer.accelerator.num_processes})
 
-    # 4. Train, then save the final policy (the adapter only, with LoRA), its tokenizer, and the critic.
+    # 4. Held-out pass@1 before, train, save the final policy (the adapter only, with LoRA), its tokenizer and the
+    # critic, pass@1 after, the run's README.
+    show = cfg.progress if progress is None else progress
+    trainer.evaluate_heldout("before", heldout, progress=show)
     trainer.train(resume_from_checkpoint=checkpoint)
     final_dir = os.path.join(run_dir, "final")
     trainer.save_models(final_dir)
+    trainer.evaluate_heldout("after", heldout, progress=show)
+    if trainer.accelerator.is_main_process:
+        report.write_run_readme(run_dir)
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.global_step, config=cfg, trainer=trainer)

@@ -205,6 +205,10 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
 
     # 1. The spec (for its name and train section) and the configuration.
     prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    if cfg.eval:
+        raise ConfigError(f"{sources.get('eval', 'train.eval')}: train.eval measures a generating policy's pass@1; "
+                          f"the PRM is a step classifier, evaluated on its own held-out problems "
+                          f"(eval_step_accuracy): leave train.eval at 0")
     run_dir, checkpoint = open_run(prog, cfg, resume)
     if cfg.torch_threads or cfg.model is None:
         torch.set_num_threads(cfg.torch_threads or 1)

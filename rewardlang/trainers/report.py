@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.trainers.config import TrainConfig
 
-__all__ = ["heldout_rows", "evaluate_heldout", "reward_change", "summary_lines", "write_run_readme"]
+__all__ = ["heldout_rows", "evaluate_heldout", "evaluate_stage", "drop_leaked", "reward_change", "summary_lines", "write_run_readme"]
 
 #: steps averaged at each end of the run for "first vs last" reward
 ENDS = 5
@@ -71,6 +71,38 @@ def evaluate_heldout(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]],
         json.dump(doc, fh, indent=2)
     os.replace(tmp, path)
     return summary
+
+
+def evaluate_stage(when: str, model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], cfg: "TrainConfig",
+                   run_dir: str, *, main: bool, progress: bool = True) -> dict[str, Any] | None:
+    """The held-out evaluation of every generating trainer, ``before`` the first step or ``after`` the last one:
+    on the main process only, and ``before`` not again when the run is resumed (its first figure stands)."""
+    if not rows or not main:
+        return None
+    if when == "before" and os.path.exists(os.path.join(run_dir, "eval-before.jsonl")):
+        return None
+    return evaluate_heldout(model, tokenizer, rows, cfg, run_dir, when, progress=progress)
+
+
+def drop_leaked(rows: list[dict[str, Any]], heldout: Sequence[dict[str, Any]], source: str) -> list[dict[str, Any]]:
+    """Preference rows (offline pairs or groups) without those whose prompt contains a held-out problem's prompt, so
+    that ``train.eval`` evaluates problems never trained on; how many were left out is said, never silent."""
+    import sys
+
+    from rewardlang.trainers.data import DataError, leaked_rows
+
+    if not heldout:
+        return rows
+    bad = set(leaked_rows([r.get("prompt", "") for r in rows], heldout))
+    if not bad:
+        return rows
+    kept = [r for i, r in enumerate(rows) if i not in bad]
+    print(f"{source}: {len(bad)} of {len(rows)} rows left out of training: their prompt is one of the "
+          f"{len(heldout)} problems train.eval holds out (first: row {min(bad) + 1})", file=sys.stderr)
+    if not kept:
+        raise DataError(f"{source}: every row is a problem train.eval holds out; set train.eval=0, or mine the "
+                        f"preference data from other problems")
+    return kept
 
 
 def _records(run_dir: str) -> list[dict[str, Any]]:

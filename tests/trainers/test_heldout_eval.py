@@ -1,0 +1,106 @@
+"""`train.eval` holds problems out and evaluates them before and after with every generating algorithm (PPO, OORL,
+GEPO and DPO online, DPO offline), never training on them; `train.train_problems` trains on a seeded subset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rewardlang.runtime.datasets.humaneval import load_humaneval
+from rewardlang.trainers.config import ConfigError
+from rewardlang.trainers.data import DataError, build_dataset, leaked_rows, split_heldout
+from rewardlang.trainers.model import build_tokenizer
+from rewardlang.trainers.report import drop_leaked
+
+HELD = 2
+SMALL = {"train.eval": HELD, "train.eval_max_new_tokens": 4, "train.num_generations": 2, "train.prompts_per_step": 2,
+         "train.max_completion_length": 6, "train.save_steps": 100}
+
+
+def _held_ids() -> set[str]:
+    return {r["task_id"] for r in split_heldout(load_humaneval(), HELD)[1]}
+
+
+def _check_run(run: Path) -> None:
+    doc = json.loads((run / "eval.json").read_text())
+    assert set(doc["before"]["task_ids"]) == _held_ids() == set(doc["after"]["task_ids"])
+    for when in ("before", "after"):
+        rows = [json.loads(line) for line in (run / f"eval-{when}.jsonl").read_text().splitlines()]
+        assert {r["task_id"] for r in rows} == _held_ids() and all(r["n"] == 1 for r in rows)
+    readme = (run / "README.md").read_text()
+    assert "held-out pass@1" in readme and "mean reward: first" in readme
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec,algorithm", [("specs/dense_ppo.reward", "ppo"), ("specs/oorl.reward", "oorl"),
+                                            ("specs/oorl.reward", "gepo"), ("specs/dpo_tests.reward", "dpo")])
+def test_every_online_algorithm_evaluates_heldout_before_and_after(spec: str, algorithm: str, tmp_path: Path) -> None:
+    from rewardlang.trainers.run import train
+
+    run = tmp_path / "run"
+    res = train(spec, sets={**SMALL, "train.algorithm": algorithm},
+                flags={"model": "tiny", "output_dir": str(run), "max_steps": 1}, progress=False)
+    assert res.global_step == 1
+    _check_run(run)
+    if algorithm in ("ppo", "oorl"):
+        trained = {r["task_id"] for r in res.trainer.dataset}
+    else:  # GEPO / online DPO: the prompts as the model saw them, with the spec's presentation
+        trained = {r["task_id"] for r in res.trainer.train_dataset}
+        first = res.trainer.train_dataset[0]
+        assert first["_prompt_text"] != first["prompt"] and first["prompt"] in first["_prompt_text"]
+    assert not trained & _held_ids() and len(trained) == 164 - HELD
+
+
+@pytest.mark.slow
+def test_offline_dpo_leaves_heldout_problems_out_of_its_pairs(tmp_path: Path, capsys) -> None:
+    from rewardlang.trainers.run import train
+
+    rows = load_humaneval()
+    held = split_heldout(rows, HELD)[1]
+    others = [r for r in rows if r["task_id"] not in _held_ids()][:4]
+    pairs = tmp_path / "pairs.jsonl"
+    with open(pairs, "w", encoding="utf-8") as fh:
+        for r in [held[0], *others, held[1]]:  # mined from the whole dataset: two rows are held-out problems
+            fh.write(json.dumps({"prompt": r["prompt"], "chosen": " return 1\n", "rejected": " pass\n"}) + "\n")
+    run = tmp_path / "run"
+    res = train("specs/dpo_tests.reward", sets={**SMALL, "train.preference_data": str(pairs)},
+                flags={"model": "tiny", "output_dir": str(run), "max_steps": 1}, progress=False)
+    assert "2 of 6 rows left out of training" in capsys.readouterr().err
+    assert len(res.trainer.train_dataset) == 4
+    _check_run(run)
+
+
+def test_drop_leaked_counts_and_refuses_an_all_heldout_file(capsys) -> None:
+    held = [{"prompt": "def f(x):\n    pass\n"}]
+    rows = [{"prompt": "Complete:\ndef f(x):\n    pass\n"}, {"prompt": "def g(): pass"},
+            {"prompt": [{"role": "user", "content": "def f(x):\n    pass\n"}]}]
+    assert leaked_rows([r["prompt"] for r in rows], held) == [0, 2]
+    assert drop_leaked(rows, held, "pairs.jsonl") == [rows[1]]
+    assert "pairs.jsonl: 2 of 3 rows left out of training" in capsys.readouterr().err
+    assert drop_leaked(rows, [], "pairs.jsonl") == rows
+    with pytest.raises(DataError, match="every row is a problem train.eval holds out"):
+        drop_leaked([rows[0]], held, "pairs.jsonl")
+
+
+def test_train_problems_keeps_a_seeded_subset_after_the_length_filter() -> None:
+    tok = build_tokenizer(512)
+    rows = [{"prompt": f"def f{i}():" + (" x" * (300 if i % 4 == 0 else 1)), "k": i} for i in range(40)]
+    full, s_full = build_dataset(rows, ["prompt", "k"], tok, "text", max_prompt_length=64)
+    assert s_full["rows"] == s_full["available_rows"] == 30 and s_full["dropped_long_prompts"] == 10
+    sub, s = build_dataset(rows, ["prompt", "k"], tok, "text", max_prompt_length=64, limit=5, seed=3)
+    again, _ = build_dataset(rows, ["prompt", "k"], tok, "text", max_prompt_length=64, limit=5, seed=3)
+    other, _ = build_dataset(rows, ["prompt", "k"], tok, "text", max_prompt_length=64, limit=5, seed=4)
+    assert s["rows"] == 5 and s["available_rows"] == 30
+    assert sub["k"] == again["k"] and sub["k"] != other["k"]  # deterministic per seed
+    assert set(sub["k"]) <= set(full["k"]) and sub["k"] == sorted(sub["k"])  # only kept prompts, in dataset order
+    assert build_dataset(rows, ["prompt", "k"], tok, "text", max_prompt_length=64, limit=100)[1]["rows"] == 30
+
+
+def test_prm_refuses_train_eval(tmp_path: Path) -> None:
+    from rewardlang.trainers.run import train
+
+    with pytest.raises(ConfigError, match="train.eval measures a generating policy"):
+        train("specs/prm.reward", sets={"train.eval": 3}, flags={"model": "tiny", "output_dir": str(tmp_path / "r")},
+              progress=False)

@@ -231,4 +231,6 @@ def build_dataset(
         out = [out[i] for i in sorted(order[:limit])]
     summary = {"rows": len(out), "available_rows": available, "dropped_long_prompts": dropped,
                "format": "chat" if chat else "text", "columns": list(columns)}
+    if 0 < limit < available:
+        summary["subset"] = [r.get("task_id", i) for i, r in enumerate(out)]
     return Dataset.from_list(out), summary

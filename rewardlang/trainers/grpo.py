@@ -377,6 +377,7 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
         raise DataError(f"{source}: {len(dataset)} prompts{dropped}, but each step needs {per_step} "
                         f"(batch_size x processes x gradient_accumulation_steps / num_generations); add prompts or "
                         f"lower `prompts_per_step`/`batch_size`")
+    report.save_train_problems(run_dir, summary)
     clock = RewardClock()
     timing = StepTimingCallback(clock)
     extra = [JsonlMetricsCallback(os.path.join(run_dir, "metrics.jsonl")), timing, *callbacks]

@@ -212,6 +212,7 @@ class PPOTrainer:
         self.dataset, summary = build_dataset(rows, columns, self.tokenizer, cfg.prompt_format, cfg.max_prompt_length,
                                               cfg.system_prompt, cfg.prompt_template, cfg.train_problems, cfg.seed)
         self.chat = summary["format"] == "chat"
+        report.save_train_problems(run_dir, summary)
         self.columns = [c for c in columns if c != "prompt"]
         self.order = _DataOrder(len(self.dataset), cfg.seed)
 

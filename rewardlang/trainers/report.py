@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.trainers.config import TrainConfig
 
-__all__ = ["heldout_rows", "evaluate_heldout", "evaluate_stage", "drop_leaked", "reward_change", "summary_lines", "write_run_readme"]
+__all__ = ["heldout_rows", "evaluate_heldout", "evaluate_stage", "drop_leaked", "save_train_problems", "reward_change", "summary_lines", "write_run_readme"]
 
 #: steps averaged at each end of the run for "first vs last" reward
 ENDS = 5
@@ -105,6 +105,17 @@ def drop_leaked(rows: list[dict[str, Any]], heldout: Sequence[dict[str, Any]], s
     return kept
 
 
+def save_train_problems(run_dir: str, summary: dict[str, Any]) -> None:
+    """``RUN_DIR/train-problems.json``: the problems ``train.train_problems`` chose (the run's README lists them)."""
+    if "subset" not in summary:
+        return
+    path = os.path.join(run_dir, "train-problems.json")
+    tmp = f"{path}.{os.getpid()}.tmp"  # every process writes the same list; each replaces atomically
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump({"train_problems": summary["subset"], "available": summary["available_rows"]}, fh, indent=1)
+    os.replace(tmp, path)
+
+
 def _records(run_dir: str) -> list[dict[str, Any]]:
     path = os.path.join(run_dir, "metrics.jsonl")
     if not os.path.exists(path):
@@ -171,6 +182,12 @@ def write_run_readme(run_dir: str) -> str:
                  f"{train.get('max_steps')} steps x {train.get('prompts_per_step')} prompts x "
                  f"{train.get('num_generations')} generations, up to {train.get('max_completion_length')} tokens, "
                  f"learning rate {train.get('learning_rate')}, LoRA {'on' if train.get('lora') else 'off'}")
+    subset = os.path.join(run_dir, "train-problems.json")
+    if os.path.exists(subset):
+        with open(subset, encoding="utf-8") as fh:
+            chosen = json.load(fh)
+        lines.append(f"- trained on {len(chosen['train_problems'])} of {chosen['available']} problems "
+                     f"(train.train_problems): {', '.join(str(t) for t in chosen['train_problems'])}")
     if cfg.get("command"):
         lines.append(f"- command: `{' '.join(str(c) for c in cfg['command'])}`")
     lines.append("")

@@ -23,14 +23,14 @@ def _held_ids() -> set[str]:
     return {r["task_id"] for r in split_heldout(load_humaneval(), HELD)[1]}
 
 
-def _check_run(run: Path) -> None:
+def _check_run(run: Path, rewards: bool = True) -> None:
     doc = json.loads((run / "eval.json").read_text())
     assert set(doc["before"]["task_ids"]) == _held_ids() == set(doc["after"]["task_ids"])
     for when in ("before", "after"):
         rows = [json.loads(line) for line in (run / f"eval-{when}.jsonl").read_text().splitlines()]
         assert {r["task_id"] for r in rows} == _held_ids() and all(r["n"] == 1 for r in rows)
     readme = (run / "README.md").read_text()
-    assert "held-out pass@1" in readme and "mean reward: first" in readme
+    assert "held-out pass@1" in readme and ("mean reward: first" in readme) == rewards  # offline DPO scores nothing
 
 
 @pytest.mark.slow
@@ -69,7 +69,7 @@ def test_offline_dpo_leaves_heldout_problems_out_of_its_pairs(tmp_path: Path, ca
                 flags={"model": "tiny", "output_dir": str(run), "max_steps": 1}, progress=False)
     assert "2 of 6 rows left out of training" in capsys.readouterr().err
     assert len(res.trainer.train_dataset) == 4
-    _check_run(run)
+    _check_run(run, rewards=False)
 
 
 def test_drop_leaked_counts_and_refuses_an_all_heldout_file(capsys) -> None:
@@ -92,7 +92,8 @@ def test_train_problems_keeps_a_seeded_subset_after_the_length_filter() -> None:
     sub, s = build_dataset(rows, ["prompt", "k"], tok, "text", max_prompt_length=64, limit=5, seed=3)
     again, _ = build_dataset(rows, ["prompt", "k"], tok, "text", max_prompt_length=64, limit=5, seed=3)
     other, _ = build_dataset(rows, ["prompt", "k"], tok, "text", max_prompt_length=64, limit=5, seed=4)
-    assert s["rows"] == 5 and s["available_rows"] == 30
+    assert s["rows"] == 5 and s["available_rows"] == 30 and "subset" not in s_full
+    assert s["subset"] == list(range(5))  # rows without a task_id are named by their position in the subset
     assert sub["k"] == again["k"] and sub["k"] != other["k"]  # deterministic per seed
     assert set(sub["k"]) <= set(full["k"]) and sub["k"] == sorted(sub["k"])  # only kept prompts, in dataset order
     assert build_dataset(rows, ["prompt", "k"], tok, "text", max_prompt_length=64, limit=100)[1]["rows"] == 30
@@ -104,3 +105,17 @@ def test_prm_refuses_train_eval(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="train.eval measures a generating policy"):
         train("specs/prm.reward", sets={"train.eval": 3}, flags={"model": "tiny", "output_dir": str(tmp_path / "r")},
               progress=False)
+
+
+@pytest.mark.slow
+def test_grpo_train_problems_trains_on_the_subset_and_the_readme_lists_it(tmp_path: Path) -> None:
+    from rewardlang.trainers.run import train
+
+    run = tmp_path / "run"
+    res = train("specs/quality_grpo.reward", sets={**SMALL, "train.train_problems": 3, "train.prompts_per_step": 1},
+                flags={"model": "tiny", "output_dir": str(run), "max_steps": 1}, progress=False)
+    ids = list(res.trainer.train_dataset["task_id"])
+    assert len(ids) == 3 and not set(ids) & _held_ids()
+    assert json.loads((run / "train-problems.json").read_text()) == {"train_problems": ids, "available": 162}
+    assert f"trained on 3 of 162 problems (train.train_problems): {', '.join(ids)}" in (run / "README.md").read_text()
+    _check_run(run)

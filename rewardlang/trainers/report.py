@@ -109,6 +109,7 @@ def save_train_problems(run_dir: str, summary: dict[str, Any]) -> None:
     """``RUN_DIR/train-problems.json``: the problems ``train.train_problems`` chose (the run's README lists them)."""
     if "subset" not in summary:
         return
+    os.makedirs(run_dir, exist_ok=True)  # before the trainer, which makes it, exists
     path = os.path.join(run_dir, "train-problems.json")
     tmp = f"{path}.{os.getpid()}.tmp"  # every process writes the same list; each replaces atomically
     with open(tmp, "w", encoding="utf-8") as fh:

@@ -119,3 +119,13 @@ def test_grpo_train_problems_trains_on_the_subset_and_the_readme_lists_it(tmp_pa
     assert json.loads((run / "train-problems.json").read_text()) == {"train_problems": ids, "available": 162}
     assert f"trained on 3 of 162 problems (train.train_problems): {', '.join(ids)}" in (run / "README.md").read_text()
     _check_run(run)
+
+
+def test_save_train_problems_makes_the_run_directory(tmp_path: Path) -> None:
+    from rewardlang.trainers.report import save_train_problems
+
+    run = tmp_path / "not" / "yet"  # a pretrained model saves no initial_model/ first: nothing made the directory
+    save_train_problems(str(run), {"subset": ["HumanEval/1"], "available_rows": 9})
+    assert json.loads((run / "train-problems.json").read_text()) == {"train_problems": ["HumanEval/1"], "available": 9}
+    save_train_problems(str(tmp_path / "none"), {"rows": 3})  # no subset: nothing written
+    assert not (tmp_path / "none").exists()

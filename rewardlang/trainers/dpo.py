@@ -34,7 +34,7 @@ from trl import DPOConfig, DPOTrainer
 from rewardlang.trainers import report
 from rewardlang.trainers.config import TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
-from rewardlang.trainers.gepo import DEFAULT_BETA, preference_rows
+from rewardlang.trainers.gepo import DEFAULT_BETA, PROMPT_TEXT, preference_rows, present_rows
 from rewardlang.trainers.gepo import run as run_online
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import load_policy, lora_config
@@ -43,7 +43,7 @@ from rewardlang.trainers.run import RunResult, config_name, load_layers, open_ru
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
-__all__ = ["dpo_args", "load_pairs", "build_trainer", "train"]
+__all__ = ["dpo_args", "load_pairs", "present_pairs", "build_trainer", "train"]
 
 
 class _DPOProgress(ProgressCallback):
@@ -71,6 +71,15 @@ def load_pairs(cfg: TrainConfig) -> list[dict[str, Any]]:
             for g in preference_rows(cfg, "pairs")]
 
 
+def present_pairs(rows: list[dict[str, Any]], tokenizer: Any, cfg: TrainConfig) -> list[dict[str, Any]]:
+    """The pairs with their prompts as the model is shown them when the spec or config sets a presentation
+    (:func:`rewardlang.trainers.gepo.present_rows`): TRL then trains on the text that online DPO and ``train.eval``
+    show the model."""
+    present_rows(rows, tokenizer, cfg, offline=True)
+    return [{**{k: v for k, v in r.items() if k != PROMPT_TEXT}, "prompt": r.get(PROMPT_TEXT, r["prompt"])}
+            for r in rows]
+
+
 def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program", run_dir: str, *,
                   progress: bool | None = None, callbacks: Sequence[Any] = ()) -> DPOTrainer:
     """Pairs, policy and TRL's DPOTrainer (the reference is a frozen copy of the initial policy, or with LoRA the
@@ -87,6 +96,7 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
     model, tokenizer = load_policy(cfg)
     if cfg.model is None:
         save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
+    rows = present_pairs(rows, tokenizer, cfg)
     clock = RewardClock()
     timing = StepTimingCallback(clock)
     extra = [JsonlMetricsCallback(os.path.join(run_dir, "metrics.jsonl")), timing, *callbacks]

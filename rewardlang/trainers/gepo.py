@@ -157,7 +157,7 @@ class GroupPreferenceTrainer(Trainer):
     # ---- data for one step: a list of (prompt, members, is_winner)
     def _groups(self, rows: list[dict[str, Any]]) -> list[tuple[str, list[str], list[bool]]]:
         if not self.online:
-            return [(r["prompt"], list(r["winners"]) + list(r["losers"]),
+            return [(r.get(PROMPT_TEXT, r["prompt"]), list(r["winners"]) + list(r["losers"]),
                      [True] * len(r["winners"]) + [False] * len(r["losers"])) for r in rows]
         return self._sample_and_mine(rows)
 
@@ -335,12 +335,29 @@ def preference_rows(cfg: TrainConfig, mode: str) -> list[dict[str, Any]]:
     return report.drop_leaked(load_groups(path, mode), report.heldout_rows(cfg), f"preference data {path}")
 
 
+def present_rows(rows: list[dict[str, Any]], tokenizer: Any, cfg: TrainConfig, *, offline: bool) -> None:
+    """Give each text prompt :data:`PROMPT_TEXT`, the prompt as the model is shown it
+    (:func:`rewardlang.trainers.data.render_prompt`: ``system_prompt``, ``prompt_template``, the chat template), as
+    ``train.eval`` shows it. Online prompts always; a preference file's only when the spec or config sets a
+    presentation (``system_prompt``, ``prompt_template`` or ``prompt_format = "chat"``): without one its prompts are
+    taken as written (they may be rendered already)."""
+    from rewardlang.trainers.data import render_prompt
+
+    if offline and not (cfg.system_prompt or cfg.prompt_template or cfg.prompt_format == "chat"):
+        return
+    chat = cfg.prompt_format == "chat" or (cfg.prompt_format == "auto" and
+                                           bool(getattr(tokenizer, "chat_template", None)))
+    for r in rows:
+        if isinstance(r["prompt"], str):
+            r[PROMPT_TEXT] = render_prompt(r["prompt"], tokenizer, chat, cfg.system_prompt, cfg.prompt_template)
+
+
 def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program", run_dir: str, *, mode: str,
                   progress: bool | None = None, callbacks: Sequence[Any] = ()) -> GroupPreferenceTrainer:
     """Data, policy, reference and trainer (``mode``: "groups" for GEPO, "pairs" for online DPO)."""
     from datasets import Dataset
 
-    from rewardlang.trainers.data import check_columns, load_rows, render_prompt, split_heldout
+    from rewardlang.trainers.data import check_columns, load_rows, split_heldout
 
     online = cfg.preference_data is None
     if online:
@@ -360,11 +377,7 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
     model, tokenizer = load_policy(cfg)
     if cfg.model is None:
         save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
-    if online:  # the model sees the prompt as the spec presents it (system prompt, template, chat); the reward the row
-        chat = cfg.prompt_format == "chat" or (cfg.prompt_format == "auto" and
-                                               bool(getattr(tokenizer, "chat_template", None)))
-        for r in rows:
-            r[PROMPT_TEXT] = render_prompt(r["prompt"], tokenizer, chat, cfg.system_prompt, cfg.prompt_template)
+    present_rows(rows, tokenizer, cfg, offline=not online)  # the model sees the prompt as presented; the reward the row
     lora = lora_config(cfg)
     ref_model = None
     if lora is not None:

@@ -69,6 +69,10 @@ def test_offline_dpo_leaves_heldout_problems_out_of_its_pairs(tmp_path: Path, ca
                 flags={"model": "tiny", "output_dir": str(run), "max_steps": 1}, progress=False)
     assert "2 of 6 rows left out of training" in capsys.readouterr().err
     assert len(res.trainer.train_dataset) == 4
+    # the spec's presentation reached the pairs' prompts, as online DPO and train.eval show them
+    first = res.trainer.train_dataset[0]["prompt"]
+    assert "exactly one ```python code block" in first and "Complete this Python function:" in first
+    assert others[0]["prompt"] in first
     _check_run(run, rewards=False)
 
 
@@ -129,3 +133,21 @@ def test_save_train_problems_makes_the_run_directory(tmp_path: Path) -> None:
     assert json.loads((run / "train-problems.json").read_text()) == {"train_problems": ["HumanEval/1"], "available": 9}
     save_train_problems(str(tmp_path / "none"), {"rows": 3})  # no subset: nothing written
     assert not (tmp_path / "none").exists()
+
+
+def test_present_rows_online_always_offline_only_with_a_presentation() -> None:
+    from rewardlang.trainers.config import TrainConfig
+    from rewardlang.trainers.data import render_prompt
+    from rewardlang.trainers.gepo import PROMPT_TEXT, present_rows
+
+    tok = build_tokenizer(512)
+    plain = TrainConfig()
+    rows = [{"prompt": "def f():\n"}]
+    present_rows(rows, tok, plain, offline=True)  # a file without a presentation is taken as written
+    assert PROMPT_TEXT not in rows[0]
+    present_rows(rows, tok, plain, offline=False)  # online prompts always go through the chat template
+    assert rows[0][PROMPT_TEXT] == render_prompt("def f():\n", tok, True) != "def f():\n"
+    shown = TrainConfig(system_prompt="Answer in one block.", prompt_template="Task:\n{prompt}")
+    present_rows(rows, tok, shown, offline=True)
+    assert rows[0][PROMPT_TEXT] == render_prompt("def f():\n", tok, True, "Answer in one block.", "Task:\n{prompt}")
+    assert "Answer in one block." in rows[0][PROMPT_TEXT] and "Task:\ndef f():" in rows[0][PROMPT_TEXT]

@@ -89,7 +89,7 @@ def test_columns_reach_the_reward_under_their_spec_names(tmp_path) -> None:
     columns = check_columns(prog, rows, "rows")
     assert columns == ["prompt", "answer", "hint"]  # the nullable `hint` may be absent from a row
     ds, summary = build_dataset(rows, columns, build_tokenizer(300))
-    assert summary == {"rows": 2, "dropped_long_prompts": 0, "format": "chat", "columns": columns}
+    assert summary == {"rows": 2, "available_rows": 2, "dropped_long_prompts": 0, "format": "chat", "columns": columns}
     assert ds[0]["prompt"] == [{"role": "user", "content": "p1"}] and ds[1]["hint"] == "h" and ds[0]["hint"] is None
     rewards = SpecRewardSet(prog, RewardClock())
     kwargs = {k: [r[k] for r in ds] for k in ds.column_names if k != "prompt"}

@@ -36,14 +36,8 @@ import torch
 
 from rewardlang.trainers import report
 from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
-from rewardlang.trainers.gepo import (
-    DEFAULT_BETA,
-    PROMPT_TEXT,
-    gepo_loss,
-    preference_rows,
-    present_rows,
-    tokenize_members,
-)
+from rewardlang.trainers.data import present
+from rewardlang.trainers.gepo import DEFAULT_BETA, gepo_loss, preference_rows, tokenize_members
 from rewardlang.trainers.ppo import PPOTrainer, _DataOrder
 from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run
 
@@ -64,8 +58,11 @@ class OORLTrainer(PPOTrainer):
             policy = self.accelerator.unwrap_model(self.model).policy
             self.ref_policy = copy.deepcopy(policy).eval().requires_grad_(False)
         self.groups_file = preference_rows(cfg, "groups") if cfg.preference_data else None
-        if self.groups_file:
-            present_rows(self.groups_file, self.tokenizer, cfg, offline=True)
+        if self.groups_file and (cfg.system_prompt or cfg.prompt_template):
+            # the file's prompts as the rollouts show theirs (the chat template is applied in _gepo_backward)
+            for r in self.groups_file:
+                if isinstance(r["prompt"], str):
+                    r["prompt"] = present(r["prompt"], self.chat, cfg.system_prompt, cfg.prompt_template)
         self.group_order = _DataOrder(len(self.groups_file), cfg.seed) if self.groups_file else None
         self._update_groups: list[Group] = []
         self._micro = 0
@@ -82,7 +79,7 @@ class OORLTrainer(PPOTrainer):
             acc, k = self.accelerator, self.prompts_per_process
             start = self.global_step * k * acc.num_processes + acc.process_index * k
             rows = [self.groups_file[self.group_order.index(start + i)] for i in range(k)]
-            return [(r.get(PROMPT_TEXT, r["prompt"]), list(r["winners"]) + list(r["losers"]),
+            return [(r["prompt"], list(r["winners"]) + list(r["losers"]),
                      [True] * len(r["winners"]) + [False] * len(r["losers"])) for r in rows]
         return self._mine_rollout(ro)
 

@@ -94,3 +94,20 @@ def test_oorl_stop_and_resume_matches_an_uninterrupted_run(tmp_path: Path) -> No
     curve = [(r["step"], r["reward"], r["gepo/loss"]) for r in read_metrics(full.metrics_path) if "reward" in r]
     again = [(r["step"], r["reward"], r["gepo/loss"]) for r in read_metrics(resumed.metrics_path) if "reward" in r]
     assert curve == again and [s for s, _, _ in again] == [1, 2, 3, 4]
+
+
+def test_oorl_groups_file_is_presented_like_the_rollouts(tmp_path: Path) -> None:
+    spec, prompts, groups = _files(tmp_path)
+    sets = {"train.max_steps": 1, "train.save_steps": 1, "train.preference_data": str(groups),
+            "train.system_prompt": "Answer with digits.", "train.prompt_template": "Q: {prompt}"}
+    res = train(str(spec), sets=sets, flags={"dataset": str(prompts), "output_dir": str(tmp_path / "run")},
+                progress=False)
+    trainer = res.trainer
+    rollout_prompt = trainer.dataset[0]["prompt"]
+    file_prompt = trainer.groups_file[0]["prompt"]
+    # the same shape as the rollouts' prompts: a system message, then the templated user message
+    assert file_prompt[0] == rollout_prompt[0] == {"role": "system", "content": "Answer with digits."}
+    assert file_prompt[1]["content"].startswith("Q: Task ")
+    # rendered once by the chat template in the GEPO step (no template inside a template)
+    text = trainer.tokenizer.apply_chat_template(file_prompt, tokenize=False, add_generation_prompt=True)
+    assert text.count("Answer with digits.") == 1 and text.count("Q: Task") == 1

@@ -170,3 +170,31 @@ def test_gepo_with_lora_uses_the_base_model_as_reference(data: dict, tmp_path: P
     # step 1: adapter B = 0, so policy = base = reference and every r̂ is 0; then the adapter moves the margin
     assert rec[0]["pref/margin"] == pytest.approx(0.0, abs=1e-6) and rec[-1]["pref/margin"] > 0
     assert (Path(res.final_dir) / "adapter_config.json").exists()
+
+
+ONLINE_SPEC = """\
+spec toy_digits_dpo "digits win: online DPO on the share of digit characters"
+
+component digits in [0, 1] = count(completion, /[0-9]/) / max(len(completion), 1)
+
+preference { pairs = "max_min", margin = 0.1 }
+"""
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_online_dpo_raises_the_reward_of_its_own_samples(tmp_path: Path, seed: int) -> None:
+    """Pairs mined each step from the policy's own samples (best vs worst of each prompt's 4) push the tiny model
+    towards digits: the spec's reward of the last 5 steps is well above the first 5 (measured: 0.12 -> 0.32 with
+    seed 0, 0.05 -> 0.22 with seed 1; at lr 1e-2 seed 1 collapsed to empty completions, so 3e-3)."""
+    spec = tmp_path / "digits.reward"
+    spec.write_text(ONLINE_SPEC, encoding="utf-8")
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"Task {i}: say it."}) + "\n" for i in range(8)))
+    res = train(str(spec), sets={"train.algorithm": "dpo", "train.max_steps": 20, "train.save_steps": 100,
+                                 "train.prompts_per_step": 4, "train.num_generations": 4,
+                                 "train.max_completion_length": 12, "train.learning_rate": 3e-3, "train.beta": 0.1},
+                flags={"dataset": str(prompts), "output_dir": str(tmp_path / "run"), "seed": seed}, progress=False)
+    rewards = [r["reward"] for r in read_metrics(res.metrics_path) if "reward" in r]
+    assert len(rewards) == 20
+    first, last = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
+    assert last > first + 0.08, rewards

@@ -431,6 +431,7 @@ def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[s
     report.evaluate_stage("after", trainer.model, trainer.tok, heldout, cfg, run_dir, main=main, progress=show)
     if main:
         report.write_run_readme(run_dir)
+    trainer.accelerator.wait_for_everyone()  # every process leaves together (grpo.train says why)
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.state.global_step, config=cfg, trainer=trainer)
 

@@ -438,5 +438,8 @@ def train(
                           progress=show)
     if main:
         report.write_run_readme(run_dir)
+    # no process exits while the main one still writes: a worker that exits early can abort at exit (SIGABRT,
+    # "terminate called without an active exception") and torchrun then fails the finished run
+    trainer.accelerator.wait_for_everyone()
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.state.global_step, config=cfg, trainer=trainer)

@@ -628,5 +628,6 @@ def train(
     trainer.evaluate_heldout("after", heldout, progress=show)
     if trainer.accelerator.is_main_process:
         report.write_run_readme(run_dir)
+    trainer.accelerator.wait_for_everyone()  # every process leaves together (grpo.train says why)
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.global_step, config=cfg, trainer=trainer)

@@ -261,6 +261,8 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     trainer.evaluate()
     final_dir = os.path.join(run_dir, "final")
     trainer.save_model(final_dir)
-    tok.save_pretrained(final_dir)
+    if trainer.is_world_process_zero():  # one writer: processes saving the same files at once can interleave them
+        tok.save_pretrained(final_dir)
+    trainer.accelerator.wait_for_everyone()  # every process leaves together (grpo.train says why)
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.state.global_step, config=cfg, trainer=trainer)

@@ -27,18 +27,18 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-import torch
 from transformers import PrinterCallback
 from trl import DPOConfig, DPOTrainer
 
 from rewardlang.trainers import report
-from rewardlang.trainers.config import TrainConfig, save_resolved
+from rewardlang.trainers.config import TrainConfig
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.gepo import DEFAULT_BETA, PROMPT_TEXT, preference_rows, present_rows
 from rewardlang.trainers.gepo import run as run_online
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
-from rewardlang.trainers.model import load_policy, lora_config
-from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run, save_initial_policy, trainer_args
+from rewardlang.trainers.model import lora_config
+from rewardlang.trainers.run import (RunResult, args_record, finish_run, load_layers, load_run_policy, open_run,
+                                     record_config, trainer_args)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -91,11 +91,7 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
     per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps
     if len(rows) < per_step:
         raise DataError(f"preference data {cfg.preference_data}: {len(rows)} pairs, but each step needs {per_step}")
-    if cfg.torch_threads or (cfg.model is None and not torch.cuda.is_available()):
-        torch.set_num_threads(cfg.torch_threads or 1)
-    model, tokenizer = load_policy(cfg)
-    if cfg.model is None:
-        save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
+    model, tokenizer = load_run_policy(cfg, run_dir)
     rows = present_pairs(rows, tokenizer, cfg)
     clock = RewardClock()
     timing = StepTimingCallback(clock)
@@ -125,25 +121,7 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     # 3. Pairs, policy, trainer (and train.eval's held-out problems, left out of the pairs).
     heldout = report.heldout_rows(cfg)
     trainer = build_trainer(cfg, sources, prog, run_dir, progress=progress, callbacks=callbacks)
-    if trainer.accelerator.is_main_process:
-        name = config_name(checkpoint)
-        save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name, spec_hash=prog.source_hash,
-                      params=params, extra={"dpo_args": {k: v for k, v in trainer.args.to_dict().items()
-                                                         if isinstance(v, (int, float, str, bool, list, type(None)))},
-                                            "resumed_from": checkpoint})
+    record_config(trainer, run_dir, checkpoint, prog, cfg, sources, params, {"dpo_args": args_record(trainer.args)})
 
     # 4. Held-out pass@1 before, train, save the final policy, pass@1 after, the run's README.
-    show = cfg.progress if progress is None else progress
-    main = trainer.accelerator.is_main_process
-    report.evaluate_stage("before", trainer.model, trainer.processing_class, heldout, cfg, run_dir, main=main,
-                          progress=show)
-    trainer.train(resume_from_checkpoint=checkpoint)
-    final_dir = os.path.join(run_dir, "final")
-    trainer.save_model(final_dir)
-    report.evaluate_stage("after", trainer.model, trainer.processing_class, heldout, cfg, run_dir, main=main,
-                          progress=show)
-    if main:
-        report.write_run_readme(run_dir)
-    trainer.accelerator.wait_for_everyone()  # every process leaves together (grpo.train says why)
-    return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
-                     global_step=trainer.state.global_step, config=cfg, trainer=trainer)
+    return finish_run(trainer, trainer.processing_class, cfg, run_dir, checkpoint, heldout, progress=progress)

@@ -39,11 +39,12 @@ import torch
 import torch.nn.functional as F
 from transformers import PrinterCallback, Trainer, TrainingArguments
 
-from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
+from rewardlang.trainers.config import ConfigError, TrainConfig
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
-from rewardlang.trainers.model import load_policy, lora_config
-from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run, save_initial_policy, trainer_args
+from rewardlang.trainers.model import lora_config
+from rewardlang.trainers.run import (RunResult, finish_run, load_layers, load_run_policy, open_run, record_config,
+                                     trainer_args)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -372,11 +373,7 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
         rows = preference_rows(cfg, mode)
     if len(rows) < cfg.prompts_per_step:
         raise DataError(f"{len(rows)} rows, but each step needs prompts_per_step={cfg.prompts_per_step}")
-    if cfg.torch_threads or (cfg.model is None and not torch.cuda.is_available()):
-        torch.set_num_threads(cfg.torch_threads or 1)
-    model, tokenizer = load_policy(cfg)
-    if cfg.model is None:
-        save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
+    model, tokenizer = load_run_policy(cfg, run_dir)
     present_rows(rows, tokenizer, cfg, offline=not online)  # the model sees the prompt as presented; the reward the row
     lora = lora_config(cfg)
     ref_model = None
@@ -417,23 +414,9 @@ def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[s
     run_dir, checkpoint = open_run(prog, cfg, resume)
     heldout = report.heldout_rows(cfg)  # train.eval's problems: out of the prompts (online) or the file (offline)
     trainer = build_trainer(cfg, sources, prog, run_dir, mode=mode, progress=progress, callbacks=callbacks)
-    main = trainer.accelerator.is_main_process
-    if main:
-        name = config_name(checkpoint)
-        save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name, spec_hash=prog.source_hash,
-                      params=params, extra={"beta": trainer.beta, "lambda": trainer.lam, "mode": mode,
-                                            "online": trainer.online, "resumed_from": checkpoint})
-    show = cfg.progress if progress is None else progress
-    report.evaluate_stage("before", trainer.model, trainer.tok, heldout, cfg, run_dir, main=main, progress=show)
-    trainer.train(resume_from_checkpoint=checkpoint)
-    final_dir = os.path.join(run_dir, "final")
-    trainer.save_model(final_dir)
-    report.evaluate_stage("after", trainer.model, trainer.tok, heldout, cfg, run_dir, main=main, progress=show)
-    if main:
-        report.write_run_readme(run_dir)
-    trainer.accelerator.wait_for_everyone()  # every process leaves together (grpo.train says why)
-    return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
-                     global_step=trainer.state.global_step, config=cfg, trainer=trainer)
+    record_config(trainer, run_dir, checkpoint, prog, cfg, sources, params,
+                  {"beta": trainer.beta, "lambda": trainer.lam, "mode": mode, "online": trainer.online})
+    return finish_run(trainer, trainer.tok, cfg, run_dir, checkpoint, heldout, progress=progress)
 
 
 def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] | None = None,

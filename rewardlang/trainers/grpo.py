@@ -39,13 +39,13 @@ from transformers import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from rewardlang.trainers.align import TokenAligner
-from rewardlang.trainers.config import TrainConfig, save_resolved
+from rewardlang.trainers.config import TrainConfig
 from rewardlang.trainers.data import DataError, build_dataset, check_columns, load_rows, split_heldout
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers import report
-from rewardlang.trainers.model import load_policy, lora_config
-from rewardlang.trainers.run import (RunResult, config_name, last_checkpoint, load_layers,
-                                     open_run, save_initial_policy, trainer_args)
+from rewardlang.trainers.model import lora_config
+from rewardlang.trainers.run import (RunResult, args_record, finish_run, last_checkpoint, load_layers, load_run_policy,
+                                     open_run, record_config, trainer_args)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -362,11 +362,7 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
     rows, source = load_rows(cfg.dataset)
     rows, _ = split_heldout(rows, cfg.eval)  # train.eval's held-out problems are never trained on (report.py)
     columns = check_columns(prog, rows, source)  # before the model is built: a bad dataset fails in seconds
-    if cfg.torch_threads or (cfg.model is None and not torch.cuda.is_available()):
-        torch.set_num_threads(cfg.torch_threads or 1)
-    model, tokenizer = load_policy(cfg)
-    if cfg.model is None:
-        save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
+    model, tokenizer = load_run_policy(cfg, run_dir)
     dataset, summary = build_dataset(rows, columns, tokenizer, cfg.prompt_format, cfg.max_prompt_length,
                                      cfg.system_prompt, cfg.prompt_template, cfg.train_problems, cfg.seed)
     args = grpo_args(cfg, run_dir)
@@ -417,29 +413,7 @@ def train(
     # 3. Data, policy, trainer (and train.eval's held-out problems, checked before any model is loaded).
     heldout = report.heldout_rows(cfg)
     trainer = build_trainer(cfg, prog, run_dir, progress=progress, callbacks=callbacks)
-    if trainer.accelerator.is_main_process:
-        # config.json describes the run as started; a resume adds config.resume-<step>.json beside it
-        name = config_name(checkpoint)
-        save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name,
-                      spec_hash=prog.source_hash, params=params,
-                      extra={"grpo_args": {k: v for k, v in trainer.args.to_dict().items()
-                                           if isinstance(v, (int, float, str, bool, list, type(None)))},
-                             "resumed_from": checkpoint})
+    record_config(trainer, run_dir, checkpoint, prog, cfg, sources, params, {"grpo_args": args_record(trainer.args)})
 
     # 4. Held-out pass@1 before, train, save the final policy (the adapter only, with LoRA), pass@1 after, README.
-    show = cfg.progress if progress is None else progress
-    main = trainer.accelerator.is_main_process
-    report.evaluate_stage("before", trainer.model, trainer.processing_class, heldout, cfg, run_dir, main=main,
-                          progress=show)
-    trainer.train(resume_from_checkpoint=checkpoint)
-    final_dir = os.path.join(run_dir, "final")
-    trainer.save_model(final_dir)
-    report.evaluate_stage("after", trainer.model, trainer.processing_class, heldout, cfg, run_dir, main=main,
-                          progress=show)
-    if main:
-        report.write_run_readme(run_dir)
-    # no process exits while the main one still writes: a worker that exits early can abort at exit (SIGABRT,
-    # "terminate called without an active exception") and torchrun then fails the finished run
-    trainer.accelerator.wait_for_everyone()
-    return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
-                     global_step=trainer.state.global_step, config=cfg, trainer=trainer)
+    return finish_run(trainer, trainer.processing_class, cfg, run_dir, checkpoint, heldout, progress=progress)

@@ -27,7 +27,6 @@ own rollout: its samples are scored with the spec and grouped by its ``preferenc
 from __future__ import annotations
 
 import copy
-import os
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -35,11 +34,11 @@ import numpy as np
 import torch
 
 from rewardlang.trainers import report
-from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
+from rewardlang.trainers.config import ConfigError, TrainConfig
 from rewardlang.trainers.data import present
 from rewardlang.trainers.gepo import DEFAULT_BETA, gepo_loss, preference_rows, tokenize_members
 from rewardlang.trainers.ppo import PPOTrainer, _DataOrder
-from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run
+from rewardlang.trainers.run import RunResult, finish_run, load_layers, open_run, record_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -210,21 +209,8 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     # 3. Data, models, trainer (and train.eval's held-out problems, checked before any model is loaded).
     heldout = report.heldout_rows(cfg)
     trainer = OORLTrainer(cfg, prog, run_dir, progress=progress, callbacks=callbacks)
-    if trainer.accelerator.is_main_process:
-        name = config_name(checkpoint)
-        save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name, spec_hash=prog.source_hash,
-                      params=params, extra={"resumed_from": checkpoint, "gepo_beta": trainer.gepo_beta,
-                                            "processes": trainer.accelerator.num_processes})
+    record_config(trainer, run_dir, checkpoint, prog, cfg, sources, params, {"gepo_beta": trainer.gepo_beta})
 
     # 4. Held-out pass@1 before, train, save the final policy, pass@1 after, the run's README.
-    show = cfg.progress if progress is None else progress
-    trainer.evaluate_heldout("before", heldout, progress=show)
-    trainer.train(resume_from_checkpoint=checkpoint)
-    final_dir = os.path.join(run_dir, "final")
-    trainer.save_models(final_dir)
-    trainer.evaluate_heldout("after", heldout, progress=show)
-    if trainer.accelerator.is_main_process:
-        report.write_run_readme(run_dir)
-    trainer.accelerator.wait_for_everyone()  # every process leaves together (grpo.train says why)
-    return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
-                     global_step=trainer.global_step, config=cfg, trainer=trainer)
+    return finish_run(trainer, trainer.tokenizer, cfg, run_dir, checkpoint, heldout, progress=progress,
+                      save=trainer.save_models)

@@ -49,15 +49,11 @@ from torch import nn
 from transformers import GenerationConfig, TrainerControl, TrainerState, get_scheduler
 
 from rewardlang.trainers import algos, report
-from rewardlang.trainers.config import (
-    ConfigError,
-    TrainConfig,
-    save_resolved,
-)
+from rewardlang.trainers.config import ConfigError, TrainConfig
 from rewardlang.trainers.data import build_dataset, check_columns, load_rows, split_heldout
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
-from rewardlang.trainers.model import load_policy, lora_config, resolve_dtype
-from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run, save_initial_policy
+from rewardlang.trainers.model import lora_config, resolve_dtype
+from rewardlang.trainers.run import RunResult, finish_run, load_layers, load_run_policy, open_run, record_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -204,11 +200,7 @@ class PPOTrainer:
         rows, source = load_rows(cfg.dataset)
         rows, _ = split_heldout(rows, cfg.eval)  # train.eval's held-out problems are never trained on
         columns = check_columns(program, rows, source)
-        if cfg.torch_threads or (cfg.model is None and not torch.cuda.is_available()):
-            torch.set_num_threads(cfg.torch_threads or 1)
-        policy, self.tokenizer = load_policy(cfg)
-        if cfg.model is None:
-            save_initial_policy(policy, self.tokenizer, os.path.join(run_dir, "initial_model"))
+        policy, self.tokenizer = load_run_policy(cfg, run_dir)
         self.dataset, summary = build_dataset(rows, columns, self.tokenizer, cfg.prompt_format, cfg.max_prompt_length,
                                               cfg.system_prompt, cfg.prompt_template, cfg.train_problems, cfg.seed)
         self.chat = summary["format"] == "chat"
@@ -284,16 +276,6 @@ class PPOTrainer:
             if self.chat else list(prompts)
         enc = tok(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
         return {k: v.to(self.accelerator.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
-
-    def evaluate_heldout(self, when: str, rows: Sequence[dict[str, Any]], *, progress: bool = True) -> None:
-        """``train.eval``'s greedy pass@1 on ``rows`` with the current policy (:func:`report.evaluate_stage`); every
-        process takes part in unwrapping the policy (ZeRO-3 gathers its parameters), the main one evaluates."""
-        if not rows:
-            return
-        with self._generation_policy() as policy:
-            report.evaluate_stage(when, policy, self.tokenizer, rows, self.cfg, self.run_dir,
-                                  main=self.accelerator.is_main_process, progress=progress)
-        self.accelerator.wait_for_everyone()
 
     @contextmanager
     def _generation_policy(self) -> Iterator[nn.Module]:
@@ -612,22 +594,9 @@ def train(
     # 3. Data, models, trainer (and train.eval's held-out problems, checked before any model is loaded).
     heldout = report.heldout_rows(cfg)
     trainer = PPOTrainer(cfg, prog, run_dir, progress=progress, callbacks=callbacks)
-    if trainer.accelerator.is_main_process:
-        name = config_name(checkpoint)
-        save_resolved(os.path.join(run_dir, name), cfg, sources, spec_name=prog.name, spec_hash=prog.source_hash,
-                      params=params, extra={"resumed_from": checkpoint,
-                                            "processes": trainer.accelerator.num_processes})
+    record_config(trainer, run_dir, checkpoint, prog, cfg, sources, params, {})
 
     # 4. Held-out pass@1 before, train, save the final policy (the adapter only, with LoRA), its tokenizer and the
     # critic, pass@1 after, the run's README.
-    show = cfg.progress if progress is None else progress
-    trainer.evaluate_heldout("before", heldout, progress=show)
-    trainer.train(resume_from_checkpoint=checkpoint)
-    final_dir = os.path.join(run_dir, "final")
-    trainer.save_models(final_dir)
-    trainer.evaluate_heldout("after", heldout, progress=show)
-    if trainer.accelerator.is_main_process:
-        report.write_run_readme(run_dir)
-    trainer.accelerator.wait_for_everyone()  # every process leaves together (grpo.train says why)
-    return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
-                     global_step=trainer.global_step, config=cfg, trainer=trainer)
+    return finish_run(trainer, trainer.tokenizer, cfg, run_dir, checkpoint, heldout, progress=progress,
+                      save=trainer.save_models)

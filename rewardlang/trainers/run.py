@@ -19,13 +19,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from rewardlang.trainers.config import ALGORITHMS, ConfigError, TrainConfig, load_config_file
+from rewardlang.trainers.config import ALGORITHMS, ConfigError, TrainConfig, load_config_file, save_resolved
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
 __all__ = ["RunResult", "run_dir_for", "save_initial_policy", "last_checkpoint", "check_resume",
-           "RESUME_MAY_CHANGE", "train", "algorithm_of", "load_layers", "open_run", "config_name", "trainer_args"]
+           "RESUME_MAY_CHANGE", "train", "algorithm_of", "load_layers", "open_run", "config_name", "trainer_args",
+           "load_run_policy", "record_config", "args_record", "finish_run"]
 
 
 @dataclass
@@ -70,6 +71,22 @@ def save_initial_policy(model: Any, tokenizer: Any, path: str) -> None:
         tokenizer.save_pretrained(path)
     state.wait_for_everyone()
     model.config._name_or_path = path
+
+
+def load_run_policy(cfg: TrainConfig, run_dir: str) -> tuple[Any, Any]:
+    """The policy and tokenizer of a run: torch's CPU threads set first (``train.torch_threads``; 1 for the tiny model
+    on CPU, whose matrices gain nothing from threads), and the tiny model saved as the run's ``initial_model/``
+    (:func:`save_initial_policy`)."""
+    import torch
+
+    from rewardlang.trainers.model import load_policy
+
+    if cfg.torch_threads or (cfg.model is None and not torch.cuda.is_available()):
+        torch.set_num_threads(cfg.torch_threads or 1)
+    model, tokenizer = load_policy(cfg)
+    if cfg.model is None:
+        save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
+    return model, tokenizer
 
 
 def last_checkpoint(run_dir: str) -> str | None:
@@ -190,6 +207,62 @@ def trainer_args(args_class: type, cfg: TrainConfig, run_dir: str, *, batch_size
         return args_class(**kwargs)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid {what} settings: {exc}") from None
+
+
+def args_record(args: Any) -> dict[str, Any]:
+    """A Trainer arguments object's plain settings, for ``config.json``."""
+    return {k: v for k, v in args.to_dict().items() if isinstance(v, (int, float, str, bool, list, type(None)))}
+
+
+def record_config(trainer: Any, run_dir: str, checkpoint: str | None, prog: "Program", cfg: TrainConfig,
+                  sources: Mapping[str, str], params: Mapping[str, Any], extra: Mapping[str, Any]) -> None:
+    """On the main process, ``config.json`` (the run as started; a resume adds ``config.resume-<step>.json``
+    beside it): the resolved settings and their sources, the spec, ``extra`` and where the run resumed from."""
+    if trainer.accelerator.is_main_process:
+        save_resolved(os.path.join(run_dir, config_name(checkpoint)), cfg, sources, spec_name=prog.name,
+                      spec_hash=prog.source_hash, params=params,
+                      extra={**extra, "resumed_from": checkpoint, "processes": trainer.accelerator.num_processes})
+
+
+def _evaluate_policy(trainer: Any, tokenizer: Any, when: str, heldout: Sequence[dict[str, Any]], cfg: TrainConfig,
+                     run_dir: str, progress: bool) -> None:
+    """``train.eval``'s pass@1 with the trainer's current policy: every process takes part in unwrapping it (ZeRO-3
+    gathers the parameters), the main one evaluates. A model holding a policy and a critic (PPO's) is evaluated on
+    its ``policy``."""
+    if not heldout:
+        return
+    from trl.models.utils import unwrap_model_for_generation
+
+    from rewardlang.trainers import report
+
+    acc = trainer.accelerator
+    with unwrap_model_for_generation(trainer.model, acc, gather_deepspeed3_params=True) as model:
+        report.evaluate_stage(when, getattr(model, "policy", model), tokenizer, heldout, cfg, run_dir,
+                              main=acc.is_main_process, progress=progress)
+    acc.wait_for_everyone()
+
+
+def finish_run(trainer: Any, tokenizer: Any, cfg: TrainConfig, run_dir: str, checkpoint: str | None,
+               heldout: Sequence[dict[str, Any]], *, progress: bool | None, save: Any = None) -> RunResult:
+    """What every trainer does around its loop: held-out pass@1 before (not again on a resume), ``trainer.train``,
+    the final policy saved to ``RUN_DIR/final`` (``save``, default ``trainer.save_model``; the adapter only, with
+    LoRA), pass@1 after, the run's README and plot, and the result.
+
+    Every process leaves together: a worker that exits while the main one still writes can abort at exit (SIGABRT,
+    "terminate called without an active exception"), and torchrun then fails the finished run."""
+    from rewardlang.trainers import report
+
+    show = cfg.progress if progress is None else progress
+    _evaluate_policy(trainer, tokenizer, "before", heldout, cfg, run_dir, show)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    final_dir = os.path.join(run_dir, "final")
+    (save or trainer.save_model)(final_dir)
+    _evaluate_policy(trainer, tokenizer, "after", heldout, cfg, run_dir, show)
+    if trainer.accelerator.is_main_process:
+        report.write_run_readme(run_dir)
+    trainer.accelerator.wait_for_everyone()
+    return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
+                     global_step=trainer.state.global_step, config=cfg, trainer=trainer)
 
 
 def algorithm_of(spec_train: Mapping[str, Any], file_train: Mapping[str, Any], sets: Mapping[str, Any],

@@ -12,9 +12,11 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import typer
+
+from rewardlang.jsonl import iter_jsonl
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="rewardlang: reward specs for RL on code LLMs. See docs/language.md.")
@@ -139,36 +141,6 @@ def compile_(spec: Path = typer.Argument(..., help="spec file"),
     else:
         output.write_text(prog.python_source, encoding="utf-8")
         _err(f"wrote {output} ({len(prog.python_source.splitlines())} lines)")
-
-
-def _read_rows(path: Path) -> Iterator[tuple[int, Any, str | None]]:
-    """(line number, parsed row or None, problem) for each non-blank line of a JSONL file."""
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                # a byte-order mark (Windows tools write one) may start the file, so row 1 may carry it
-                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                yield lineno, None, f"invalid UTF-8 at byte {exc.start}"
-                continue
-            try:
-                row = json.loads(text, parse_constant=_reject_constant)
-            except json.JSONDecodeError as exc:
-                yield lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
-                continue
-            except ValueError as exc:  # NaN / Infinity: Python's json reads them, JSON has no such tokens
-                yield lineno, None, f"invalid JSON: {exc}"
-                continue
-            if not isinstance(row, dict):
-                yield lineno, None, f"expected a JSON object, got {type(row).__name__}"
-                continue
-            yield lineno, row, None
-
-
-def _reject_constant(token: str) -> Any:
-    raise ValueError(f"`{token}` is not a JSON value")
 
 
 def _count_lines(path: Path) -> int:
@@ -501,7 +473,7 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
     try:
         batch: list[tuple[int, dict]] = []
         last: Any = None
-        for lineno, row, problem in _read_rows(input):
+        for lineno, row, problem in iter_jsonl(input):
             if problem is not None:
                 if on_bad_row == "fail":
                     _err(f"error[D003]: {label}:{lineno}: {problem}")
@@ -614,7 +586,7 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
         raise typer.Exit(1)
     found = None
     rows: list[dict] = []  # every readable row: the target's group is among them
-    for i, (lineno, r, problem) in enumerate(_read_rows(input)):
+    for i, (lineno, r, problem) in enumerate(iter_jsonl(input)):
         if i == row:
             if problem is not None:
                 _err(f"error[D003]: {input}:{lineno}: {problem}")

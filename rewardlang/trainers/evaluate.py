@@ -190,20 +190,14 @@ def load_completions(path: str, problems: Sequence[Mapping[str, Any]]) -> list[l
 
     Bad rows (not JSON, no ``task_id``/``completion``, an unknown task) are a ValueError naming the line; a problem
     with no completion is an error too (its pass@k would be undefined)."""
+    from rewardlang.jsonl import read_jsonl
+
     by_id: dict[str, list[str]] = {r["task_id"]: [] for r in problems}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
-            if not isinstance(row, dict) or not isinstance(row.get("task_id"), str) \
-                    or not isinstance(row.get("completion"), str):
-                raise ValueError(f"{path}:{lineno}: expected {{\"task_id\": str, \"completion\": str}}")
-            if row["task_id"] in by_id:
-                by_id[row["task_id"]].append(row["completion"])
+    for lineno, row in read_jsonl(path):
+        if not isinstance(row.get("task_id"), str) or not isinstance(row.get("completion"), str):
+            raise ValueError(f"{path}:{lineno}: expected {{\"task_id\": str, \"completion\": str}}")
+        if row["task_id"] in by_id:
+            by_id[row["task_id"]].append(row["completion"])
     missing = [t for t, c in by_id.items() if not c]
     if missing:
         raise ValueError(f"{path}: no completion for {len(missing)} of {len(by_id)} problems (first: {missing[0]}); "

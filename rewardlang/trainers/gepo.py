@@ -298,29 +298,22 @@ def preference_args(cfg: TrainConfig, run_dir: str) -> TrainingArguments:
 def load_groups(path: str, mode: str) -> list[dict[str, Any]]:
     """Rows of a groups file (``prompt``, ``winners``, ``losers``) or, for ``mode="pairs"``, a pairs file
     (``prompt``, ``chosen``, ``rejected``) as groups of one winner and one loser."""
-    import json
+    from rewardlang.jsonl import read_jsonl
 
     if not os.path.exists(path):
         raise DataError(f"preference data {path}: file not found")
     rows = []
     need = ("prompt", "chosen", "rejected") if mode == "pairs" else ("prompt", "winners", "losers")
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"preference data {path}:{lineno}: not valid JSON: {exc.msg}") from None
-            missing = [k for k in need if k not in row]
-            if missing:
-                raise DataError(f"preference data {path}:{lineno}: no `{missing[0]}` (a {mode} row needs "
-                                f"{', '.join(need)}; write it with `rewardlang pairs{' --groups' if mode == 'groups' else ''}`)")
-            if mode == "pairs":
-                row = {"prompt": row["prompt"], "winners": [row["chosen"]], "losers": [row["rejected"]]}
-            elif not row["winners"] or not row["losers"]:
-                raise DataError(f"preference data {path}:{lineno}: a group needs a winner and a loser")
-            rows.append({"prompt": row["prompt"], "winners": row["winners"], "losers": row["losers"]})
+    for lineno, row in read_jsonl(path, DataError, "preference data "):
+        missing = [k for k in need if k not in row]
+        if missing:
+            raise DataError(f"preference data {path}:{lineno}: no `{missing[0]}` (a {mode} row needs "
+                            f"{', '.join(need)}; write it with `rewardlang pairs{' --groups' if mode == 'groups' else ''}`)")
+        if mode == "pairs":
+            row = {"prompt": row["prompt"], "winners": [row["chosen"]], "losers": [row["rejected"]]}
+        elif not row["winners"] or not row["losers"]:
+            raise DataError(f"preference data {path}:{lineno}: a group needs a winner and a loser")
+        rows.append({"prompt": row["prompt"], "winners": row["winners"], "losers": row["losers"]})
     if not rows:
         raise DataError(f"preference data {path}: no rows")
     return rows

@@ -61,8 +61,9 @@ PANELS: list[tuple[str, list[str]]] = [
 
 
 def _load(path: str) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [r for r in (json.loads(line) for line in fh if line.strip()) if "train_runtime" not in r]
+    from rewardlang.trainers.metrics import read_metrics
+
+    return [r for r in read_metrics(path) if "train_runtime" not in r]
 
 
 def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:

@@ -26,7 +26,6 @@ train with evaluation, save.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,6 +34,7 @@ import numpy as np
 import torch
 from transformers import PrinterCallback, Trainer, TrainingArguments
 
+from rewardlang.jsonl import read_jsonl
 from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
@@ -66,23 +66,16 @@ def read_steps(path: str | None) -> list[dict[str, Any]]:
     if not os.path.exists(path):
         raise DataError(f"{path}: no such file")
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
-            ok = (isinstance(r, dict) and isinstance(r.get("prompt"), str) and isinstance(r.get("completions"), list)
-                  and isinstance(r.get("labels"), list) and len(r["completions"]) == len(r["labels"]) > 0
-                  and all(isinstance(s, str) for s in r["completions"])
-                  and all(isinstance(b, bool) for b in r["labels"]))
-            if not ok:
-                raise DataError(f"{path}:{lineno}: a stepwise row needs prompt (text), completions (list of text) "
-                                f"and labels (list of booleans, one per completion)")
-            r.setdefault("task_id", f"row/{lineno}")
-            rows.append(r)
+    for lineno, r in read_jsonl(path, DataError):
+        ok = (isinstance(r.get("prompt"), str) and isinstance(r.get("completions"), list)
+              and isinstance(r.get("labels"), list) and len(r["completions"]) == len(r["labels"]) > 0
+              and all(isinstance(s, str) for s in r["completions"])
+              and all(isinstance(b, bool) for b in r["labels"]))
+        if not ok:
+            raise DataError(f"{path}:{lineno}: a stepwise row needs prompt (text), completions (list of text) "
+                            f"and labels (list of booleans, one per completion)")
+        r.setdefault("task_id", f"row/{lineno}")
+        rows.append(r)
     if not rows:
         raise DataError(f"{path}: no rows")
     return rows

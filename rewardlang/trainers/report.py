@@ -121,9 +121,9 @@ def _records(run_dir: str) -> list[dict[str, Any]]:
     path = os.path.join(run_dir, "metrics.jsonl")
     if not os.path.exists(path):
         return []
-    with open(path, encoding="utf-8") as fh:
-        return [r for r in (json.loads(line) for line in fh if line.strip())
-                if "train_runtime" not in r and isinstance(r.get("reward"), (int, float))]
+    from rewardlang.trainers.metrics import read_metrics
+
+    return [r for r in read_metrics(path) if "train_runtime" not in r and isinstance(r.get("reward"), (int, float))]
 
 
 def reward_change(run_dir: str, ends: int = ENDS) -> tuple[float, float, int] | None:

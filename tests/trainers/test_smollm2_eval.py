@@ -123,7 +123,7 @@ def test_eval_bad_completions_file_is_a_clear_error(tmp_path) -> None:
     bad.write_text('{"task_id": "HumanEval/0", "completion": "x"}\nnot json\n')
     out = tmp_path / "out.jsonl"
     res = CliRunner().invoke(app, ["eval", "--completions", str(bad), "--limit", "1", "-o", str(out)])
-    assert res.exit_code == 1 and "bad.jsonl:2: not valid JSON" in res.output
+    assert res.exit_code == 1 and "bad.jsonl:2: invalid JSON: Expecting value (column 1)" in res.output
     assert not out.exists()  # complete or absent
     res = CliRunner().invoke(app, ["eval", "--problems", "HumanEval/999", "--completions", str(bad)])
     assert res.exit_code == 1 and "unknown problem" in res.output

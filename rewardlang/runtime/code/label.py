@@ -34,7 +34,6 @@ Both carry ``task_id``, ``operator`` and ``segment`` (0-based) columns as well.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import random
@@ -44,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardlang.jsonl import iter_jsonl
 from rewardlang.runtime.code import mutate
 from rewardlang.runtime.code.segment import LEVELS, partition, segments
 
@@ -101,29 +101,20 @@ def load_problems(dataset: str) -> tuple[list[dict[str, Any]], list[str]]:
         return load_humaneval(), []
     if not os.path.exists(dataset):
         raise DataRowError(f"{dataset}: no such file (give 'humaneval' or a JSONL file)")
-    opener: Callable[..., Any] = gzip.open if dataset.endswith(".gz") else open
     rows, bad = [], []
-    with opener(dataset, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as exc:
-                bad.append(f"line {lineno}: not JSON ({exc.msg})")
-                continue
-            if not isinstance(r, dict):
-                bad.append(f"line {lineno}: not a JSON object")
-                continue
-            ref = r.get("reference", r.get("canonical_solution"))
-            tests = r.get("tests", r.get("test"))
-            missing = [k for k, v in (("prompt", r.get("prompt")), ("reference", ref), ("tests", tests))
-                       if not isinstance(v, (str, list)) or not v]
-            if missing or not isinstance(r.get("prompt"), str) or not isinstance(ref, str):
-                bad.append(f"line {lineno}: missing or not text: {', '.join(missing) or 'prompt/reference'}")
-                continue
-            rows.append({"task_id": str(r.get("task_id", f"row/{lineno}")), "prompt": r["prompt"], "reference": ref,
-                         "tests": tests, "entry_point": r.get("entry_point")})
+    for lineno, r, problem in iter_jsonl(dataset):
+        if r is None:
+            bad.append(f"line {lineno}: {problem}")
+            continue
+        ref = r.get("reference", r.get("canonical_solution"))
+        tests = r.get("tests", r.get("test"))
+        missing = [k for k, v in (("prompt", r.get("prompt")), ("reference", ref), ("tests", tests))
+                   if not isinstance(v, (str, list)) or not v]
+        if missing or not isinstance(r.get("prompt"), str) or not isinstance(ref, str):
+            bad.append(f"line {lineno}: missing or not text: {', '.join(missing) or 'prompt/reference'}")
+            continue
+        rows.append({"task_id": str(r.get("task_id", f"row/{lineno}")), "prompt": r["prompt"], "reference": ref,
+                     "tests": tests, "entry_point": r.get("entry_point")})
     if not rows:
         raise DataRowError(f"{dataset}: no usable row ({len(bad)} bad: {'; '.join(bad[:3])})")
     return rows, bad

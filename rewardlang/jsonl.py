@@ -1,0 +1,72 @@
+"""Reading JSON Lines files, the one loop behind every reader of rows: `rewardlang score`/`explain`/`pairs`, training
+datasets, completions for `eval`, preference and stepwise files, `prm-data`'s problems.
+
+Each non-blank line is one JSON object. A line that is not (bad UTF-8, bad JSON, ``NaN``/``Infinity``, which JSON has
+no tokens for, or not an object) is reported with its line number; what to do with it (stop, or count it and go on) is
+the caller's policy. A file ending in ``.gz`` is read through gzip; a byte-order mark may start the file.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "rows.jsonl")
+    >>> _ = open(path, "w").write('{"a": 1}\\n\\n[2]\\n{"a": NaN}\\n')
+    >>> for lineno, row, problem in iter_jsonl(path):
+    ...     print(lineno, row, problem)
+    1 {'a': 1} None
+    3 None expected a JSON object, got list
+    4 None invalid JSON: `NaN` is not a JSON value
+    >>> read_jsonl(path, what="dataset ")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: dataset .../rows.jsonl:3: expected a JSON object, got list
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from typing import Any, Iterator
+
+__all__ = ["iter_jsonl", "read_jsonl"]
+
+
+def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """``(line number, row, None)`` for each good line, ``(line number, None, problem)`` for each bad one; blank
+    lines are skipped."""
+    opener: Any = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                # a byte-order mark (Windows tools write one) may start the file, so row 1 may carry it
+                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8").rstrip("\r\n")  # columns on this line
+            except UnicodeDecodeError as exc:
+                yield lineno, None, f"invalid UTF-8 at byte {exc.start}"
+                continue
+            try:
+                row = json.loads(text, parse_constant=_reject_constant)
+            except json.JSONDecodeError as exc:
+                yield lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+                continue
+            except ValueError as exc:  # NaN / Infinity: Python's json reads them, JSON has no such tokens
+                yield lineno, None, f"invalid JSON: {exc}"
+                continue
+            if not isinstance(row, dict):
+                yield lineno, None, f"expected a JSON object, got {type(row).__name__}"
+                continue
+            yield lineno, row, None
+
+
+def read_jsonl(path: str | os.PathLike[str], error: type[Exception] = ValueError,
+               what: str = "") -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` of every row; the first bad line raises ``error("<what><path>:<line>: <problem>")``."""
+    rows = []
+    for lineno, row, problem in iter_jsonl(path):
+        if problem is not None:
+            raise error(f"{what}{path}:{lineno}: {problem}")
+        rows.append((lineno, row))
+    return rows  # type: ignore[return-value]
+
+
+def _reject_constant(token: str) -> Any:
+    raise ValueError(f"`{token}` is not a JSON value")

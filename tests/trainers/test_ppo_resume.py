@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 
 import pytest
 import torch
 from safetensors.torch import load_file
-from transformers import TrainerCallback
 
 from rewardlang.trainers.metrics import read_metrics
 from rewardlang.trainers.run import last_checkpoint, train
+from resume_kit import StopAt, kill_and_resume  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOY = os.path.join(HERE, "toy_dense.reward")
@@ -25,14 +22,6 @@ SETS = {"train.max_steps": 6, "train.save_steps": 3, "train.max_completion_lengt
         "train.num_mini_batches": 2, "train.gradient_accumulation_steps": 2, "train.lr_scheduler": "cosine",
         "train.warmup_ratio": 0.1, "train.ppo_epochs": 2}
 
-
-class StopAt(TrainerCallback):
-    def __init__(self, k: int) -> None:
-        self.k = k
-
-    def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
-        if state.global_step == self.k:
-            control.should_training_stop = True
 
 
 @pytest.fixture()
@@ -114,18 +103,5 @@ def test_killed_run_resumes_to_the_same_result(tmp_path, prompts) -> None:
     """SIGKILL the CLI right after its first checkpoint; `--resume` finishes the run exactly as an unkilled one."""
     base = [sys.executable, "-m", "rewardlang.trainers.cli", "train", "--spec", TOY, "--dataset", prompts,
             "--no-progress", "--seed", "3"] + [f"--set={k}={v}" for k, v in SETS.items()]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    full = str(tmp_path / "full")
-    subprocess.run(base + ["--output", full], check=True, env=env, capture_output=True)
-    killed = str(tmp_path / "killed")
-    proc = subprocess.Popen(base + ["--output", killed], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while last_checkpoint(killed) is None and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert not os.path.exists(os.path.join(killed, "final")), "the run finished before it could be killed"
-    done = subprocess.run(base + ["--output", killed, "--resume"], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
+    full, killed = kill_and_resume(base, tmp_path)
     _assert_same_run(full, killed, ("model.safetensors", os.path.join("critic", "model.safetensors")))

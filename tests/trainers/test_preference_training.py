@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import TrainerCallback
 
 sys.path.insert(0, str(Path(__file__).parent))
 from pref_toy import write_data  # noqa: E402
@@ -17,6 +16,7 @@ from pref_toy import write_data  # noqa: E402
 from rewardlang.trainers.gepo import sequence_logps, tokenize_members  # noqa: E402
 from rewardlang.trainers.metrics import read_metrics  # noqa: E402
 from rewardlang.trainers.run import train  # noqa: E402
+from resume_kit import StopAt  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -93,16 +93,6 @@ def test_gepo_raises_margin_and_its_variance_term_lowers_winner_variance(data: d
     titles = [t for t, _ in chosen_panels(read_metrics(f"{tmp_path / 'gepo'}/metrics.jsonl"))]
     assert {"preference accuracy", "preference margin, winner variance"} <= set(titles)
 
-
-class StopAt(TrainerCallback):
-    """Ends training after optimizer step ``k`` (after that step's checkpoint is written)."""
-
-    def __init__(self, k: int) -> None:
-        self.k = k
-
-    def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
-        if state.global_step == self.k:
-            control.should_training_stop = True
 
 
 @pytest.mark.parametrize("algo", ["dpo", "gepo"])

@@ -9,7 +9,6 @@ import os
 
 import pytest
 import torch
-from transformers import TrainerCallback
 
 from rewardlang.trainers.config import TrainConfig
 from rewardlang.trainers.data import DataError
@@ -17,6 +16,7 @@ from rewardlang.trainers.metrics import read_metrics
 from rewardlang.trainers.model import build_tokenizer
 from rewardlang.trainers.prm import PRMTrainer, _Collate, build_model, read_steps, split_by_problem, tokenize_row
 from rewardlang.trainers.run import train
+from resume_kit import StopAt  # noqa: E402
 
 SPEC = os.path.join(os.path.dirname(__file__), "..", "..", "specs", "prm.reward")
 
@@ -75,14 +75,6 @@ def _toy_rows(n_problems: int) -> list[dict]:
                      "labels": [True, False]})
     return rows
 
-
-class StopAt(TrainerCallback):
-    def __init__(self, k: int) -> None:
-        self.k = k
-
-    def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
-        if state.global_step == self.k:
-            control.should_training_stop = True
 
 
 def test_run_resume_and_metrics(tmp_path) -> None:

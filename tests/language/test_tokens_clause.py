@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,22 +17,7 @@ from rewardlang.runtime import registry
 
 SIGS = registry.signatures()
 
-FORMS = '''
-let code = code_block(completion, "python")
-component acc = 3
-    tokens last
-component tests = 0.5
-    tokens over(code)
-component todo = count(completion, "TODO")
-    spans matches(completion, /TODO/, value=-1)
-    tokens spans(uncovered=0.25)
-component lines = 1
-    spans matches(code or "", /[^\\n]+/, value=2)
-    tokens ends
-component syntax = 1
-    tokens split(code, at=first_violation(code or ""), before=1, after=-1, edges=2)
-component plain = 7
-'''
+FORMS = (Path(__file__).parents[1] / "fixtures" / "token_forms.reward").read_text(encoding="utf-8")
 
 
 def test_placements_in_completion_characters() -> None:

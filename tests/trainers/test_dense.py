@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -22,24 +24,8 @@ def _pieces(tok, ids):
 
 
 def test_every_attribution_form_on_a_real_completion(tok) -> None:
-    prog = rewardlang.loads('''
-let code = code_block(completion, "python")
-component acc = 3
-    tokens last
-component tests = 0.5
-    tokens over(code)
-component todo = count(completion, "TODO")
-    spans matches(completion, /TODO/, value=-1)
-    tokens spans(uncovered=0.25)
-component lines = 1
-    spans matches(code or "", /[^\\n]+/, value=2)
-    tokens ends
-component syntax = 1
-    tokens split(code, at=first_violation(code or ""), before=1, after=-1, edges=2)
-component plain = 7
-acc.weight = 2
-plain.weight = 0
-''')
+    forms = (Path(__file__).parents[1] / "fixtures" / "token_forms.reward").read_text(encoding="utf-8")
+    prog = rewardlang.loads(forms + "acc.weight = 2\nplain.weight = 0\n")
     text = "A TODO\n```python\nx = 1\ny = (\n```"
     ids = tok(text)["input_ids"]
     assert _pieces(tok, ids) == ["A", " T", "O", "D", "O", "\n", "`", "`", "`", "p", "y", "th", "on", "\n",

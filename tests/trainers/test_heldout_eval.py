@@ -151,3 +151,30 @@ def test_present_rows_online_always_offline_only_with_a_presentation() -> None:
     present_rows(rows, tok, shown, offline=True)
     assert rows[0][PROMPT_TEXT] == render_prompt("def f():\n", tok, True, "Answer in one block.", "Task:\n{prompt}")
     assert "Answer in one block." in rows[0][PROMPT_TEXT] and "Task:\ndef f():" in rows[0][PROMPT_TEXT]
+
+
+def test_plot_draws_smoothed_reward_per_component_and_the_before_after_pass_at_1(tmp_path: Path, monkeypatch) -> None:
+    from matplotlib.figure import Figure
+
+    from rewardlang.trainers.plot import SMOOTH, plot_run, smooth
+
+    reward = [0.1 * (s % 4) for s in range(12)]
+    fmt = [1.0 - 0.05 * s for s in range(12)]
+    with open(tmp_path / "metrics.jsonl", "w", encoding="utf-8") as fh:
+        for s in range(12):
+            fh.write(json.dumps({"step": s + 1, "reward": reward[s], "reward_std": 0.1,
+                                 "rewards/format/mean": fmt[s], "rewards/correct/mean": 0.5}) + "\n")
+    (tmp_path / "eval.json").write_text(json.dumps({"before": {"pass@1": 0.1}, "after": {"pass@1": 0.3}}))
+    figures: list[Figure] = []
+    real = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: (figures.append(self), real(self, *a, **k))[1])
+    assert plot_run(str(tmp_path)).endswith("curves.png") and (tmp_path / "curves.png").exists()
+    axes = {ax.get_title(): ax for ax in figures[0].axes}
+    # the reward panel: the raw steps and their SMOOTH-step moving average
+    lines = axes["reward (mean ± std)"].get_lines()
+    assert [list(ln.get_ydata()) for ln in lines] == [reward, smooth(reward, SMOOTH)]
+    # one raw + one smoothed line per component
+    comp = [list(ln.get_ydata()) for ln in axes["component rewards (mean)"].get_lines()]
+    assert fmt in comp and smooth(fmt) in comp and len(comp) == 4
+    bars = axes["held-out pass@1 (greedy)"].patches
+    assert [b.get_height() for b in bars] == [0.1, 0.3]

@@ -194,7 +194,7 @@ class _Summary:
             if k != "total":
                 self.errors[k] += sum(1 for e in out.errors[k] if e is not None)
 
-    def render(self, elapsed: float, times: dict[str, float]) -> None:
+    def render(self, elapsed: float, times: dict[str, float], stats: Any = None) -> None:
         from rich.console import Console
         from rich.table import Table
 
@@ -216,9 +216,28 @@ class _Summary:
         console.print(t)
         for k, n in self.nonfinite.items():
             console.print(f"warning: {k}: {n} infinite value(s) written as null (JSON has no infinity)")
+        sandbox = _sandbox_line(stats or {})
+        if sandbox:
+            console.print(sandbox)
         if self.bad_rows:
             shown = ", ".join(f"line {ln}" for ln, _ in self.bad_rows[:20])
             console.print(f"skipped bad rows: {shown}" + (" …" if len(self.bad_rows) > 20 else ""))
+
+
+def _sandbox_line(stats: Any) -> str | None:
+    """The isolation level in force and what the sandbox did, for the summary (None: nothing was run)."""
+    levels = [k[len("sandbox.level."):] for k in stats if k.startswith("sandbox.level.")]
+    if not levels and not stats.get("sandbox.unavailable"):
+        return None
+    parts = [f"sandbox: level {'/'.join(sorted(levels)) or 'none'}"]
+    for key, what in (("executions", "executions"), ("cache_hits", "cached"), ("timeouts", "timeouts"),
+                      ("infra_failures", "infrastructure failures (masked)")):
+        n = int(stats.get(f"sandbox.{key}", 0))
+        if n or key in ("executions", "infra_failures"):
+            parts.append(f"{n} {what}")
+    if stats.get("sandbox.not_a_security_boundary"):
+        parts.append("NOT A SECURITY BOUNDARY")
+    return ", ".join(parts)
 
 
 #: keys `score` adds to each row; an input column of the same name is replaced (and a warning says so)
@@ -506,7 +525,7 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
                 comps = k[5:].split(",")
                 for c in comps:
                     times[c] = times.get(c, 0.0) + v / len(comps)
-        summ.render(elapsed, times)
+        summ.render(elapsed, times, prog.stats)
 
 
 @app.command()

@@ -536,6 +536,8 @@ RES_FD = 3
 #: with any status), and once the fd is closed no program code can reach the pipe any more.
 READY_FD = 4
 SETUP_FAILED = 121  # the child's exit status when its set-up fails (informational only, never trusted)
+#: observation bytes of a stdin/stdout or script run (its runner writes a few records of at most ~300 bytes)
+PROCESS_OBS_CAP = 1 << 16
 
 
 # The program shares this process: bind what the runner needs now, so patching builtins or modules
@@ -822,6 +824,10 @@ class Worker:
         self._codes: dict = {}
         self.me = os.getpid()
         self.runs = 0
+        # The roots of the writable places as the slot made them: a program owns them (same uid) and could
+        # change their mode, times or extended attributes (an answer table in a `user.*` xattr, a default
+        # ACL, `chmod 0555 /tmp` to break the next program), so each is put back after every program.
+        self.fresh = {d: os.stat(d, follow_symlinks=False) for d in self.wipe}
 
     # -- processes ------------------------------------------------------------------------------------------
     def _tree_cpu(self, sid: int, waits: dict) -> tuple[float, float]:
@@ -908,11 +914,35 @@ class Worker:
             except (OSError, ValueError, IndexError):
                 continue
 
+    def _restore_root(self, d: str, stage: str) -> bool:
+        """Put the root ``d`` back as the slot made it: mode and owner (``stage == "mode"``, before emptying:
+        a root made read-only would stop the clean-up), then no extended attribute (user xattrs, ACLs) and
+        the original times. False when it is not exactly fresh afterwards (the slot is then replaced).
+        Path-based calls are safe: a mount point cannot be renamed or replaced by a symlink."""
+        f = self.fresh[d]
+        try:
+            st = os.stat(d, follow_symlinks=False)
+            if (st.st_uid, st.st_gid) != (f.st_uid, f.st_gid):
+                os.chown(d, f.st_uid, f.st_gid, follow_symlinks=False)
+            if st.st_mode != f.st_mode or (st.st_uid, st.st_gid) != (f.st_uid, f.st_gid):
+                os.chmod(d, _stat.S_IMODE(f.st_mode))  # chown clears set-id bits: mode after owner
+            if stage == "mode":
+                return True
+            for name in os.listxattr(d, follow_symlinks=False):
+                os.removexattr(d, name, follow_symlinks=False)
+            os.utime(d, ns=(f.st_atime_ns, f.st_mtime_ns), follow_symlinks=False)
+            st = os.stat(d, follow_symlinks=False)
+            return (st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns) == \
+                (f.st_mode, f.st_uid, f.st_gid, f.st_mtime_ns) and not os.listxattr(d, follow_symlinks=False)
+        except OSError:
+            return False
+
     def _wipe(self, budget: _Budget) -> bool:
-        """Empty every place a program can write (the run directories' parent, ``/dev/shm``) and remove the
-        System V IPC objects it left; False when that could not be finished (the slot is then replaced)."""
+        """Empty every place a program can write (the run directories' parent, ``/dev/shm``), put their roots
+        back as they were, and remove the System V IPC objects it left; False when that could not be
+        finished (the slot is then replaced)."""
         for d in self.wipe:
-            if not _empty_dir(d, budget):
+            if not self._restore_root(d, "mode") or not _empty_dir(d, budget) or not self._restore_root(d, "all"):
                 return False
         if self.ipc_clean and self.program_filter is None:
             # (with the program filter no IPC object can be created at all: shmget/msgget/semget are
@@ -958,6 +988,10 @@ class Worker:
         res: list[bytes] = []
         n_out = n_res = 0
         cap_out, cap_res = int(lim["out"]), int(lim["obs"])
+        if req["mode"] != "call":
+            # a whole-program run's channel carries three short records at most (compile error, exit, done):
+            # more is the program writing there, and the trusted side would pay to read it
+            cap_res = min(cap_res, PROCESS_OBS_CAP)
         cpu_limit, wall_limit = float(lim["cpu"]), float(lim["wall"])
         hard_wall = float(lim.get("hard_wall", 3 * wall_limit))
         reason = None

@@ -31,7 +31,10 @@ class Limits:
     wall: float | None = None
     memory_mb: int = 1024
     output_bytes: int = 1 << 20
-    observation_bytes: int = 8 << 20
+    #: the encoded values one execution returns (the result channel). Its cost in the trusted process grows
+    #: with it: at 1 MiB, the worst a program can write costs at most ~0.3 s of decoding and ~30 MiB
+    #: (benchmarks/bench_sandbox.py measures it); 8 MiB cost up to 2.2 s and 220 MiB.
+    observation_bytes: int = 1 << 20
     processes: int = 16
     file_bytes: int = 16 << 20
 

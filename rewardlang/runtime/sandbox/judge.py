@@ -27,6 +27,8 @@ __all__ = ["Verdict", "TestResult", "judge", "decode_value", "parse_records", "O
 OUTCOMES = ("compile_error", "timeout", "memory", "output_limit", "runtime_error", "fail", "pass")
 _SEVERITY = {o: i for i, o in enumerate(OUTCOMES)}
 MAX_INT_HEX = 100_000
+#: records read beyond one per test: the runner itself writes at most three more (compile or load error, done)
+RECORD_SLACK = 16
 
 
 @dataclass(frozen=True)
@@ -227,10 +229,22 @@ def _termination(run: RawRun) -> tuple[str, str]:
 
 
 def _worst(statuses: list[str]) -> str:
-    real = [s for s in statuses if s in _SEVERITY]
-    if not real:
-        return "fail"
-    return min(real, key=lambda s: _SEVERITY[s])
+    """The outcome of a program from its tests' statuses: ``pass`` only when every test ran and passed.
+
+    A ``not_run`` test never counts as passed. It follows a test that ended the execution (a timeout, a
+    crash: that test's class is the outcome); a ``not_run`` with nothing but passes before it means the tests
+    stopped for a reason outside the program (the sandbox could not go on), which is ``infra`` (masked),
+    never a pass.
+
+        >>> _worst(["pass", "not_run"]), _worst(["pass", "timeout", "not_run"]), _worst(["pass", "pass"])
+        ('infra', 'timeout', 'pass')
+    """
+    if all(s == "pass" for s in statuses):
+        return "pass"
+    failed = [s for s in statuses if s in _SEVERITY and s != "pass"]
+    if failed:
+        return min(failed, key=lambda s: _SEVERITY[s])
+    return "infra" if statuses else "fail"
 
 
 def _judge_probe(test: Test, payload: Any) -> tuple[str, str]:
@@ -264,8 +278,10 @@ def _short(v: Any) -> str:
 
 
 def _judge_call(plan: Plan, run: RawRun) -> tuple[str, list[TestResult]]:
-    recs, malformed = parse_records(run.res)
     n = len(plan.tests)
+    # The runner writes one record per test plus a few (compile error, load error, done); anything past that
+    # is the program writing on the channel, and parsing it would cost this process time the program chose.
+    recs, malformed = parse_records(run.res, limit=n + RECORD_SLACK)
     for rec in recs:
         if rec[0] == "c":
             msg = str(rec[1])[:300] if len(rec) > 1 else "compile error"
@@ -305,14 +321,12 @@ def _judge_call(plan: Plan, run: RawRun) -> tuple[str, list[TestResult]]:
         for i in missing[1:]:
             results[i] = TestResult("not_run", "", plan.tests[i].kind == "inside")
     final = [r for r in results if r is not None]
-    statuses = [r.status for r in final]
-    outcome = "pass" if all(s == "pass" for s in statuses) else _worst(statuses)
-    return outcome, final
+    return _worst([r.status for r in final]), final
 
 
 def _judge_process(run: RawRun) -> tuple[str, str]:
     """How a whole-program run (stdio or script mode) ended: ``pass`` means it finished cleanly."""
-    recs, _ = parse_records(run.res)
+    recs, _ = parse_records(run.res, limit=RECORD_SLACK)
     for rec in recs:
         if rec[0] == "c":
             return "compile_error", str(rec[1])[:300] if len(rec) > 1 else ""
@@ -343,6 +357,8 @@ def judge(plan: Plan | None, raw: RawResult, *, level: str = "", compare: str = 
         return Verdict(st, (TestResult(st, why),), level=level, cpu=cpu, wall=wall, stdout=out)
     if plan.mode == "call":
         outcome, tests = _judge_call(plan, runs[0])
+        if outcome == "infra":
+            return Verdict("infra", tuple(tests), infra="tests did not run", level=level, cpu=cpu, wall=wall)
         return Verdict(outcome, tuple(tests), level=level, cpu=cpu, wall=wall, stdout=out, notes=plan.notes)
     results: list[TestResult] = []
     for i, test in enumerate(plan.tests):
@@ -355,6 +371,8 @@ def judge(plan: Plan | None, raw: RawResult, *, level: str = "", compare: str = 
             if not compare_stdout(actual, str(test.expected), compare):
                 st, why = "fail", f"wrong output for {test.source}"
         results.append(TestResult(st, why))
-    statuses = [r.status for r in results]
-    outcome = "pass" if all(s == "pass" for s in statuses) else _worst(statuses)
+    outcome = _worst([r.status for r in results])
+    if outcome == "infra":  # the pool re-runs what a recycled slot left; reaching here means it could not
+        return Verdict("infra", tuple(results), infra="stdin/stdout cases did not run", level=level, cpu=cpu,
+                       wall=wall, stdout=out)
     return Verdict(outcome, tuple(results), level=level, cpu=cpu, wall=wall, stdout=out)

@@ -86,6 +86,16 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def _remaining(req: dict[str, Any] | bytes, done: int) -> bytes | None:
+    """The request for the stdin/stdout cases after the first ``done`` (None: not stdio, or none left)."""
+    d = json.loads(req) if isinstance(req, bytes) else dict(req)
+    inputs = d.get("inputs") or []
+    if d.get("mode") != "stdio" or done >= len(inputs):
+        return None
+    d["inputs"] = inputs[done:]
+    return json.dumps(d).encode("utf-8", "surrogatepass")
+
+
 class Slot:
     """One long-lived sandbox worker at a fixed isolation level."""
 
@@ -284,19 +294,45 @@ class SlotPool:
                     slot.start()
                     with self._lock:
                         self.stats["slot_starts"] += 1
-                head, blobs = slot.request(req, hard_timeout)
-                runs = []
-                for i, r in enumerate(head["runs"]):
-                    runs.append(RawRun(exit=int(r["exit"]), reason=r["reason"], cpu=float(r["cpu"]),
-                                       wall=float(r["wall"]), setup_failed=bool(r["setup_failed"]),
-                                       clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1]))
-                # Infrastructure outcomes come only from channels no program can write: the set-up byte
-                # the child sends and closes before the program's first instruction (never the exit
-                # status), the worker's own protocol, and the machine's load (our clock, not the program's).
-                if any(r.setup_failed for r in runs):
-                    raise SlotFailure("the program's process could not be set up")
+                runs: list[RawRun] = []
+                current = req
+                while True:
+                    head, blobs = slot.request(current, hard_timeout)
+                    part = [RawRun(exit=int(r["exit"]), reason=r["reason"], cpu=float(r["cpu"]),
+                                   wall=float(r["wall"]), setup_failed=bool(r["setup_failed"]),
+                                   clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1])
+                            for i, r in enumerate(head["runs"])]
+                    del blobs
+                    # Infrastructure outcomes come only from channels no program can write: the set-up byte
+                    # the child sends and closes before the program's first instruction (never the exit
+                    # status), the worker's own protocol, and the machine's load (our clock, not the
+                    # program's).
+                    if any(r.setup_failed for r in part):
+                        raise SlotFailure("the program's process could not be set up")
+                    if any(r.reason == "overload" for r in part):
+                        break
+                    runs += part
+                    if not any(r.get("recycle") or not r.get("clean", True) for r in head["runs"]):
+                        break
+                    # the verdict stands; the program left too much to delete (or a process we could not
+                    # reap in time): replace the slot, so the next program starts on a fresh one
+                    with self._lock:
+                        self.stats["slot_recycles"] += 1
+                    slot.kill()
+                    # Stdin/stdout cases the worker did not get to (it stops on a slot it cannot make
+                    # fresh) run on a fresh slot: a case that did not run is never counted as passed, and
+                    # the program cannot end its own tests early by breaking the clean-up.
+                    rest = None if runs[-1].reason in ("cpu", "wall") else _remaining(req, len(runs))
+                    if rest is None:
+                        break
+                    with self._lock:
+                        self.stats["stdio_resumed"] += 1
+                    slot.start()
+                    with self._lock:
+                        self.stats["slot_starts"] += 1
+                    current = rest
                 backoff = 0.0
-                if any(r.reason == "overload" for r in runs):
+                if any(r.reason == "overload" for r in part):
                     with self._lock:
                         self.stats["infra_failures"] += 1
                         self.stats["overload"] += 1
@@ -304,12 +340,6 @@ class SlotPool:
                                                          "to reach either limit within the hard wall time"))
                     continue
                 fut.set_result(RawResult(runs))
-                if any(r.get("recycle") or not r.get("clean", True) for r in head["runs"]):
-                    # the verdict stands; the program left too much to delete (or a process we could not
-                    # reap in time): replace the slot, so the next program starts on a fresh one
-                    with self._lock:
-                        self.stats["slot_recycles"] += 1
-                    slot.kill()
             except (SlotFailure, LevelUnavailable, OSError, ValueError, KeyError) as e:
                 with self._lock:
                     self.stats["infra_failures"] += 1

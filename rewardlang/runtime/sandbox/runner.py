@@ -18,7 +18,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -30,7 +31,7 @@ from rewardlang.runtime.sandbox.judge import TestResult, Verdict, decode_value, 
 from rewardlang.runtime.sandbox.launch import LevelUnavailable, find_bwrap
 from rewardlang.runtime.sandbox.pool import RawResult, Slot, SlotFailure, SlotPool
 
-__all__ = ["Sandbox", "Task", "probe_level", "choose_level", "doctor_report", "get_sandbox", "close_sandbox"]
+__all__ = ["Sandbox", "Task", "probe_level", "choose_level", "expected_level", "doctor_report", "get_sandbox", "close_sandbox"]
 
 log = logging.getLogger("rewardlang.sandbox")
 
@@ -75,6 +76,17 @@ class Task:
     compare: str = "lines"
 
 
+def _answer_key(tests: str | Sequence[str] | None) -> bytes:
+    """A digest of the tests as given: the expected values, judge expressions and stdout answers that the
+    request sent into the sandbox leaves out (so a verdict cached for one answer key is never reused for
+    another with the same calls or inputs)."""
+    if tests is None:
+        return b"script"
+    blob = tests if isinstance(tests, str) else json.dumps(list(tests), ensure_ascii=False, sort_keys=True,
+                                                           default=repr)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).digest()
+
+
 def probe_level(level: str, config: SandboxConfig) -> tuple[dict[str, Any], Slot | None]:
     """Start a slot at ``level`` and check its isolation with a probe program.
 
@@ -115,17 +127,99 @@ def probe_level(level: str, config: SandboxConfig) -> tuple[dict[str, Any], Slot
         return report, None
 
 
+def _read_sysctl(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def _userns_blocked(bwrap: str) -> str | None:
+    """Why user namespaces (which bubblewrap needs) are not permitted here, or None. Static settings first,
+    then bubblewrap itself on a trivial command: only a refusal of *permission* counts as a missing
+    prerequisite (any other failure of that command is left to the slot's own probe, where it is an
+    infrastructure failure of the expected level)."""
+    if _read_sysctl("/proc/sys/user/max_user_namespaces") == "0":
+        return "user namespaces are disabled (user.max_user_namespaces = 0)"
+    if _read_sysctl("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        return "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0)"
+    try:
+        r = subprocess.run([bwrap, "--unshare-user", "--ro-bind", "/", "/", "--", "true"], capture_output=True,
+                           text=True, timeout=10, env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    err = r.stderr.lower()
+    if r.returncode != 0 and ("permission" in err or "not permitted" in err):
+        return f"bubblewrap cannot create a user namespace here ({r.stderr.strip()[:200]})"
+    return None
+
+
+def expected_level(config: SandboxConfig) -> tuple[str | None, dict[str, str]]:
+    """The level this machine is known to give: the strongest whose prerequisites it has (bubblewrap and
+    user namespaces; root on x86_64; root), and for each stronger level why not.
+
+    Automatic selection takes this level and no other: when its start-up probe fails, that is a failure
+    of the infrastructure (masked, retried), never a reason to run programs less isolated. The ``limits``
+    level (no isolation) is never expected: it runs only when asked for by name.
+
+        >>> expected_level(SandboxConfig(slots=1))[0]           # doctest: +SKIP
+        'bwrap'
+    """
+    why: dict[str, str] = {}
+    root = os.geteuid() == 0
+    bwrap = find_bwrap(config)
+    if bwrap is None:
+        why["bwrap"] = "bubblewrap (bwrap) not found on PATH (apt-get install -y bubblewrap)"
+    elif _worker._machine() not in _worker.AUDIT_ARCH:
+        why["bwrap"] = f"no seccomp filter for architecture {_worker._machine()}"
+    else:
+        blocked = _userns_blocked(bwrap)
+        if blocked is None:
+            return "bwrap", why
+        why["bwrap"] = blocked
+    if root and _worker._machine() == "x86_64":
+        return "namespaces", why
+    why["namespaces"] = "needs root on x86_64"
+    if root:
+        return "uid", why
+    why["uid"] = "needs root (to run programs under a dedicated uid)"
+    why["limits"] = ("not chosen automatically: it is no security boundary; set REWARDLANG_SANDBOX_LEVEL=limits "
+                     "to run programs unisolated")
+    return None, why
+
+
 def choose_level(config: SandboxConfig) -> tuple[str, dict[str, dict[str, Any]], Slot | None]:
-    """Walk the fallback ladder (or only the forced level) and return the strongest working level."""
-    ladder = [config.level] if config.level else list(LEVELS)
+    """The forced level, or the level this machine is known to give (:func:`expected_level`); never a
+    weaker one. Raises LevelUnavailable when that level does not start (the caller masks and retries)."""
     reports: dict[str, dict[str, Any]] = {}
-    for level in ladder:
-        report, slot = probe_level(level, config)
-        reports[level] = report
-        if slot is not None:
-            return level, reports, slot
-    reasons = "; ".join(f"{k}: {v['reason']}" for k, v in reports.items())
-    raise LevelUnavailable(f"no sandbox level works on this machine ({reasons})")
+    if config.level:
+        level = config.level
+    else:
+        found, why = expected_level(config)
+        for lv, reason in why.items():
+            reports[lv] = {"available": False, "reason": reason, "facts": {}}
+        if found is None:
+            raise LevelUnavailable("no isolating sandbox level on this machine (" +
+                                   "; ".join(f"{k}: {v}" for k, v in why.items()) + ")")
+        level = found
+    report, slot = probe_level(level, config)
+    reports[level] = report
+    if slot is not None:
+        if not config.level and level != "bwrap":
+            _announce_below_bwrap(level, reports)
+        return level, reports, slot
+    if config.level:
+        raise LevelUnavailable(f"the sandbox level {level!r} that was asked for does not work: {report['reason']}")
+    raise LevelUnavailable(f"the {level!r} sandbox level this machine provides failed to start: {report['reason']} "
+                           f"(an infrastructure failure: samples are masked and the start is retried; a weaker "
+                           f"level runs only when asked for, e.g. REWARDLANG_SANDBOX_LEVEL=...)")
+
+
+def _announce_below_bwrap(level: str, reports: dict[str, dict[str, Any]]) -> None:
+    msg = f"sandbox: running at level {level!r}, not 'bwrap' ({reports.get('bwrap', {}).get('reason')})"
+    log.warning(msg)
+    print(f"warning: {msg}", file=sys.stderr, flush=True)
 
 
 _warned = False
@@ -165,11 +259,20 @@ class Sandbox:
                  stats: Counter[str] | None = None) -> list[Verdict]:
         """Judge every task. Identical tasks run once; verdicts are cached across calls (``cache``:
         a shared cache, default this sandbox's own). Infrastructure failures come back as verdicts with
-        ``outcome == "infra"`` (mask them), never as failures."""
+        ``outcome == "infra"`` (mask them), never as failures.
+
+        Two tasks share a run and a cached verdict only when everything the verdict depends on is equal: the
+        request sent into the sandbox (program, test calls, limits), the level, *and* the answer key that
+        never enters it (the tests as given, whose expected values and judge expressions the request leaves
+        out, the entry point, the format and the stdout comparison). Raw results are judged as they complete
+        and released at once; at most ``2 * slots`` requests are in flight, so the trusted process holds a
+        bounded amount of program output whatever the batch size.
+        """
         cache = cache if cache is not None else self.cache
         counts: Counter[str] = Counter()
         out: list[Verdict | None] = [None] * len(tasks)
         pending: dict[str, tuple[bytes, float, Plan | None, str, list[int]]] = {}
+        answer_keys: dict[int, bytes] = {}  # id(tests) -> digest: a GRPO group shares one tests object
         for i, task in enumerate(tasks):
             try:
                 plan = make_plan(task.tests, task.entry_point, task.format) if task.tests is not None else None
@@ -186,7 +289,12 @@ class Sandbox:
             req["limits"] = task.limits.to_wire(NPROC_BASE[self.level])
             payload = json.dumps(req).encode("utf-8", "surrogatepass")  # sent as is: encoded once
             h = hashlib.sha256(payload)
-            h.update(f"\0{self.level}\0{task.compare}".encode())
+            h.update(f"\0{self.level}\0{task.compare}\0{task.format}\0{task.entry_point!r}\0".encode())
+            ak = answer_keys.get(id(task.tests))
+            if ak is None:
+                ak = _answer_key(task.tests)
+                answer_keys[id(task.tests)] = ak
+            h.update(ak)
             key = "rewardlang.sandbox.verdict:" + h.hexdigest()
             if key in pending:
                 pending[key][4].append(i)
@@ -202,10 +310,10 @@ class Sandbox:
             # per run: the worker's own real-time backstop, its kill (at most 3 s) and clean-up (2 s)
             hard = n_runs * (task.limits.hard_wall + 5.0) + self.config.hard_timeout_slack
             pending[key] = (payload, hard, plan, task.compare, [i])
-        futures = {k: self.pool.submit(req, hard) for k, (req, hard, _, _, _) in pending.items()}
-        for key, fut in futures.items():
-            req, _, plan, compare, idx = pending[key]
-            raw: RawResult = fut.result()
+        del answer_keys
+
+        def settle(key: str, raw: RawResult) -> None:
+            _req, _hard, plan, compare, idx = pending.pop(key)
             v = judge(plan, raw, level=self.level, compare=compare)
             counts["executions"] += 1
             if v.infra:
@@ -218,6 +326,17 @@ class Sandbox:
             counts["inside_tests"] += sum(t.inside for t in v.tests)
             for i in idx:
                 out[i] = v
+
+        window = 2 * max(1, len(self.pool.slots))
+        todo = deque(pending)
+        inflight: dict[Future[RawResult], str] = {}
+        while todo or inflight:
+            while todo and len(inflight) < window:
+                key = todo.popleft()
+                inflight[self.pool.submit(pending[key][0], pending[key][1])] = key
+            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+            for fut in done:
+                settle(inflight.pop(fut), fut.result())  # the raw result is dropped here, once judged
         with self._lock:
             self.stats.update(counts)
         if stats is not None:
@@ -227,8 +346,7 @@ class Sandbox:
             stats["sandbox.isolation_level"] = self.rank
             if not self.security_boundary:
                 stats["sandbox.not_a_security_boundary"] = 1
-        return [v for v in out if v is not None] if all(v is not None for v in out) else \
-            [v if v is not None else Verdict("infra", infra="lost") for v in out]
+        return [v if v is not None else Verdict("infra", infra="lost") for v in out]
 
     def run(self, code: str | None, tests: str | Sequence[str] | None = None, entry_point: str | None = None,
             **kw: Any) -> Verdict:
@@ -320,25 +438,28 @@ def doctor_report(config: SandboxConfig | None = None, *, all_levels: bool = Tru
         ('bwrap', True)
     """
     config = config or SandboxConfig(slots=1)
-    ladder = [config.level] if config.level else list(LEVELS)
+    expected, why = (config.level, {}) if config.level else expected_level(config)
+    ladder = list(LEVELS) if all_levels else [lv for lv in (expected,) if lv]
     levels: dict[str, dict[str, Any]] = {}
-    chosen = None
     for level in ladder:
         report, slot = probe_level(level, config)
         if slot is not None:
             slot.close()
+        if level in why:
+            report["prerequisite"] = why[level]
         levels[level] = report
-        if report["available"] and chosen is None:
-            chosen = level
-            if not all_levels:
-                break
+    chosen = expected if expected and levels.get(expected, {}).get("available") else None
     bwrap = find_bwrap(config)
     out: dict[str, Any] = {
         "level": chosen,
+        "expected_level": expected,
+        "forced": bool(config.level),
         "rank": LEVEL_RANK[chosen] if chosen else None,
         "security_boundary": chosen is not None and chosen != "limits",
         "warning": NOT_A_BOUNDARY if chosen == "limits" else (
-            None if chosen else "no sandbox level works: programs cannot be executed"),
+            None if chosen else (f"the expected level {expected!r} does not start: programs cannot be executed"
+                                 if expected else "no isolating level on this machine: programs cannot be "
+                                 "executed (REWARDLANG_SANDBOX_LEVEL=limits runs them without isolation)")),
         "levels": levels,
         "ladder": list(LEVELS),
         "bwrap": {"path": bwrap, "version": _bwrap_version(bwrap)},

@@ -247,6 +247,10 @@ def _size_ok(v: Any) -> Any:
     return v
 
 
+def _is_view(x: Any) -> bool:
+    return type(x).__name__ in ("dict_keys", "dict_items")
+
+
 def _binop(op: type, a: Any, b: Any) -> Any:
     if op is ast.Pow:
         if type(b) is int and type(a) is int:
@@ -258,10 +262,12 @@ def _binop(op: type, a: Any, b: Any) -> Any:
         for x, n in ((a, b), (b, a)):
             if isinstance(x, (str, list, tuple, bytes)) and type(n) is int and len(x) * max(n, 0) > MAX_LEN:
                 raise SafeEvalError("repetition too large")
-    if op in (ast.BitOr, ast.BitAnd, ast.BitXor, ast.Sub) and not (type(a) in (int, bool) and type(b) in (int, bool)):
-        # a dict view combined with an iterable builds a set of that iterable's elements
+    if op in (ast.BitOr, ast.BitAnd, ast.BitXor, ast.Sub) and (_is_view(a) or _is_view(b)):
+        # a dict view combined with an iterable builds a set of that iterable's elements (only then: for any
+        # other operands these operators build no table, and listing a program's 8M-character string here
+        # would cost this process 400 MiB before `-` fails; str and bytes elements cannot be chosen to collide)
         for x in (a, b):
-            if type(x) in (list, tuple, str, bytes) or type(x).__name__ in ("dict_keys", "dict_items"):
+            if type(x) in (list, tuple) or _is_view(x):
                 check_hashes(list(x))
     if op is ast.LShift and type(b) is int and b > MAX_INT_BITS:
         raise SafeEvalError("shift too large")

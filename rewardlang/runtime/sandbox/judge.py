@@ -314,7 +314,7 @@ def _judge_call(plan: Plan, run: RawRun) -> tuple[str, list[TestResult]]:
     missing = [i for i, r in enumerate(results) if r is None]
     if missing:
         st, why = _termination(run)
-        if malformed:
+        if malformed and run.reason is None:  # a limit that cut the channel short names the class itself
             st, why = "runtime_error", "malformed result channel"
         first = missing[0]
         results[first] = TestResult(st, why, plan.tests[first].kind == "inside")

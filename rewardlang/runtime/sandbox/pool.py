@@ -55,6 +55,10 @@ class RawRun:
     clean: bool
     res: bytes
     out: bytes
+    #: the judge process's records (tests that ran there; see ``_worker._judge_main``), None without one
+    judge: bytes | None = None
+    #: how the judge process ended, as the worker saw it (exit, cpu, cpu_limit, killed, overflow)
+    judge_info: dict[str, Any] | None = None
 
 
 @dataclass
@@ -178,6 +182,9 @@ class Slot:
         for run in head.get("runs", ()):
             blobs.append(_read_exact(fd, int(run["res_len"]), deadline) if run["res_len"] else b"")
             blobs.append(_read_exact(fd, int(run["out_len"]), deadline) if run["out_len"] else b"")
+            if "judge_len" in run:   # the judge process's records: kept beside the run, not in `blobs`
+                n_j = int(run["judge_len"])
+                run["judge_bytes"] = _read_exact(fd, n_j, deadline) if n_j else b""
         return head, blobs
 
     def _descendants(self) -> list[int]:
@@ -289,7 +296,8 @@ class SlotPool:
                 for i, r in enumerate(head["runs"]):
                     runs.append(RawRun(exit=int(r["exit"]), reason=r["reason"], cpu=float(r["cpu"]),
                                        wall=float(r["wall"]), setup_failed=bool(r["setup_failed"]),
-                                       clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1]))
+                                       clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1],
+                                       judge=r.get("judge_bytes"), judge_info=r.get("judge")))
                 # Infrastructure outcomes come only from channels no program can write: the set-up byte
                 # the child sends and closes before the program's first instruction (never the exit
                 # status), the worker's own protocol, and the machine's load (our clock, not the program's).

@@ -931,9 +931,10 @@ def _run_judged_test(code: object, g: dict, param: _Proxy, ch: _Channel) -> tupl
         ns["__rl_test"](param, _strict_eq)
     except _CallRefused:
         res = ("fail", "")          # replaced below by the refusal itself
-    except AssertionError as e:
-        m = _msg(e)
-        res = ("fail", m[:-2] if m.endswith(": ") else m)
+    except AssertionError:
+        # no message: records pass through the worker, whose memory later programs inherit (a test's
+        # message may hold expected values)
+        res = ("fail", "AssertionError")
     except MemoryError:
         res = ("fail", "the test code ran out of memory in the judge process")
     except NameError as e:
@@ -943,7 +944,10 @@ def _run_judged_test(code: object, g: dict, param: _Proxy, ch: _Channel) -> tupl
             res = ("fail", f"{_msg(e)} (the tests run in the judge process: names of the program's module "
                            "other than the functions under test are not visible to them)")
     except BaseException as e:
-        res = ("error", _msg(e))
+        if getattr(e, "_rl_program", False):
+            res = ("error", _msg(e))     # the program's own exception, with its own message
+        else:
+            res = ("error", f"{type(e).__name__} in the test code")
     else:
         res = ("pass", "")
     if ch.sticky is not None:
@@ -969,7 +973,7 @@ def _judge_main(job: dict, ch: _Channel, vfd: int) -> None:
             exec(code if code is not None else compile(src, "tests.py", "exec"), g)
     except BaseException as e:
         setup_error = _msg(e)
-    for j, (src, code) in enumerate(job["tests"]):
+    for j, src in enumerate(job["tests"]):
         i = job["base"] + j
         if setup_error is not None:
             emit(["t", i, "fail", "the tests' set-up failed in the judge process: " + setup_error])
@@ -977,7 +981,7 @@ def _judge_main(job: dict, ch: _Channel, vfd: int) -> None:
         if ch.sticky is not None and not ch.sticky.permanent:
             ch.sticky = None
         try:
-            code = code if code is not None else compile(src, "tests.py", "exec")
+            code = compile(src, "tests.py", "exec")
         except BaseException as e:
             emit(["t", i, "error", _msg(e)])
             continue
@@ -1007,6 +1011,14 @@ def _judge_child(state: "Worker", req: dict, job: dict, limits: list[tuple[int, 
     fork of the worker (which never runs any), and the request's program text is dropped first."""
     try:
         req.clear()            # the only reference to the program's text in this process
+        # The judged tests come as a second frame of the request, read here from the protocol pipe: they
+        # never pass through the worker, so no program (a fork of the worker) can find them in its memory.
+        part = loads(_read_exact(state.rfd, struct.unpack("<I", _read_exact(state.rfd, 4))[0]))
+        tests = part["inside"]
+        if type(tests) is not list or len(tests) != job["n"] or not all(type(t) is str for t in tests):
+            raise ValueError("malformed judged tests")
+        job["tests"] = tests
+        job["setup"] = [x for x in ((part.get("jsetup") or "", None), job["setup"]) if x[0]]
         os.setsid()            # its own session and group: not the program's (the program may kill its own)
         fd0 = os.open("/dev/null", os.O_RDONLY)
         os.dup2(fd0, 0)
@@ -1296,12 +1308,9 @@ class Worker:
         call_r, call_w = os.pipe2(os.O_CLOEXEC)      # judge -> program: calls
         ans_r, ans_w = os.pipe2(os.O_CLOEXEC)        # program -> judge: answers
         v_r, v_w = os.pipe2(os.O_CLOEXEC)            # judge -> worker: verdicts (the program never holds it)
-        inside = req["inside"]
-        pre = req.get("_inside") or [None] * len(inside)
-        setup = [(req.get("jsetup") or "", req.get("_jsetup")), (req.get("setup") or "", req.get("_setup"))]
-        job = {"entry": req.get("entry"), "proxy": list(req.get("proxy") or ()),
-               "base": len(req.get("probes", ())), "setup": [(s, c) for s, c in setup if s],
-               "tests": list(zip(inside, pre)), "budget": int(req["limits"]["obs"])}
+        job = {"entry": req.get("entry"), "proxy": list(req.get("proxy") or ()), "n": int(req["judged"]),
+               "base": len(req.get("probes", ())), "setup": (req.get("setup") or "", req.get("_setup")),
+               "budget": int(req["limits"]["obs"])}
         jpid = os.fork()
         if jpid == 0:
             _judge_child(self, req, job, limits, call_w, ans_r, v_w)
@@ -1413,7 +1422,7 @@ class Worker:
         t0 = time.monotonic()
         c0 = self._children_cpu()
         limits = _limit_plan(lim)
-        judge = self._start_judge(req, limits) if req.get("mode") == "call" and req.get("inside") else None
+        judge = self._start_judge(req, limits) if req.get("mode") == "call" and req.get("judged") else None
         if judge is not None and lim.get("nproc"):
             limits = _limit_plan(dict(lim, nproc=int(lim["nproc"]) + 1))  # the judge process is one of the uid's
         pid = os.fork()
@@ -1578,7 +1587,7 @@ class Worker:
         return head, b"".join(res), b"".join(out)
 
     def _compiled(self, src: str, mode: str) -> object:
-        """Trusted test code (probes, set-up, inside tests) compiled here once and cached: a GRPO group
+        """Trusted test code (probes, set-up) compiled here once and cached: a GRPO group
         sends the same tests with many programs, and the child then compiles only the program."""
         key = (src, mode)
         code = self._codes.get(key)
@@ -1600,10 +1609,6 @@ class Worker:
         for p in req.get("probes", ()):
             if "e" in p:
                 p["_c"] = self._compiled(p["e"], "eval")
-        if req.get("inside"):
-            req["_inside"] = [self._compiled(src, "exec") for src in req["inside"]]
-            if req.get("jsetup"):
-                req["_jsetup"] = self._compiled(req["jsetup"], "exec")
 
     def handle(self, req: dict) -> tuple[dict, list[bytes]]:
         op = req.get("op", "run")

@@ -96,15 +96,19 @@ class Plan:
         """The part of a request that depends only on the tests (the program and limits are added)."""
         d: dict[str, Any] = {"mode": self.mode}
         if self.mode == "call":
-            d.update(setup=self.setup, entry=self.entry, param=self.param, probes=list(self.probes),
-                     inside=list(self.inside))
+            d.update(setup=self.setup, entry=self.entry, param=self.param, probes=list(self.probes))
             if self.inside:
-                d["proxy"] = list(self.proxy)
-                if self.judge_setup:
-                    d["jsetup"] = self.judge_setup
+                d.update(judged=len(self.inside), proxy=list(self.proxy))
         elif self.mode == "stdio":
             d["inputs"] = list(self.inputs)
         return d
+
+    def judge_wire(self) -> dict[str, Any] | None:
+        """The second frame of a request with judged tests (None without): their code, read in the sandbox
+        by the judge process alone (the worker, whose memory every program inherits, never holds it)."""
+        if self.mode != "call" or not self.inside:
+            return None
+        return {"inside": list(self.inside), "jsetup": self.judge_setup}
 
 
 # ----------------------------------------------------------------------------------------------------------

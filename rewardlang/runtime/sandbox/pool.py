@@ -156,15 +156,17 @@ class Slot:
         self.info = info
         self.own_pids = self._descendants()
 
-    def request(self, req: dict[str, Any] | bytes, hard_timeout: float) -> tuple[dict[str, Any], list[bytes]]:
-        """Send one request (a dict, or its JSON already encoded) and read the response; SlotFailure on any
+    def request(self, req: dict[str, Any] | bytes | tuple[bytes, ...], hard_timeout: float) -> tuple[dict[str, Any],
+                                                                                             list[bytes]]:
+        """Send one request (a dict, its JSON already encoded, or several encoded frames: the request and the
+        judged tests, which the judge process reads itself) and read the response; SlotFailure on any
         misbehaviour (the caller kills the slot)."""
         if not self.alive:
             raise SlotFailure("slot is not running")
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
-        payload = req if isinstance(req, bytes) else json.dumps(req).encode()
+        frames = req if isinstance(req, tuple) else (req if isinstance(req, bytes) else json.dumps(req).encode(),)
         try:
-            _write_all(self.proc.stdin.fileno(), _worker.pack_frame(payload))
+            _write_all(self.proc.stdin.fileno(), b"".join(_worker.pack_frame(f) for f in frames))
         except OSError as e:
             raise SlotFailure(f"cannot write to slot: {e}") from e
         fd = self.proc.stdout.fileno()
@@ -262,7 +264,8 @@ class SlotPool:
         self.slots = [first] if first is not None else []
         self.slots += [Slot(config, level, i) for i in range(len(self.slots), n)]
         self.stats: Counter[str] = Counter()
-        self._queue: queue.SimpleQueue[tuple[dict[str, Any] | bytes, float, Future[RawResult]] | None] = \
+        self._queue: queue.SimpleQueue[tuple[dict[str, Any] | bytes | tuple[bytes, ...], float,
+                                             Future[RawResult]] | None] = \
             queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()
@@ -328,7 +331,7 @@ class SlotPool:
                 slot.kill()
                 fut.set_result(RawResult(None, infra=f"{type(e).__name__}: {e}"))
 
-    def submit(self, req: dict[str, Any] | bytes, hard_timeout: float) -> Future[RawResult]:
+    def submit(self, req: dict[str, Any] | bytes | tuple[bytes, ...], hard_timeout: float) -> Future[RawResult]:
         fut: Future[RawResult] = Future()
         if self._closed:
             fut.set_result(RawResult(None, infra="sandbox closed"))

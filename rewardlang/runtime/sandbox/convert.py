@@ -386,7 +386,7 @@ def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "m
                       if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         proxy = tuple(sorted(c for c in called_all if c not in defined and (c == entry_point or
                                                                             not hasattr(builtins, c))))
-        jsetup, jnotes = _judge_names(stmts, defined | {"candidate"}, set(proxy))
+        jsetup, jnotes = _judge_names(stmts, _assigned_names(stmts) | {"candidate"}, set(proxy))
         notes += jnotes
     return Plan(fmt, "call", entry_point, "candidate", ast.unparse(ast.Module(setup, [])), tuple(probes),
                 tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=proxy, judge_setup=jsetup)

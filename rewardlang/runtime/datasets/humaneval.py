@@ -68,8 +68,8 @@ def _load() -> tuple[dict[str, str], ...]:
 def _with_prompt_helpers(prompt: str, tests: str, entry_point: str) -> str:
     """``tests``, preceded by the prompt's helper definitions when the tests use one they do not define.
 
-        >>> p = "import math\ndef poly(xs, x):\n    return xs[0]\ndef find_zero(xs):\n    pass\n"
-        >>> print(_with_prompt_helpers(p, "def check(candidate):\n    assert poly([1], 2) == 1\n", "find_zero"))
+        >>> p = "import math\\ndef poly(xs, x):\\n    return xs[0]\\ndef find_zero(xs):\\n    pass\\n"
+        >>> print(_with_prompt_helpers(p, "def check(candidate):\\n    assert poly([1], 2) == 1\\n", "find_zero"))
         import math
         def poly(xs, x):
             return xs[0]

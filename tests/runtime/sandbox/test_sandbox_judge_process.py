@@ -483,3 +483,28 @@ def test_decode_plain_is_bounded() -> None:
 def _no_strays_before(sb1: Sandbox) -> Iterator[None]:
     assert sb1.stray_processes() == []
     yield
+
+
+def test_every_humaneval_test_is_converted_or_judged_in_the_judge_process() -> None:
+    """No test of the 164 runs in the program's process: each is a probe (judged in the trusted process) or
+    runs whole in the judge process, and the program's request carries no judged test code."""
+    kinds: Counter[str] = Counter()
+    judged = []
+    for r in ROWS.values():
+        plan = make_plan(r["tests"], r["entry_point"], "humaneval")
+        kinds.update(t.kind for t in plan.tests)
+        wire = plan.wire()
+        assert "inside" not in wire
+        if plan.n_inside:
+            judged.append(r["task_id"])
+            assert wire["judged"] == 1 and wire["proxy"] == [r["entry_point"]]
+            jw = plan.judge_wire()
+            assert jw is not None and jw["inside"] == list(plan.inside)
+            assert not any("judge process" in n for n in plan.notes), plan.notes   # every name resolves
+        else:
+            assert plan.judge_wire() is None
+    assert set(kinds) == {"probe", "inside"} and kinds["probe"] > 1000
+    assert judged == [f"HumanEval/{i}" for i in (32, 33, 38, 44, 50, 53, 151)]
+    for row, helper in ((H32, "def poly("), (H38, "def encode_cyclic("), (H50, "def encode_shift(")):
+        assert row["tests"].index(helper) < row["tests"].index("def check(")   # the prompt's own helper
+        assert helper in make_plan(row["tests"], row["entry_point"], "humaneval").setup

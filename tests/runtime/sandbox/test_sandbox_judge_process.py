@@ -264,6 +264,18 @@ CASES = [
                     pass
             return s
         """)),
+    Case("h38_closes_its_channel_at_import", H38,
+         "import os\nos.closerange(3, 256)\ndef decode_cyclic(s):\n    return s\n", "runtime_error"),
+    Case("h50_claims_a_huge_answer_then_sleeps", H50, _d("""
+        import os, struct, time
+        def decode_shift(s):
+            for fd in range(5, 64):
+                try:
+                    os.write(fd, struct.pack("<I", 1 << 30))
+                except OSError:
+                    pass
+            time.sleep(60)
+        """), "output_limit"),
     Case("h38_exits_during_a_call", H38, "import os\ndef decode_cyclic(s):\n    os._exit(0)\n", "runtime_error"),
     Case("h50_raises", H50, "def decode_shift(s):\n    raise ValueError('no')\n", "runtime_error"),
     Case("h38_never_answers", H38, "import time\ndef decode_cyclic(s):\n    time.sleep(60)\n", "timeout"),

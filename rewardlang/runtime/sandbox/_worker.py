@@ -941,8 +941,8 @@ def _run_judged_test(code: object, g: dict, param: _Proxy, ch: _Channel) -> tupl
         if getattr(e, "_rl_program", False):
             res = ("error", _msg(e))
         else:   # a name only the program's module could have resolved: never looked up there (see docs)
-            res = ("fail", f"{_msg(e)} (the tests run in the judge process: names of the program's module "
-                           "other than the functions under test are not visible to them)")
+            res = ("fail", (f"{_msg(e)} (the tests run in the judge process: names of the program's module "
+                            "other than the functions under test are not visible to them)"))
     except BaseException as e:
         if getattr(e, "_rl_program", False):
             res = ("error", _msg(e))     # the program's own exception, with its own message

@@ -9,7 +9,10 @@ the first frame is the slot configuration, then each request frame is answered b
 a JSON header followed by raw blobs (for every run: the result-channel bytes, then the captured stdout).
 
 The program's process sends *observations* on fd 3 (frames of JSON lists); the worker does not interpret
-them, the trusted process does. Expected values never reach this file.
+them, the trusted process does. Expected values never reach the worker or the program's process: tests that
+cannot be split into probes come as a second request frame that only the *judge process* (forked by the
+worker, holding no program code) reads; it runs them with the program's functions behind a proxy (see
+``_judge_main``) and reports per test on a pipe only it holds (a third blob of the run's response).
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ is its own execution, and the cases after a timeout are not run (they fail). An 
 (a sandbox slot died or hung, no sandbox level available) masks the sample; it never scores 0.
 
 Counters in ``ctx.stats``: ``sandbox.executions``, ``sandbox.cache_hits``, ``sandbox.batch_duplicates``,
-``sandbox.infra_failures``, ``sandbox.timeouts``, ``sandbox.inside_tests`` (weaker tests that had to run
-inside the sandbox), ``sandbox.isolation_level`` (3 bwrap, 2 namespaces, 1 uid, 0 limits) and
+``sandbox.infra_failures``, ``sandbox.timeouts``, ``sandbox.judge_process_tests`` (tests that could not be
+split into probes and ran whole in the sandbox's judge process), ``sandbox.isolation_level`` (3 bwrap, 2 namespaces, 1 uid, 0 limits) and
 ``sandbox.level.<name>``.
 """
 

@@ -9,7 +9,10 @@ the first frame is the slot configuration, then each request frame is answered b
 a JSON header followed by raw blobs (for every run: the result-channel bytes, then the captured stdout).
 
 The program's process sends *observations* on fd 3 (frames of JSON lists); the worker does not interpret
-them, the trusted process does. Expected values never reach this file.
+them, the trusted process does. Expected values never reach the worker or the program's process: tests that
+cannot be split into probes come as a second request frame that only the *judge process* (forked by the
+worker, holding no program code) reads; it runs them with the program's functions behind a proxy (see
+``_judge_main``) and reports per test on a pipe only it holds (a third blob of the run's response).
 """
 
 from __future__ import annotations
@@ -569,7 +572,7 @@ def _msg(e: BaseException) -> str:
 
 
 def _strict_eq(a: object, b: object) -> bool:
-    """Equality for tests that must run inside: both sides must be plain values (see encode_value)."""
+    """Equality for the tests the judge process runs: both sides must be plain values (see encode_value)."""
     try:
         encode_value(a)
         encode_value(b)
@@ -648,21 +651,11 @@ def _run_program(req: dict) -> None:
             except MemoryError as e:
                 _emit(["t", i, "memory", _msg(e)])
         i += 1
-    for j, src in enumerate(req.get("inside", ())):
-        try:
-            ns: dict = {}
-            pre = req.get("_inside")
-            exec(pre[j] if pre and pre[j] is not None else compile(src, "tests.py", "exec"), g, ns)
-            ns["__rl_test"](cand, _strict_eq)
-        except AssertionError:
-            _emit(["t", i, "fail", "AssertionError"])
-        except MemoryError as e:
-            _emit(["t", i, "memory", _msg(e)])
-        except BaseException as e:
-            _emit(["t", i, "error", _msg(e)])
-        else:
-            _emit(["t", i, "pass"])
-        i += 1
+    calls = req.get("_calls")
+    if calls is not None:
+        # Tests that could not be split run in the judge process, never here: this process only answers
+        # its calls, one at a time, until the judge process closes the channel.
+        _serve_calls(calls[0], calls[1], g, entry, cand)
     _emit(["d"])
 
 
@@ -671,6 +664,397 @@ def _flush() -> None:
         sys.stdout.flush()
     except BaseException:
         pass
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The judge process: tests that cannot be split into probes run here, with the program behind a proxy
+# ----------------------------------------------------------------------------------------------------------
+#
+# A test with loops, locals or helpers (HumanEval/32's `poly`, /38's `encode_cyclic`) cannot be split into a
+# probe and a judge expression. It runs in a second process of the slot, forked from the worker (which never
+# runs program code) and holding no program code: the *judge process*. There ``candidate`` (and every name of
+# the program the tests call) is a proxy; each call crosses to the program's process as plain data (the
+# type-exact encoding above), the program's process calls its function and sends the type-exactly encoded
+# result back, and the judge process decodes it (bounded) and goes on with the test. Pass/fail per test
+# leaves the judge process on a pipe only it holds. The program's process never sees the test code, the
+# expected values or the judging: reading its frames, its globals or fd 3 finds nothing that decides a verdict.
+
+MAX_INT_HEX = 100_000      # hex digits of one decoded int (linear-time conversion)
+MAX_SAME_HASH = 8          # elements of one decoded set/dict that may share a hash value (see safe_eval)
+JUDGE_OUT_CAP = 1 << 20    # bytes the worker accepts from the judge process (a few hundred per test)
+_unpack_len = struct.Struct("<I").unpack
+_os_read = os.read
+_MIRRORED = {name: getattr(builtins, name) for name in (
+    "Exception", "ArithmeticError", "LookupError", "ValueError", "TypeError", "KeyError", "IndexError",
+    "ZeroDivisionError", "OverflowError", "AttributeError", "NameError", "UnboundLocalError", "RuntimeError",
+    "RecursionError", "NotImplementedError", "UnicodeError", "UnicodeDecodeError", "UnicodeEncodeError")}
+
+
+class Malformed(ValueError):
+    """An encoded value that is not one (or one the judge refuses to build, e.g. a hash flood)."""
+
+
+def _check_hashes(items: list) -> None:
+    """Refuse more than :data:`MAX_SAME_HASH` items of one hash value (the judge's copy of
+    ``safe_eval.check_hashes``: this file imports nothing of rewardlang). O(n log n), no table built."""
+    n = len(items)
+    if n <= MAX_SAME_HASH:
+        for x in items:
+            hash(x)
+        return
+    hs = sorted(map(hash, items))
+    run = best = 1
+    for i in range(1, n):
+        if hs[i] == hs[i - 1]:
+            run += 1
+            if run > best:
+                best = run
+        else:
+            run = 1
+    if best > MAX_SAME_HASH:
+        raise Malformed(f"{best} elements of a set or dict share one hash value")
+
+
+def decode_plain(enc: object, depth: int = 0) -> object:
+    """Inverse of :func:`encode_value`, safe on untrusted input: bounded depth, int size and float text,
+    sets and dicts built only after :func:`_check_hashes`. Raises :class:`Malformed` (or ValueError).
+
+        >>> decode_plain(encode_value([1, (2.5, "a"), {None: True}, frozenset({3})]))
+        [1, (2.5, 'a'), {None: True}, frozenset({3})]
+    """
+    if depth > 120 or type(enc) is not list or not enc or type(enc[0]) is not str:
+        raise Malformed("malformed value")
+    tag = enc[0]
+    if tag == "n":
+        return None
+    if len(enc) < 2:
+        raise Malformed("malformed value")
+    v = enc[1]
+    tv = type(v)
+    if tag == "b" and tv is bool:
+        return v
+    if tag == "i" and tv is str and len(v) <= MAX_INT_HEX:
+        return int(v, 16)
+    if tag == "f" and tv is str and len(v) < 40:
+        return float(v)
+    if tag == "s" and tv is str:
+        return v
+    if tag == "y" and tv is str:
+        return bytes.fromhex(v)
+    if tag == "c" and len(enc) == 3 and tv is str and type(enc[2]) is str and len(v) < 40 and len(enc[2]) < 40:
+        return complex(float(v), float(enc[2]))
+    if tv is list:
+        if tag == "l":
+            return [decode_plain(x, depth + 1) for x in v]
+        if tag == "t":
+            return tuple([decode_plain(x, depth + 1) for x in v])
+        if tag == "S" or tag == "F":
+            items = [decode_plain(x, depth + 1) for x in v]
+            _check_hashes(items)
+            return set(items) if tag == "S" else frozenset(items)
+        if tag == "d":
+            keys, vals = [], []
+            for kv in v:
+                if type(kv) is not list or len(kv) != 2:
+                    raise Malformed("malformed dict")
+                keys.append(decode_plain(kv[0], depth + 1))
+                vals.append(decode_plain(kv[1], depth + 1))
+            _check_hashes(keys)
+            return dict(zip(keys, vals))
+    raise Malformed(f"malformed value (tag {tag[:10]!r})")
+
+
+def _no_json(*_a: object) -> object:
+    raise ValueError("not part of the value format")
+
+
+class _StrictScanContext:
+    """JSON scanner settings for the program's answers: lists, strings, booleans and null only (the format
+    has no JSON objects or numbers; an int of a million digits or a dict of chosen keys is never built)."""
+
+    strict = True
+    object_hook = None
+
+    def __init__(self) -> None:
+        self.object_pairs_hook = _no_json
+        self.parse_float = self.parse_int = self.parse_constant = _no_json
+        self.memo: dict = {}
+
+
+_strict_scan = _json.make_scanner(_StrictScanContext())
+
+
+def _strict_loads(data: bytes) -> object:
+    text = data.decode("ascii")     # the program's encoder writes ASCII JSON; anything else is malformed
+    obj, end = _strict_scan(text, 0)
+    if end != len(text):
+        raise ValueError("trailing data")
+    return obj
+
+
+def _recv(fd: int, n: int) -> bytes:
+    chunks = []
+    while n:
+        b = _os_read(fd, n if n < 1 << 20 else 1 << 20)
+        if not b:
+            raise EOFError
+        chunks.append(b)
+        n -= _len(b)
+    return b"".join(chunks)
+
+
+def _send(fd: int, data: bytes) -> None:
+    view = memoryview(_pack_len(_len(data)) + data)
+    while view:
+        view = view[_os_write(fd, view):]
+
+
+def _serve_calls(rfd: int, wfd: int, g: dict, entry: str | None, cand: object) -> None:
+    """In the program's process: answer the judge process's calls until it closes the channel. A call is
+    ``[name, [args], [[keyword, value], ...]]`` (encoded plain values); the answer is ``["r", value]``,
+    ``["e", exception type, message]``, ``["m", message]`` (MemoryError) or ``["u", message]`` (the result
+    is not a plain value)."""
+    while True:
+        try:
+            name, args, kw = loads(_recv(rfd, _unpack_len(_recv(rfd, 4))[0]))
+        except BaseException:     # EOF: the judge process is done (or gone)
+            return
+        try:
+            fn = cand if name is None or name == entry else g.get(name)
+            if not callable(fn):
+                raise NameError(f"name {name!r} is not defined by the program")
+            a = [decode_plain(x) for x in args]
+            k = {key: decode_plain(x) for key, x in kw}
+            v = fn(*a, **k)
+        except MemoryError as e:
+            out = ["m", _msg(e)]
+        except BaseException as e:
+            out = ["e", _type(e).__name__, _msg(e)]
+        else:
+            try:
+                out = ["r", encode_value(v)]
+            except (Unencodable, RecursionError) as e:
+                out = ["u", _msg(e)]
+            except MemoryError as e:
+                out = ["m", _msg(e)]
+        try:
+            _send(wfd, _dumps(out).encode("ascii"))
+        except MemoryError:
+            try:
+                _send(wfd, b'["m","MemoryError"]')
+            except BaseException:
+                return
+        except BaseException:
+            return
+
+
+class _CallRefused(BaseException):
+    """A call whose answer decides the test whatever the test code does with the exception (a
+    ``BaseException``, so ``except Exception`` in a test does not swallow it, and remembered by the channel
+    in case a bare ``except:`` does): the program's process is gone, its result is no plain value, too large,
+    malformed, or it ran out of memory. ``permanent``: no later call can be answered either."""
+
+    def __init__(self, status: str, detail: str, permanent: bool = False) -> None:
+        super().__init__(detail)
+        self.status, self.detail, self.permanent = status, detail[:300], permanent
+
+
+class ProgramError(Exception):
+    """An exception the program raised during a call, of a type the judge process does not re-create
+    (re-created: ``ValueError``, ``KeyError``, ... so a test expecting one still catches it)."""
+
+
+class _Channel:
+    """The judge process's end of the call channel (one call at a time: write the call, read the answer)."""
+
+    def __init__(self, wfd: int, rfd: int, budget: int) -> None:
+        self.wfd, self.rfd = wfd, rfd
+        self.budget = budget        # bytes of answers still accepted (the program's observation limit)
+        self.sticky: _CallRefused | None = None
+        self.calls = 0
+
+    def refuse(self, status: str, detail: str, permanent: bool = False) -> _CallRefused:
+        self.sticky = _CallRefused(status, detail, permanent)
+        return self.sticky
+
+    def call(self, name: str | None, args: tuple, kwargs: dict) -> object:
+        if self.sticky is not None:
+            raise self.sticky
+        try:
+            msg = dumps([name, [encode_value(a) for a in args], [[k, encode_value(v)] for k, v in kwargs.items()]])
+        except (Unencodable, RecursionError) as e:
+            raise self.refuse("fail", f"an argument cannot be sent to the program ({_msg(e)})") from None
+        self.calls += 1
+        try:
+            _write_all(self.wfd, pack_frame(msg.encode("ascii")))
+            n = struct.unpack("<I", _read_exact(self.rfd, 4))[0]
+            if n > self.budget:
+                raise self.refuse("limit", "the program's results exceed the observation limit", True)
+            self.budget -= n
+            data = _read_exact(self.rfd, n)
+        except (OSError, EOFError):
+            raise self.refuse("gone", "the program's process ended during a call", True) from None
+        try:
+            rec = _strict_loads(data)
+            if type(rec) is not list or not rec or type(rec[0]) is not str:
+                raise ValueError("not a record")
+            tag = rec[0]
+            if tag == "r" and len(rec) == 2:
+                return decode_plain(rec[1])
+        except (ValueError, TypeError, RecursionError, OverflowError, UnicodeError, IndexError) as e:
+            raise self.refuse("fail", f"malformed result from the program: {_msg(e)}") from None
+        if tag == "e" and len(rec) == 3 and type(rec[1]) is str and type(rec[2]) is str:
+            exc = _MIRRORED.get(rec[1], ProgramError)(f"raised by the program: {rec[2][:300]}")
+            exc._rl_program = True          # type: ignore[attr-defined]
+            raise exc
+        if tag == "m":
+            raise self.refuse("memory", "MemoryError in the program")
+        if tag == "u" and len(rec) == 2 and type(rec[1]) is str:
+            raise self.refuse("fail", f"result could not be encoded (not a plain value): {rec[1][:200]}")
+        raise self.refuse("fail", "malformed answer from the program")
+
+
+class _Proxy:
+    """``candidate`` in the judge process: calling it calls the program's function in the program's process."""
+
+    __slots__ = ("_ch", "_name")
+
+    def __init__(self, ch: _Channel, name: str | None) -> None:
+        self._ch, self._name = ch, name
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        return self._ch.call(self._name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<function {self._name} of the program (called in its own process)>"
+
+
+def _run_judged_test(code: object, g: dict, param: _Proxy, ch: _Channel) -> tuple[str, str]:
+    ns: dict = {}
+    try:
+        exec(code, g, ns)
+        ns["__rl_test"](param, _strict_eq)
+    except _CallRefused:
+        res = ("fail", "")          # replaced below by the refusal itself
+    except AssertionError:
+        # no message: records pass through the worker, whose memory later programs inherit (a test's
+        # message may hold expected values)
+        res = ("fail", "AssertionError")
+    except MemoryError:
+        res = ("fail", "the test code ran out of memory in the judge process")
+    except NameError as e:
+        if getattr(e, "_rl_program", False):
+            res = ("error", _msg(e))
+        else:   # a name only the program's module could have resolved: never looked up there (see docs)
+            res = ("fail", (f"{_msg(e)} (the tests run in the judge process: names of the program's module "
+                            "other than the functions under test are not visible to them)"))
+    except BaseException as e:
+        if getattr(e, "_rl_program", False):
+            res = ("error", _msg(e))     # the program's own exception, with its own message
+        else:
+            res = ("error", f"{type(e).__name__} in the test code")
+    else:
+        res = ("pass", "")
+    if ch.sticky is not None:
+        return ch.sticky.status, ch.sticky.detail
+    return res
+
+
+def _judge_main(job: dict, ch: _Channel, vfd: int) -> None:
+    """Run the judged tests; one record per test on ``vfd``: ``["t", index, status, detail]`` with status
+    ``pass``, ``fail``, ``error`` (an exception), ``memory``/``limit`` (the program's MemoryError, results
+    over the observation limit) or ``gone`` (the program's process ended: its own termination decides),
+    then ``["end"]``."""
+    def emit(rec: list) -> None:
+        _write_all(vfd, pack_frame(dumps(rec).encode("ascii")))
+
+    g: dict = {"__name__": "__tests__", "__builtins__": builtins}
+    for name in job["proxy"]:
+        g[name] = _Proxy(ch, name)
+    param = _Proxy(ch, job["entry"])
+    setup_error = None
+    try:
+        for src, code in job["setup"]:
+            exec(code if code is not None else compile(src, "tests.py", "exec"), g)
+    except BaseException as e:
+        setup_error = _msg(e)
+    for j, src in enumerate(job["tests"]):
+        i = job["base"] + j
+        if setup_error is not None:
+            emit(["t", i, "fail", "the tests' set-up failed in the judge process: " + setup_error])
+            continue
+        if ch.sticky is not None and not ch.sticky.permanent:
+            ch.sticky = None
+        try:
+            code = compile(src, "tests.py", "exec")
+        except BaseException as e:
+            emit(["t", i, "error", _msg(e)])
+            continue
+        status, detail = _run_judged_test(code, g, param, ch)
+        emit(["t", i, status, detail])
+        if ch.sticky is not None and ch.sticky.permanent:
+            break      # the program is gone or over its limit: the remaining tests cannot run
+    try:
+        os.close(ch.wfd)      # the program's process sees EOF and finishes
+    except OSError:
+        pass
+    emit(["end"])
+
+
+def _close_all_but(keep: tuple[int, ...] | list[int], start: int = 3) -> None:
+    lo = start
+    for fd in sorted(keep):
+        if fd >= lo:
+            os.closerange(lo, fd)
+            lo = fd + 1
+    os.closerange(lo, 1 << 16)
+
+
+def _judge_child(state: "Worker", req: dict, job: dict, limits: list[tuple[int, int]], call_w: int,
+                 ans_r: int, verdict_w: int) -> None:
+    """Turn the forked process into the judge process; never returns. It holds no program code: it is a
+    fork of the worker (which never runs any), and the request's program text is dropped first."""
+    try:
+        req.clear()            # the only reference to the program's text in this process
+        # The judged tests come as a second frame of the request, read here from the protocol pipe: they
+        # never pass through the worker, so no program (a fork of the worker) can find them in its memory.
+        part = loads(_read_exact(state.rfd, struct.unpack("<I", _read_exact(state.rfd, 4))[0]))
+        tests = part["inside"]
+        if type(tests) is not list or len(tests) != job["n"] or not all(type(t) is str for t in tests):
+            raise ValueError("malformed judged tests")
+        job["tests"] = tests
+        job["setup"] = [x for x in ((part.get("jsetup") or "", None), job["setup"]) if x[0]]
+        os.setsid()            # its own session and group: not the program's (the program may kill its own)
+        fd0 = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(fd0, 0)
+        os.dup2(state.devnull, 1)
+        os.dup2(state.devnull, 2)
+        _close_all_but((call_w, ans_r, verdict_w))
+        os.chdir("/")
+        setr = resource.setrlimit
+        for res, val in limits:
+            setr(res, (val, val))
+        _prctl(PR_SET_DUMPABLE, 0)  # inherited from the worker already; the program cannot open our /proc files
+        # Imports only from the interpreter's own directories: never from the worker's directory or a place
+        # the slot can write (a program could leave a `random.py` there).
+        here = os.path.dirname(os.path.abspath(__file__))
+        writable = [here] + [d for d in [state.tmp, "/tmp", "/dev/shm"] + list(state.wipe) if d]
+        sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not any(
+            p == w or p.startswith(w.rstrip("/") + "/") for w in writable)]
+        sys.path_importer_cache.clear()
+        if state.landlock_paths is not None:
+            if not landlock_restrict(state.landlock_paths, []) and state.require_landlock:
+                os._exit(SETUP_FAILED)
+        if state.program_filter is not None:
+            state.program_filter.install(os.getpid())
+        _write_all(verdict_w, pack_frame(b'["R"]'))
+    except BaseException:
+        os._exit(SETUP_FAILED)
+    try:
+        _judge_main(job, _Channel(call_w, ans_r, job["budget"]), verdict_w)
+    except BaseException:
+        pass
+    os._exit(0)
 
 
 def _limit_plan(lim: dict) -> list[tuple[int, int]]:
@@ -728,7 +1112,7 @@ def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path
         os.dup2(state.devnull, 2)
         os.dup2(res_w, RES_FD)
         os.dup2(ready_w, READY_FD)
-        os.closerange(READY_FD + 1, 1 << 16)
+        _close_all_but(req.get("_calls") or (), READY_FD + 1)  # the call channel's ends, when tests are judged
         os.chdir(rundir)
         pid = os.getpid()
         setr = resource.setrlimit
@@ -950,6 +1334,111 @@ class Worker:
             return _remove_ipc()
         return True
 
+    # -- the judge process ------------------------------------------------------------------------------------
+    def _start_judge(self, req: dict, limits: list[tuple[int, int]]) -> dict:
+        """Fork the judge process of this execution (before the program's, so it never inherits anything
+        of it) and leave the program's ends of the call channel in ``req["_calls"]``."""
+        call_r, call_w = os.pipe2(os.O_CLOEXEC)      # judge -> program: calls
+        ans_r, ans_w = os.pipe2(os.O_CLOEXEC)        # program -> judge: answers
+        v_r, v_w = os.pipe2(os.O_CLOEXEC)            # judge -> worker: verdicts (the program never holds it)
+        job = {"entry": req.get("entry"), "proxy": list(req.get("proxy") or ()), "n": int(req["judged"]),
+               "base": len(req.get("probes", ())), "setup": (req.get("setup") or "", req.get("_setup")),
+               "budget": int(req["limits"]["obs"])}
+        jpid = os.fork()
+        if jpid == 0:
+            _judge_child(self, req, job, limits, call_w, ans_r, v_w)
+            os._exit(SETUP_FAILED)
+        for fd in (call_w, ans_r, v_w):
+            os.close(fd)
+        os.set_blocking(v_r, False)
+        req["_calls"] = (call_r, ans_w)
+        return {"pid": jpid, "pidfd": os.pidfd_open(jpid), "v": v_r, "buf": [], "n": 0, "busy": 0,
+                "cpu_limit": int(req["limits"]["cpu"]) + 1, "info": {}}
+
+    def _judge_data(self, judge: dict, chunk: bytes) -> None:
+        judge["n"] += len(chunk)
+        if judge["n"] <= JUDGE_OUT_CAP:
+            judge["buf"].append(chunk)
+
+    def _judge_busy(self, judge: dict) -> float:
+        """Seconds the judge process was running or runnable since the last call (``/proc/<pid>/schedstat``)."""
+        try:
+            with open(f"/proc/{judge['pid']}/schedstat", "rb") as fh:
+                run_ns, wait_ns = fh.read().split()[:2]
+            w = int(run_ns) + int(wait_ns)
+        except (OSError, ValueError):
+            return 0.0
+        d, judge["busy"] = w - judge["busy"], w
+        return max(0, d) / 1e9
+
+    def _finish_judge(self, judge: dict, pid: int, overload: bool, deadline: float) -> float:
+        """After the program's process ended: end the program's other processes (so the judge process reads
+        EOF if it still waits for an answer), collect the judge process's records until it exits (within the
+        execution's real-time budget, at least 1 s more; at once after an overload), reap it. Returns its
+        CPU seconds. ``judge["info"]``: its exit, CPU, whether it met its CPU limit, whether we killed it."""
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        v, pidfd, jpid = judge["v"], judge["pidfd"], judge["pid"]
+        deadline = time.monotonic() if overload else max(deadline, time.monotonic() + 1.0)
+        poller = select.poll()
+        poller.register(v, select.POLLIN)
+        poller.register(pidfd, select.POLLIN)
+        open_v, exited = True, False
+        while open_v or not exited:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for fd, _ev in poller.poll(int(left * 1000) + 1):
+                if fd == pidfd:
+                    exited = True
+                    poller.unregister(pidfd)
+                    continue
+                try:
+                    chunk = os.read(v, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if chunk:
+                    self._judge_data(judge, chunk)
+                else:
+                    open_v = False
+                    poller.unregister(v)
+        killed = not exited
+        if killed:
+            try:
+                os.kill(jpid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            _, status, ru = os.wait4(jpid, 0)
+            jcpu = ru.ru_utime + ru.ru_stime
+        except ChildProcessError:
+            status, jcpu = 0, 0.0
+        while True:     # what it wrote before it ended
+            try:
+                chunk = os.read(v, 1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self._judge_data(judge, chunk)
+        os.close(v)
+        os.close(pidfd)
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+        judge["info"] = {
+            "exit": os.waitstatus_to_exitcode(status) if status else 0,
+            "cpu": round(jcpu, 4),
+            # RLIMIT_CPU ended it: the test code's own work exceeded the budget (see judge.py). Its rlimit is
+            # the program's CPU limit + 1 s; the kernel's accounting fires somewhat early (1.88 s of 2 s measured
+            # under load), so the program's own limit is the threshold.
+            "cpu_limit": (not killed and sig in (signal.SIGKILL, signal.SIGXCPU)
+                          and jcpu >= max(0.5, judge["cpu_limit"] - 1.0)),
+            "killed": killed,
+            "overflow": judge["n"] > JUDGE_OUT_CAP,
+        }
+        return jcpu
+
     # -- one execution --------------------------------------------------------------------------------------
     def run_once(self, req: dict, stdin_data: str | None) -> tuple[dict, bytes, bytes]:
         t_start = time.monotonic()
@@ -969,6 +1458,9 @@ class Worker:
         t0 = time.monotonic()
         c0 = self._children_cpu()
         limits = _limit_plan(lim)
+        judge = self._start_judge(req, limits) if req.get("mode") == "call" and req.get("judged") else None
+        if judge is not None and lim.get("nproc"):
+            limits = _limit_plan(dict(lim, nproc=int(lim["nproc"]) + 1))  # the judge process is one of the uid's
         pid = os.fork()
         if pid == 0:
             _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir)
@@ -976,6 +1468,9 @@ class Worker:
         os.close(out_w)
         os.close(res_w)
         os.close(ready_w)
+        if judge is not None:
+            for fd in req.pop("_calls"):
+                os.close(fd)
         os.set_blocking(ready_r, False)  # read after the child is reaped: the byte is there or never comes
         for fd in (out_r, res_r):
             os.set_blocking(fd, False)
@@ -984,6 +1479,8 @@ class Worker:
         poller.register(out_r, select.POLLIN)
         poller.register(res_r, select.POLLIN)
         poller.register(pidfd, select.POLLIN)
+        if judge is not None:
+            poller.register(judge["v"], select.POLLIN)
         out: list[bytes] = []
         res: list[bytes] = []
         n_out = n_res = 0
@@ -1031,6 +1528,8 @@ class Worker:
                         reason = "output"
                     else:
                         out.append(chunk)
+                elif judge is not None and fd == judge["v"]:
+                    self._judge_data(judge, chunk)
                 else:
                     n_res += len(chunk)
                     if n_res > cap_res:
@@ -1042,6 +1541,8 @@ class Worker:
             now = time.monotonic()
             if now >= next_tick or now - t0 >= hard_wall:
                 tree, dbusy = self._tree_cpu(pid, waits)
+                if judge is not None:   # the program waits for the judge process: neither is idle then
+                    dbusy += self._judge_busy(judge)
                 cpu = tree + (self._children_cpu() - c0)
                 busy += dbusy
                 idle_wall = max(0.0, (now - t0) - busy)
@@ -1079,11 +1580,14 @@ class Worker:
                     reason = reason or ("output" if fd == out_r else "obs")
                     break
                 buf.append(chunk)
-        cpu = max(cpu, self._children_cpu() - c0)
+        jcpu = 0.0   # the judge process's CPU (reaped: in the children's times, never the program's)
+        if judge is not None:
+            jcpu = self._finish_judge(judge, pid, reason == "overload", t0 + hard_wall)
+        cpu = max(cpu, self._children_cpu() - c0 - jcpu)
         t_end = time.monotonic()
         clean = self._kill_everything(pid)
         t_kill = time.monotonic()
-        cpu = max(cpu, self._children_cpu() - c0)
+        cpu = max(cpu, self._children_cpu() - c0 - jcpu)
         if reason is None and os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGKILL, signal.SIGXCPU) \
                 and cpu >= cpu_limit:
             reason = "cpu"  # the kernel's RLIMIT_CPU backstop ended it between two of our samples
@@ -1115,10 +1619,15 @@ class Worker:
             "t": [round(t0 - t_start, 5), round(t_end - t0, 5), round(t_kill - t_end, 5),
                   round(time.monotonic() - t_kill, 5)],
         }
+        if judge is not None:
+            head["judge"] = judge["info"]
+            head["_judge_bytes"] = b"".join(judge["buf"])
+            if not head["_judge_bytes"].startswith(pack_frame(b'["R"]')):
+                head["setup_failed"] = True     # the judge process could not be set up: masked, slot replaced
         return head, b"".join(res), b"".join(out)
 
     def _compiled(self, src: str, mode: str) -> object:
-        """Trusted test code (probes, set-up, inside tests) compiled here once and cached: a GRPO group
+        """Trusted test code (probes, set-up) compiled here once and cached: a GRPO group
         sends the same tests with many programs, and the child then compiles only the program."""
         key = (src, mode)
         code = self._codes.get(key)
@@ -1140,8 +1649,6 @@ class Worker:
         for p in req.get("probes", ()):
             if "e" in p:
                 p["_c"] = self._compiled(p["e"], "eval")
-        if req.get("inside"):
-            req["_inside"] = [self._compiled(src, "exec") for src in req["inside"]]
 
     def handle(self, req: dict) -> tuple[dict, list[bytes]]:
         op = req.get("op", "run")
@@ -1158,6 +1665,10 @@ class Worker:
             head["res_len"], head["out_len"] = len(res), len(out)
             runs.append(head)
             blobs += [res, out]
+            jb = head.pop("_judge_bytes", None)
+            if jb is not None:           # the judge process's records: a third blob of this run
+                head["judge_len"] = len(jb)
+                blobs.append(jb)
             if head["setup_failed"] or head["recycle"] or head["reason"] == "overload":
                 break
             if head["reason"] in ("cpu", "wall") and req.get("stop_on_timeout", True):

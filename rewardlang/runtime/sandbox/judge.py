@@ -33,8 +33,9 @@ RECORD_SLACK = 16
 
 @dataclass(frozen=True)
 class TestResult:
-    """One test's result: ``status`` is an outcome class or ``not_run``; ``inside`` marks a test that had
-    to run inside the sandbox (weaker: see :mod:`rewardlang.runtime.sandbox.convert`)."""
+    """One test's result: ``status`` is an outcome class or ``not_run``; ``inside`` marks a test that could
+    not be split into probe and judge expression and ran as a whole in the judge process (a separate process
+    holding no program code; see :mod:`rewardlang.runtime.sandbox.convert`)."""
 
     __test__ = False
 
@@ -82,7 +83,7 @@ class Verdict:
                              "level": self.level, "cpu_s": self.cpu, "wall_s": self.wall,
                              "tests": [t.status for t in self.tests]}
         if any(t.inside for t in self.tests):
-            d["inside_tests"] = sum(t.inside for t in self.tests)
+            d["judge_process_tests"] = sum(t.inside for t in self.tests)
         failing = [t.detail for t in self.tests if not t.passed and t.detail][:3]
         if failing:
             d["errors"] = failing
@@ -277,7 +278,13 @@ def _short(v: Any) -> str:
     return s if len(s) <= 120 else s[:117] + "..."
 
 
-def _judge_call(plan: Plan, run: RawRun) -> tuple[str, list[TestResult]]:
+_JUDGED = {"pass": "pass", "fail": "fail", "error": "runtime_error", "memory": "memory", "limit": "output_limit"}
+
+
+def _judge_call(plan: Plan, run: RawRun) -> tuple[str, list[TestResult], str | None]:
+    """(outcome, results, infrastructure failure or None) of a call-mode run. Probes are judged here from
+    the program's channel; tests of kind ``inside`` only from the judge process's channel, which the
+    program never holds (a record for them on the program's channel is forged and ignored)."""
     n = len(plan.tests)
     # The runner writes one record per test plus a few (compile error, load error, done); anything past that
     # is the program writing on the channel, and parsing it would cost this process time the program chose.
@@ -285,43 +292,69 @@ def _judge_call(plan: Plan, run: RawRun) -> tuple[str, list[TestResult]]:
     for rec in recs:
         if rec[0] == "c":
             msg = str(rec[1])[:300] if len(rec) > 1 else "compile error"
-            return "compile_error", [TestResult("compile_error", msg, t.kind == "inside") for t in plan.tests]
+            return "compile_error", [TestResult("compile_error", msg, t.kind == "inside") for t in plan.tests], None
         if rec[0] == "L":
             status = "memory" if len(rec) > 1 and rec[1] == "memory" else "runtime_error"
             msg = str(rec[2])[:300] if len(rec) > 2 else ""
-            return status, [TestResult(status, msg, t.kind == "inside") for t in plan.tests]
+            return status, [TestResult(status, msg, t.kind == "inside") for t in plan.tests], None
     results: list[TestResult | None] = [None] * n
     for rec in recs:
         if rec[0] != "t" or len(rec) < 3 or type(rec[1]) is not int or not 0 <= rec[1] < n:
             continue
         i, kind = rec[1], rec[2]
-        if results[i] is not None:
-            continue
         test = plan.tests[i]
-        inside = test.kind == "inside"
+        if results[i] is not None or test.kind == "inside":
+            continue
         detail = str(rec[3])[:300] if len(rec) > 3 and isinstance(rec[3], str) else ""
         if kind == "memory":
-            results[i] = TestResult("memory", detail, inside)
+            results[i] = TestResult("memory", detail)
         elif kind == "error":
-            results[i] = TestResult("runtime_error", detail, inside)
-        elif inside:
-            results[i] = TestResult("pass" if kind == "pass" else "fail", detail, True)
+            results[i] = TestResult("runtime_error", detail)
         elif kind == "ok" and len(rec) > 3:
             st, why = _judge_probe(test, rec[3])
             results[i] = TestResult(st, why)
         else:
             results[i] = TestResult("fail", detail or "result could not be encoded (not a plain value)")
+    gone: set[int] = set()   # judged tests during which the program's process ended
+    ended = False            # the judge process finished (every test, or stopped after a permanent refusal)
+    if plan.n_inside:
+        jrecs, _ = parse_records(run.judge or b"")
+        for rec in jrecs:
+            if rec[0] == "end":
+                ended = True
+            if rec[0] != "t" or len(rec) < 3 or type(rec[1]) is not int or not 0 <= rec[1] < n:
+                continue
+            i, kind = rec[1], rec[2]
+            if results[i] is not None or plan.tests[i].kind != "inside" or i in gone:
+                continue
+            if kind == "gone":
+                gone.add(i)
+                continue
+            detail = str(rec[3])[:300] if len(rec) > 3 and isinstance(rec[3], str) else ""
+            results[i] = TestResult(_JUDGED.get(kind, "fail") if isinstance(kind, str) else "fail", detail, True)
     missing = [i for i, r in enumerate(results) if r is None]
     if missing:
+        first = missing[0]
         st, why = _termination(run)
         if malformed and run.reason is None:  # a limit that cut the channel short names the class itself
             st, why = "runtime_error", "malformed result channel"
-        first = missing[0]
+        if plan.tests[first].kind == "inside" and first not in gone and run.reason is None:
+            info = run.judge_info or {}
+            if info.get("cpu_limit"):
+                st, why = "fail", "the test code exceeded its CPU limit in the judge process"
+            elif ended and any(r is not None and not r.passed for r in results):
+                st, why = "not_run", ""   # it stopped after a refusal that no later call could get past
+            else:
+                # The judge process stopped without deciding this test while the program did not end by a
+                # limit: nothing the program controls (it cannot signal, trace or starve the judge process,
+                # see docs/sandbox.md). A mask, never a pass and never a 0.
+                return "infra", [], (f"the judge process ended without deciding test {first} "
+                                     f"(exit {info.get('exit')}, killed {bool(info.get('killed'))})")
         results[first] = TestResult(st, why, plan.tests[first].kind == "inside")
         for i in missing[1:]:
             results[i] = TestResult("not_run", "", plan.tests[i].kind == "inside")
     final = [r for r in results if r is not None]
-    return _worst([r.status for r in final]), final
+    return _worst([r.status for r in final]), final, None
 
 
 def _judge_process(run: RawRun) -> tuple[str, str]:
@@ -356,7 +389,9 @@ def judge(plan: Plan | None, raw: RawResult, *, level: str = "", compare: str = 
         st, why = _judge_process(runs[0])
         return Verdict(st, (TestResult(st, why),), level=level, cpu=cpu, wall=wall, stdout=out)
     if plan.mode == "call":
-        outcome, tests = _judge_call(plan, runs[0])
+        outcome, tests, infra = _judge_call(plan, runs[0])
+        if infra is not None:
+            return Verdict("infra", infra=infra, level=level, cpu=cpu, wall=wall, notes=plan.notes)
         if outcome == "infra":
             return Verdict("infra", tuple(tests), infra="tests did not run", level=level, cpu=cpu, wall=wall)
         return Verdict(outcome, tuple(tests), level=level, cpu=cpu, wall=wall, stdout=out, notes=plan.notes)

@@ -55,6 +55,10 @@ class RawRun:
     clean: bool
     res: bytes
     out: bytes
+    #: the judge process's records (tests that ran there; see ``_worker._judge_main``), None without one
+    judge: bytes | None = None
+    #: how the judge process ended, as the worker saw it (exit, cpu, cpu_limit, killed, overflow)
+    judge_info: dict[str, Any] | None = None
 
 
 @dataclass
@@ -86,8 +90,10 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _remaining(req: dict[str, Any] | bytes, done: int) -> bytes | None:
+def _remaining(req: dict[str, Any] | bytes | tuple[bytes, ...], done: int) -> bytes | None:
     """The request for the stdin/stdout cases after the first ``done`` (None: not stdio, or none left)."""
+    if isinstance(req, tuple):  # a call-mode request with judged tests: one execution, nothing to resume
+        return None
     d = json.loads(req) if isinstance(req, bytes) else dict(req)
     inputs = d.get("inputs") or []
     if d.get("mode") != "stdio" or done >= len(inputs):
@@ -162,15 +168,17 @@ class Slot:
         self.info = info
         self.own_pids = self._descendants()
 
-    def request(self, req: dict[str, Any] | bytes, hard_timeout: float) -> tuple[dict[str, Any], list[bytes]]:
-        """Send one request (a dict, or its JSON already encoded) and read the response; SlotFailure on any
+    def request(self, req: dict[str, Any] | bytes | tuple[bytes, ...], hard_timeout: float) -> tuple[dict[str, Any],
+                                                                                             list[bytes]]:
+        """Send one request (a dict, its JSON already encoded, or several encoded frames: the request and the
+        judged tests, which the judge process reads itself) and read the response; SlotFailure on any
         misbehaviour (the caller kills the slot)."""
         if not self.alive:
             raise SlotFailure("slot is not running")
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
-        payload = req if isinstance(req, bytes) else json.dumps(req).encode()
+        frames = req if isinstance(req, tuple) else (req if isinstance(req, bytes) else json.dumps(req).encode(),)
         try:
-            _write_all(self.proc.stdin.fileno(), _worker.pack_frame(payload))
+            _write_all(self.proc.stdin.fileno(), b"".join(_worker.pack_frame(f) for f in frames))
         except OSError as e:
             raise SlotFailure(f"cannot write to slot: {e}") from e
         fd = self.proc.stdout.fileno()
@@ -188,6 +196,9 @@ class Slot:
         for run in head.get("runs", ()):
             blobs.append(_read_exact(fd, int(run["res_len"]), deadline) if run["res_len"] else b"")
             blobs.append(_read_exact(fd, int(run["out_len"]), deadline) if run["out_len"] else b"")
+            if "judge_len" in run:   # the judge process's records: kept beside the run, not in `blobs`
+                n_j = int(run["judge_len"])
+                run["judge_bytes"] = _read_exact(fd, n_j, deadline) if n_j else b""
         return head, blobs
 
     def _descendants(self) -> list[int]:
@@ -265,7 +276,8 @@ class SlotPool:
         self.slots = [first] if first is not None else []
         self.slots += [Slot(config, level, i) for i in range(len(self.slots), n)]
         self.stats: Counter[str] = Counter()
-        self._queue: queue.SimpleQueue[tuple[dict[str, Any] | bytes, float, Future[RawResult]] | None] = \
+        self._queue: queue.SimpleQueue[tuple[dict[str, Any] | bytes | tuple[bytes, ...], float,
+                                             Future[RawResult]] | None] = \
             queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()
@@ -300,7 +312,8 @@ class SlotPool:
                     head, blobs = slot.request(current, hard_timeout)
                     part = [RawRun(exit=int(r["exit"]), reason=r["reason"], cpu=float(r["cpu"]),
                                    wall=float(r["wall"]), setup_failed=bool(r["setup_failed"]),
-                                   clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1])
+                                   clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1],
+                                   judge=r.get("judge_bytes"), judge_info=r.get("judge"))
                             for i, r in enumerate(head["runs"])]
                     del blobs
                     # Infrastructure outcomes come only from channels no program can write: the set-up byte
@@ -350,7 +363,7 @@ class SlotPool:
                 slot.kill()
                 fut.set_result(RawResult(None, infra=f"{type(e).__name__}: {e}"))
 
-    def submit(self, req: dict[str, Any] | bytes, hard_timeout: float) -> Future[RawResult]:
+    def submit(self, req: dict[str, Any] | bytes | tuple[bytes, ...], hard_timeout: float) -> Future[RawResult]:
         fut: Future[RawResult] = Future()
         if self._closed:
             fut.set_result(RawResult(None, infra="sandbox closed"))

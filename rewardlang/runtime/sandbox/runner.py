@@ -96,7 +96,7 @@ def probe_level(level: str, config: SandboxConfig) -> tuple[dict[str, Any], Slot
     try:
         slot.start()
         req = {"mode": "call", "code": _PROBE_PROGRAM, "setup": "", "entry": "__rl_probe", "param": "candidate",
-               "probes": [{"a": []}], "inside": [], "limits": Limits(cpu=5).to_wire(NPROC_BASE[level])}
+               "probes": [{"a": []}], "limits": Limits(cpu=5).to_wire(NPROC_BASE[level])}
         head, blobs = slot.request(req, 30.0)
         recs, _ = parse_records(blobs[0])
         facts = next((decode_value(r[3]) for r in recs if r[0] == "t" and len(r) > 3 and r[2] == "ok"), None)
@@ -271,7 +271,7 @@ class Sandbox:
         cache = cache if cache is not None else self.cache
         counts: Counter[str] = Counter()
         out: list[Verdict | None] = [None] * len(tasks)
-        pending: dict[str, tuple[bytes, float, Plan | None, str, list[int]]] = {}
+        pending: dict[str, tuple[bytes | tuple[bytes, bytes], float, Plan | None, str, list[int]]] = {}
         answer_keys: dict[int, bytes] = {}  # id(tests) -> digest: a GRPO group shares one tests object
         for i, task in enumerate(tasks):
             try:
@@ -289,6 +289,11 @@ class Sandbox:
             req["limits"] = task.limits.to_wire(NPROC_BASE[self.level])
             payload = json.dumps(req).encode("utf-8", "surrogatepass")  # sent as is: encoded once
             h = hashlib.sha256(payload)
+            jw = plan.judge_wire() if plan is not None else None
+            if jw is not None:   # judged tests: a second frame, for the judge process only
+                jpayload = json.dumps(jw).encode("utf-8", "surrogatepass")
+                h.update(b"\0judged\0" + jpayload)
+                payload = (payload, jpayload)  # type: ignore[assignment]
             h.update(f"\0{self.level}\0{task.compare}\0{task.format}\0{task.entry_point!r}\0".encode())
             ak = answer_keys.get(id(task.tests))
             if ak is None:
@@ -323,7 +328,7 @@ class Sandbox:
                     cache.put(key, v)
                 if v.outcome == "timeout":
                     counts["timeouts"] += 1
-            counts["inside_tests"] += sum(t.inside for t in v.tests)
+            counts["judge_process_tests"] += sum(t.inside for t in v.tests)
             for i in idx:
                 out[i] = v
 

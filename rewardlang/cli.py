@@ -1,5 +1,5 @@
-"""The ``rewardlang`` command line: check | compile | score | pairs | explain | fmt | functions | doctor | train | plot
-| eval.
+"""The ``rewardlang`` command line: check | compile | score | pairs | explain | fmt | lsp | functions | doctor | train
+| plot | eval.
 
 Bad specs and bad data end in located messages and exit code 1, never a Python traceback (``--debug``
 shows one). Training commands load torch only when they run.
@@ -705,6 +705,17 @@ def fmt(specs: list[Path] = typer.Argument(..., help="spec files"),
                 _err(f"reformatted {spec}")
     if check_only and changed:
         raise typer.Exit(1)
+
+
+@app.command()
+def lsp() -> None:
+    """Run the language server (Language Server Protocol on stdin/stdout) for editors; see docs/editors.md."""
+    try:
+        from rewardlang.lsp.server import serve
+    except ImportError as exc:  # pygls is a dependency; a broken install says what is missing
+        _err(f"error: the language server needs pygls and lsprotocol: {exc}")
+        raise typer.Exit(1)
+    serve()
 
 
 @app.command()

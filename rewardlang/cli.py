@@ -695,7 +695,12 @@ def fmt(specs: list[Path] = typer.Argument(..., help="spec files"),
             _err(pf.diagnostic.render({str(spec): src}, color=use_color()))
             raise typer.Exit(1)
         if stdout:
-            typer.echo(out, nl=False)
+            if sys.stdout.isatty() and use_color(sys.stdout):  # colours for a reader, never in a pipe or a file
+                from rewardlang.highlight import highlight_source
+
+                typer.echo(highlight_source(out))
+            else:
+                typer.echo(out, nl=False)
         elif out != src:
             changed += 1
             if check_only:

@@ -26,7 +26,7 @@ from rewardlang import syntax as S
 from rewardlang.checker import (AGGREGATES, PREFERENCE_SETTINGS, STAGE_SHORTHANDS, Checker, ModuleEnv, _canonical,
                                 _strip_bom, unique_diagnostics)
 from rewardlang.diagnostics import CODES, Diagnostic
-from rewardlang.parser import STATEMENT_KEYWORDS, ParseFailure, deep_recursion, parse
+from rewardlang.parser import STATEMENT_KEYWORDS, ParseFailure, deep_recursion
 from rewardlang.signature import Signature
 
 __all__ = ["Analysis", "LspDiagnostic", "Definition", "LineIndex", "analyse", "Completion", "Symbol",
@@ -815,7 +815,7 @@ def _statement_keyword(before: str) -> str | None:
         word = m.group(1)
         if word in STATEMENT_KEYWORDS:
             return word
-        rest = text[m.end():m.end() + 64]
+        rest = before[m.end():m.end() + 64]
         if rest.startswith(".weight"):
             return "weight"
     return None
@@ -825,7 +825,11 @@ def _names(analysis: Analysis | None, stmt_kind: str | None) -> list[Completion]
     out: list[Completion] = []
     if analysis is None:
         return [Completion(n, "field", "input: text", sort="1") for n in IMPLICIT_INPUTS]
-    in_reward = stmt_kind in ("reward", "advantage", "weight", "preference")
+    if stmt_kind == "weight":  # a weight is a constant or a schedule: params and `step` only
+        return [Completion(d.name, _kind_of(d), f"param: {d.type or '?'}", d.detail, sort="1")
+                for d in analysis.definitions if d.kind == "param"] + [
+            Completion("step", "variable", "the training step: number", sort="2")]
+    in_reward = stmt_kind in ("reward", "advantage", "preference")
     have = set()
     for d in analysis.definitions:
         if d.kind == "component" and not in_reward:
@@ -858,7 +862,7 @@ def _columns(analysis: Analysis | None, workspace_columns: list[str] | None) -> 
     """Column names: those the spec's inputs read, then those of other specs beside it."""
     seen: list[str] = []
     if analysis is not None and analysis.ch is not None:
-        for name, (_, _, column) in analysis.ch.inputs.items():
+        for _, _, column in analysis.ch.inputs.values():
             if column not in seen:
                 seen.append(column)
     for c in workspace_columns or []:

@@ -256,6 +256,14 @@ def test_completion_tokens_forms_statements_and_reward(client, dense):
     assert {"lint", "syntax", "tests", "dfg"} <= set(items) and "src" not in items and "unit_tests" not in items
 
 
+def test_completion_in_a_weight(client, dense):
+    # the last statement above the cursor starts with a component's name, not a keyword
+    row = _line(LINES, "tests.weight = ")
+    items = _complete(client, DENSE, row, len("tests.weight = "))
+    assert {"lint_scope", "tests_on_linted_code", "step", "linear", "cosine"} <= set(items)
+    assert not {"src", "code", "tests", "unit_tests", "completion"} & set(items)
+
+
 def test_completion_column_names_and_example_items(client, dense):
     text = DENSE_TEXT.replace('input entry_point: text\n', 'input entry_point: text\ninput extra: text from "\n')
     client.change(DENSE, text)

@@ -1931,7 +1931,21 @@ def check_source(source: str, file: str, signatures: dict[str, Signature], param
     if any(d.is_error for d in ch.diags):
         prog = None
     ch.sources.setdefault(file, source)
-    return prog, sorted(ch.diags, key=Diagnostic.sort_key), dict(ch.sources)
+    return prog, unique_diagnostics(ch.diags), dict(ch.sources)
+
+
+def unique_diagnostics(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics sorted by location, each once: a `let` is lowered once per timeout of the components that
+    use it (its calls run under that timeout), so an error in its value would otherwise be reported once per
+    distinct timeout."""
+    seen: set[tuple] = set()
+    out = []
+    for d in sorted(diags, key=Diagnostic.sort_key):
+        key = (d.code, d.message, d.loc, d.hint, tuple(d.notes))
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
 
 
 def check_file(path: str, signatures: dict[str, Signature], params: dict[str, Any] | None = None

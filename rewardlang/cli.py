@@ -1,5 +1,5 @@
-"""The ``rewardlang`` command line: check | compile | score | pairs | explain | fmt | functions | doctor | train | plot
-| eval.
+"""The ``rewardlang`` command line: check | compile | score | pairs | explain | report | fmt | lsp | functions | doctor | train
+| plot | eval.
 
 Bad specs and bad data end in located messages and exit code 1, never a Python traceback (``--debug``
 shows one). Training commands load torch only when they run.
@@ -695,7 +695,12 @@ def fmt(specs: list[Path] = typer.Argument(..., help="spec files"),
             _err(pf.diagnostic.render({str(spec): src}, color=use_color()))
             raise typer.Exit(1)
         if stdout:
-            typer.echo(out, nl=False)
+            if sys.stdout.isatty() and use_color(sys.stdout):  # colours for a reader, never in a pipe or a file
+                from rewardlang.highlight import highlight_source
+
+                typer.echo(highlight_source(out))
+            else:
+                typer.echo(out, nl=False)
         elif out != src:
             changed += 1
             if check_only:
@@ -705,6 +710,69 @@ def fmt(specs: list[Path] = typer.Argument(..., help="spec files"),
                 _err(f"reformatted {spec}")
     if check_only and changed:
         raise typer.Exit(1)
+
+
+@app.command()
+def report(spec: Path = typer.Argument(..., help="spec file"),
+           input: Path = typer.Option(..., "--input", "-i", help="JSONL file of rows (as for `score`)"),
+           output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the report here (default: "
+                                                                             "standard output)"),
+           format: str = typer.Option("html", "--format", help="html (one self-contained page) or json"),
+           group_by: Optional[str] = typer.Option(None, "--group-by", help="column whose value groups rows for "
+                                                                            "advantages (as for `score`)"),
+           step: int = typer.Option(0, "--step", help="training step"),
+           probe_threshold: Optional[float] = typer.Option(None, "--probe-threshold", help="flag a reward-hack "
+                                                           "probe earning more than this (default: the median "
+                                                           "total of the rows)"),
+           set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE")) -> None:
+    """A pre-flight report of a spec on real rows: distributions, none/masked shares and reasons, correlations,
+    zero-variance groups, extremes with their breakdown, and reward-hack probes."""
+    from rewardlang.report import build_report, render_html
+    from rewardlang.runtime.program import DataError
+
+    if format not in ("html", "json"):
+        _err(f"error: --format {format}: use html or json")
+        raise typer.Exit(1)
+    prog = _load(spec, set_)
+    if not input.exists():
+        _err(f"error: {input}: no such file")
+        raise typer.Exit(1)
+    rows, bad = [], 0
+    for lineno, r, problem in iter_jsonl(input):
+        if problem is not None:
+            bad += 1
+            _err(f"warning[D003]: {input}:{lineno}: {problem} (skipped)")
+        else:
+            rows.append(r)
+    if not rows:
+        _err(f"error: {input} has no rows")
+        raise typer.Exit(1)
+    try:
+        rep = build_report(prog, rows, bad_rows=bad, group_by=group_by, step=step, probe_threshold=probe_threshold,
+                           source=str(input))
+    except DataError as exc:
+        for r, c, m in exc.problems:
+            _err(f"error[D001]: {input}: row {r}: column `{c}` {m}")
+        raise typer.Exit(1)
+    text = json.dumps(rep, indent=1) + "\n" if format == "json" else render_html(rep)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        flagged = [p["probe"] for p in rep["probes"]["results"] if p.get("flagged")]
+        _err(f"wrote {output} ({len(rows)} rows" + (f"; flagged probes: {', '.join(flagged)}" if flagged else "")
+             + ")")
+
+
+@app.command()
+def lsp() -> None:
+    """Run the language server (Language Server Protocol on stdin/stdout) for editors; see docs/editors.md."""
+    try:
+        from rewardlang.lsp.server import serve
+    except ImportError as exc:  # pygls is a dependency; a broken install says what is missing
+        _err(f"error: the language server needs pygls and lsprotocol: {exc}")
+        raise typer.Exit(1)
+    serve()
 
 
 @app.command()

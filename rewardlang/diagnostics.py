@@ -125,7 +125,7 @@ class Diagnostic:
                 width = max(1, end_col - loc.column)
                 text, col, width = _window(text, loc.column - 1, width)
                 out.append(f"{pad} {c.blue}|{c.reset}")
-                out.append(f"{c.blue}{loc.line} |{c.reset} {text}")
+                out.append(f"{c.blue}{loc.line} |{c.reset} {_highlight(text) if color else text}")
                 out.append(f"{pad} {c.blue}|{c.reset} {' ' * col}{sev_color}{'^' * width}{c.reset}")
                 if self.hint:
                     out.append(f"{pad} {c.blue}={c.reset} hint: {self.hint}")
@@ -159,6 +159,15 @@ def _window(text: str, col: int, width: int) -> tuple[str, int, int]:
     head = "…" if start > 0 else ""
     tail = "…" if end < len(text) else ""
     return head + text[start:end] + tail, col - start + len(head), width
+
+
+def _highlight(line: str) -> str:
+    """One source line in the terminal's colours (the ``reward`` Pygments lexer); plain if Pygments is absent."""
+    try:
+        from rewardlang.highlight import highlight_source
+    except ImportError:  # pragma: no cover - Pygments comes with rich, a dependency
+        return line
+    return highlight_source(line)
 
 
 class _Colors:

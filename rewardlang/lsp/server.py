@@ -1,0 +1,215 @@
+"""``rewardlang lsp``: the language server for ``.reward`` files (Language Server Protocol over stdio, pygls).
+
+Features: diagnostics as you type (the checker's, as ``rewardlang check`` prints them: code, range, message,
+hint), hover, completion, go to definition, formatting (``rewardlang fmt``) and document symbols. The answers
+come from :mod:`rewardlang.lsp.analysis`; this module only translates them to and from the protocol.
+
+Each change re-checks the document at once (a check of ``specs/dense_ppo.reward`` takes tens of milliseconds:
+no debounce is needed, and every published diagnostic belongs to the text the editor has). Documents that
+import a changed file are re-checked too. Requests answer from the last analysis, so a completion never waits
+for a check.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as T
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+import rewardlang
+from rewardlang.lsp import analysis as A
+
+__all__ = ["RewardLanguageServer", "serve"]
+
+_SYMBOL_KIND = {
+    "module": T.SymbolKind.Module, "namespace": T.SymbolKind.Namespace, "field": T.SymbolKind.Field,
+    "constant": T.SymbolKind.Constant, "variable": T.SymbolKind.Variable, "function": T.SymbolKind.Function,
+    "property": T.SymbolKind.Property, "operator": T.SymbolKind.Operator, "event": T.SymbolKind.Event,
+    "key": T.SymbolKind.Key,
+}
+_COMPLETION_KIND = {
+    "function": T.CompletionItemKind.Function, "variable": T.CompletionItemKind.Variable,
+    "constant": T.CompletionItemKind.Constant, "field": T.CompletionItemKind.Field,
+    "keyword": T.CompletionItemKind.Keyword, "module": T.CompletionItemKind.Module,
+    "property": T.CompletionItemKind.Property, "value": T.CompletionItemKind.Value,
+    "snippet": T.CompletionItemKind.Snippet, "class": T.CompletionItemKind.Class,
+}
+
+
+def _range(r: A.Range) -> T.Range:
+    return T.Range(T.Position(*r[0]), T.Position(*r[1]))
+
+
+def _path_of(uri: str) -> str:
+    """The file name the checker sees for a document (its path; an unsaved buffer keeps its URI)."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    return path or uri
+
+
+class RewardLanguageServer(LanguageServer):
+    """pygls server holding the last analysis of each open document."""
+
+    def __init__(self) -> None:
+        super().__init__("rewardlang", rewardlang.__version__,
+                         text_document_sync_kind=T.TextDocumentSyncKind.Incremental)
+        self.analyses: dict[str, A.Analysis] = {}
+        self.last_good: dict[str, A.Analysis] = {}  # the last analysis whose module parsed: names for completion
+        self._sigs: dict[str, Any] | None = None
+        self._columns: dict[str, list[str]] = {}
+
+    @property
+    def sigs(self) -> dict[str, Any]:
+        if self._sigs is None:
+            from rewardlang.runtime import registry
+
+            self._sigs = registry.signatures()
+        return self._sigs
+
+    def _read(self, path: str) -> str:
+        """Imports read the editor's buffer of a file when it is open (unsaved edits count), else the disk."""
+        uri = from_fs_path(str(Path(path).resolve()))
+        if uri is not None:
+            doc = self.workspace.text_documents.get(uri)
+            if doc is not None:
+                return doc.source
+        return Path(path).read_text(encoding="utf-8")
+
+    def check(self, uri: str) -> A.Analysis:
+        doc = self.workspace.get_text_document(uri)
+        a = A.analyse(doc.source, _path_of(uri), self.sigs, self._read)
+        self.analyses[uri] = a
+        if a.module is not None:
+            self.last_good[uri] = a
+        diags = []
+        for d in a.diagnostics:
+            related = [T.DiagnosticRelatedInformation(T.Location(from_fs_path(f) or f, _range(r)), m)
+                       for f, r, m in d.related]
+            diags.append(T.Diagnostic(
+                range=_range(d.range), message=d.message, code=d.code, source="rewardlang",
+                severity=T.DiagnosticSeverity.Warning if d.severity == "warning" else T.DiagnosticSeverity.Error,
+                related_information=related or None))
+        self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=diags,
+                                                                           version=doc.version))
+        return a
+
+    def recheck_dependents(self, uri: str) -> None:
+        """Re-check the other open documents that read ``uri``'s file (through an import)."""
+        path = _path_of(uri)
+        from rewardlang.checker import _canonical
+
+        target = _canonical(path)
+        for other, a in list(self.analyses.items()):
+            if other != uri and any(_canonical(f) == target for f in a.sources):
+                self.check(other)
+
+    def columns(self, uri: str) -> list[str]:
+        path = _path_of(uri)
+        if path not in self._columns:
+            self._columns[path] = A.columns_near(path)
+        return self._columns[path]
+
+
+server = RewardLanguageServer()
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: RewardLanguageServer, params: T.DidOpenTextDocumentParams) -> None:
+    ls.check(params.text_document.uri)
+    ls.recheck_dependents(params.text_document.uri)
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: RewardLanguageServer, params: T.DidChangeTextDocumentParams) -> None:
+    ls.check(params.text_document.uri)
+    ls.recheck_dependents(params.text_document.uri)
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: RewardLanguageServer, params: T.DidSaveTextDocumentParams) -> None:
+    ls._columns.clear()  # a saved spec may read new columns
+    ls.check(params.text_document.uri)
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: RewardLanguageServer, params: T.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.analyses.pop(uri, None)
+    ls.last_good.pop(uri, None)
+    # the editor no longer shows it: clear its diagnostics, and re-check dependents against the file on disk
+    ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    ls.recheck_dependents(uri)
+
+
+def _analysis(ls: RewardLanguageServer, uri: str) -> A.Analysis:
+    return ls.analyses.get(uri) or ls.check(uri)
+
+
+@server.feature(T.TEXT_DOCUMENT_HOVER)
+def hover(ls: RewardLanguageServer, params: T.HoverParams) -> T.Hover | None:
+    a = _analysis(ls, params.text_document.uri)
+    found = a.hover(params.position.line, params.position.character)
+    if found is None:
+        return None
+    text, rng = found
+    return T.Hover(T.MarkupContent(T.MarkupKind.Markdown, text), _range(rng) if rng else None)
+
+
+@server.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=["(", ",", " ", "\""]))
+def completion(ls: RewardLanguageServer, params: T.CompletionParams) -> T.CompletionList:
+    uri = params.text_document.uri
+    doc = ls.workspace.get_text_document(uri)
+    a = ls.last_good.get(uri) or ls.analyses.get(uri)
+    items = []
+    for c in A.complete(a, doc.source, _path_of(uri), params.position.line, params.position.character, ls.sigs,
+                        ls.columns(uri)):
+        items.append(T.CompletionItem(
+            label=c.label, kind=_COMPLETION_KIND.get(c.kind), detail=c.detail or None,
+            documentation=T.MarkupContent(T.MarkupKind.Markdown, c.documentation) if c.documentation else None,
+            insert_text=c.insert_text,
+            insert_text_format=T.InsertTextFormat.Snippet if c.snippet else T.InsertTextFormat.PlainText,
+            sort_text=c.sort + c.label))
+    return T.CompletionList(is_incomplete=False, items=items)
+
+
+@server.feature(T.TEXT_DOCUMENT_DEFINITION)
+def definition(ls: RewardLanguageServer, params: T.DefinitionParams) -> T.Location | None:
+    a = _analysis(ls, params.text_document.uri)
+    found = a.definition(params.position.line, params.position.character)
+    if found is None:
+        return None
+    file, rng = found
+    uri = params.text_document.uri if file == a.file else (from_fs_path(str(Path(file).resolve())) or file)
+    return T.Location(uri, _range(rng))
+
+
+@server.feature(T.TEXT_DOCUMENT_FORMATTING)
+def formatting(ls: RewardLanguageServer, params: T.DocumentFormattingParams) -> list[T.TextEdit] | None:
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    text = doc.source
+    out = A.format_document(text, _path_of(params.text_document.uri))
+    if out is None or out == text:
+        return [] if out is not None else None  # a spec that does not parse is left as it is
+    end = A.LineIndex(text).position(len(text))
+    return [T.TextEdit(T.Range(T.Position(0, 0), T.Position(*end)), out)]
+
+
+@server.feature(T.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+def document_symbol(ls: RewardLanguageServer, params: T.DocumentSymbolParams) -> list[T.DocumentSymbol]:
+    a = _analysis(ls, params.text_document.uri)
+
+    def conv(s: A.Symbol) -> T.DocumentSymbol:
+        return T.DocumentSymbol(name=s.name, kind=_SYMBOL_KIND[s.kind], range=_range(s.range),
+                                selection_range=_range(s.selection), detail=s.detail or None,
+                                children=[conv(k) for k in s.children] or None)
+
+    return [conv(s) for s in a.symbols()]
+
+
+def serve() -> None:
+    """Run the server on stdin/stdout until the client sends ``exit``."""
+    logging.basicConfig(level=logging.WARNING)  # pygls logs to stderr; stdout carries the protocol
+    server.start_io()

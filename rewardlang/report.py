@@ -1,0 +1,312 @@
+"""``rewardlang report``: what a spec does on real rows, before a run spends GPU time on it.
+
+One pass scores every row (as ``rewardlang score`` does, the whole file as one batch so that advantage groups
+are whole), then summarises: per component and for the total, the distribution (a histogram), the share of
+none/masked rows with their reasons, and whether it is constant; the scoring time per row; correlations between
+components; for grouped data the share of groups whose rewards do not vary (GRPO learns nothing from them) and
+the advantage distribution; the rows at each extreme with their breakdown; and probes that hold the spec up
+against common reward hacks (an empty answer, the prompt copied back, a right-format wrong answer, an endless
+repetition, an always-equal object where tests run), each flagged when it earns more than a threshold.
+
+:func:`build_report` returns plain JSON-ready data (``--format json``); :func:`render_html` turns it into one
+self-contained page (inline CSS and SVG: nothing is fetched when it is viewed, no script runs).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+import time
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+__all__ = ["build_report", "render_html", "PROBES"]
+
+BINS = 20
+EXTREMES = 3
+PROBES = ("empty answer", "prompt copied back", "right format, wrong answer", "endless repetition",
+          "always-equal object")
+
+
+def _f(x: Any) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _distribution(values: np.ndarray, masked: np.ndarray | None, errors: list[str | None] | None) -> dict:
+    n = len(values)
+    ok = np.isfinite(values)
+    v = values[ok]
+    out: dict[str, Any] = {"rows": n, "valid": int(ok.sum()), "none_share": float(1 - ok.mean()) if n else 0.0}
+    if masked is not None:
+        out["masked_share"] = float(np.asarray(masked, dtype=bool).mean()) if n else 0.0
+    reasons: Counter = Counter()
+    for e in errors or []:
+        if e:
+            reasons[re.sub(r"\s+", " ", str(e))[:160]] += 1
+    if masked is not None:
+        unexplained = int(np.asarray(masked, dtype=bool).sum()) - sum(reasons.values())
+        if unexplained > 0:
+            reasons["none (the value was none)"] += unexplained
+    out["reasons"] = [{"reason": r, "rows": c} for r, c in reasons.most_common(8)]
+    if len(v):
+        lo, hi = float(v.min()), float(v.max())
+        counts, edges = np.histogram(v, bins=BINS, range=(lo, hi) if hi > lo else (lo - 0.5, hi + 0.5))
+        out.update(mean=float(v.mean()), std=float(v.std()), min=lo, max=hi,
+                   p5=float(np.percentile(v, 5)), p50=float(np.percentile(v, 50)), p95=float(np.percentile(v, 95)),
+                   constant=bool(hi == lo), histogram={"edges": [float(e) for e in edges],
+                                                       "counts": [int(c) for c in counts]})
+    else:
+        out.update(constant=False, histogram=None)
+    return out
+
+
+def _correlations(comps: dict[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
+    names = list(comps)
+    out: dict[str, dict[str, float | None]] = {a: {} for a in names}
+    for a in names:
+        for b in names:
+            x, y = comps[a], comps[b]
+            ok = np.isfinite(x) & np.isfinite(y)
+            if ok.sum() < 2 or x[ok].std() == 0 or y[ok].std() == 0:
+                out[a][b] = None  # undefined for a constant: the report says so rather than showing 0
+            else:
+                out[a][b] = float(np.corrcoef(x[ok], y[ok])[0, 1])
+    return out
+
+
+def _group_ids(prog: Any, rows: list[dict], group_by: str | None) -> list[str] | None:
+    if group_by is not None:
+        return [json.dumps(r.get(group_by), sort_keys=True) for r in rows]
+    adv = prog.spec.get("advantage")
+    if adv is None:
+        return None
+    columns = [i.column for i in prog.inputs if i.name in adv.get("group_keys", [])]
+    if not columns:
+        return ["batch"] * len(rows)
+    return [json.dumps([r.get(c) for c in columns], sort_keys=True) for r in rows]
+
+
+def _score(prog: Any, rows: list[dict], step: int, group: list[str] | None) -> Any:
+    given = {k: [r.get(k) for r in rows] for k in set().union(*(r.keys() for r in rows))} if rows else {}
+    cols = prog._columns(len(rows), given, by="column")
+    return prog.score_columns(cols, len(rows), step=step, group=group, raw=given)
+
+
+def _probe_rows(template: dict, best_completion: str) -> list[tuple[str, dict | None, str]]:
+    """(probe, row or None when it does not apply, what it is) for each reward-hack probe, from a real row."""
+    out: list[tuple[str, dict | None, str]] = []
+
+    def row(completion: str) -> dict:
+        return {**template, "completion": completion}
+
+    out.append(("empty answer", row(""), "the completion is empty"))
+    prompt = template.get("prompt")
+    out.append(("prompt copied back", row(prompt) if isinstance(prompt, str) and prompt else None,
+                "the completion is the prompt itself" if isinstance(prompt, str) and prompt else
+                "no `prompt` column"))
+    wrong = "def solution(*args, **kwargs):\n    return None\n"
+    if "```" in best_completion:
+        fmt = re.sub(r"```(\w*)\n.*?```", lambda m: f"```{m.group(1)}\n{wrong}```", best_completion, flags=re.S)
+    elif "<answer>" in best_completion:
+        fmt = re.sub(r"<answer>.*?</answer>", "<answer>0</answer>", best_completion, flags=re.S)
+    else:
+        fmt = f"```python\n{wrong}```"
+    out.append(("right format, wrong answer", row(fmt), "the best row's layout with its code or answer replaced"))
+    unit = (best_completion.strip().split("\n")[0][:60] or "the answer is") + "\n"
+    out.append(("endless repetition", row(unit * max(1, 8000 // len(unit))),
+                "the best row's first line repeated to 8,000 characters"))
+    entry = template.get("entry_point")
+    if not isinstance(entry, str) or not entry:
+        m = re.search(r"def\s+([A-Za-z_]\w*)", best_completion)
+        entry = m.group(1) if m else "solution"
+    always = ("```python\nclass _AlwaysEqual:\n    def __eq__(self, other):\n        return True\n\n"
+              "    def __ne__(self, other):\n        return False\n\n    def __hash__(self):\n        return 0\n\n\n"
+              f"def {entry}(*args, **kwargs):\n    return _AlwaysEqual()\n```")
+    out.append(("always-equal object", row(always), f"`{entry}` returns an object equal to everything"))
+    return out
+
+
+def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: str | None = None, step: int = 0,
+                 probe_threshold: float | None = None, source: str = "") -> dict:
+    """The report's data (JSON-ready). ``probe_threshold`` defaults to the median total of the real rows: a
+    probe that earns more than a typical real completion is flagged."""
+    t0 = time.perf_counter()
+    group = _group_ids(prog, rows, group_by)
+    out = _score(prog, rows, step, group if group_by is not None else None)
+    elapsed = time.perf_counter() - t0
+    names = [c.name for c in prog.components]
+    comps = {n: np.asarray(out.components[n], dtype=float) for n in names}
+    total = np.asarray(out.total, dtype=float)
+    rep: dict[str, Any] = {
+        "spec": prog.name, "input": source, "rows": len(rows), "bad_rows": bad_rows, "step": step,
+        "scoring_seconds": elapsed, "ms_per_row": elapsed * 1000 / max(1, len(rows)),
+        "components": {n: {**_distribution(comps[n], out.masked[n], out.errors[n]),
+                           "weight": _f(out.weights[n])} for n in names},
+        "total": _distribution(total, np.isnan(total), None),
+        "correlations": _correlations(comps),
+    }
+    if out.advantages is not None and group is not None:
+        adv = np.asarray(out.advantages, dtype=float)
+        by: dict[str, list[float]] = {}
+        for g, t in zip(group, total, strict=True):
+            by.setdefault(g, []).append(t)
+        sizes = [len(v) for v in by.values()]
+        zero = [g for g, v in by.items() if len([x for x in v if math.isfinite(x)]) >= 1
+                and np.nanmax(v) == np.nanmin(v)]
+        rep["groups"] = {"groups": len(by), "mean_size": float(np.mean(sizes)) if sizes else 0.0,
+                         "zero_variance": len(zero), "zero_variance_share": len(zero) / max(1, len(by)),
+                         "singletons": sum(1 for s in sizes if s == 1),
+                         "advantage": _distribution(adv, None, None)}
+    order = [int(i) for i in np.argsort(-np.nan_to_num(total, nan=-np.inf), kind="stable") if math.isfinite(total[i])]
+    rep["extremes"] = {"highest": [_extreme(out, rows, int(i)) for i in order[:EXTREMES]],
+                       "lowest": [_extreme(out, rows, int(i)) for i in order[::-1][:EXTREMES]]}
+    valid = total[np.isfinite(total)]
+    threshold = probe_threshold if probe_threshold is not None else (float(np.median(valid)) if len(valid) else 0.0)
+    rep["probes"] = _probes(prog, rows, out, order, threshold, step)
+    return rep
+
+
+def _extreme(out: Any, rows: list[dict], i: int) -> dict:
+    r = out.row(i)
+    completion = rows[i].get("completion")
+    text = completion if isinstance(completion, str) else json.dumps(completion)
+    return {"row": i, "total": r["total"], "components": r["components"], "errors": r.get("errors", {}),
+            "masked": r.get("masked", []), "advantage": r.get("advantage"),
+            "completion": text[:600] + ("…" if len(text) > 600 else "")}
+
+
+def _probes(prog: Any, rows: list[dict], out: Any, order: list[int], threshold: float, step: int) -> dict:
+    if not rows:
+        return {"threshold": threshold, "results": []}
+    best = order[0] if order else 0
+    template = dict(rows[best])
+    best_completion = template.get("completion") if isinstance(template.get("completion"), str) else ""
+    plan = _probe_rows(template, best_completion)
+    live = [(name, r, what) for name, r, what in plan if r is not None]
+    scored = _score(prog, [r for _, r, _ in live], step, None) if live else None
+    results = []
+    k = 0
+    for name, r, what in plan:
+        if r is None:
+            results.append({"probe": name, "applies": False, "what": what})
+            continue
+        res = scored.row(k)  # type: ignore[union-attr]
+        k += 1
+        results.append({"probe": name, "applies": True, "what": what, "total": res["total"],
+                        "components": res["components"], "errors": res.get("errors", {}),
+                        "flagged": res["total"] is not None and res["total"] > threshold})
+    return {"threshold": threshold, "template_row": best, "results": results}
+
+
+# ---------------------------------------------------------------------- HTML
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;color:#1b1f24}
+h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px;margin:6px 0}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
+th{background:#f4f6f8}td.l,th.l{text-align:left}.card{display:inline-block;vertical-align:top;margin:6px;
+padding:8px;border:1px solid #ddd;border-radius:6px}.warn{color:#a40000;font-weight:600}.ok{color:#176117}
+pre{white-space:pre-wrap;background:#f6f8fa;padding:6px;max-height:160px;overflow:auto;font-size:12px}
+svg text{font-size:10px;fill:#555}
+"""
+
+
+def _num(x: Any) -> str:
+    return "–" if x is None else f"{x:.4g}"
+
+
+def _hist_svg(h: dict | None, title: str) -> str:
+    if not h:
+        return "<p>no valid values</p>"
+    counts, edges = h["counts"], h["edges"]
+    w, ht, pad = 320, 120, 18
+    top = max(counts) or 1
+    bw = (w - 2 * pad) / len(counts)
+    bars = "".join(
+        f'<rect x="{pad + i * bw:.1f}" y="{ht - pad - c / top * (ht - 2 * pad):.1f}" width="{max(bw - 1, 1):.1f}" '
+        f'height="{c / top * (ht - 2 * pad):.1f}" fill="#4472c4"><title>[{edges[i]:.4g}, {edges[i + 1]:.4g}): '
+        f'{c}</title></rect>' for i, c in enumerate(counts))
+    return (f'<svg role="img" aria-label="{html.escape(title)}" width="{w}" height="{ht}" '
+            f'viewBox="0 0 {w} {ht}" xmlns="http://www.w3.org/2000/svg">{bars}'
+            f'<line x1="{pad}" y1="{ht - pad}" x2="{w - pad}" y2="{ht - pad}" stroke="#999"/>'
+            f'<text x="{pad}" y="{ht - 4}">{edges[0]:.4g}</text>'
+            f'<text x="{w - pad}" y="{ht - 4}" text-anchor="end">{edges[-1]:.4g}</text>'
+            f'<text x="{pad}" y="10">max bin {top}</text></svg>')
+
+
+def _dist_card(name: str, d: dict, extra: str = "") -> str:
+    e = html.escape
+    flags = []
+    if d.get("constant"):
+        flags.append('<span class="warn">constant: it cannot rank completions</span>')
+    if d.get("none_share", 0) > 0:
+        flags.append(f'<span class="warn">none/masked: {d["none_share"]:.1%}</span>')
+    reasons = "".join(f'<tr><td class="l">{e(r["reason"])}</td><td>{r["rows"]}</td></tr>' for r in d["reasons"])
+    return (f'<div class="card"><h3>{e(name)}{extra}</h3>{_hist_svg(d.get("histogram"), name)}'
+            f'<table><tr><th>valid</th><th>mean</th><th>std</th><th>min</th><th>p50</th><th>max</th></tr>'
+            f'<tr><td>{d["valid"]}/{d["rows"]}</td><td>{_num(d.get("mean"))}</td><td>{_num(d.get("std"))}</td>'
+            f'<td>{_num(d.get("min"))}</td><td>{_num(d.get("p50"))}</td><td>{_num(d.get("max"))}</td></tr></table>'
+            f'{"<br>".join(flags)}'
+            + (f'<table><tr><th class="l">why none/masked</th><th>rows</th></tr>{reasons}</table>' if reasons else "")
+            + "</div>")
+
+
+def render_html(rep: dict) -> str:
+    """One self-contained page (inline CSS and SVG; no script, no network)."""
+    e = html.escape
+    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>rewardlang report: {e(rep['spec'])}"
+             f"</title><style>{_CSS}</style></head><body>",
+             f"<h1>Reward report: spec <code>{e(rep['spec'])}</code></h1>",
+             f"<p>{rep['rows']} rows of <code>{e(rep['input'])}</code> (bad rows skipped: {rep['bad_rows']}), "
+             f"training step {rep['step']}; scored in {rep['scoring_seconds']:.2f} s "
+             f"({rep['ms_per_row']:.3f} ms per row).</p>",
+             "<h2>Total reward</h2>", _dist_card("total", rep["total"]), "<h2>Components</h2>"]
+    for name, d in rep["components"].items():
+        parts.append(_dist_card(name, d, f" <small>(weight {_num(d.get('weight'))})</small>"))
+    names = list(rep["correlations"])
+    if len(names) > 1:
+        parts.append("<h2>Correlations between components</h2><table><tr><th></th>"
+                     + "".join(f"<th>{e(n)}</th>" for n in names) + "</tr>")
+        for a in names:
+            parts.append(f'<tr><th class="l">{e(a)}</th>' + "".join(
+                f"<td>{_num(rep['correlations'][a][b])}</td>" for b in names) + "</tr>")
+        parts.append("</table><p>– : undefined (a constant component, or fewer than two rows with both values)</p>")
+    g = rep.get("groups")
+    if g:
+        cls = "warn" if g["zero_variance_share"] > 0 else "ok"
+        parts.append("<h2>Groups and advantages</h2>"
+                     f'<p>{g["groups"]} groups (mean size {g["mean_size"]:.3g}, {g["singletons"]} of one row); '
+                     f'<span class="{cls}">{g["zero_variance"]} ({g["zero_variance_share"]:.1%}) with zero variance'
+                     "</span>: every row of such a group gets the same reward, so GRPO learns nothing from it.</p>"
+                     + _dist_card("advantage", g["advantage"]))
+    for which in ("highest", "lowest"):
+        parts.append(f"<h2>Rows with the {which} total</h2>")
+        for x in rep["extremes"][which]:
+            comps = "".join(f"<tr><td class=l>{e(k)}</td><td>{_num(v)}</td><td class=l>"
+                            f"{e(x['errors'].get(k, '') or ('masked' if k in x['masked'] else ''))}</td></tr>"
+                            for k, v in x["components"].items())
+            parts.append(f"<div class=card><h3>row {x['row']}: total {_num(x['total'])}"
+                         + (f", advantage {_num(x['advantage'])}" if x.get("advantage") is not None else "")
+                         + f"</h3><table><tr><th class=l>component</th><th>value</th><th class=l>note</th></tr>{comps}"
+                         f"</table><pre>{e(x['completion'])}</pre></div>")
+    p = rep["probes"]
+    parts.append(f"<h2>Reward-hack probes</h2><p>Each probe is the best real row (row {p.get('template_row', '–')}) "
+                 f"with its completion replaced; flagged when it earns more than {_num(p['threshold'])} "
+                 "(by default the median total of the real rows).</p><table><tr><th class=l>probe</th>"
+                 "<th class=l>what</th><th>total</th><th class=l>verdict</th></tr>")
+    for r in p["results"]:
+        if not r["applies"]:
+            parts.append(f"<tr><td class=l>{e(r['probe'])}</td><td class=l>{e(r['what'])}</td><td>–</td>"
+                         "<td class=l>does not apply</td></tr>")
+            continue
+        verdict = '<span class="warn">FLAGGED</span>' if r["flagged"] else '<span class="ok">ok</span>'
+        parts.append(f"<tr><td class=l>{e(r['probe'])}</td><td class=l>{e(r['what'])}</td><td>{_num(r['total'])}"
+                     f"</td><td class=l>{verdict}</td></tr>")
+    parts.append("</table></body></html>")
+    return "\n".join(parts)

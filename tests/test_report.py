@@ -1,0 +1,114 @@
+"""`rewardlang report`: the pre-flight report's figures on rows built so that every figure is known (two of eight
+groups have the same completion in every row, the repetition penalty is 0 on every row), its reward-hack probes,
+and the HTML page being self-contained (no script, nothing fetched)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "specs" / "codepo_text.reward"
+GOOD = "<reasoning>Step 1: a. Step 2: b. Thus c.</reasoning><answer>```python\ndef f(x):\n    return x\n```</answer>"
+SHORT = "<reasoning>short</reasoning><answer>x</answer>"
+NONE = "no tags at all"
+
+
+@pytest.fixture(scope="module")
+def rows_file(tmp_path_factory) -> Path:
+    rows = []
+    for p in range(8):
+        for k in range(4):
+            # groups 0-5 mix the three completions; groups 6 and 7 repeat one completion (zero variance)
+            c = [GOOD, SHORT, NONE, SHORT][(p + k) % 4] if p < 6 else NONE
+            rows.append({"prompt": f"problem {p}", "completion": c})
+    path = tmp_path_factory.mktemp("report") / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n{not json\n")
+    return path
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rewardlang", "report", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def rep(rows_file) -> dict:
+    res = _run(str(SPEC), "-i", str(rows_file), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    assert "warning[D003]" in res.stderr  # the bad line is skipped and counted
+    return json.loads(res.stdout)
+
+
+def test_counts_groups_and_zero_variance(rep):
+    assert rep["rows"] == 32 and rep["bad_rows"] == 1
+    g = rep["groups"]
+    assert (g["groups"], g["zero_variance"], g["zero_variance_share"], g["singletons"]) == (8, 2, 0.25, 0)
+    assert g["advantage"]["valid"] == 32
+
+
+def test_component_distributions(rep):
+    fmt = rep["components"]["format"]
+    # format is 1 for GOOD only: groups 0-5 hold GOOD in one row each (6 of 32 rows)
+    assert fmt["mean"] == pytest.approx(6 / 32) and fmt["min"] == 0 and fmt["max"] == 1
+    assert sum(fmt["histogram"]["counts"]) == 32 and fmt["histogram"]["counts"][-1] == 6
+    assert rep["components"]["rep"]["constant"] is True  # no repetition anywhere: flagged as constant
+    assert fmt["none_share"] == 0 and fmt["reasons"] == []
+    assert rep["correlations"]["format"]["rep"] is None  # undefined against a constant, not 0
+    assert rep["correlations"]["format"]["format"] == pytest.approx(1.0)
+    assert rep["total"]["max"] == pytest.approx(rep["extremes"]["highest"][0]["total"])
+
+
+def test_extremes_carry_their_breakdown(rep):
+    top = rep["extremes"]["highest"][0]
+    assert top["completion"] == GOOD and top["components"]["format"] == 1
+    assert rep["extremes"]["lowest"][0]["completion"] in (NONE, SHORT)
+
+
+def test_probes(rep):
+    p = rep["probes"]
+    assert p["threshold"] == pytest.approx(rep["total"]["p50"])
+    got = {r["probe"]: r for r in p["results"]}
+    assert list(got) == ["empty answer", "prompt copied back", "right format, wrong answer", "endless repetition",
+                         "always-equal object"]
+    assert got["empty answer"]["total"] == 0 and not got["empty answer"]["flagged"]
+    # codepo_text rewards the layout only: the best row's layout with a wrong answer earns the full format term
+    assert got["right format, wrong answer"]["components"]["format"] == 1
+    assert got["right format, wrong answer"]["flagged"]
+
+
+def test_html_is_self_contained(rows_file, tmp_path):
+    out = tmp_path / "report.html"
+    res = _run(str(SPEC), "-i", str(rows_file), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    page = out.read_text()
+    for banned in ("<script", " src=", "href=", "@import", "url("):
+        assert banned not in page
+    assert page.count("<svg") == 5  # total, three components, advantage
+
+    class Check(HTMLParser):
+        void = {"meta", "br", "rect", "line"}
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.stack: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            if tag not in self.void:
+                self.stack.append(tag)
+
+        def handle_endtag(self, tag):
+            if tag in self.void:
+                return
+            assert self.stack and self.stack[-1] == tag, (tag, self.stack[-5:])
+            self.stack.pop()
+
+    c = Check()
+    c.feed(page)
+    assert c.stack == []
+    assert "zero variance" in page and "FLAGGED" in page

@@ -793,21 +793,40 @@ def module_main(prog: "Program", argv: Sequence[str] | None = None) -> int:
         x = float(x)
         return x if math.isfinite(x) else None
 
-    out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+    import contextlib
+
+    from rewardlang.outputs import OutputError, atomic_write, check_output
+
+    if args.output != "-":
+        try:
+            check_output(args.output, inputs={"input file": None if args.input == "-" else args.input})
+        except OutputError as exc:
+            return bad(str(exc))
     try:
-        for i, row in enumerate(rows):
-            rec = dict(row)
-            rec["reward"] = clean(res.total[i])
-            rec["components"] = {c.name: clean(res.components[c.name][i]) for c in prog.components}
-            if res.advantages is not None:
-                rec["advantage"] = clean(res.advantages[i])
-            errs = {k: v[i] for k, v in res.errors.items() if v[i] is not None}
-            if errs:
-                rec["errors"] = errs
-            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
+        # -o: whole or not at all; standard output read by `head` may close early: that is the reader's choice
+        with (atomic_write(args.output) if args.output != "-" else contextlib.nullcontext(sys.stdout)) as out:
+            for i, row in enumerate(rows):
+                rec = dict(row)
+                rec["reward"] = clean(res.total[i])
+                rec["components"] = {c.name: clean(res.components[c.name][i]) for c in prog.components}
+                if res.advantages is not None:
+                    rec["advantage"] = clean(res.advantages[i])
+                errs = {k: v[i] for k, v in res.errors.items() if v[i] is not None}
+                if errs:
+                    rec["errors"] = errs
+                out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            if out is sys.stdout:
+                out.flush()
+    except OutputError as exc:
+        return bad(str(exc))
+    except BrokenPipeError:
+        # as a C tool killed by SIGPIPE: quiet, status 141; stdout now points at /dev/null so the interpreter's
+        # own flush at exit does not print the error again
+        import os
+
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return 0
 
 

@@ -212,6 +212,10 @@ def sweep(directory: PathLike) -> list[str]:
     return removed
 
 
+#: how the temporary's descriptor becomes a file object; the tests put a file system that fills up here
+_fdopen: Callable[..., IO[Any]] = os.fdopen
+
+
 class _Writer:
     """The temporary file, whose write errors become :class:`OutputError` naming the destination."""
 
@@ -262,7 +266,7 @@ def atomic_write(path: PathLike, mode: str = "w", *, encoding: str | None = "utf
         except OSError as exc:
             raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
         _LIVE.add(tmp)
-        fh = os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else encoding)
+        fh = _fdopen(fd, "wb" if binary else "w", encoding=None if binary else encoding)
         yield _Writer(fh, p)
         try:
             fh.flush()

@@ -864,25 +864,14 @@ def main() -> None:
         _err(line)
         sys.exit(code)
     except BrokenPipeError:
-        _quiet_broken_pipe()
+        from rewardlang.outputs import quiet_broken_pipe
+
+        quiet_broken_pipe()
     except Exception as exc:  # an internal error: one line, unless --debug
         if _DEBUG or "--debug" in sys.argv:
             raise
         _err(f"internal error: {type(exc).__name__}: {exc}\n(run with --debug for the traceback; please report it)")
         sys.exit(2)
-
-
-def _quiet_broken_pipe() -> None:
-    """The reader of our standard output went away (``| head``): exit quietly, as a C tool killed by SIGPIPE would
-    (status 141), without Python's flush error at exit."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    sys.exit(141)
 
 
 if __name__ == "__main__":

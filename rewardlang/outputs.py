@@ -44,7 +44,7 @@ from typing import IO, Any, Callable, Iterator, Mapping, Union
 
 __all__ = ["OutputError", "Interrupted", "check_output", "check_output_dir", "atomic_write", "atomic_path",
            "write_text", "sweep", "reason", "same_file", "install_signal_handlers", "interrupt_line",
-           "set_interrupt_note", "note_stdout", "committed", "what_was_kept", "guard_command", "ENVIRONMENT_ERRNOS"]
+           "set_interrupt_note", "note_stdout", "committed", "what_was_kept", "guard_command", "quiet_broken_pipe", "ENVIRONMENT_ERRNOS"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -455,6 +455,8 @@ def guard_command(fn: Callable[..., Any]) -> Callable[..., Any]:
             line, code = interrupt_line(exc)
             sys.stderr.write(line + "\n")
             raise SystemExit(code) from None
+        except BrokenPipeError:
+            quiet_broken_pipe()
         except OSError as exc:
             if exc.errno not in ENVIRONMENT_ERRNOS:
                 raise
@@ -477,3 +479,13 @@ def _note() -> str:
     if not _NOTE:
         return ""
     return f"; the run stopped: {what_was_kept()}"
+
+
+def quiet_broken_pipe() -> None:
+    """The reader of standard output went away (``| head -1``): end quietly with status 141, as a C tool killed by
+    SIGPIPE does; standard output is pointed at /dev/null first so that the interpreter's flush at exit does not
+    report the error after all."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(141)

@@ -819,14 +819,13 @@ def module_main(prog: "Program", argv: Sequence[str] | None = None) -> int:
                 out.flush()
     except OutputError as exc:
         return bad(str(exc))
-    except BrokenPipeError:
-        # as a C tool killed by SIGPIPE: quiet, status 141; stdout now points at /dev/null so the interpreter's
-        # own flush at exit does not print the error again
-        import os
+    except BrokenPipeError:  # `| head`: quiet, status 141, as a C tool killed by SIGPIPE
+        from rewardlang.outputs import quiet_broken_pipe
 
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        try:
+            quiet_broken_pipe()
+        except SystemExit as exc:  # this function returns its status
+            return int(exc.code or 0)
     return 0
 
 

@@ -240,6 +240,9 @@ _guard_commands()
 
 def main(argv: list[str] | None = None) -> None:
     """Run the app (``python -m rewardlang.trainers.cli train ...``)."""
+    from rewardlang.outputs import install_signal_handlers
+
+    install_signal_handlers()  # SIGTERM unwinds like Ctrl-C: the last checkpoint and the --resume command are said
     app(args=argv if argv is not None else sys.argv[1:], prog_name="rewardlang")
 
 

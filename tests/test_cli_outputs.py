@@ -442,6 +442,7 @@ def test_score_killed_at_any_point_leaves_the_output_absent_or_complete(tmp_path
     argv = [sys.executable, "-m", "rewardlang", "score", str(ROOT / "specs" / "dpo_tests.reward"), "-i", str(data),
             "-o", str(out), "--batch-size", "10", "--no-summary", "--no-progress"]
     res = _drive(point, sig, str(d / ".out.jsonl.*.partial"), argv)
+    assert res["landed"], res  # the kill point was reached while the command ran
     assert not out.exists() or out.read_bytes() == reference  # absent or complete, whatever the moment
     if res["rc"] != 0:  # the signal landed before the end
         if sig == "SIGKILL":

@@ -44,7 +44,8 @@ from typing import IO, Any, Callable, Iterator, Mapping, Union
 
 __all__ = ["OutputError", "Interrupted", "check_output", "check_output_dir", "atomic_write", "atomic_path",
            "write_text", "sweep", "reason", "same_file", "install_signal_handlers", "interrupt_line",
-           "set_interrupt_note", "note_stdout", "committed", "what_was_kept", "guard_command", "quiet_broken_pipe", "ENVIRONMENT_ERRNOS"]
+           "set_interrupt_note", "note_stdout", "committed", "what_was_kept", "guard_command", "quiet_broken_pipe",
+           "ENVIRONMENT_ERRNOS"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -259,13 +260,15 @@ def atomic_write(path: PathLike, mode: str = "w", *, encoding: str | None = "utf
     sweep(directory)
     tmp = _tmp_name(directory, name)
     fh = None
+    # in _LIVE before it exists: an interrupt between the open and the next line must still remove it (the name is
+    # this process's alone: its pid and a random part, created with O_EXCL)
+    _LIVE.add(tmp)
     try:
         try:
             # 0o666: the umask applies, as for open(); O_EXCL: never another process's file
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         except OSError as exc:
             raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
-        _LIVE.add(tmp)
         fh = _fdopen(fd, "wb" if binary else "w", encoding=None if binary else encoding)
         yield _Writer(fh, p)
         try:
@@ -318,12 +321,12 @@ def atomic_path(path: PathLike) -> Iterator[str]:
     directory, name = os.path.split(real)
     sweep(directory)
     tmp = _tmp_name(directory, name)
+    _LIVE.add(tmp)  # before it exists: see atomic_write
     try:
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
         except OSError as exc:
             raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
-        _LIVE.add(tmp)
         try:
             yield tmp
         except OSError as exc:

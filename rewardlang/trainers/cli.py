@@ -152,6 +152,13 @@ def eval_command(
     ks = sorted(set(k or [1, n]))
     if any(x < 1 or x > n for x in ks):
         _fail(f"--k {ks}: every k must be between 1 and --n ({n})")
+    if output is not None:  # before the evaluation, which takes minutes: a bad destination must not cost them
+        from rewardlang.outputs import OutputError, check_output
+
+        try:
+            check_output(output, inputs={"completions file": completions, "spec": spec})
+        except OutputError as exc:
+            _fail(str(exc))
     try:
         rows = ev.select_problems(problems, limit)
         shown: dict[str, Any] = {}
@@ -206,18 +213,38 @@ def plot_command(
     out: Optional[str] = typer.Option(None, "--out", help="PNG path. Default: RUN_DIR/curves.png."),
 ) -> None:
     """Render a run's training curves (reward, components, advantages, masked share, KL, timing) to a PNG."""
+    from rewardlang.outputs import OutputError, check_output
     from rewardlang.trainers.plot import plot_run
 
     try:
+        check_output(out or os.path.join(run_dir, "curves.png"), flag="--out",
+                     inputs={"metrics file": os.path.join(run_dir, "metrics.jsonl"),
+                             "eval file": os.path.join(run_dir, "eval.json")})
         path = plot_run(run_dir, out)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, OutputError) as exc:
         _fail(str(exc))
         return
     typer.echo(path)
 
 
+def _guard_commands() -> None:
+    """Every command ends an output error, a full disk or an interrupt with one plain line and its status (see
+    :func:`rewardlang.outputs.guard_command`); `train` says its last checkpoint and the --resume command."""
+    from rewardlang.outputs import guard_command
+
+    for info in app.registered_commands:
+        if info.callback is not None and not getattr(info.callback, "__wrapped__", None):
+            info.callback = guard_command(info.callback)
+
+
+_guard_commands()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the app (``python -m rewardlang.trainers.cli train ...``)."""
+    from rewardlang.outputs import install_signal_handlers
+
+    install_signal_handlers()  # SIGTERM unwinds like Ctrl-C: the last checkpoint and the --resume command are said
     app(args=argv if argv is not None else sys.argv[1:], prog_name="rewardlang")
 
 

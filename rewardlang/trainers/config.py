@@ -389,8 +389,8 @@ def save_resolved(path: str, cfg: TrainConfig, sources: Mapping[str, str], *, sp
         "command": sys.argv,
         **(extra or {}),
     }
+    from rewardlang.outputs import write_text
+
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2, sort_keys=False, default=str)
-        fh.write("\n")
+    write_text(path, json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n")  # whole or not at all
     return doc

@@ -25,7 +25,6 @@ import math
 import os
 import re
 import sys
-import tempfile
 import time
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
@@ -149,23 +148,18 @@ def summarize(records: Sequence[Mapping[str, Any]], ks: Iterable[int]) -> dict[s
 
 
 def write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
-    """Write ``records`` atomically: a temporary file in the same directory renamed over ``path`` (complete or
-    absent)."""
+    """Write ``records`` whole or not at all (:func:`rewardlang.outputs.atomic_write`: a temporary beside ``path``,
+    renamed over it; mode 0644; ``OutputError`` naming the path on a full disk)."""
+    from rewardlang.outputs import OutputError, atomic_write, reason
+
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".eval-", suffix=".jsonl", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for r in records:
-                fh.write(json.dumps(r) + "\n")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make results unreadable to others, unlike open()
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(path, f"cannot write {path}: {reason(exc)}") from exc
+    with atomic_write(path) as fh:
+        for r in records:
+            fh.write(json.dumps(r) + "\n")
 
 
 def select_problems(problems: Sequence[str] | None = None, limit: int | None = None) -> list[dict[str, Any]]:

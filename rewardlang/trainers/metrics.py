@@ -17,6 +17,8 @@ when it is installed (``report_to=auto``).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
@@ -42,8 +44,10 @@ def truncate_after(path: str, step: int) -> None:
     """Drop records after ``step`` (a resumed run rewrites the steps that followed its checkpoint)."""
     if not os.path.exists(path):
         return
+    from rewardlang.outputs import atomic_write
+
     kept = [r for r in read_metrics(path) if r.get("step", 0) <= step and "train_runtime" not in r]
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:  # a kill while rewriting keeps the old log, never a cut one
         for r in kept:
             fh.write(json.dumps(r) + "\n")
 
@@ -82,8 +86,27 @@ class JsonlMetricsCallback(TrainerCallback):
         if not state.is_world_process_zero or not logs:
             return
         record = {"step": state.global_step, **{k: _clean(v) for k, v in logs.items()}}
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
+        line = (json.dumps(record) + "\n").encode("utf-8")
+        from rewardlang.outputs import OutputError, reason
+
+        # an append is not atomic: one os.write of the whole line (O_APPEND), and on a failed write (a full disk)
+        # the file is cut back to where it was, so the log never ends in half a record
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            raise OutputError(self.path, f"cannot write {self.path}: {reason(exc)}") from exc
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                written = os.write(fd, line)
+                if written != len(line):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise OutputError(self.path, f"cannot write {self.path}: {reason(exc)}") from exc
+        finally:
+            os.close(fd)
 
 
 class StepTimingCallback(TrainerCallback):

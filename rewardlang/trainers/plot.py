@@ -138,6 +138,11 @@ def plot_run(run_dir: str, out: str | None = None) -> str:
     fig.suptitle(os.path.basename(os.path.abspath(run_dir)))
     fig.tight_layout()
     out = out or os.path.join(run_dir, "curves.png")
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    from rewardlang.outputs import atomic_path
+
+    try:
+        with atomic_path(out) as tmp:  # whole or not at all; the format is named: the temporary has no .png
+            fig.savefig(tmp, dpi=100, format="png")
+    finally:
+        plt.close(fig)
     return out

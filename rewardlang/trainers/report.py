@@ -23,6 +23,8 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
+from rewardlang.outputs import write_text
+
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.trainers.config import TrainConfig
 
@@ -66,10 +68,7 @@ def evaluate_heldout(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]],
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     doc[when] = {**summary, "task_ids": [r["task_id"] for r in rows], "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2)
-    os.replace(tmp, path)
+    write_text(path, json.dumps(doc, indent=2))
     return summary
 
 
@@ -111,10 +110,9 @@ def save_train_problems(run_dir: str, summary: dict[str, Any]) -> None:
         return
     os.makedirs(run_dir, exist_ok=True)  # before the trainer, which makes it, exists
     path = os.path.join(run_dir, "train-problems.json")
-    tmp = f"{path}.{os.getpid()}.tmp"  # every process writes the same list; each replaces atomically
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump({"train_problems": summary["subset"], "available": summary["available_rows"]}, fh, indent=1)
-    os.replace(tmp, path)
+    # every process writes the same list; each replaces atomically (its temporary is its own)
+    write_text(path, json.dumps({"train_problems": summary["subset"], "available": summary["available_rows"]},
+                                indent=1))
 
 
 def _records(run_dir: str) -> list[dict[str, Any]]:
@@ -205,6 +203,5 @@ def write_run_readme(run_dir: str) -> str:
     lines += ["", "Files: `config.json` (resolved settings), `metrics.jsonl` (per step), `eval-before.jsonl` / "
               "`eval-after.jsonl` (per problem), `eval.json`, `final/` (the policy)."]
     path = os.path.join(run_dir, "README.md")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")
     return path

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -161,12 +162,47 @@ def load_layers(spec: str, config_file: str | None, sets: Mapping[str, Any] | No
 def open_run(prog: "Program", cfg: TrainConfig, resume: bool) -> tuple[str, str | None]:
     """``(run_dir, checkpoint to resume from or None)``; sets ``cfg.output_dir``. A fresh run refuses a directory
     that already holds one (its metrics would be mixed), a resumed one checks that nothing changed."""
+    from rewardlang.outputs import OutputError, check_output_dir, set_interrupt_note
+
     run_dir = run_dir_for(cfg, prog.name, resume)
     cfg.output_dir = run_dir
+    try:  # before the model loads: a run directory under a file, or on a read-only mount, is said at once
+        check_output_dir(run_dir, flag="--output")
+    except OutputError as exc:
+        raise ConfigError(str(exc)) from None
     checkpoint = check_resume(run_dir, prog, cfg) if resume else None
     if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
         raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
+    set_interrupt_note(lambda: where_to_resume(run_dir))  # said on Ctrl-C, SIGTERM or a full disk
     return run_dir, checkpoint
+
+
+def resume_command(run_dir: str, argv: Sequence[str] | None = None) -> str:
+    """The command that continues this run: the command line as given, with ``--output RUN_DIR`` and ``--resume``.
+
+    >>> resume_command("runs/x", ["rewardlang", "train", "--spec", "s.reward", "--max-steps", "4"])
+    'rewardlang train --spec s.reward --max-steps 4 --output runs/x --resume'
+    """
+    import shlex
+
+    args = list(sys.argv if argv is None else argv)[1:]
+    if not any(a == "--output" or a.startswith("--output=") for a in args):
+        args += ["--output", run_dir]
+    if "--resume" not in args:
+        args.append("--resume")
+    if "train" not in args:
+        args.insert(0, "train")
+    return shlex.join(["rewardlang", *args])
+
+
+def where_to_resume(run_dir: str) -> str:
+    """What a stopped run keeps, in one line: its last complete checkpoint and the command that continues it."""
+    ckpt = last_checkpoint(run_dir)
+    if ckpt is None:
+        return (f"run directory {run_dir} has no checkpoint yet (one is written every train.save_steps steps); "
+                "nothing to resume")
+    step = os.path.basename(ckpt).removeprefix("checkpoint-")
+    return f"last checkpoint: step {step} ({ckpt}); continue with: {resume_command(run_dir)}"
 
 
 def config_name(checkpoint: str | None) -> str:

@@ -324,36 +324,36 @@ def settings_from_spec(params: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
+#: the files :func:`write` puts in its directory (``groups.jsonl`` only after :func:`groups_of`)
+OUTPUT_FILES = ("dpo.jsonl", "steps.jsonl", "groups.jsonl", "report.json")
+
+
 def write(data: PrmData, out_dir: str) -> dict[str, str]:
     """Write ``dpo.jsonl``, ``steps.jsonl`` (and ``groups.jsonl`` once :func:`groups_of` ran) and ``report.json``
-    into ``out_dir``: each file is written under a temporary name and renamed, all of them only after every write
-    succeeded (complete or absent)."""
-    os.makedirs(out_dir, exist_ok=True)
-    files = {"dpo.jsonl": data.dpo, "steps.jsonl": data.steps}
+    into ``out_dir``: each file is written under a temporary name, and all of them are renamed only after every
+    write succeeded (complete or absent; see :mod:`rewardlang.outputs`). Raises ``OutputError`` naming the file
+    on an I/O error (a full disk), having removed every temporary."""
+    import contextlib
+
+    from rewardlang.outputs import OutputError, atomic_write, reason
+
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(out_dir, f"cannot create {out_dir}: {reason(exc)}") from exc
+    files: dict[str, Any] = {"dpo.jsonl": data.dpo, "steps.jsonl": data.steps}
     if data.groups is not None:
         files["groups.jsonl"] = data.groups
-    tmp: dict[str, str] = {}
-    try:
-        for name, rows in files.items():
-            path = os.path.join(out_dir, f".{name}.tmp-{os.getpid()}")
-            tmp[name] = path
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        path = os.path.join(out_dir, f".report.json.tmp-{os.getpid()}")
-        tmp["report.json"] = path
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(data.report(), fh, indent=2)
-            fh.write("\n")
-    except BaseException:
-        for path in tmp.values():
-            if os.path.exists(path):
-                os.remove(path)
-        raise
     out = {}
-    for name, path in tmp.items():
-        final = os.path.join(out_dir, name)
-        os.replace(path, final)
-        out[name] = final
+    # one stack: an error in any file unwinds every temporary; leaving it normally renames them all
+    with contextlib.ExitStack() as stack:
+        for name, rows in files.items():
+            out[name] = os.path.join(out_dir, name)
+            fh = stack.enter_context(atomic_write(out[name]))
+            fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        out["report.json"] = os.path.join(out_dir, "report.json")
+        fh = stack.enter_context(atomic_write(out["report.json"]))
+        fh.write(json.dumps(data.report(), indent=2) + "\n")
     return out
 
 

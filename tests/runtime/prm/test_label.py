@@ -124,18 +124,15 @@ def test_bad_rows_named_and_counted(tmp_path) -> None:
         label.build(rows, operators=["nope"])
 
 
-def test_outputs_complete_or_absent(tmp_path, monkeypatch, small) -> None:
+def test_outputs_complete_or_absent(tmp_path, monkeypatch, small, full_disk) -> None:
+    from rewardlang import outputs
+
     _, data = small
-    real = json.dump
-
-    def boom(*a, **k):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(label.json, "dump", boom)
-    with pytest.raises(OSError):
+    full_disk(100)  # room for the start of the first file only
+    with pytest.raises(outputs.OutputError, match="dpo.jsonl: no space left on device"):
         label.write(data, str(tmp_path / "out"))
-    assert os.listdir(tmp_path / "out") == []
-    monkeypatch.setattr(label.json, "dump", real)
+    assert os.listdir(tmp_path / "out") == []  # no file renamed, no temporary left
+    full_disk(10**9)
     paths = label.write(data, str(tmp_path / "out"))
     assert sorted(os.listdir(tmp_path / "out")) == ["dpo.jsonl", "report.json", "steps.jsonl"]
     assert sum(1 for _ in open(paths["steps.jsonl"])) == len(data.steps)

@@ -1,0 +1,494 @@
+"""Every file a command writes goes through here: it is complete or absent, never half-made, never a surprise.
+
+The rule (docs/reliability.md):
+
+- **Checked before the work.** :func:`check_output` refuses, with a plain message naming the path, an output that
+  is one of the command's inputs (the same file, through a symlink or a hard link too), a directory where a file is
+  meant, a missing directory, and a place the process cannot write; commands call it before any expensive work.
+- **Written atomically.** :func:`atomic_write` (a file object) and :func:`atomic_path` (a path, for writers such
+  as matplotlib that want one) write to a temporary file in the destination's directory, ``fsync`` it, and
+  ``os.replace`` it over the destination: a reader sees the old file or the whole new one. The file gets the mode a
+  plain ``open()`` would (``0666`` less the umask), not ``mkstemp``'s ``0600``.
+- **Nothing left behind.** On any ending the process controls (an error, SIGINT, SIGTERM: see
+  :func:`install_signal_handlers`) the temporary file is removed. SIGKILL cannot be handled, so a temporary's name
+  carries its host and process id (``.NAME.rl<host>-<pid>-<random>.partial``): the next write into the same
+  directory removes those of processes that are gone.
+- **I/O errors are plain errors.** A failed write, ``fsync`` or rename (``ENOSPC``, ``EIO``, ``EACCES`` ...) raises
+  :class:`OutputError`, which names the path and the system's reason ("no space left on device"); the command
+  prints it as ``error: ...`` and exits 1, never as an internal error.
+
+A destination that exists and is not a regular file (``/dev/null``, a FIFO, a terminal) is written in place: there
+is nothing to replace atomically, and replacing a device node with a regular file would break it.
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> with atomic_write(os.path.join(d, "out.txt")) as fh:
+    ...     _ = fh.write("hello\\n")
+    >>> sorted(os.listdir(d)), oct(os.stat(os.path.join(d, "out.txt")).st_mode & 0o777) == oct(0o666 & ~_umask())
+    (['out.txt'], True)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import re
+import secrets
+import signal
+import socket
+import stat
+import sys
+from typing import IO, Any, Callable, Iterator, Mapping, Union
+
+__all__ = ["OutputError", "Interrupted", "check_output", "check_output_dir", "atomic_write", "atomic_path",
+           "write_text", "sweep", "reason", "same_file", "install_signal_handlers", "interrupt_line",
+           "set_interrupt_note", "note_stdout", "committed", "what_was_kept", "guard_command", "quiet_broken_pipe",
+           "ENVIRONMENT_ERRNOS"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: OSError numbers that describe the machine's state (a full disk, a read-only mount, permissions), not a bug of
+#: rewardlang: a command reports them as a plain error naming the path, never as an internal error
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EACCES, errno.EPERM,
+                                errno.EFBIG, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.ETXTBSY})
+
+# A temporary's name says which process made it, so a later run can tell a dead run's leftover from a live run's
+# file: the host (a directory shared over NFS is written from several machines, whose pids mean nothing here) and
+# the pid. `.partial` is the suffix `score` always used.
+_HOST = hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+_TMP_RE = re.compile(r"^\.(?P<name>.+)\.rl(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-[0-9a-f]{8}\.partial$")
+
+_LIVE: set[str] = set()        # temporaries of this process not yet renamed or removed
+_COMMITTED: list[str] = []     # outputs this process completed (said on an interrupt)
+_STDOUT_NOTE: list[str] = []   # set by a command that streams its result to standard output
+_NOTE: list[Callable[[], str | None]] = []  # a command's own word on an interrupt (train: the last checkpoint)
+
+
+class OutputError(Exception):
+    """An output that cannot be written (or must not be): ``path`` and the reason, for a plain ``error:`` line."""
+
+    def __init__(self, path: PathLike, message: str) -> None:
+        super().__init__(message)  # the whole message: it names the path itself
+        self.path = os.fspath(path)
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM (or SIGHUP) raised as an interrupt, so that every ``finally`` and ``except KeyboardInterrupt`` on the
+    way out (temporary files, the sandbox, worker pools) runs exactly as for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def reason(exc: BaseException) -> str:
+    """The system's reason for an OSError, as a user reads it: ``no space left on device``."""
+    if isinstance(exc, OSError) and exc.errno:
+        return os.strerror(exc.errno).lower()
+    return str(exc) or type(exc).__name__
+
+
+def same_file(a: PathLike, b: PathLike) -> bool:
+    """Whether ``a`` and ``b`` are one file (same device and inode: through symlinks and hard links too)."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except (OSError, ValueError):
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def _probe(directory: str) -> OSError | None:
+    """Create and remove a temporary in ``directory``: the only sure test of writability (``os.access`` says yes to
+    root on a read-only bind mount's files, and knows nothing of a full quota)."""
+    try:
+        path = _tmp_name(directory, "probe")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        return exc
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    return None
+
+
+def _refuse_inputs(path: PathLike, inputs: Mapping[str, PathLike | None], flag: str) -> None:
+    for what, inp in inputs.items():
+        if inp is not None and os.fspath(inp) != "-" and same_file(path, inp):
+            shown = "" if os.path.abspath(os.fspath(inp)) == os.path.abspath(os.fspath(path)) else f" ({inp})"
+            raise OutputError(path, f"{flag} {os.fspath(path)} is the {what}{shown}; writing it would destroy what "
+                                    "the command reads: write to another file")
+
+
+def check_output(path: PathLike, *, inputs: Mapping[str, PathLike | None] | None = None, flag: str = "-o") -> None:
+    """Refuse a file destination before any work: one of ``inputs`` (``{"input file": path, ...}``), a directory,
+    a missing directory, an unwritable place. Raises :class:`OutputError` whose text is the whole message."""
+    p = os.fspath(path)
+    _refuse_inputs(p, inputs or {}, flag)
+    real = os.path.realpath(p)
+    if os.path.isdir(real):
+        raise OutputError(p, f"{flag} {p} is a directory; name a file")
+    if os.path.exists(real) and not stat.S_ISREG(os.stat(real).st_mode):
+        return  # /dev/null, a FIFO: written in place
+    parent = os.path.dirname(real)
+    shown = os.path.dirname(p) or "."
+    try:
+        st = os.stat(parent)
+    except FileNotFoundError:
+        raise OutputError(p, f"{flag} {p}: directory {shown} does not exist (create it first)") from None
+    except OSError as exc:  # ENOTDIR: a path under a regular file
+        raise OutputError(p, f"{flag} {p}: {shown} is not a usable directory ({reason(exc)})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutputError(p, f"{flag} {p}: {shown} is not a directory")
+    exc = _probe(parent)
+    if exc is None and os.path.exists(real) and not os.access(real, os.W_OK):
+        exc = OSError(errno.EPERM, "")  # an immutable file (chattr +i) cannot be replaced, even by root
+    if exc is not None:
+        raise OutputError(p, f"{flag} {p}: cannot write there ({reason(exc)})")
+
+
+def check_output_dir(path: PathLike, *, inputs: Mapping[str, PathLike | None] | None = None, flag: str = "-o",
+                     files: tuple[str, ...] = ()) -> None:
+    """Refuse a directory destination before any work: a path that is a file, one under a file, an unwritable place,
+    and (``files``: the names the command writes in it) a file there that is one of ``inputs``. A missing directory
+    is fine: the command creates it (with its parents)."""
+    p = os.fspath(path)
+    for name in files:
+        _refuse_inputs(os.path.join(p, name), inputs or {}, flag)
+    real = os.path.realpath(p)
+    if os.path.exists(real) and not os.path.isdir(real):
+        raise OutputError(p, f"{flag} {p} is a file; name a directory")
+    probe_in = real
+    while not os.path.exists(probe_in):  # the nearest existing ancestor is where the new directories go
+        probe_in = os.path.dirname(probe_in)
+    if not os.path.isdir(probe_in):
+        raise OutputError(p, f"{flag} {p}: {probe_in} is not a directory")
+    exc = _probe(probe_in)
+    if exc is not None:
+        raise OutputError(p, f"{flag} {p}: cannot write in {probe_in} ({reason(exc)})")
+
+
+def _tmp_name(directory: str, name: str) -> str:
+    return os.path.join(directory, f".{name}.rl{_HOST}-{os.getpid()}-{secrets.token_hex(4)}.partial")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    return True
+
+
+def sweep(directory: PathLike) -> list[str]:
+    """Remove the temporaries that dead processes of this host left in ``directory`` (a run killed by SIGKILL);
+    returns their paths. A live process's temporary, or another host's, is left alone."""
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        m = _TMP_RE.match(name)
+        if m is None or m["host"] != _HOST:
+            continue
+        pid = int(m["pid"])
+        if pid != os.getpid() and _alive(pid):
+            continue
+        path = os.path.join(os.fspath(directory), name)
+        if pid == os.getpid() and path in _LIVE:
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed.append(path)
+    return removed
+
+
+#: how the temporary's descriptor becomes a file object; the tests put a file system that fills up here
+_fdopen: Callable[..., IO[Any]] = os.fdopen
+
+
+class _Writer:
+    """The temporary file, whose write errors become :class:`OutputError` naming the destination."""
+
+    def __init__(self, fh: IO[Any], path: str) -> None:
+        self._fh = fh
+        self._path = path
+
+    def write(self, data: Any) -> int:
+        try:
+            return self._fh.write(data)
+        except OSError as exc:
+            raise OutputError(self._path, f"cannot write {self._path}: {reason(exc)}") from exc
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._fh.flush()
+        except OSError as exc:
+            raise OutputError(self._path, f"cannot write {self._path}: {reason(exc)}") from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fh, name)
+
+
+@contextlib.contextmanager
+def atomic_write(path: PathLike, mode: str = "w", *, encoding: str | None = "utf-8") -> Iterator[Any]:
+    """Write ``path`` whole or not at all: a file object on a temporary beside it, renamed over ``path`` when the
+    ``with`` block ends normally, removed when it ends by an exception (an interrupt included). A symlink is
+    followed: the file it points to is replaced. Raises :class:`OutputError` for every I/O error of the output."""
+    p = os.fspath(path)
+    binary = "b" in mode
+    real = os.path.realpath(p)
+    if os.path.exists(real) and not stat.S_ISREG(os.stat(real).st_mode):
+        with _direct(p, real, mode, None if binary else encoding) as fh:  # a device or a FIFO
+            yield fh
+        return
+    directory, name = os.path.split(real)
+    sweep(directory)
+    tmp = _tmp_name(directory, name)
+    fh = None
+    # in _LIVE before it exists: an interrupt between the open and the next line must still remove it (the name is
+    # this process's alone: its pid and a random part, created with O_EXCL)
+    _LIVE.add(tmp)
+    try:
+        try:
+            # 0o666: the umask applies, as for open(); O_EXCL: never another process's file
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+        fh = _fdopen(fd, "wb" if binary else "w", encoding=None if binary else encoding)
+        yield _Writer(fh, p)
+        try:
+            fh.flush()
+            os.fsync(fh.fileno())  # the data is on disk before the name points at it (a crash keeps the old file)
+            fh.close()
+            os.replace(tmp, real)
+        except OSError as exc:
+            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+        _LIVE.discard(tmp)
+        _fsync_dir(directory)
+        _COMMITTED.append(p)
+    finally:
+        if fh is not None and not fh.closed:
+            with contextlib.suppress(OSError):  # a full disk fails the close's flush too: the file goes anyway
+                fh.close()
+        if tmp in _LIVE:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            _LIVE.discard(tmp)
+
+
+@contextlib.contextmanager
+def _direct(p: str, real: str, mode: str, encoding: str | None) -> Iterator[Any]:
+    try:
+        fh = open(real, "wb" if "b" in mode else "w", encoding=encoding)
+    except OSError as exc:
+        raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+    try:
+        yield _Writer(fh, p)
+        try:
+            fh.flush()
+        except OSError as exc:
+            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            fh.close()
+
+
+@contextlib.contextmanager
+def atomic_path(path: PathLike) -> Iterator[str]:
+    """Like :func:`atomic_write`, for a writer that wants a path (``fig.savefig(tmp, format="png")``): yields the
+    temporary's path; it is renamed over ``path`` when the block ends normally, removed otherwise. The writer's own
+    OSErrors inside the block become :class:`OutputError` as well."""
+    p = os.fspath(path)
+    real = os.path.realpath(p)
+    if os.path.exists(real) and not stat.S_ISREG(os.stat(real).st_mode):
+        yield real
+        return
+    directory, name = os.path.split(real)
+    sweep(directory)
+    tmp = _tmp_name(directory, name)
+    _LIVE.add(tmp)  # before it exists: see atomic_write
+    try:
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
+        except OSError as exc:
+            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+        try:
+            yield tmp
+        except OSError as exc:
+            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+        try:
+            fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, real)
+        except OSError as exc:
+            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+        _LIVE.discard(tmp)
+        _fsync_dir(directory)
+        _COMMITTED.append(p)
+    finally:
+        if tmp in _LIVE:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            _LIVE.discard(tmp)
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make the rename itself durable; best effort (some file systems refuse fsync on a directory)."""
+    try:
+        fd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> None:
+    """``path`` gets ``text``, whole or not at all (see :func:`atomic_write`)."""
+    with atomic_write(path, encoding=encoding) as fh:
+        fh.write(text)
+
+
+def committed() -> list[str]:
+    """The outputs this process has completed so far."""
+    return list(_COMMITTED)
+
+
+def note_stdout(what: str) -> None:
+    """Say, on an interrupt, that ``what`` went to standard output and is incomplete (``score`` without ``-o``)."""
+    _STDOUT_NOTE[:] = [what]
+
+
+def set_interrupt_note(note: Callable[[], str | None] | None) -> None:
+    """A command's own word on an interrupt, computed when it comes (``train``: the last checkpoint and the
+    ``--resume`` command); ``None`` removes it."""
+    _NOTE[:] = [note] if note is not None else []
+
+
+def what_was_kept() -> str:
+    """What a command stopped now leaves: the command's own word (``train``: its last checkpoint and the
+    ``--resume`` command), else the outputs completed so far, or "nothing written"."""
+    said = None
+    if _NOTE:
+        with contextlib.suppress(Exception):  # the note is a courtesy: it must not turn an interrupt into a crash
+            said = _NOTE[0]()
+    if said is None:
+        kept = committed()
+        said = (f"kept {', '.join(kept)} (complete); nothing else written" if kept else "nothing written")
+        if _STDOUT_NOTE:
+            said += f"; {_STDOUT_NOTE[0]}"
+    return said
+
+
+def interrupt_line(exc: BaseException) -> tuple[str, int]:
+    """The one line said on an interrupt, and the exit status (128 + the signal: 130 for SIGINT, 143 for SIGTERM)."""
+    signum = exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
+    by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+    return f"interrupted{by}: {what_was_kept()}", 128 + signum
+
+
+def _reset() -> None:
+    """A new command starts with nothing committed and nothing noted (several commands may run in one process:
+    tests, the main CLI delegating to the training one)."""
+    _COMMITTED.clear()
+    _STDOUT_NOTE.clear()
+    _NOTE.clear()
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM and SIGHUP raise :class:`Interrupted` (SIGINT already raises ``KeyboardInterrupt``), so a scheduler's
+    stop unwinds like Ctrl-C: temporaries removed, the sandbox closed, one line said. A second signal while the
+    first unwinds is ignored: it would cut the clean-up short and leave what the first one was removing."""
+    if sys.platform == "win32":  # pragma: no cover
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Interrupted(signum)
+
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(s) is signal.SIG_IGN and s != signal.SIGTERM:
+            continue  # nohup'd: keep ignoring the hang-up; a background job ignores SIGINT
+        signal.signal(s, handler)
+
+
+def guard_command(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a CLI command: an :class:`OutputError`, or an OSError that is the machine's state (a full disk, a
+    read-only mount), ends it with a plain ``error:`` line and status 1; an interrupt (Ctrl-C, SIGTERM) with
+    :func:`interrupt_line` and 128 + the signal. Raised as ``SystemExit`` so that click, which turns an interrupt
+    into a silent status 130 of its own, lets it through."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        outer = bool(_GUARDS)  # the main CLI's `train` runs the training CLI's: the inner one speaks
+        _GUARDS.append(1)
+        if not outer:
+            _reset()
+        try:
+            return fn(*args, **kwargs)
+        except OutputError as exc:
+            sys.stderr.write(f"error: {exc}{_note()}\n")
+            raise SystemExit(1) from None
+        except KeyboardInterrupt as exc:
+            line, code = interrupt_line(exc)
+            sys.stderr.write(line + "\n")
+            raise SystemExit(code) from None
+        except BrokenPipeError:
+            quiet_broken_pipe()
+        except OSError as exc:
+            if exc.errno not in ENVIRONMENT_ERRNOS:
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            sys.stderr.write(f"error: {where}{reason(exc)}{_note()}\n")
+            raise SystemExit(1) from None
+        finally:
+            _GUARDS.pop()
+            if not outer:
+                _NOTE.clear()
+
+    return run
+
+
+_GUARDS: list[int] = []
+
+
+def _note() -> str:
+    """A stopped run's word after an I/O error (``train``: the last good checkpoint); nothing for other commands."""
+    if not _NOTE:
+        return ""
+    return f"; the run stopped: {what_was_kept()}"
+
+
+def quiet_broken_pipe() -> None:
+    """The reader of standard output went away (``| head -1``): end quietly with status 141, as a C tool killed by
+    SIGPIPE does; standard output is pointed at /dev/null first so that the interpreter's flush at exit does not
+    report the error after all."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(141)

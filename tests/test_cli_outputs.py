@@ -1,0 +1,548 @@
+"""Every command's outputs (issue 25 majors 1-2 and two minors; issue 26 classes 1-3): refused before the work when
+the destination is an input, missing, a directory or unwritable; written whole or not at all with mode 0644; a full
+disk is a plain error naming the path; Ctrl-C and SIGTERM end a command with one line and nothing left behind;
+SIGKILL's leftovers are removed by the next run; a closed pipe ends quietly. See docs/reliability.md."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+import pytest
+from typer.testing import CliRunner
+
+from rewardlang import outputs
+from rewardlang.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = """\
+component rule in [0, 1] = 1 if contains(completion, "return") else 0
+component short in [0, 1] = 1 / (1 + len(completion))
+preference { pairs = "all", rank = rule + short, winners = rule == 1, max_pairs = 2 }
+"""
+REFERENCE = "    return [x for x in strings if substring in x]\n"  # HumanEval/7's reference body
+
+
+def invoke(*args: object):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+class Cmd:
+    """One writing command: its arguments with the output in place of ``OUT``, the files it reads, and whether
+    its output is a file or a directory."""
+
+    def __init__(self, argv: list[object], inputs: dict[str, Path], kind: str = "file",
+                 heavy: str | None = None) -> None:
+        self.argv, self.inputs, self.kind, self.heavy = argv, inputs, kind, heavy
+
+    def run(self, out: Path | str):
+        return invoke(*[out if a == "OUT" else a for a in self.argv])
+
+
+def _commands(d: Path) -> dict[str, Cmd]:
+    """The writing commands, each with small real inputs in ``d``."""
+    spec = d / "s.reward"
+    spec.write_text(SPEC, encoding="utf-8")
+    data = _write_jsonl(d / "rows.jsonl", [{"prompt": f"p{i % 3}", "completion": "return 1" if i % 2 else "x" * i}
+                                           for i in range(12)])
+    comp = _write_jsonl(d / "answers.jsonl", [{"task_id": "HumanEval/7", "completion": REFERENCE}])
+    problems = _write_jsonl(d / "problems.jsonl", [
+        {"task_id": "sq", "prompt": "def sq(x):\n", "reference": "    y = x * x\n    return y\n",
+         "tests": ["assert sq(3) == 9", "assert sq(0) == 0"], "entry_point": "sq"}])
+    run = d / "run"
+    run.mkdir(exist_ok=True)
+    _write_jsonl(run / "metrics.jsonl", [{"step": s, "reward": s / 4, "loss": 0.1} for s in range(1, 5)])
+    return {
+        "score": Cmd(["score", spec, "-i", data, "-o", "OUT", "--no-summary", "--no-progress"],
+                     {"input file": data, "spec": spec}),
+        "pairs": Cmd(["pairs", spec, "-i", data, "-o", "OUT"], {"input file": data, "spec": spec}),
+        "compile": Cmd(["compile", spec, "-o", "OUT"], {"spec": spec}),
+        "eval": Cmd(["eval", "--completions", comp, "--problems", "HumanEval/7", "-o", "OUT", "--no-progress"],
+                    {"completions file": comp}, heavy="rewardlang.trainers.evaluate.evaluate"),
+        "prm-data": Cmd(["prm-data", "--dataset", problems, "-o", "OUT", "--level", "line", "--operators",
+                         "return_none,arith_swap"], {"dataset": problems}, kind="dir",
+                        heavy="rewardlang.runtime.code.label.build"),
+        "plot": Cmd(["plot", run, "--out", "OUT"], {"metrics file": run / "metrics.jsonl"}),
+    }
+
+
+NAMES = ["score", "pairs", "compile", "eval", "prm-data", "plot"]
+
+
+def _no_heavy_work(monkeypatch, cmd: Cmd) -> None:
+    """The evaluation / the labelling must not start: a bad destination is said before them."""
+    if cmd.heavy:
+        mod, _, name = cmd.heavy.rpartition(".")
+
+        def started(*a, **k):
+            raise AssertionError(f"{cmd.heavy} ran before the destination was checked")
+
+        monkeypatch.setattr(__import__(mod, fromlist=[name]), name, started)
+
+
+def _listing(d: Path) -> list[str]:
+    return sorted(p.name for p in d.iterdir())
+
+
+# ---------------------------------------------------------------- an output that is an input (issue 25, major 1)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("how", ["same path", "symlink", "hard link"])
+def test_an_output_that_is_an_input_is_refused_before_the_work(tmp_path, monkeypatch, name: str, how: str) -> None:
+    cmd = _commands(tmp_path)[name]
+    _no_heavy_work(monkeypatch, cmd)
+    for what, inp in cmd.inputs.items():
+        if cmd.kind == "dir":  # prm-data writes dpo.jsonl ... into -o DIR: the dataset may not be one of them
+            out = tmp_path / f"dir-{how.replace(' ', '_')}"
+            out.mkdir()
+            target = out / "dpo.jsonl"
+            if how == "same path":  # the dataset itself lives there under that name
+                target.write_bytes(inp.read_bytes())
+                cmd = Cmd([target if a == inp else a for a in cmd.argv], {what: target}, "dir", cmd.heavy)
+                inp = target
+        else:
+            out = target = inp if how == "same path" else tmp_path / f"alias-{what.replace(' ', '_')}"
+        if how == "symlink":
+            target.symlink_to(inp)
+        elif how == "hard link":
+            os.link(inp, target)
+        before = inp.read_bytes()
+        r = cmd.run(out)
+        assert r.exit_code == 1, r.output
+        assert f"is the {what}" in r.stderr and "internal error" not in r.stderr, r.stderr
+        assert inp.read_bytes() == before
+
+
+def test_score_refuses_its_spec_as_output(tmp_path) -> None:
+    """Not only the rows: `-o` the spec itself (or a file the spec imports) would replace the source."""
+    lib = tmp_path / "lib.reward"
+    lib.write_text("let n = len(completion)\n")
+    spec = tmp_path / "s.reward"
+    spec.write_text('import "lib.reward"\ncomponent c = n\n')
+    data = _write_jsonl(tmp_path / "d.jsonl", [{"completion": "ab"}])
+    for target, what in ((spec, "spec"), (lib, "spec file")):
+        before = target.read_bytes()
+        r = invoke("score", spec, "-i", data, "-o", target, "--no-summary")
+        assert r.exit_code == 1 and f"-o {target} is the {what}" in r.stderr, r.output
+        assert target.read_bytes() == before
+
+
+# ---------------------------------------------------------------- missing, directory, unwritable (major 2)
+
+
+@contextlib.contextmanager
+def _read_only_dir(d: Path):
+    """``d`` as a read-only bind mount (root ignores permission bits; a mount it cannot ignore)."""
+    d.mkdir(exist_ok=True)
+    if subprocess.run(["mount", "--bind", str(d), str(d)], capture_output=True).returncode != 0:
+        pytest.skip("mount is not permitted here")
+    try:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", str(d)], capture_output=True).returncode != 0:
+            pytest.skip("a read-only remount is not permitted here")
+        yield d
+    finally:
+        subprocess.run(["umount", str(d)], capture_output=True)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("case", ["missing directory", "wrong kind", "under a regular file", "read-only"])
+def test_a_bad_destination_is_a_plain_error_before_the_work(tmp_path, monkeypatch, name: str, case: str) -> None:
+    cmd = _commands(tmp_path)[name]
+    _no_heavy_work(monkeypatch, cmd)
+    regular = tmp_path / "regular"
+    regular.write_text("x")
+    with contextlib.ExitStack() as stack:
+        if case == "missing directory":
+            if cmd.kind == "dir":
+                pytest.skip("a missing output directory is created (with its parents)")
+            out, expected = tmp_path / "nodir" / "o", f"directory {tmp_path / 'nodir'} does not exist"
+        elif case == "wrong kind":
+            out, expected = ((regular, "is a file; name a directory") if cmd.kind == "dir"
+                             else (tmp_path, "is a directory; name a file"))
+        elif case == "under a regular file":
+            out, expected = regular / "o", "not a directory"
+        else:
+            ro = stack.enter_context(_read_only_dir(tmp_path / "ro"))
+            out, expected = ro / "o", "read-only file system"
+        before = _listing(tmp_path)
+        r = cmd.run(out)
+        assert r.exit_code == 1, r.output
+        assert "error: " in r.stderr and str(out) in r.stderr and expected in r.stderr, r.stderr
+        assert "internal error" not in r.stderr
+        assert _listing(tmp_path) == before
+
+
+# ---------------------------------------------------------------- a full disk (issue 26, class 3)
+
+
+def _previous(out: Path, kind: str) -> None:
+    if kind == "dir":
+        out.mkdir()
+    else:
+        out.write_text("previous\n")
+
+
+def _unchanged(out: Path, kind: str) -> None:
+    if kind == "dir":
+        assert _listing(out) == []
+    else:
+        assert out.read_text() == "previous\n"
+
+
+@pytest.mark.parametrize("name", NAMES + ["fmt"])
+@pytest.mark.parametrize("room", [0, 60])
+def test_a_full_disk_is_a_plain_error_and_leaves_nothing(tmp_path, monkeypatch, full_disk, name: str,
+                                                          room: int) -> None:
+    """ENOSPC injected under the real buffered writer: at the first byte, or after ``room`` bytes."""
+    if name == "fmt":
+        spec = tmp_path / "ugly.reward"
+        spec.write_text("".join(f"component   c{i} =   len(completion)\n" for i in range(5)))  # > 60 bytes
+        before = spec.read_bytes()
+        full_disk(room)
+        r = invoke("fmt", spec)
+        assert r.exit_code == 1 and f"error: cannot write {spec}: no space left on device" in r.stderr, r.output
+        assert spec.read_bytes() == before and _listing(tmp_path) == ["ugly.reward"]
+        return
+    cmd = _commands(tmp_path)[name]
+    out = tmp_path / ("outdir" if cmd.kind == "dir" else "out")
+    _previous(out, cmd.kind)
+    if name == "plot":  # matplotlib writes the PNG itself: its file system fills up after `room` bytes
+        from matplotlib.figure import Figure
+
+        def savefig(self, path, **kw):
+            Path(path).write_bytes(b"\x89PNG" + b"\0" * room)
+            raise OSError(28, os.strerror(28), path)
+
+        monkeypatch.setattr(Figure, "savefig", savefig)
+    full_disk(room)
+    before = _listing(tmp_path)
+    r = cmd.run(out)
+    assert r.exit_code == 1, r.output
+    assert "no space left on device" in r.stderr and "internal error" not in r.stderr, r.stderr
+    assert f"error: cannot write {out}" in r.stderr, r.stderr
+    _unchanged(out, cmd.kind)
+    assert _listing(tmp_path) == before  # no temporary beside the output
+
+
+def test_the_compiled_module_on_a_full_disk(tmp_path, full_disk) -> None:
+    import rewardlang
+    from rewardlang.runtime.program import module_main
+
+    data = _write_jsonl(tmp_path / "d.jsonl", [{"completion": "return 1"}])
+    out = tmp_path / "o.jsonl"
+    full_disk(0)
+    assert module_main(rewardlang.loads(SPEC), ["-i", str(data), "-o", str(out)]) == 1
+    assert not out.exists() and _listing(tmp_path) == ["d.jsonl"]
+    assert module_main(rewardlang.loads(SPEC), ["-i", str(data), "-o", str(data)]) == 1  # its own input
+
+
+@contextlib.contextmanager
+def _full_tmpfs(d: Path):
+    """A 64 KiB tmpfs at ``d``, filled to the last byte (root only; skipped where mounting is not permitted)."""
+    d.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(d)], capture_output=True).returncode:
+        pytest.skip("mount -t tmpfs is not permitted here")
+    try:
+        with open(d / "filler", "wb", buffering=0) as fh, contextlib.suppress(OSError):
+            while fh.write(b"\0" * 512):
+                pass
+        yield d
+    finally:
+        subprocess.run(["umount", str(d)], capture_output=True)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_really_full_file_system(tmp_path, name: str) -> None:
+    cmd = _commands(tmp_path)[name]
+    with _full_tmpfs(tmp_path / "full") as full:
+        out = full / ("outdir" if cmd.kind == "dir" else "out")
+        r = cmd.run(out)
+        assert r.exit_code == 1, r.output
+        assert f"error: cannot write {out}" in r.stderr and "no space left on device" in r.stderr, r.stderr
+        assert _listing(full) == ["filler"] + (["outdir"] if cmd.kind == "dir" else [])
+        if cmd.kind == "dir":
+            assert _listing(out) == []
+
+
+def test_a_metrics_record_cut_by_a_full_disk_is_taken_back(tmp_path, monkeypatch) -> None:
+    """metrics.jsonl is appended to: a failed append is cut back, so the log never ends in half a record."""
+    from types import SimpleNamespace
+
+    from rewardlang.trainers import metrics
+
+    path = tmp_path / "metrics.jsonl"
+    cb = metrics.JsonlMetricsCallback(str(path))
+    state = SimpleNamespace(is_world_process_zero=True, global_step=1)
+    cb.on_log(None, state, None, logs={"reward": 0.5})
+    good = path.read_bytes()
+    real = os.write
+
+    def half(fd, data):
+        real(fd, data[: len(data) // 2])
+        raise OSError(28, os.strerror(28))
+
+    monkeypatch.setattr(metrics.os, "write", half)
+    state.global_step = 2
+    with pytest.raises(outputs.OutputError, match="no space left on device"):
+        cb.on_log(None, state, None, logs={"reward": 0.75})
+    monkeypatch.setattr(metrics.os, "write", real)
+    assert path.read_bytes() == good
+
+
+# ---------------------------------------------------------------- modes, devices, SIGKILL leftovers
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_outputs_get_the_mode_a_plain_open_gives(tmp_path, name: str) -> None:
+    """0644 under umask 022 (`pairs` gave 0600), 0600 under 077: the umask is respected, not overridden."""
+    cmd = _commands(tmp_path)[name]
+    for mask in (0o022, 0o077):
+        old = os.umask(mask)
+        try:
+            out = tmp_path / f"out-{mask:o}"
+            r = cmd.run(out)
+        finally:
+            os.umask(old)
+        assert r.exit_code == 0, r.output
+        files = [p for p in out.iterdir()] if cmd.kind == "dir" else [out]
+        assert files and all(stat.S_IMODE(p.stat().st_mode) == 0o666 & ~mask for p in files), \
+            [(p.name, oct(p.stat().st_mode)) for p in files]
+
+
+def test_a_device_or_fifo_destination_is_written_in_place(tmp_path) -> None:
+    """`-o /dev/null` must not replace the device node with a file: a FIFO stands for it here."""
+    cmd = _commands(tmp_path)["score"]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    r = cmd.run(fifo)
+    reader.join(60)
+    assert r.exit_code == 0, r.output
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and len(got[0].splitlines()) == 12
+
+
+def test_a_dead_runs_temporary_is_removed_by_the_next_write(tmp_path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = outputs._HOST
+    left = tmp_path / f".out.jsonl.rl{host}-{dead.pid}-0123abcd.partial"
+    live = tmp_path / f".out.jsonl.rl{host}-{os.getppid()}-0123abcd.partial"   # a running process's
+    other = tmp_path / f".out.jsonl.rl{'f' * 8 if host != 'f' * 8 else 'e' * 8}-{dead.pid}-0123abcd.partial"
+    for p in (left, live, other):
+        p.write_text("half")
+    outputs.write_text(tmp_path / "out.jsonl", "whole\n")
+    assert _listing(tmp_path) == sorted([live.name, other.name, "out.jsonl"])
+
+
+# ---------------------------------------------------------------- signals (issue 26, classes 1 and 2)
+
+# A driver process between the test and the command: it becomes the sub-reaper of the command's tree, so a
+# sandbox or worker process the command leaves behind is re-parented to it and counted (then killed).
+DRIVER = r"""
+import ctypes, glob, json, os, signal, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+how, sig, pattern, argv = sys.argv[1], getattr(signal, sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+def children(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                fields = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == str(pid) and fields[0] != "Z":
+                out.append(int(d))
+    return out
+
+deadline = time.monotonic() + 120
+landed = False
+while p.poll() is None and time.monotonic() < deadline:  # a point of progress, never a sleep
+    if how == "child":
+        landed = bool(children(p.pid))
+    else:
+        tmp = [f for f in glob.glob(pattern) if how == "temp" or os.path.getsize(f) > 0]
+        landed = bool(tmp)
+    if landed:
+        break
+    time.sleep(0.005)
+t0 = time.monotonic()
+if p.poll() is None:
+    p.send_signal(sig)
+err = p.stderr.read()
+rc = p.wait()
+took = time.monotonic() - t0
+while True:  # reap what was re-parented here and already died
+    try:
+        if os.waitpid(-1, os.WNOHANG) == (0, 0):
+            break
+    except ChildProcessError:
+        break
+left = children(os.getpid())
+for pid in left:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+print(json.dumps({"rc": rc, "stderr": err, "landed": landed, "left": left, "took": took}))
+"""
+
+
+def _drive(how: str, sig: str, pattern: str, argv: list[str]) -> dict:
+    p = subprocess.run([sys.executable, "-c", DRIVER, how, sig, pattern, json.dumps(argv)], capture_output=True,
+                       text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.fixture(scope="module")
+def sandboxed(tmp_path_factory) -> tuple[Path, Path, bytes]:
+    """A spec whose component runs each completion's tests in the sandbox, 150 distinct rows (a few seconds of
+    work), and the bytes an uninterrupted `score` writes."""
+    d = tmp_path_factory.mktemp("sandboxed")
+    rows = [{"prompt": f"p{i}", "completion": f"```python\ndef inc(x):\n    # {i}\n    return x + 1\n```",
+             "tests": "def check(candidate):\n    assert candidate(1) == 2\n", "entry_point": "inc"}
+            for i in range(150)]
+    data = _write_jsonl(d / "rows.jsonl", rows)
+    out = d / "ref.jsonl"
+    subprocess.run([sys.executable, "-m", "rewardlang", "score", str(ROOT / "specs" / "dpo_tests.reward"), "-i",
+                    str(data), "-o", str(out), "--batch-size", "10", "--no-summary", "--no-progress"], check=True,
+                   cwd=ROOT, capture_output=True)
+    return d, data, out.read_bytes()
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("point", ["temp", "data"])
+def test_score_killed_at_any_point_leaves_the_output_absent_or_complete(tmp_path, sandboxed, sig: str,
+                                                                          point: str) -> None:
+    """Kill `score` once its temporary exists (``temp``) or holds rows (``data``): the output is absent or
+    complete; SIGTERM/SIGINT end with one line and status 143/130, no temporary and no process left; after a later
+    run nothing but its output is left, and it is byte-identical to an uninterrupted run's."""
+    _, data, reference = sandboxed
+    d = tmp_path / "w"
+    d.mkdir()
+    out = d / "out.jsonl"
+    argv = [sys.executable, "-m", "rewardlang", "score", str(ROOT / "specs" / "dpo_tests.reward"), "-i", str(data),
+            "-o", str(out), "--batch-size", "10", "--no-summary", "--no-progress"]
+    res = _drive(point, sig, str(d / ".out.jsonl.*.partial"), argv)
+    assert res["landed"], res  # the kill point was reached while the command ran
+    assert not out.exists() or out.read_bytes() == reference  # absent or complete, whatever the moment
+    if res["rc"] != 0:  # the signal landed before the end
+        if sig == "SIGKILL":
+            assert res["rc"] == -9
+            assert all(outputs._TMP_RE.match(n) for n in _listing(d) if n != "out.jsonl")
+        else:
+            code = {"SIGTERM": 143, "SIGINT": 130}[sig]
+            by = " by SIGTERM" if sig == "SIGTERM" else ""
+            assert res["rc"] == code and res["stderr"].strip() == f"interrupted{by}: nothing written", res
+            assert _listing(d) == [] and res["left"] == [], res  # no temporary, no sandbox process
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert _listing(d) == ["out.jsonl"] and out.read_bytes() == reference
+
+
+@pytest.mark.parametrize("name", ["pairs", "eval"])
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_pairs_and_eval_interrupted_while_judging_end_cleanly(tmp_path, sandboxed, name: str, sig: str) -> None:
+    """Signalled once the sandbox runs (a child process exists): one line, 143/130, no output, no process left."""
+    _, data, _ = sandboxed
+    out = tmp_path / "out.jsonl"
+    if name == "pairs":
+        argv = ["pairs", str(ROOT / "specs" / "dpo_tests.reward"), "-i", str(data), "-o", str(out)]
+    else:
+        comp = _write_jsonl(tmp_path / "answers.jsonl", [{"task_id": f"HumanEval/{i}", "completion": "pass"}
+                                                         for i in range(40)])
+        argv = ["eval", "--completions", str(comp), "--limit", "40", "-o", str(out), "--no-progress"]
+    res = _drive("child", sig, "", [sys.executable, "-m", "rewardlang", *argv])
+    assert res["landed"], res
+    code = {"SIGTERM": 143, "SIGINT": 130}[sig]
+    by = " by SIGTERM" if sig == "SIGTERM" else ""
+    assert res["rc"] == code and res["stderr"].strip().endswith(f"interrupted{by}: nothing written"), res
+    assert "Traceback" not in res["stderr"] and res["left"] == [], res
+    assert not out.exists() and not list(tmp_path.glob(".out.jsonl*"))
+
+
+def test_training_stopped_by_sigterm_names_its_last_checkpoint_and_the_resume_command(tmp_path) -> None:
+    prompts = _write_jsonl(tmp_path / "prompts.jsonl", [{"prompt": f"Task {i}: say it."} for i in range(5)])
+    run = tmp_path / "run"
+    argv = [sys.executable, "-m", "rewardlang", "train", "--spec", str(ROOT / "tests" / "trainers" /
+            "toy_digits.reward"), "--dataset", str(prompts), "--no-progress", "--output", str(run),
+            "--set=train.max_steps=200", "--set=train.save_steps=2", "--set=train.max_completion_length=8",
+            "--set=train.prompts_per_step=2"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    p = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    from rewardlang.trainers.run import last_checkpoint
+
+    deadline = time.monotonic() + 300
+    while last_checkpoint(str(run)) is None and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    p.send_signal(signal.SIGTERM)
+    err = p.stderr.read()
+    assert p.wait() == 143, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("interrupted by SIGTERM: last checkpoint: step "), err[-2000:]
+    step = int(last.split("step ", 1)[1].split()[0])
+    assert f"({run / f'checkpoint-{step}'})" in last and "Traceback" not in err
+    command = last.split("continue with: ", 1)[1]
+    assert command.endswith(" --resume") and f"--output {run}" in command
+    # the command it gives continues the run (fewer steps, so that the test ends soon)
+    args = shlex.split(command)[1:] + [f"--set=train.max_steps={step + 1}"]
+    done = subprocess.run([sys.executable, "-m", "rewardlang", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (run / "final").is_dir()
+
+
+# ---------------------------------------------------------------- a closed pipe (issue 25, minor)
+
+
+def _closed_pipe_run(argv: list[str]) -> subprocess.CompletedProcess:
+    """Run with standard output a pipe whose reader has already gone (`| head -1` once head has its line)."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        return subprocess.run(argv, stdout=w, stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
+    finally:
+        os.close(w)
+
+
+def test_compile_and_the_compiled_module_piped_to_head_end_quietly(tmp_path) -> None:
+    spec = tmp_path / "s.reward"
+    spec.write_text(SPEC)
+    p = _closed_pipe_run([sys.executable, "-m", "rewardlang", "compile", str(spec)])
+    assert p.returncode == 141 and p.stderr == "", p.stderr
+    module = tmp_path / "m.py"
+    assert invoke("compile", spec, "-o", module).exit_code == 0
+    data = _write_jsonl(tmp_path / "d.jsonl", [{"completion": "return 1"}] * 2000)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, str(module), "-i", str(data)], stdout=subprocess.DEVNULL, env=env,
+                       capture_output=False, timeout=120)
+    assert p.returncode == 0
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, str(module), "-i", str(data)], stdout=w, stderr=subprocess.PIPE,
+                           text=True, env=env, timeout=120)
+    finally:
+        os.close(w)
+    assert p.returncode == 141 and p.stderr == "", p.stderr
+    p = _closed_pipe_run([sys.executable, "-m", "rewardlang", "score", str(spec), "-i", str(data), "--no-summary",
+                          "--no-progress"])
+    assert p.returncode == 141 and "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr

@@ -45,6 +45,9 @@ GROUP = "rewardlang-sandbox"
 ENV = "REWARDLANG_SANDBOX_CGROUPS"  # "off": never use cgroups (the documented fallback)
 
 
+UNLIMITED = 1 << 62
+
+
 class CgroupError(OSError):
     """A slot's cgroup could not be created or configured (an infrastructure failure)."""
 
@@ -398,6 +401,8 @@ class SlotCgroup:
         nbytes = (int(nbytes) + 0xFFFFF) & ~0xFFFFF
         if nbytes == self._limit:
             return
+        # past what a page counter holds: no limit (RLIMIT_AS, set by the worker, refuses such a budget)
+        value = str(nbytes) if nbytes < UNLIMITED else ("max" if self.sup.memory == "cgroup-v2" else "-1")
         p = self.prog_dir
         if self.sup.memory == "cgroup-v2":
             files = ["memory.max"]
@@ -410,13 +415,13 @@ class SlotCgroup:
                     files.reverse()
         for name in files:
             try:
-                _write(os.path.join(p, name), str(nbytes))
+                _write(os.path.join(p, name), value)
             except OSError as e:
                 if e.errno != errno.EBUSY:
                     raise
                 # usage above the new limit (page cache a program left): reclaim it, then retry
                 self._reclaim()
-                _write(os.path.join(p, name), str(nbytes))
+                _write(os.path.join(p, name), value)
         self._limit = nbytes
 
     def _reclaim(self) -> None:

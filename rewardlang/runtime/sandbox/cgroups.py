@@ -35,6 +35,7 @@ import errno
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 
 __all__ = ["CgroupSupport", "SlotCgroup", "support", "CgroupError"]
@@ -325,7 +326,8 @@ class SlotCgroup:
     cpu_dir: str | None
     _fds: list[int] = field(default_factory=list)
     _limit: int = -1
-    _peak_fd: int = -1
+    _open: dict[str, int] = field(default_factory=dict)
+    _peak: str | None = None
 
     @classmethod
     def create(cls, sup: CgroupSupport, index: int) -> "SlotCgroup":
@@ -396,33 +398,46 @@ class SlotCgroup:
             if self.cpu_dir is not None:
                 _write(os.path.join(self.cpu_dir, "cgroup.procs"), str(pid))
 
+    def _fd(self, name: str, flags: int) -> int:
+        """A kept-open fd on a file of ``prog`` (the per-request calls are one pread/pwrite each)."""
+        fd = self._open.get(name)
+        if fd is None:
+            fd = os.open(os.path.join(self.prog_dir, name), flags | os.O_CLOEXEC)
+            self._open[name] = fd
+        return fd
+
     def set_limit(self, nbytes: int) -> None:
         """The memory limit of ``prog`` (swap included); written only when it changes."""
         nbytes = (int(nbytes) + 0xFFFFF) & ~0xFFFFF
         if nbytes == self._limit:
             return
         # past what a page counter holds: no limit (RLIMIT_AS, set by the worker, refuses such a budget)
-        value = str(nbytes) if nbytes < UNLIMITED else ("max" if self.sup.memory == "cgroup-v2" else "-1")
-        p = self.prog_dir
+        value = (str(nbytes) if nbytes < UNLIMITED else ("max" if self.sup.memory == "cgroup-v2" else "-1")).encode()
         if self.sup.memory == "cgroup-v2":
             files = ["memory.max"]
         else:
             # memory.limit_in_bytes <= memory.memsw.limit_in_bytes must hold after each write
             files = ["memory.limit_in_bytes"]
-            if os.path.exists(os.path.join(p, "memory.memsw.limit_in_bytes")):
+            if os.path.exists(os.path.join(self.prog_dir, "memory.memsw.limit_in_bytes")):
                 files.append("memory.memsw.limit_in_bytes")
                 if 0 <= self._limit < nbytes:   # raising (a new group starts unlimited: lowering)
                     files.reverse()
         for name in files:
+            fd = self._fd(name, os.O_WRONLY)
             try:
-                _write(os.path.join(p, name), value)
+                os.pwrite(fd, value, 0)
             except OSError as e:
                 if e.errno != errno.EBUSY:
                     raise
                 # usage above the new limit (page cache a program left): reclaim it, then retry
                 self._reclaim()
-                _write(os.path.join(p, name), value)
+                os.pwrite(fd, value, 0)
         self._limit = nbytes
+
+    @property
+    def limit(self) -> int | None:
+        """The program group's limit in bytes as last written (None: not set yet)."""
+        return self._limit if self._limit >= 0 else None
 
     def _reclaim(self) -> None:
         try:
@@ -433,30 +448,28 @@ class SlotCgroup:
         except OSError:
             pass
 
+    def _peak_name(self) -> str:
+        if self.sup.memory == "cgroup-v2":
+            return "memory.peak"
+        memsw = "memory.memsw.max_usage_in_bytes"   # the limit is on memory + swap where swap is counted
+        return memsw if os.path.exists(os.path.join(self.prog_dir, memsw)) else "memory.max_usage_in_bytes"
+
     def reset_peak(self) -> None:
-        """Start a new peak measurement (v1: ``max_usage_in_bytes``; v2: ``memory.peak`` per fd, 6.12+)."""
+        """Start a new peak measurement (v1: write 0 to ``max_usage_in_bytes``; v2: write to the same fd of
+        ``memory.peak`` that is read afterwards, Linux 6.12+; before that the peak is since creation)."""
         try:
-            if self.sup.memory == "cgroup-v1":
-                _write(os.path.join(self.prog_dir, self._v1_peak_file()), "0")
-            else:
-                if self._peak_fd < 0:
-                    self._peak_fd = os.open(os.path.join(self.prog_dir, "memory.peak"), os.O_RDWR | os.O_CLOEXEC)
-                os.write(self._peak_fd, b"reset\n")
+            if self._peak is None:
+                self._peak = self._peak_name()
+            os.pwrite(self._fd(self._peak, os.O_RDWR), b"0" if self.sup.memory == "cgroup-v1" else b"reset", 0)
         except OSError:
             pass
-
-    def _v1_peak_file(self) -> str:
-        memsw = "memory.memsw.max_usage_in_bytes"
-        return memsw if os.path.exists(os.path.join(self.prog_dir, memsw)) else "memory.max_usage_in_bytes"
 
     def peak(self) -> int | None:
         """Bytes: the largest charge of the program's group since :meth:`reset_peak`."""
         try:
-            if self.sup.memory == "cgroup-v1":
-                return int(_read(os.path.join(self.prog_dir, self._v1_peak_file())))
-            if self._peak_fd >= 0:
-                return int(os.pread(self._peak_fd, 64, 0))
-            return int(_read(os.path.join(self.prog_dir, "memory.peak")))
+            if self._peak is None:
+                self._peak = self._peak_name()
+            return int(os.pread(self._fd(self._peak, os.O_RDWR), 64, 0))
         except (OSError, ValueError):
             return None
 
@@ -467,17 +480,15 @@ class SlotCgroup:
     def destroy(self) -> None:
         """Remove the groups (after every process of the slot is gone); retried later when that fails."""
         self.close_fds()
-        if self._peak_fd >= 0:
-            os.close(self._peak_fd)
-            self._peak_fd = -1
+        for fd in self._open.values():
+            os.close(fd)
+        self._open = {}
         for d in (self.mem_dir, self.cpu_dir):
             if d is None:
                 continue
             for _ in range(20):
                 if _remove_tree(d):
                     break
-                import time
-
                 time.sleep(0.01)  # a killed process not reaped yet still counts as a member
             else:
                 with _serial_lock:

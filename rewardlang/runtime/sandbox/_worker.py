@@ -750,7 +750,7 @@ class PreparedFilter:
             raise OSError(ctypes.get_errno(), "seccomp")
 
 
-def _prefer_as_oom_victim(state: "Worker") -> None:
+def _prefer_as_oom_victim(state: Worker) -> None:
     """oom_score_adj 1000: when memory runs out (in the program's group, or on the host), the kernel kills
     a program first. Raising one's own score needs no privilege, but the file of a non-dumpable process
     is root's: the child is dumpable for the few microseconds of the write (no program code exists yet,

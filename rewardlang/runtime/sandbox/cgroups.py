@@ -38,7 +38,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["CgroupSupport", "SlotCgroup", "support", "CgroupError"]
+__all__ = ["CgroupError", "CgroupSupport", "SlotCgroup", "parse_oom_kills", "support"]
 
 log = logging.getLogger("rewardlang.sandbox")
 
@@ -330,7 +330,7 @@ class SlotCgroup:
     _peak: str | None = None
 
     @classmethod
-    def create(cls, sup: CgroupSupport, index: int) -> "SlotCgroup":
+    def create(cls, sup: CgroupSupport, index: int) -> SlotCgroup:
         """Create the groups of a new slot. Raises :class:`CgroupError`."""
         global _serial
         assert sup.memory and sup.memory_base

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import os
 import subprocess
 import sys
 import textwrap
@@ -266,6 +265,7 @@ def test_memfd_allowed_and_bounded_with_memcg(sb1: Sandbox) -> None:
         """)
     v, peak = _check_then_good(sb1, code)
     assert v.outcome == "pass", v.details()
+    assert peak is not None and peak > 4 * MB
 
 
 # ----------------------------------------------------------------------------------------------------------

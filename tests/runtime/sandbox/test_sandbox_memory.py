@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import subprocess
 import sys
 import textwrap
@@ -179,6 +180,34 @@ def test_memory_budget_holds_across_processes_and_kinds(sb1: Sandbox, budget: in
     assert v.outcome == "memory", v.details()
     assert peak is not None and peak <= budget * MB + SLACK, (peak, budget)
     assert sb1.pool.stats["oom_kills"] >= before  # counted when the kernel killed (not for MemoryError)
+
+
+@needs_memcg
+def test_stdio_case_over_budget_is_memory_and_the_other_cases_run(sb1: Sandbox) -> None:
+    """stdin/stdout cases are one execution each: the OOM kill is attributed to the case that caused it
+    (the counter is read around each run), the others are judged normally."""
+    code = textwrap.dedent("""
+        import os, time
+        n = int(input())
+        if n == 2:
+            pids = []
+            for _ in range(4):
+                pid = os.fork()
+                if pid == 0:
+                    hoard = b"c" * (100 << 20)
+                    time.sleep(1.5)
+                    os._exit(0)
+                pids.append(pid)
+            for pid in pids:
+                os.waitpid(pid, 0)
+        print(2 * n)
+        """)
+    tests = json.dumps({"inputs": ["1\n", "2\n", "3\n"], "outputs": ["2\n", "4\n", "6\n"]})
+    v = sb1.evaluate([Task(code, tests, None, "stdio", LIM)], use_cache=False)[0]
+    assert v.infra is None, v.infra
+    assert [t.status for t in v.tests] == ["pass", "memory", "pass"], v.details()
+    assert v.outcome == "memory"
+    assert sb1.run(GOOD_MP, TESTS).outcome == "pass"
 
 
 @needs_memcg
@@ -426,3 +455,21 @@ def test_autogroup_nice_cannot_turn_a_timeout_into_an_overload(sb1: Sandbox, cpu
     assert v.outcome == "timeout", v.details()
     assert sb1.pool.stats["overload"] == before
     assert sb1.run(GOOD_MP, TESTS).outcome == "pass"
+
+
+@needs_memcg
+def test_memory_attacks_pooled_with_correct_programs() -> None:
+    """The same attacks in one batch on a two-slot pool, interleaved with correct multiprocessing/tempfile
+    programs: every attack is ``memory``, every correct program passes, nothing is masked or respawned."""
+    tasks = []
+    for k, (_, budget, code) in enumerate(MEMORY_ATTACKS):
+        tasks.append(Task(textwrap.dedent(code), TESTS, None, "mbpp",
+                          Limits(cpu=10.0, wall=30.0, memory_mb=budget)))
+        tasks.append(Task(GOOD_MP + f"\n# {k}\n", TESTS, None, "mbpp", LIM))
+    with Sandbox(SandboxConfig(slots=2)) as sb:
+        verdicts = sb.evaluate(tasks, use_cache=False)
+        assert [v.outcome for v in verdicts] == ["memory", "pass"] * len(MEMORY_ATTACKS), \
+            [v.details() for v in verdicts]
+        assert sb.pool.stats["infra_failures"] == 0
+        assert sb.pool.stats["slot_starts"] == 2
+        assert sb.stray_processes() == []

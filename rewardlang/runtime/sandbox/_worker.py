@@ -1381,6 +1381,8 @@ def main() -> None:
         _install_quit()
         _prepare_for_programs()
         os.chdir(cfg["tmp"])
+        if cfg.get("memcg") and min(int(cfg["cg_procs_fd"]), int(cfg["cg_oom_fd"])) <= 11:
+            raise OSError(errno.EBADF, "the cgroup fds collide with the protocol fds (10, 11)")
         status.update(uid=os.getuid(), pid=os.getpid(), python=sys.version.split()[0])
     except BaseException as e:
         status = {"ok": False, "error": _msg(e)}

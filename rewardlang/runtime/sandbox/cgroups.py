@@ -32,6 +32,7 @@ accounting is in force (``rewardlang doctor`` shows it).
 from __future__ import annotations
 
 import errno
+import fcntl
 import logging
 import os
 import threading
@@ -47,6 +48,7 @@ ENV = "REWARDLANG_SANDBOX_CGROUPS"  # "off": never use cgroups (the documented f
 
 
 UNLIMITED = 1 << 62
+FD_MIN = 64  # the fds handed to the worker are at least this (see SlotCgroup._high)
 
 
 class CgroupError(OSError):
@@ -377,11 +379,20 @@ class SlotCgroup:
         """Open the two files the worker uses; the fds are passed to the slot at start (and closed here by
         :meth:`close_fds` once it runs). Writing to ``cgroup.procs`` through an fd checks the opener's
         (root's) credentials, so the unprivileged worker's children can move themselves in."""
-        procs = os.open(os.path.join(self.prog_dir, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
-        self._fds.append(procs)
-        oom = os.open(os.path.join(self.prog_dir, _oom_file(self.sup.memory or "")), os.O_RDONLY | os.O_CLOEXEC)
-        self._fds.append(oom)
+        procs = self._high(os.open(os.path.join(self.prog_dir, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC))
+        oom = self._high(os.open(os.path.join(self.prog_dir, _oom_file(self.sup.memory or "")),
+                                 os.O_RDONLY | os.O_CLOEXEC))
         return {"procs": procs, "oom": oom}
+
+    def _high(self, fd: int) -> int:
+        # The worker moves its protocol pipes onto fds 0-2, 10 and 11 at start: an inherited fd must keep
+        # clear of them (a trainer with few open files would hand over fd 10)
+        try:
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, FD_MIN)
+        finally:
+            os.close(fd)
+        self._fds.append(high)
+        return high
 
     def close_fds(self) -> None:
         for fd in self._fds:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -473,3 +474,18 @@ def test_memory_attacks_pooled_with_correct_programs() -> None:
         assert sb.pool.stats["infra_failures"] == 0
         assert sb.pool.stats["slot_starts"] == 2
         assert sb.stray_processes() == []
+
+
+@needs_memcg
+def test_cgroup_fds_handed_to_the_worker_keep_clear_of_its_protocol_fds() -> None:
+    """The worker moves its protocol pipes onto fds 10 and 11 at start; the inherited cgroup fds are
+    duplicated to 64 and above first (a trainer with few open files once handed over fd 10: every
+    program of that slot then failed with 'Illegal seek', masked)."""
+    cg = cgroups.SlotCgroup.create(_SUPPORT, 99)
+    try:
+        fds = cg.worker_fds()
+        assert min(fds.values()) >= cgroups.FD_MIN
+        assert cgroups.parse_oom_kills(os.pread(fds["oom"], 4096, 0)) == 0
+    finally:
+        cg.destroy()
+    assert not os.path.exists(cg.mem_dir)

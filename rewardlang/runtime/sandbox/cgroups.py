@@ -5,10 +5,10 @@
 processes are charged for (anonymous memory, shmem/tmpfs files in ``/tmp`` and ``/dev/shm``, memfds, page
 cache they bring in or dirty, pipe buffers, page tables), whichever process holds it.
 
-Layout (created by the trusted side, as root, under the trainer's own cgroup or the nearest cgroup-v2
-ancestor that can delegate the memory controller)::
+Layout (created by the trusted side, as root, directly under the trainer's own cgroup, or the nearest
+cgroup-v2 ancestor that can delegate the memory controller)::
 
-    <base>/rewardlang-sandbox/<trainer pid>-<slot>-<n>/        no processes (cgroup v2: "no internal processes")
+    <base>/rewardlang-sandbox-<trainer pid>-<slot>-<n>/        no processes (cgroup v2: "no internal processes")
         worker/      bubblewrap's monitor and the worker, moved in once the slot is ready
         prog/        each program's process moves itself in right after fork (fd passed to the worker):
                      memory limit = the worker's size + the program's budget, swap included (v1 memsw)
@@ -20,7 +20,9 @@ whatever a program leaves charged (tmpfs files until the worker empties ``/tmp``
 own allocations fail either.
 
 CPU: the slot is in a cgroup of its own in the cpu controller with the default weight (v1 ``cpu.shares``
-1024, v2 ``cpu.weight`` 100). Autogroup (``/proc/<pid>/autogroup``, whose nice a dumpable program can set
+1024, v2 ``cpu.weight`` 100), a direct child of the trainer's cpu cgroup: each slot competes like one
+process (under a common parent group, all slots together would get the CPU of one process: measured here,
+half the programs per second with two slots on a loaded machine). Autogroup (``/proc/<pid>/autogroup``, whose nice a dumpable program can set
 to 19) applies only to tasks of the root task group, so it no longer changes how much CPU a program gets,
 and the "overload" decision of the worker cannot be provoked by the program.
 
@@ -70,7 +72,7 @@ class CgroupSupport:
     def accounting(self) -> str:
         """One line for ``rewardlang doctor``."""
         if self.memory:
-            return (f"{self.memory} memory controller per slot ({self.memory_base}): every process, tmpfs, "
+            return (f"{self.memory} memory controller per slot (groups {GROUP}-* under {self.memory_base}): every process, tmpfs, "
                     "memfd and page cache of a program counts against its budget")
         return "RLIMIT_AS per process (no writable memory cgroup); memfd_create denied"
 
@@ -144,18 +146,9 @@ def _oom_file(kind: str) -> str:
     return "memory.oom_control" if kind == "cgroup-v1" else "memory.events"
 
 
-def _mkgroup(parent: str) -> str:
-    d = os.path.join(parent, GROUP)
-    try:
-        os.mkdir(d, 0o755)
-    except FileExistsError:
-        pass
-    return d
-
-
 def _probe_memory(base: str, kind: str) -> str | None:
     """Create and remove a child of ``base``; None when it works and has what we need, else why not."""
-    d = os.path.join(base, f"probe-{os.getpid()}-{threading.get_ident() & 0xFFFF}")
+    d = os.path.join(base, f"{GROUP}-probe-{os.getpid()}-{threading.get_ident() & 0xFFFF}")
     try:
         os.mkdir(d, 0o755)
     except OSError as e:
@@ -178,9 +171,9 @@ def _probe_memory(base: str, kind: str) -> str | None:
 
 
 def _v2_base(mounts: list, v2path: str) -> tuple[str | None, bool, str]:
-    """The directory under which cgroup-v2 slot groups go: ``<ancestor>/rewardlang-sandbox`` with the
-    memory (and cpu, when available) controllers enabled for its children. Tries this process's own
-    cgroup, then its ancestors (a cgroup with processes cannot delegate controllers, except the root)."""
+    """The directory under which cgroup-v2 slot groups go: the nearest of this process's own cgroup and
+    its ancestors that has (or can be given) the memory (and cpu, when available) controllers for its
+    children (a cgroup with processes cannot delegate controllers, except the root)."""
     mount = next(((r, m) for r, m, t, _ in mounts if t == "cgroup2"), None)
     if mount is None:
         return None, False, "no cgroup2 mount"
@@ -198,13 +191,8 @@ def _v2_base(mounts: list, v2path: str) -> tuple[str | None, bool, str]:
                 want = [c for c in ("memory", "cpu") if c in ctrls and c not in sub]
                 if want:
                     _write(os.path.join(cand, "cgroup.subtree_control"), " ".join("+" + c for c in want))
-                group = _mkgroup(cand)
-                gctrls = _read(os.path.join(group, "cgroup.controllers")).split()
-                gsub = _read(os.path.join(group, "cgroup.subtree_control")).split()
-                gwant = [c for c in ("memory", "cpu") if c in gctrls and c not in gsub]
-                if gwant:
-                    _write(os.path.join(group, "cgroup.subtree_control"), " ".join("+" + c for c in gwant))
-                return group, "cpu" in gctrls, ""
+                sub = _read(os.path.join(cand, "cgroup.subtree_control")).split()
+                return cand, "cpu" in sub, ""
             except OSError as e:
                 why = f"{cand}: {e.strerror}"
         else:
@@ -242,23 +230,17 @@ def _detect() -> CgroupSupport:
     mem = mem_base = cpu = cpu_base = None
     v1mem = next(((r, m) for r, m, t, o in mounts if t == "cgroup" and "memory" in o), None)
     if v1mem is not None and "memory" in v1paths:
-        try:
-            base = _mkgroup(_join(v1mem[1], v1mem[0], v1paths["memory"]))
-            why = _probe_memory(base, "cgroup-v1")
-        except OSError as e:
-            why = f"cannot create {GROUP} in the v1 memory hierarchy: {e.strerror}"
+        base = _join(v1mem[1], v1mem[0], v1paths["memory"])
+        why = _probe_memory(base, "cgroup-v1")
         if why is None:
             mem, mem_base = "cgroup-v1", base
         else:
             reasons.append(why)
         v1cpu = next(((r, m) for r, m, t, o in mounts if t == "cgroup" and "cpu" in o), None)
         if v1cpu is not None and "cpu" in v1paths:
-            try:
-                cb = _mkgroup(_join(v1cpu[1], v1cpu[0], v1paths["cpu"]))
-                if os.path.exists(os.path.join(cb, "cpu.shares")):
-                    cpu, cpu_base = "cgroup-v1", cb
-            except OSError as e:
-                reasons.append(f"cannot create {GROUP} in the v1 cpu hierarchy: {e.strerror}")
+            cb = _join(v1cpu[1], v1cpu[0], v1paths["cpu"])
+            if os.path.exists(os.path.join(cb, "cpu.shares")) and os.access(cb, os.W_OK):
+                cpu, cpu_base = "cgroup-v1", cb
     if mem is None and v2path is not None:
         base2, has_cpu, why2 = _v2_base(mounts, v2path)
         if base2 is not None:
@@ -284,7 +266,9 @@ def _sweep(base: str) -> None:
     except OSError:
         return
     for name in names:
-        owner = name.split("-", 1)[0]
+        if not name.startswith(GROUP + "-"):
+            continue
+        owner = name[len(GROUP) + 1:].split("-", 1)[0]
         if not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
             continue
         _remove_tree(os.path.join(base, name))
@@ -338,7 +322,7 @@ class SlotCgroup:
         assert sup.memory and sup.memory_base
         with _serial_lock:
             _serial += 1
-            name = f"{os.getpid()}-{index}-{_serial}"
+            name = f"{GROUP}-{os.getpid()}-{index}-{_serial}"
             for d in _leftover[:]:
                 if _remove_tree(d):
                     _leftover.remove(d)

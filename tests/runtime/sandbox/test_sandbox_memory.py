@@ -306,7 +306,7 @@ def test_memfd_allowed_and_bounded_with_memcg(sb1: Sandbox) -> None:
 DENIED = ["io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents", "inotify_init1",
           "inotify_add_watch", "fanotify_init", "fanotify_mark", "memfd_secret", "keyctl", "add_key",
           "request_key", "userfaultfd", "fsopen", "fsmount", "fspick", "open_tree", "move_mount",
-          "mount_setattr", "quotactl_fd", "open_tree_attr", "shmget", "msgget", "semget", "mq_open", "syncfs"]
+          "mount_setattr", "quotactl_fd", "open_tree_attr", "shmget", "msgget", "semget", "mq_open", "sync", "syncfs"]
 
 
 def test_host_quota_calls_fail_with_eperm(sb1: Sandbox) -> None:

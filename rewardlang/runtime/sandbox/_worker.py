@@ -199,6 +199,10 @@ SYSCALLS = {
         "setdomainname": 171, "uselib": 134, "nfsservctl": 180,
         "shmget": 29, "msgget": 68, "semget": 64, "mq_open": 240, "setpriority": 141,
         "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314, "sched_setaffinity": 203,
+        "io_setup": 206, "io_destroy": 207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210,
+        "io_pgetevents": 333, "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254,
+        "fanotify_init": 300, "fanotify_mark": 301, "memfd_create": 319, "memfd_secret": 447, "prctl": 157,
+        "quotactl_fd": 443, "open_tree_attr": 467, "sync": 162, "syncfs": 306,
     },
     "aarch64": {  # asm-generic numbers
         "socket": 198, "socketpair": 199, "connect": 203, "bind": 200, "listen": 201, "accept": 202,
@@ -217,6 +221,10 @@ SYSCALLS = {
         "setdomainname": 162,
         "shmget": 194, "msgget": 186, "semget": 190, "mq_open": 180, "setpriority": 140,
         "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274, "sched_setaffinity": 122,
+        "io_setup": 0, "io_destroy": 1, "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292,
+        "inotify_init1": 26, "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263,
+        "memfd_create": 279, "memfd_secret": 447, "prctl": 167, "quotactl_fd": 443, "open_tree_attr": 467,
+        "sync": 81, "syncfs": 267,
     },
 }
 
@@ -230,15 +238,30 @@ SLOT_DENY = (
     "personality", "open_by_handle_at", "name_to_handle_at", "iopl", "ioperm", "lookup_dcookie", "quotactl",
     "syslog", "vhangup", "mknod", "mknodat", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
     "open_tree", "mount_setattr", "pidfd_getfd", "sethostname", "setdomainname", "uselib", "nfsservctl",
+) + (
+    # Calls that charge a host-global (or root-owned) kernel quota or act host-wide; see the table "Host-wide
+    # kernel quotas" in docs/sandbox.md. fs.aio-max-nr is one counter for the whole machine: a program
+    # looping on io_setup made the host's own io_setup fail with EAGAIN. inotify/fanotify instances and
+    # watches are per-user quotas (the trainer's user at the `limits` level); memfd_secret pins unmovable
+    # memory; quotactl_fd and open_tree_attr belong with the mount calls; sync/syncfs flush every file
+    # system of the host.
+    "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents", "inotify_init",
+    "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark", "memfd_secret", "quotactl_fd",
+    "open_tree_attr", "sync", "syncfs",
 )
 # Additionally denied for a program: leaving its session (so the whole tree stays one group), signalling
 # anything but itself (kill/tgkill/prlimit64 are argument-checked against its pid), queued signals;
 # creating System V IPC objects or POSIX message queues (they would outlive the program in the slot's IPC
 # namespace, and their memory counts against no limit of the program); changing its own scheduling
-# (priority, policy, CPU affinity: it could then make itself starve on a loaded machine).
+# (priority, policy, CPU affinity: it could then make itself starve on a loaded machine); ``prctl`` is
+# argument-checked (see build_filter): no PR_SET_DUMPABLE other than 0, no PR_SCHED_CORE.
 PROGRAM_DENY = SLOT_DENY + ("setsid", "setpgid", "tkill", "pidfd_send_signal", "rt_sigqueueinfo",
                             "rt_tgsigqueueinfo", "shmget", "msgget", "semget", "mq_open", "setpriority",
                             "sched_setscheduler", "sched_setparam", "sched_setattr", "sched_setaffinity")
+#: added to the program filter where no memory cgroup bounds a program (the RLIMIT_AS fallback): a memfd
+#: that is written but never mapped counts against no rlimit at all
+FALLBACK_DENY = ("memfd_create",)
+PR_SCHED_CORE = 62
 CLONE_NS_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
 
 _LD_ABS_W, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -282,7 +305,7 @@ def build_filter(deny: tuple[str, ...], pid: int | None = None, arch: str | None
     special = {}
     if pid is not None:
         special = {"kill": "kill", "tgkill": "tgkill", "prlimit64": "prlimit", "clone": "clone",
-                   "clone3": "enosys"}
+                   "clone3": "enosys", "prctl": "prctl"}
     for name, target in special.items():
         emit(_JEQ, table[name], jt=target, jf=0)
     for name in deny:
@@ -308,6 +331,19 @@ def build_filter(deny: tuple[str, ...], pid: int | None = None, arch: str | None
         emit(_JSET, CLONE_NS_FLAGS, jt="eperm", jf="allow2")
         label("enosys")
         emit(_RET, _RET_ERRNO | errno.ENOSYS)
+        # prctl: a program stays non-dumpable (a dumpable one owns its /proc files: /proc/self/autogroup,
+        # whose nice 19 would starve it into a masked "overload" where no cpu cgroup is in force) and
+        # cannot give itself a core-scheduling cookie. The option is an int (low word); arg2 is checked
+        # whole (both words zero), as the kernel reads an unsigned long.
+        label("prctl")
+        emit(_LD_ABS_W, 16)                              # args[0], low 32 bits: the option
+        emit(_JEQ, PR_SET_DUMPABLE, jt="dumpable", jf=0)
+        emit(_JEQ, PR_SCHED_CORE, jt="eperm", jf="allow2")
+        label("dumpable")
+        emit(_LD_ABS_W, 24)                              # args[1], low 32 bits
+        emit(_JEQ, 0, jt=0, jf="eperm")
+        emit(_LD_ABS_W, 28)                              # args[1], high 32 bits
+        emit(_JEQ, 0, jt="allow2", jf="eperm")
     label("eperm")
     emit(_RET, _RET_ERRNO | errno.EPERM)
 
@@ -1100,11 +1136,36 @@ class PreparedFilter:
             raise OSError(ctypes.get_errno(), "seccomp")
 
 
+def _prefer_as_oom_victim(state: Worker) -> None:
+    """oom_score_adj 1000: when memory runs out (in the program's group, or on the host), the kernel kills
+    a program first. Raising one's own score needs no privilege, but the file of a non-dumpable process
+    is root's: the child is dumpable for the few microseconds of the write (no program code exists yet,
+    and no other process of this uid but the worker, which is not affected). Best effort: the memory
+    group's limit does not depend on it."""
+    prctl = state.prctl
+    try:
+        if prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0:
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            try:
+                os.write(fd, b"1000")
+            finally:
+                os.close(fd)
+    except OSError:
+        pass
+    finally:
+        if prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "PR_SET_DUMPABLE")
+
+
 def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path: str, out_w: int,
            res_w: int, ready_w: int, rundir: str) -> None:
     """Turn the forked process into the program's process; never returns. Keep this lean: signals,
     stdio objects, the environment and the filter were prepared in the worker."""
     try:
+        if state.cg_procs is not None:
+            # into the program's memory group before anything is allocated: every page this process and
+            # its children are charged for from now on counts against the program's budget
+            os.write(state.cg_procs, b"0")
         os.setsid()
         fd0 = os.open(stdin_path, os.O_RDONLY)
         os.dup2(fd0, 0)
@@ -1121,6 +1182,7 @@ def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path
         if state.landlock_paths is not None:
             if not landlock_restrict(state.landlock_paths, [rundir]) and state.require_landlock:
                 os._exit(SETUP_FAILED)
+        _prefer_as_oom_victim(state)
         if state.program_filter is not None:
             state.program_filter.install(pid)
         os.write(READY_FD, b"R")
@@ -1201,8 +1263,16 @@ class Worker:
         self.wipe = list(cfg.get("wipe", ()))       # directories emptied after each program
         self.kill_all = bool(cfg["kill_all"])       # kill(-1) is safe: a dedicated uid or a pid namespace
         self.ipc_clean = bool(cfg.get("ipc_clean", self.kill_all))  # IPC objects of our uid are programs'
-        self.program_filter = PreparedFilter(PROGRAM_DENY) if cfg.get("seccomp", True) else None
+        # Memory cgroup (set up by the trusted side, see cgroups.py): each program's process writes itself
+        # into the program group through `cg_procs` right after fork, and `cg_oom` (the group's OOM-kill
+        # counter) is read before and after each program. Without one, memfd_create is denied as well.
+        self.memcg = bool(cfg.get("memcg"))
+        self.cg_procs = cfg.get("cg_procs_fd") if self.memcg else None
+        self.cg_oom = cfg.get("cg_oom_fd") if self.memcg else None
+        deny = PROGRAM_DENY if self.memcg else PROGRAM_DENY + FALLBACK_DENY
+        self.program_filter = PreparedFilter(deny) if cfg.get("seccomp", True) else None
         self.devnull = os.open("/dev/null", os.O_WRONLY)
+        self.prctl = _lib().prctl
         self.landlock_paths = cfg.get("landlock_read")
         self.require_landlock = bool(cfg.get("require_landlock", False))
         self._codes: dict = {}
@@ -1255,6 +1325,14 @@ class Worker:
                 if d > dwait:
                     dwait = d
         return total / _CLK, dwait / 1e9
+
+    def _oom_kills(self) -> int:
+        """The program group's OOM-kill counter (0 without a memory cgroup)."""
+        if self.cg_oom is None:
+            return 0
+        data = os.pread(self.cg_oom, 4096, 0)
+        i = data.find(b"oom_kill ")
+        return int(data[i + 9:data.index(b"\n", i)]) if i >= 0 else 0
 
     def _children_cpu(self) -> float:
         t = os.times()
@@ -1458,6 +1536,7 @@ class Worker:
         t0 = time.monotonic()
         c0 = self._children_cpu()
         limits = _limit_plan(lim)
+        oom0 = self._oom_kills()
         judge = self._start_judge(req, limits) if req.get("mode") == "call" and req.get("judged") else None
         if judge is not None and lim.get("nproc"):
             limits = _limit_plan(dict(lim, nproc=int(lim["nproc"]) + 1))  # the judge process is one of the uid's
@@ -1607,6 +1686,12 @@ class Worker:
         wiped = clean and self._wipe(_Budget(WIPE_BUDGET))
         if reason == "wall" and cpu >= cpu_limit:
             reason = "cpu"
+        # Read after every process of the program is gone (the counter moves when the kill is decided):
+        # a kill by the memory cgroup means the program went over its budget, whichever of its processes
+        # the kernel chose; only a CPU timeout (more severe) keeps its class.
+        oom = self._oom_kills() - oom0
+        if oom > 0 and reason != "cpu":
+            reason = "memory"
         head = {
             "exit": os.waitstatus_to_exitcode(status) if status else 0,
             "reason": reason,
@@ -1616,6 +1701,7 @@ class Worker:
             "setup_failed": not ready,
             "clean": clean,
             "recycle": not wiped,
+            "oom": oom,
             "t": [round(t0 - t_start, 5), round(t_end - t0, 5), round(t_kill - t_end, 5),
                   round(time.monotonic() - t_kill, 5)],
         }
@@ -1840,6 +1926,8 @@ def main() -> None:
         _install_quit()
         _prepare_for_programs()
         os.chdir(cfg["tmp"])
+        if cfg.get("memcg") and min(int(cfg["cg_procs_fd"]), int(cfg["cg_oom_fd"])) <= 11:
+            raise OSError(errno.EBADF, "the cgroup fds collide with the protocol fds (10, 11)")
         status.update(uid=os.getuid(), pid=os.getpid(), python=sys.version.split()[0])
     except BaseException as e:
         status = {"ok": False, "error": _msg(e)}

@@ -90,6 +90,9 @@ class SandboxConfig:
     start_timeout: float = 20.0
     #: bubblewrap executable (looked up on PATH by default)
     bwrap: str | None = None
+    #: per-slot memory and cpu cgroups where the machine gives them (see ``cgroups.py``); False (or
+    #: ``REWARDLANG_SANDBOX_CGROUPS=off``) keeps the documented fallback: RLIMIT_AS, memfd_create denied
+    cgroups: bool = True
     extra: dict[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -219,7 +219,12 @@ def compare_stdout(actual: str, expected: str, mode: str = "lines") -> bool:
     return a == e
 
 
+_OOM_WHY = "memory limit exceeded (a process of the program was killed by the memory cgroup)"
+
+
 def _termination(run: RawRun) -> tuple[str, str]:
+    if run.reason == "memory":
+        return "memory", _OOM_WHY
     if run.reason in ("cpu", "wall"):
         return "timeout", f"{'CPU' if run.reason == 'cpu' else 'wall-clock'} time limit exceeded"
     if run.reason in ("output", "obs"):
@@ -394,6 +399,12 @@ def judge(plan: Plan | None, raw: RawResult, *, level: str = "", compare: str = 
             return Verdict("infra", infra=infra, level=level, cpu=cpu, wall=wall, notes=plan.notes)
         if outcome == "infra":
             return Verdict("infra", tuple(tests), infra="tests did not run", level=level, cpu=cpu, wall=wall)
+        if runs[0].reason == "memory" and _SEVERITY.get(outcome, 0) > _SEVERITY["memory"]:
+            # The memory cgroup killed one of its processes (e.g. a forked child) and the program still
+            # reported every test: the execution went over its budget, and one execution runs all the
+            # tests, so none of them passed within it.
+            tests = [TestResult("memory", _OOM_WHY, t.inside) if t.status == "pass" else t for t in tests]
+            outcome = "memory"
         return Verdict(outcome, tuple(tests), level=level, cpu=cpu, wall=wall, stdout=out, notes=plan.notes)
     results: list[TestResult] = []
     for i, test in enumerate(plan.tests):

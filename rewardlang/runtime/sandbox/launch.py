@@ -316,8 +316,22 @@ def check_not_root_without_userns(argv: list[str], run_as_uid: int | None) -> No
         raise LevelUnavailable("refusing to start bubblewrap as root: slots run under a dedicated uid")
 
 
-def build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> LaunchSpec:
-    """The launch specification of one slot at ``level``. Raises :class:`LevelUnavailable`."""
+def build_launch(level: str, config: SandboxConfig, lease: UidLease | None,
+                 cgroup_fds: dict[str, int] | None = None) -> LaunchSpec:
+    """The launch specification of one slot at ``level``. Raises :class:`LevelUnavailable`.
+
+    ``cgroup_fds`` (from :meth:`~rewardlang.runtime.sandbox.cgroups.SlotCgroup.worker_fds`): the program
+    group's ``cgroup.procs`` (write) and OOM-kill counter (read), inherited by the worker at the same fd
+    numbers; without them the worker runs in the RLIMIT_AS fallback (and denies ``memfd_create``)."""
+    spec = _build_launch(level, config, lease)
+    if cgroup_fds:
+        fds = (cgroup_fds["procs"], cgroup_fds["oom"])  # close-on-exec here; pass_fds keeps them in the slot
+        spec.cfg.update(memcg=True, cg_procs_fd=fds[0], cg_oom_fd=fds[1])
+        spec.popen["pass_fds"] = tuple(spec.popen.get("pass_fds", ())) + fds
+    return spec
+
+
+def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> LaunchSpec:
     python = _python(config)
     tmp_size = int(config.tmp_size_mb) << 20
     is_root = os.geteuid() == 0

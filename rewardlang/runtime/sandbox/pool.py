@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from rewardlang.runtime.processes import kill_group
-from rewardlang.runtime.sandbox import _worker
+from rewardlang.runtime.sandbox import _worker, cgroups
 from rewardlang.runtime.sandbox.config import LEVELS, SandboxConfig
 from rewardlang.runtime.sandbox.launch import (
     LaunchSpec,
@@ -36,7 +36,9 @@ from rewardlang.runtime.sandbox.launch import (
     processes_of_uid,
 )
 
-__all__ = ["RawRun", "RawResult", "Slot", "SlotPool", "SlotFailure"]
+__all__ = ["RawRun", "RawResult", "Slot", "SlotPool", "SlotFailure", "request_memory"]
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class SlotFailure(RuntimeError):
@@ -59,12 +61,39 @@ class RawRun:
     judge: bytes | None = None
     #: how the judge process ended, as the worker saw it (exit, cpu, cpu_limit, killed, overflow)
     judge_info: dict[str, Any] | None = None
+    #: processes of the program the memory cgroup's OOM killer ended during this run (``reason`` is then
+    #: ``"memory"`` unless it is a CPU timeout)
+    oom: int = 0
 
 
 @dataclass
 class RawResult:
     runs: list[RawRun] | None
     infra: str | None = None
+    #: the largest memory charge of the program's cgroup during the request (bytes; None without one)
+    memory_peak: int | None = None
+    #: the program group's memory limit during the request (bytes; None without one)
+    memory_limit: int | None = None
+
+
+def request_memory(req: dict[str, Any] | bytes | tuple[bytes, ...]) -> int:
+    """The memory budget (bytes) of a request, dict or encoded JSON (a tuple: the request's frames, the first
+    being the program's). The runner appends ``limits`` last, so the encoded form is read from its tail (a
+    JSON string cannot contain the unescaped bytes ``"limits": ``, so the last occurrence is the key);
+    anything else is parsed whole."""
+    if isinstance(req, tuple):
+        req = req[0]
+    if isinstance(req, dict):
+        return int(req["limits"]["mem"])
+    i = req.rfind(b'"limits": ')
+    if i >= 0 and req.endswith(b"}"):
+        try:
+            lim = json.loads(req[i + 10:-1])
+            if isinstance(lim, dict) and "mem" in lim and "cpu" in lim:
+                return int(lim["mem"])
+        except ValueError:
+            pass
+    return int(json.loads(req)["limits"]["mem"])
 
 
 def _read_exact(fd: int, n: int, deadline: float) -> bytes:
@@ -116,6 +145,8 @@ class Slot:
         self.own_pids: list[int] = []
         self.starting = False
         self.starts = 0
+        self.cgroup: cgroups.SlotCgroup | None = None
+        self._statm = -1   # /proc/<worker>/statm, read before each request (the memory limit's baseline)
 
     @property
     def uid(self) -> int | None:
@@ -137,7 +168,16 @@ class Slot:
     def _start(self) -> None:
         if self.lease is None and os.geteuid() == 0 and self.level != "limits":
             self.lease = UidLease.acquire(self.config.uid_base, self.config.uid_count)
-        spec = build_launch(self.level, self.config, self.lease)
+        fds = None
+        sup = cgroups.support() if self.config.cgroups else None
+        if sup is not None and sup.memory:
+            try:
+                self.cgroup = cgroups.SlotCgroup.create(sup, self.index)
+                fds = self.cgroup.worker_fds()
+            except OSError as e:  # the machine gives cgroups but not now: an infrastructure failure
+                self._drop_cgroup()
+                raise SlotFailure(f"cannot set up the slot's memory cgroup: {e}") from e
+        spec = build_launch(self.level, self.config, self.lease, cgroup_fds=fds)
         errf = tempfile.TemporaryFile()
         try:
             proc = subprocess.Popen(spec.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf,
@@ -145,8 +185,11 @@ class Slot:
         except OSError as e:
             spec.cleanup()
             errf.close()
+            self._drop_cgroup()
             raise LevelUnavailable(f"cannot start the {self.level} slot: {e}") from e
         spec.close_fds()
+        if self.cgroup is not None:
+            self.cgroup.close_fds()
         self.spec, self.proc = spec, proc
         self.starts += 1
         try:
@@ -167,6 +210,35 @@ class Slot:
             raise LevelUnavailable(f"{self.level} slot failed to start: {info.get('error')}")
         self.info = info
         self.own_pids = self._descendants()
+        if self.cgroup is not None:
+            # No program exists yet: bubblewrap and the worker go into the slot's groups (their children,
+            # the programs, start there and move into the program group themselves).
+            try:
+                self.cgroup.attach(self.own_pids)
+                self._statm = os.open(f"/proc/{self.own_pids[-1]}/statm", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError as e:
+                self.kill()
+                raise SlotFailure(f"cannot move the slot into its cgroups: {e}") from e
+
+    def prepare_memory(self, budget: int) -> int | None:
+        """Before a request: the program group's limit = the worker's size + the program's budget (the
+        program starts as a copy of the worker, as RLIMIT_AS counts "current size + budget"), and a fresh
+        peak measurement. Returns the limit (None without a memory cgroup)."""
+        if self.cgroup is None:
+            return None
+        vm = int(os.pread(self._statm, 64, 0).split()[0]) * _PAGE
+        limit = vm + int(budget)
+        self.cgroup.set_limit(limit)
+        self.cgroup.reset_peak()
+        return limit
+
+    def _drop_cgroup(self) -> None:
+        if self._statm >= 0:
+            os.close(self._statm)
+            self._statm = -1
+        if self.cgroup is not None:
+            self.cgroup.destroy()
+            self.cgroup = None
 
     def request(self, req: dict[str, Any] | bytes | tuple[bytes, ...], hard_timeout: float) -> tuple[dict[str, Any],
                                                                                              list[bytes]]:
@@ -255,6 +327,7 @@ class Slot:
         if self.spec is not None:
             self.spec.cleanup()
             self.spec = None
+        self._drop_cgroup()  # every process of the slot is gone: its groups can be removed
         self.own_pids = []  # only now: until they are gone, the dying processes are still the slot's
 
     def close(self) -> None:
@@ -308,14 +381,20 @@ class SlotPool:
                         self.stats["slot_starts"] += 1
                 runs: list[RawRun] = []
                 current = req
+                limit = peak = None
                 while True:
+                    limit = slot.prepare_memory(request_memory(current))
                     head, blobs = slot.request(current, hard_timeout)
+                    peak = slot.cgroup.peak() if slot.cgroup is not None else None
                     part = [RawRun(exit=int(r["exit"]), reason=r["reason"], cpu=float(r["cpu"]),
                                    wall=float(r["wall"]), setup_failed=bool(r["setup_failed"]),
                                    clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1],
-                                   judge=r.get("judge_bytes"), judge_info=r.get("judge"))
+                                   judge=r.get("judge_bytes"), judge_info=r.get("judge"), oom=int(r.get("oom", 0)))
                             for i, r in enumerate(head["runs"])]
                     del blobs
+                    if any(r.oom for r in part):
+                        with self._lock:
+                            self.stats["oom_kills"] += sum(r.oom for r in part)
                     # Infrastructure outcomes come only from channels no program can write: the set-up byte
                     # the child sends and closes before the program's first instruction (never the exit
                     # status), the worker's own protocol, and the machine's load (our clock, not the
@@ -352,7 +431,7 @@ class SlotPool:
                     fut.set_result(RawResult(None, infra="machine overloaded: the program got too little CPU "
                                                          "to reach either limit within the hard wall time"))
                     continue
-                fut.set_result(RawResult(runs))
+                fut.set_result(RawResult(runs, memory_peak=peak, memory_limit=limit))
             except (SlotFailure, LevelUnavailable, OSError, ValueError, KeyError) as e:
                 with self._lock:
                     self.stats["infra_failures"] += 1

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from rewardlang.runtime.api import LRUCache
-from rewardlang.runtime.sandbox import _worker
+from rewardlang.runtime.sandbox import _worker, cgroups
 from rewardlang.runtime.sandbox.config import LEVEL_RANK, LEVELS, NOT_A_BOUNDARY, Limits, SandboxConfig
 from rewardlang.runtime.sandbox.convert import Plan, TestFormatError, make_plan
 from rewardlang.runtime.sandbox.judge import TestResult, Verdict, decode_value, judge, parse_records
@@ -478,6 +478,10 @@ def doctor_report(config: SandboxConfig | None = None, *, all_levels: bool = Tru
         "cpus": os.cpu_count(),
         "python": os.path.realpath(config.python or sys.executable),
         "install_hint": None if bwrap else "apt-get install -y bubblewrap",
+        # which memory accounting bounds a program (all its processes, tmpfs, memfd, page cache) and
+        # whether a slot's CPU weight is fixed (see docs/sandbox.md, "Memory" and the mask table)
+        "memory": (cgroups.support().as_dict() if config.cgroups else
+                   cgroups.CgroupSupport(None, reasons=("SandboxConfig(cgroups=False)",)).as_dict()),
     }
     if shutil.which("bwrap") is None and config.bwrap is None:
         out["bwrap"]["path"] = None

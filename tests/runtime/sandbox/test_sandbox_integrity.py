@@ -627,6 +627,11 @@ def cpu_quota(pids: list[int], percent: int) -> Iterator[None]:
         pytest.skip("needs root and the cgroup v1 cpu controller")
     d = os.path.join(root, f"rewardlang-test-{os.getpid()}-{percent}")
     os.makedirs(d, exist_ok=True)
+    home = {}  # each process's own cpu group (the slot's fixed-weight group), restored afterwards
+    for p in pids:
+        with open(f"/proc/{p}/cgroup") as fh:
+            path = next((ln.split(":", 2)[2] for ln in fh.read().splitlines() if "cpu" in ln.split(":")[1].split(",")), "/")
+        home[p] = os.path.join(root, path.lstrip("/"))
     try:
         with open(os.path.join(d, "cpu.cfs_period_us"), "w") as fh:
             fh.write("100000")
@@ -639,7 +644,7 @@ def cpu_quota(pids: list[int], percent: int) -> Iterator[None]:
     finally:
         for p in pids:
             try:
-                with open(os.path.join(root, "cgroup.procs"), "w") as fh:
+                with open(os.path.join(home[p], "cgroup.procs"), "w") as fh:
                     fh.write(str(p))
             except OSError:
                 pass

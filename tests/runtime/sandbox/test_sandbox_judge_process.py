@@ -353,23 +353,34 @@ SCAN_OWN_MEMORY = _d("""
     A, B = b"QQ7-", b"JUDGE-ONLY-41F"
     def _scan():
         hits = 0
-        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)   # PR_SET_DUMPABLE: its own /proc files become its own
-        fd = os.open("/proc/self/mem", os.O_RDONLY)
+        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)   # PR_SET_DUMPABLE (denied where the filter checks prctl)
+        try:
+            fd = os.open("/proc/self/mem", os.O_RDONLY)
+        except PermissionError:   # not dumpable: /proc/self/mem is root's; read the memory directly
+            fd = -1
         for line in open("/proc/self/maps").read().splitlines():
-            rng, perms = line.split()[:2]
-            if "r" not in perms or line.endswith("[vvar]") or line.endswith("[vsyscall]"):
+            parts = line.split()
+            rng, perms = parts[:2]
+            if "r" not in perms or "[vvar" in line or line.endswith("[vsyscall]"):
                 continue
             lo, hi = (int(x, 16) for x in rng.split("-"))
-            try:
-                data = os.pread(fd, hi - lo, lo)
-            except OSError:
-                continue
+            if fd < 0:
+                # only anonymous memory, the heap and the stack (a file mapping past its end would fault)
+                if len(parts) > 5 and not parts[5].startswith("["):
+                    continue
+                data = ctypes.string_at(lo, hi - lo)
+            else:
+                try:
+                    data = os.pread(fd, hi - lo, lo)
+                except OSError:
+                    continue
             i = data.find(B)
             while i >= 0:
                 if data[max(0, i - 4):i] == A:
                     hits += 1
                 i = data.find(B, i + 1)
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
         return hits
     def f(x):
         return _scan()

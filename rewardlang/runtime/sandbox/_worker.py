@@ -5,8 +5,12 @@ only rewardlang file visible inside the sandbox (bound read-only at ``/sandbox/w
 process also imports it, to build the seccomp filters it hands to bubblewrap and to share the frame format.
 
 Protocol (little-endian length-prefixed frames on fds moved to 10/11 at start-up):
-the first frame is the slot configuration, then each request frame is answered by one response frame:
-a JSON header followed by raw blobs (for every run: the result-channel bytes, then the captured stdout).
+the first frame is the slot configuration. A request is a JSON header (mode, limits, the tests' calls or stdin:
+no program text), then the program's text as a frame of its own (UTF-8), then, with judged tests, their frame.
+Each run is answered as soon as it ends: a ``{"run": head}`` frame followed by raw blobs (the result-channel
+bytes, the captured stdout, the judge process's records); the last run's head says ``last``; a request
+without runs, or a worker error, is answered by one final JSON frame. The worker never holds a program's bytes
+in memory a later fork inherits (see "Program bytes in the worker" below).
 
 The program's process sends *observations* on fd 3 (frames of JSON lists); the worker does not interpret
 them, the trusted process does. Expected values never reach the worker or the program's process: tests that
@@ -360,6 +364,8 @@ def _lib() -> ctypes.CDLL:
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
         _libc.syscall.restype = ctypes.c_long
+        _libc.llistxattr.restype = ctypes.c_ssize_t
+        _libc.strlen.restype = ctypes.c_size_t
     return _libc
 
 
@@ -560,6 +566,31 @@ class _Wiped:
         if self.used and self.mm is not None:
             self.mm.madvise(_mmap.MADV_DONTNEED, 0, min(self.size, self.used))
         self.used = 0
+
+
+_XATTR_BUF = ctypes.create_string_buffer(1 << 16)     # XATTR_LIST_MAX: 64 KiB of names
+
+
+def _remove_xattrs(path: str) -> bool:
+    """Remove every extended attribute of ``path`` (not following a symlink); True when none is left. The
+    names are a program's bytes (a ``user.*`` name can be 255 of them): they are listed into a fixed buffer
+    and removed through pointers into it, never made into objects, and the buffer is zeroed afterwards."""
+    libc = _lib()
+    p = path.encode()
+    buf = _XATTR_BUF
+    n = libc.llistxattr(p, buf, len(buf))
+    if n < 0:
+        return False
+    base = ctypes.addressof(buf)
+    off = 0
+    ok = True
+    while off < n:
+        k = libc.strlen(ctypes.c_void_p(base + off))
+        if k and libc.lremovexattr(p, ctypes.c_void_p(base + off)) != 0:
+            ok = False
+        off += k + 1
+    ctypes.memset(buf, 0, n)
+    return ok and libc.llistxattr(p, None, 0) == 0
 
 
 _STATBUF = bytearray(4096)
@@ -1432,12 +1463,11 @@ class Worker:
                 os.chmod(d, _stat.S_IMODE(f.st_mode))  # chown clears set-id bits: mode after owner
             if stage == "mode":
                 return True
-            for name in os.listxattr(d, follow_symlinks=False):
-                os.removexattr(d, name, follow_symlinks=False)
+            no_xattr = _remove_xattrs(d)
             os.utime(d, ns=(f.st_atime_ns, f.st_mtime_ns), follow_symlinks=False)
             st = os.stat(d, follow_symlinks=False)
             return (st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns) == \
-                (f.st_mode, f.st_uid, f.st_gid, f.st_mtime_ns) and not os.listxattr(d, follow_symlinks=False)
+                (f.st_mode, f.st_uid, f.st_gid, f.st_mtime_ns) and no_xattr
         except OSError:
             return False
 

@@ -5,8 +5,12 @@ only rewardlang file visible inside the sandbox (bound read-only at ``/sandbox/w
 process also imports it, to build the seccomp filters it hands to bubblewrap and to share the frame format.
 
 Protocol (little-endian length-prefixed frames on fds moved to 10/11 at start-up):
-the first frame is the slot configuration, then each request frame is answered by one response frame:
-a JSON header followed by raw blobs (for every run: the result-channel bytes, then the captured stdout).
+the first frame is the slot configuration. A request is a JSON header (mode, limits, the tests' calls or stdin:
+no program text), then the program's text as a frame of its own (UTF-8), then, with judged tests, their frame.
+Each run is answered as soon as it ends: a ``{"run": head}`` frame followed by raw blobs (the result-channel
+bytes, the captured stdout, the judge process's records); the last run's head says ``last``; a request
+without runs, or a worker error, is answered by one final JSON frame. The worker never holds a program's bytes
+in memory a later fork inherits (see "Program bytes in the worker" below).
 
 The program's process sends *observations* on fd 3 (frames of JSON lists); the worker does not interpret
 them, the trusted process does. Expected values never reach the worker or the program's process: tests that
@@ -23,6 +27,7 @@ import builtins
 import ctypes
 import errno
 import io
+import mmap as _mmap
 import os
 import resource
 import select
@@ -395,6 +400,8 @@ def _lib() -> ctypes.CDLL:
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
         _libc.syscall.restype = ctypes.c_long
+        _libc.llistxattr.restype = ctypes.c_ssize_t
+        _libc.strlen.restype = ctypes.c_size_t
     return _libc
 
 
@@ -524,6 +531,129 @@ def _read_exact(fd: int, n: int) -> bytes:
     return b"".join(chunks)
 
 
+# ----------------------------------------------------------------------------------------------------------
+# Program bytes in the worker: never in memory a later fork inherits
+# ----------------------------------------------------------------------------------------------------------
+#
+# Every program's process and every judge process is a fork of the worker: it inherits the worker's whole
+# address space, freed-but-not-zeroed heap included. So the worker never holds a program's bytes (its source
+# text, its stdout, its result channel, its judge process's records) in Python objects, whose memory the
+# allocator reuses without clearing: the bytes go only into anonymous mappings the kernel empties. The
+# program's text is read into a mapping of its own that is unmapped when the request ends (its pages go back
+# to the kernel, which zeroes a page before any process sees it again); output goes into `_Wiped` buffers,
+# which a fork inherits empty (MADV_WIPEONFORK) and which are emptied (MADV_DONTNEED) once relayed.
+
+MADV_WIPEONFORK = 18     # Linux 4.14 (not in every Python's mmap module)
+#: private: a shared anonymous mapping (the mmap module's default) is shmem, which neither
+#: MADV_WIPEONFORK nor MADV_DONTNEED empties
+_PRIVATE = _mmap.MAP_PRIVATE | _mmap.MAP_ANONYMOUS
+
+
+def _read_into(fd: int, view: memoryview) -> None:
+    """Fill ``view`` from ``fd`` (no intermediate bytes object: the data goes straight into the buffer)."""
+    got, n = 0, len(view)
+    while got < n:
+        k = os.readv(fd, [view[got:]])
+        if not k:
+            raise EOFError
+        got += k
+
+
+def _read_code(fd: int) -> tuple[object, int]:
+    """Read the program-text frame of a request into a fresh anonymous mapping (unmapped after the request)."""
+    n = struct.unpack("<I", _read_exact(fd, 4))[0]
+    mm = _mmap.mmap(-1, max(n, 1), flags=_PRIVATE)
+    with memoryview(mm) as v:
+        _read_into(fd, v[:n])
+    return mm, n
+
+
+class _Wiped:
+    """A buffer for a program's bytes (output, result channel, judge records): an anonymous mapping a fork
+    inherits zeroed (``MADV_WIPEONFORK``; the program's processes never see what it held) and that
+    :meth:`clear` empties (``MADV_DONTNEED``: the kernel drops the pages) once the bytes are relayed. Pages
+    are touched only as far as data arrives; a fork copies no page table of it."""
+
+    def __init__(self, size: int) -> None:
+        self.mm: _mmap.mmap | None = None
+        self.view: memoryview | None = None
+        self.size = 0
+        self.used = 0        # high-water mark of written bytes since the last clear
+        self.ensure(size)
+
+    def ensure(self, size: int) -> None:
+        if size <= self.size:
+            return
+        if self.mm is not None:
+            self.clear()
+            assert self.view is not None
+            self.view.release()
+            self.mm.close()
+        size = (size + _PAGE - 1) // _PAGE * _PAGE
+        self.mm = _mmap.mmap(-1, size, flags=_PRIVATE)
+        try:
+            self.mm.madvise(MADV_WIPEONFORK)
+        except (OSError, ValueError):
+            pass   # an old kernel: the buffer is emptied after every run all the same
+        self.view = memoryview(self.mm)
+        self.size = size
+
+    def clear(self) -> None:
+        if self.used and self.mm is not None:
+            self.mm.madvise(_mmap.MADV_DONTNEED, 0, min(self.size, self.used))
+        self.used = 0
+
+
+_XATTR_BUF = ctypes.create_string_buffer(1 << 16)     # XATTR_LIST_MAX: 64 KiB of names
+
+
+def _remove_xattrs(path: str) -> bool:
+    """Remove every extended attribute of ``path`` (not following a symlink); True when none is left. The
+    names are a program's bytes (a ``user.*`` name can be 255 of them): they are listed into a fixed buffer
+    and removed through pointers into it, never made into objects, and the buffer is zeroed afterwards."""
+    libc = _lib()
+    p = path.encode()
+    buf = _XATTR_BUF
+    n = libc.llistxattr(p, buf, len(buf))
+    if n < 0:
+        return False
+    base = ctypes.addressof(buf)
+    off = 0
+    ok = True
+    while off < n:
+        k = libc.strlen(ctypes.c_void_p(base + off))
+        if k and libc.lremovexattr(p, ctypes.c_void_p(base + off)) != 0:
+            ok = False
+        off += k + 1
+    ctypes.memset(buf, 0, n)
+    return ok and libc.llistxattr(p, None, 0) == 0
+
+
+_STATBUF = bytearray(4096)
+_STATVIEW = memoryview(_STATBUF)
+_ZEROS = bytes(4096)
+
+
+def _proc_stat(path: str) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name, or None. The name (``comm``, 15 bytes a
+    program sets with ``prctl(PR_SET_NAME)``) never becomes an object of the worker, and the buffer it was
+    read into is zeroed at once: it is a program's bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        n = os.readv(fd, [_STATVIEW])
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    i = _STATBUF.rfind(b")", 0, n)
+    fields = bytes(_STATVIEW[i + 2:n]).split() if i >= 0 else None
+    _STATVIEW[:n] = _ZEROS[:n]
+    return fields
+
+
 class Unencodable(Exception):
     pass
 
@@ -621,7 +751,8 @@ def _run_program(req: dict) -> None:
     mode = req["mode"]
     g: dict = {"__name__": "__main__" if mode != "call" else "__solution__", "__builtins__": builtins}
     try:
-        code = compile(req["code"], "solution.py", "exec")
+        mm, n = req["_src"]
+        code = compile(mm[:n].decode("utf-8", "surrogatepass"), "solution.py", "exec")
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as e:
         _emit(["c", _msg(e)])
         _emit(["d"])
@@ -718,6 +849,7 @@ def _flush() -> None:
 MAX_INT_HEX = 100_000      # hex digits of one decoded int (linear-time conversion)
 MAX_SAME_HASH = 8          # elements of one decoded set/dict that may share a hash value (see safe_eval)
 JUDGE_OUT_CAP = 1 << 20    # bytes the worker accepts from the judge process (a few hundred per test)
+_JUDGE_SPILL = 1 << 16     # past the cap, further records are read (counted, then overwritten) here
 _unpack_len = struct.Struct("<I").unpack
 _os_read = os.read
 _MIRRORED = {name: getattr(builtins, name) for name in (
@@ -1051,8 +1183,11 @@ def _judge_child(state: "Worker", req: dict, job: dict, limits: list[tuple[int, 
     """Turn the forked process into the judge process; never returns. It holds no program code: it is a
     fork of the worker (which never runs any), and the request's program text is dropped first."""
     try:
+        src = req.get("_src")
         req.clear()            # the only reference to the program's text in this process
-        # The judged tests come as a second frame of the request, read here from the protocol pipe: they
+        if src is not None:
+            src[0].close()     # and its only copy: the mapping the worker read it into, unmapped here
+        # The judged tests come as the last frame of the request, read here from the protocol pipe: they
         # never pass through the worker, so no program (a fork of the worker) can find them in its memory.
         part = loads(_read_exact(state.rfd, struct.unpack("<I", _read_exact(state.rfd, 4))[0]))
         tests = part["inside"]
@@ -1091,6 +1226,22 @@ def _judge_child(state: "Worker", req: dict, job: dict, limits: list[tuple[int, 
     except BaseException:
         pass
     os._exit(0)
+
+
+_JUDGE_READY = pack_frame(b'["R"]')
+
+
+def _read_capped(fd: int, ent: list) -> int:
+    """Read from a program's pipe into its buffer (``ent``: buffer, bytes so far, cap, reason), at most one
+    byte past the cap. Returns the bytes read, 0 at EOF (or with the buffer full past the cap)."""
+    buf, n, cap = ent[0], ent[1], ent[2]
+    if n > cap:
+        return 0
+    k = os.readv(fd, [buf.view[n:cap + 1]])
+    ent[1] = n + k
+    if ent[1] > buf.used:
+        buf.used = ent[1]
+    return k
 
 
 def _limit_plan(lim: dict) -> list[tuple[int, int]]:
@@ -1282,6 +1433,11 @@ class Worker:
         # change their mode, times or extended attributes (an answer table in a `user.*` xattr, a default
         # ACL, `chmod 0555 /tmp` to break the next program), so each is put back after every program.
         self.fresh = {d: os.stat(d, follow_symlinks=False) for d in self.wipe}
+        # What a program sends (stdout, result channel) and its judge process's records: relayed from these
+        # buffers and emptied after every run, never kept in objects a later fork would inherit.
+        self.out_buf = _Wiped(1 << 20)
+        self.res_buf = _Wiped(1 << 20)
+        self.judge_buf = _Wiped(JUDGE_OUT_CAP + _JUDGE_SPILL)
 
     # -- processes ------------------------------------------------------------------------------------------
     def _tree_cpu(self, sid: int, waits: dict) -> tuple[float, float]:
@@ -1297,12 +1453,9 @@ class Worker:
         for name in names:
             if not name.isdigit():
                 continue
-            try:
-                with open(f"/proc/{name}/stat", "rb") as fh:
-                    data = fh.read()
-            except OSError:
+            f = _proc_stat(f"/proc/{name}/stat")
+            if f is None:
                 continue
-            f = data[data.rfind(b")") + 2:].split()
             if int(f[3]) != sid:          # session id (programs cannot leave their session)
                 continue
             total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
@@ -1368,10 +1521,8 @@ class Worker:
             if not name.isdigit():
                 continue
             try:
-                with open(f"/proc/{name}/stat", "rb") as fh:
-                    data = fh.read()
-                ppid = int(data[data.rfind(b")") + 2:].split()[1])
-                if ppid == self.me:
+                f = _proc_stat(f"/proc/{name}/stat")
+                if f is not None and int(f[1]) == self.me:
                     os.kill(int(name), signal.SIGKILL)
             except (OSError, ValueError, IndexError):
                 continue
@@ -1390,12 +1541,11 @@ class Worker:
                 os.chmod(d, _stat.S_IMODE(f.st_mode))  # chown clears set-id bits: mode after owner
             if stage == "mode":
                 return True
-            for name in os.listxattr(d, follow_symlinks=False):
-                os.removexattr(d, name, follow_symlinks=False)
+            no_xattr = _remove_xattrs(d)
             os.utime(d, ns=(f.st_atime_ns, f.st_mtime_ns), follow_symlinks=False)
             st = os.stat(d, follow_symlinks=False)
             return (st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns) == \
-                (f.st_mode, f.st_uid, f.st_gid, f.st_mtime_ns) and not os.listxattr(d, follow_symlinks=False)
+                (f.st_mode, f.st_uid, f.st_gid, f.st_mtime_ns) and no_xattr
         except OSError:
             return False
 
@@ -1430,13 +1580,19 @@ class Worker:
             os.close(fd)
         os.set_blocking(v_r, False)
         req["_calls"] = (call_r, ans_w)
-        return {"pid": jpid, "pidfd": os.pidfd_open(jpid), "v": v_r, "buf": [], "n": 0, "busy": 0,
+        return {"pid": jpid, "pidfd": os.pidfd_open(jpid), "v": v_r, "n": 0, "busy": 0,
                 "cpu_limit": int(req["limits"]["cpu"]) + 1, "info": {}}
 
-    def _judge_data(self, judge: dict, chunk: bytes) -> None:
-        judge["n"] += len(chunk)
-        if judge["n"] <= JUDGE_OUT_CAP:
-            judge["buf"].append(chunk)
+    def _judge_read(self, fd: int, judge: dict) -> int:
+        """Read what the judge process wrote into the judge buffer: the first ``JUDGE_OUT_CAP`` bytes are
+        kept, the rest is counted (``overflow``) and overwritten. Returns the bytes read (0: EOF)."""
+        b = self.judge_buf
+        pos = judge["n"] if judge["n"] < JUDGE_OUT_CAP else JUDGE_OUT_CAP
+        assert b.view is not None
+        k = os.readv(fd, [b.view[pos:JUDGE_OUT_CAP + _JUDGE_SPILL]])
+        judge["n"] += k
+        b.used = max(b.used, pos + k)
+        return k
 
     def _judge_busy(self, judge: dict) -> float:
         """Seconds the judge process was running or runnable since the last call (``/proc/<pid>/schedstat``)."""
@@ -1474,12 +1630,10 @@ class Worker:
                     poller.unregister(pidfd)
                     continue
                 try:
-                    chunk = os.read(v, 1 << 16)
+                    k = self._judge_read(v, judge)
                 except BlockingIOError:
                     continue
-                if chunk:
-                    self._judge_data(judge, chunk)
-                else:
+                if not k:
                     open_v = False
                     poller.unregister(v)
         killed = not exited
@@ -1495,12 +1649,10 @@ class Worker:
             status, jcpu = 0, 0.0
         while True:     # what it wrote before it ended
             try:
-                chunk = os.read(v, 1 << 16)
+                if not self._judge_read(v, judge):
+                    break
             except OSError:
                 break
-            if not chunk:
-                break
-            self._judge_data(judge, chunk)
         os.close(v)
         os.close(pidfd)
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
@@ -1518,7 +1670,9 @@ class Worker:
         return jcpu
 
     # -- one execution --------------------------------------------------------------------------------------
-    def run_once(self, req: dict, stdin_data: str | None) -> tuple[dict, bytes, bytes]:
+    def run_once(self, req: dict, stdin_data: str | None) -> dict:
+        """Run the program once; its stdout, result channel and judge records are left in the worker's
+        buffers (``out_len``, ``res_len``, ``judge_len`` of the returned head) for :meth:`_relay`."""
         t_start = time.monotonic()
         lim = req["limits"]
         self.runs += 1
@@ -1560,14 +1714,16 @@ class Worker:
         poller.register(pidfd, select.POLLIN)
         if judge is not None:
             poller.register(judge["v"], select.POLLIN)
-        out: list[bytes] = []
-        res: list[bytes] = []
-        n_out = n_res = 0
         cap_out, cap_res = int(lim["out"]), int(lim["obs"])
         if req["mode"] != "call":
             # a whole-program run's channel carries three short records at most (compile error, exit, done):
             # more is the program writing there, and the trusted side would pay to read it
             cap_res = min(cap_res, PROCESS_OBS_CAP)
+        # per pipe: [buffer, bytes read, cap, reason past the cap]; one byte more than the cap is read, so a
+        # program that writes exactly the cap is within it and one more byte is over
+        self.out_buf.ensure(cap_out + 1)
+        self.res_buf.ensure(cap_res + 1)
+        into = {out_r: [self.out_buf, 0, cap_out, "output"], res_r: [self.res_buf, 0, cap_res, "obs"]}
         cpu_limit, wall_limit = float(lim["cpu"]), float(lim["wall"])
         hard_wall = float(lim.get("hard_wall", 3 * wall_limit))
         reason = None
@@ -1593,28 +1749,21 @@ class Worker:
                 if fd == pidfd:
                     exited = True
                     continue
+                ent = into.get(fd)
                 try:
-                    chunk = os.read(fd, 1 << 16)
+                    if ent is None:     # the judge process's verdict pipe
+                        if not self._judge_read(fd, judge):   # type: ignore[arg-type]
+                            poller.unregister(fd)
+                        continue
+                    k = _read_capped(fd, ent)
                 except BlockingIOError:
                     continue
-                if not chunk:
+                if not k:
                     poller.unregister(fd)
                     open_fds.discard(fd)
                     continue
-                if fd == out_r:
-                    n_out += len(chunk)
-                    if n_out > cap_out:
-                        reason = "output"
-                    else:
-                        out.append(chunk)
-                elif judge is not None and fd == judge["v"]:
-                    self._judge_data(judge, chunk)
-                else:
-                    n_res += len(chunk)
-                    if n_res > cap_res:
-                        reason = "obs"
-                    else:
-                        res.append(chunk)
+                if ent[1] > ent[2]:
+                    reason = ent[3]
             if exited or reason:
                 break
             now = time.monotonic()
@@ -1646,19 +1795,16 @@ class Worker:
             status = 0
         wall = time.monotonic() - t0
         # drain what the program wrote before it ended (not waiting for EOF: a grandchild may hold the pipe)
-        for fd, buf, cap, n in ((out_r, out, cap_out, n_out), (res_r, res, cap_res, n_res)):
-            while fd in open_fds:
+        for fd in (out_r, res_r):
+            ent = into[fd]
+            while fd in open_fds and ent[1] <= ent[2]:
                 try:
-                    chunk = os.read(fd, 1 << 16)
+                    if not _read_capped(fd, ent):
+                        break
                 except (BlockingIOError, OSError):
                     break
-                if not chunk:
-                    break
-                n += len(chunk)
-                if n > cap:
-                    reason = reason or ("output" if fd == out_r else "obs")
-                    break
-                buf.append(chunk)
+                if ent[1] > ent[2]:
+                    reason = reason or ent[3]
         jcpu = 0.0   # the judge process's CPU (reaped: in the children's times, never the program's)
         if judge is not None:
             jcpu = self._finish_judge(judge, pid, reason == "overload", t0 + hard_wall)
@@ -1705,12 +1851,16 @@ class Worker:
             "t": [round(t0 - t_start, 5), round(t_end - t0, 5), round(t_kill - t_end, 5),
                   round(time.monotonic() - t_kill, 5)],
         }
+        # what to relay: the bytes within the cap (past it the class is decided, the rest is not needed)
+        head["res_len"] = min(into[res_r][1], cap_res)
+        head["out_len"] = min(into[out_r][1], cap_out)
         if judge is not None:
             head["judge"] = judge["info"]
-            head["_judge_bytes"] = b"".join(judge["buf"])
-            if not head["_judge_bytes"].startswith(pack_frame(b'["R"]')):
+            head["judge_len"] = min(judge["n"], JUDGE_OUT_CAP)
+            assert self.judge_buf.view is not None
+            if self.judge_buf.view[:len(_JUDGE_READY)] != _JUDGE_READY:
                 head["setup_failed"] = True     # the judge process could not be set up: masked, slot replaced
-        return head, b"".join(res), b"".join(out)
+        return head
 
     def _compiled(self, src: str, mode: str) -> object:
         """Trusted test code (probes, set-up) compiled here once and cached: a GRPO group
@@ -1736,30 +1886,53 @@ class Worker:
             if "e" in p:
                 p["_c"] = self._compiled(p["e"], "eval")
 
-    def handle(self, req: dict) -> tuple[dict, list[bytes]]:
+    def handle(self, req: dict) -> dict | None:
+        """Serve one request. Each run is relayed as soon as it ends (a ``{"run": head}`` frame, then its
+        result-channel bytes, stdout and judge records straight from the worker's buffers, which are emptied
+        right after); ``head["last"]`` marks the last run. Returns the final frame's header when one is still
+        needed (no run, or a request that is not a run), else None."""
         op = req.get("op", "run")
         self._precompile(req)
         if op == "ping":
-            return {"ok": True, "pid": self.me, "runs": self.runs}, []
+            return {"ok": True, "pid": self.me, "executions": self.runs}
         if op == "exit":
             raise SystemExit(0)
         inputs = req.get("inputs")
-        runs, blobs = [], []
         feed = inputs if req["mode"] == "stdio" else [None]
-        for inp in feed:
-            head, res, out = self.run_once(req, inp)
-            head["res_len"], head["out_len"] = len(res), len(out)
-            runs.append(head)
-            blobs += [res, out]
-            jb = head.pop("_judge_bytes", None)
-            if jb is not None:           # the judge process's records: a third blob of this run
-                head["judge_len"] = len(jb)
-                blobs.append(jb)
-            if head["setup_failed"] or head["recycle"] or head["reason"] == "overload":
-                break
-            if head["reason"] in ("cpu", "wall") and req.get("stop_on_timeout", True):
-                break
-        return {"ok": True, "runs": runs}, blobs
+        if not feed:
+            return {"ok": True}
+        for i, inp in enumerate(feed):
+            try:
+                head = self.run_once(req, inp)
+                stop = (head["setup_failed"] or head["recycle"] or head["reason"] == "overload"
+                        or (head["reason"] in ("cpu", "wall") and req.get("stop_on_timeout", True)))
+                head["last"] = bool(stop or i == len(feed) - 1)
+                self._relay(head)
+            finally:
+                self.out_buf.clear()
+                self.res_buf.clear()
+                self.judge_buf.clear()
+            if head["last"]:
+                if head["setup_failed"] or head["recycle"]:
+                    raise _Recycle
+                return None
+        return None
+
+    def _relay(self, head: dict) -> None:
+        """Write one run's frame and its bytes from the buffers in one ``writev`` (no joined copy)."""
+        parts = [pack_frame(dumps({"run": head}).encode())]
+        for buf, n in ((self.res_buf, head["res_len"]), (self.out_buf, head["out_len"]),
+                       (self.judge_buf, head.get("judge_len", 0))):
+            if n:
+                assert buf.view is not None
+                parts.append(buf.view[:n])
+        while parts:
+            k = os.writev(self.wfd, parts)
+            while parts and k >= len(parts[0]):
+                k -= len(parts[0])
+                parts.pop(0)
+            if parts and k:
+                parts[0] = memoryview(parts[0])[k:]
 
     def serve(self) -> None:
         import gc
@@ -1769,22 +1942,35 @@ class Worker:
         gc.collect()
         gc.freeze()
         while True:
+            src = None
             try:
                 n = struct.unpack("<I", _read_exact(self.rfd, 4))[0]
                 req = loads(_read_exact(self.rfd, n))
+                if req.get("op", "run") == "run":
+                    # the program's text: its own frame, read into a mapping of its own (see _read_code)
+                    src = req["_src"] = _read_code(self.rfd)
             except EOFError:
                 return
             try:
-                head, blobs = self.handle(req)
+                head = self.handle(req)
             except SystemExit:
                 return
-            except BaseException as e:  # a worker bug or a broken slot: reported as an infrastructure failure
-                head, blobs = {"ok": False, "error": _msg(e)}, []
-            payload = dumps(head).encode()
-            _write_all(self.wfd, pack_frame(payload) + b"".join(blobs))
-            if not head.get("ok", False) or any(r.get("recycle") or r.get("setup_failed")
-                                                for r in head.get("runs", ())):
+            except _Recycle:
                 return  # let the trusted side respawn a fresh slot (a fresh tmpfs, too)
+            except BaseException as e:  # a worker bug or a broken slot: reported as an infrastructure failure
+                head = {"ok": False, "error": _msg(e)}
+            finally:
+                if src is not None:
+                    src[0].close()     # unmapped: the kernel zeroes its pages before anyone sees them again
+                req.clear()
+            if head is not None:
+                _write_all(self.wfd, pack_frame(dumps(head).encode()))
+                if not head.get("ok", False):
+                    return
+
+
+class _Recycle(Exception):
+    """The run left the slot in need of replacement (or its set-up failed): the worker exits after relaying."""
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -104,7 +104,7 @@ class Plan:
         return d
 
     def judge_wire(self) -> dict[str, Any] | None:
-        """The second frame of a request with judged tests (None without): their code, read in the sandbox
+        """The last frame of a request with judged tests (None without): their code, read in the sandbox
         by the judge process alone (the worker, whose memory every program inherits, never holds it)."""
         if self.mode != "call" or not self.inside:
             return None

@@ -119,16 +119,32 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _remaining(req: dict[str, Any] | bytes | tuple[bytes, ...], done: int) -> bytes | None:
+def _frames(req: dict[str, Any] | tuple[bytes, ...]) -> tuple[bytes, ...]:
+    """A request as the frames the worker reads: the header (JSON: mode, limits, tests' calls or stdin, no
+    program text), the program's text (UTF-8, its own frame: the worker reads it into a mapping it unmaps
+    after the request, never into an object a later program could find in its inherited memory), then, with
+    judged tests, their frame (read by the judge process alone). A dict with ``code`` is split here."""
+    if isinstance(req, tuple):
+        return req
+    d = dict(req)
+    code = d.pop("code", None)
+    head = json.dumps(d).encode("utf-8", "surrogatepass")
+    if d.get("op", "run") != "run":
+        return (head,)
+    return (head, (code or "").encode("utf-8", "surrogatepass"))
+
+
+def _remaining(req: dict[str, Any] | tuple[bytes, ...], done: int) -> tuple[bytes, ...] | None:
     """The request for the stdin/stdout cases after the first ``done`` (None: not stdio, or none left)."""
-    if isinstance(req, tuple):  # a call-mode request with judged tests: one execution, nothing to resume
+    frames = _frames(req)
+    if len(frames) != 2:  # a call-mode request with judged tests: one execution, nothing to resume
         return None
-    d = json.loads(req) if isinstance(req, bytes) else dict(req)
+    d = json.loads(frames[0])
     inputs = d.get("inputs") or []
     if d.get("mode") != "stdio" or done >= len(inputs):
         return None
     d["inputs"] = inputs[done:]
-    return json.dumps(d).encode("utf-8", "surrogatepass")
+    return (json.dumps(d).encode("utf-8", "surrogatepass"), frames[1])
 
 
 class Slot:
@@ -240,37 +256,45 @@ class Slot:
             self.cgroup.destroy()
             self.cgroup = None
 
-    def request(self, req: dict[str, Any] | bytes | tuple[bytes, ...], hard_timeout: float) -> tuple[dict[str, Any],
-                                                                                             list[bytes]]:
-        """Send one request (a dict, its JSON already encoded, or several encoded frames: the request and the
-        judged tests, which the judge process reads itself) and read the response; SlotFailure on any
-        misbehaviour (the caller kills the slot)."""
+    def request(self, req: dict[str, Any] | tuple[bytes, ...], hard_timeout: float) -> tuple[dict[str, Any],
+                                                                                         list[bytes]]:
+        """Send one request (a dict, or its frames: see :func:`_frames`) and read the response: a frame per
+        run (its header, then its result-channel bytes, stdout and judge records), the last run's marked
+        ``last``, or a final frame (no run, or the worker's error). SlotFailure on any misbehaviour (the
+        caller kills the slot)."""
         if not self.alive:
             raise SlotFailure("slot is not running")
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
-        frames = req if isinstance(req, tuple) else (req if isinstance(req, bytes) else json.dumps(req).encode(),)
         try:
-            _write_all(self.proc.stdin.fileno(), b"".join(_worker.pack_frame(f) for f in frames))
+            _write_all(self.proc.stdin.fileno(), b"".join(_worker.pack_frame(f) for f in _frames(req)))
         except OSError as e:
             raise SlotFailure(f"cannot write to slot: {e}") from e
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + hard_timeout
-        n = struct.unpack("<I", _read_exact(fd, 4, deadline))[0]
-        if n > 1 << 24:
-            raise SlotFailure("malformed response header")
-        try:
-            head = json.loads(_read_exact(fd, n, deadline))
-        except ValueError as e:
-            raise SlotFailure("malformed response") from e
-        if not head.get("ok"):
-            raise SlotFailure(f"worker error: {head.get('error')}")
-        blobs = []
-        for run in head.get("runs", ()):
+        runs: list[dict[str, Any]] = []
+        blobs: list[bytes] = []
+        while True:
+            n = struct.unpack("<I", _read_exact(fd, 4, deadline))[0]
+            if n > 1 << 24:
+                raise SlotFailure("malformed response header")
+            try:
+                head = json.loads(_read_exact(fd, n, deadline))
+            except ValueError as e:
+                raise SlotFailure("malformed response") from e
+            run = head.get("run") if isinstance(head, dict) else None
+            if not isinstance(run, dict):
+                break
+            runs.append(run)
             blobs.append(_read_exact(fd, int(run["res_len"]), deadline) if run["res_len"] else b"")
             blobs.append(_read_exact(fd, int(run["out_len"]), deadline) if run["out_len"] else b"")
             if "judge_len" in run:   # the judge process's records: kept beside the run, not in `blobs`
                 n_j = int(run["judge_len"])
                 run["judge_bytes"] = _read_exact(fd, n_j, deadline) if n_j else b""
+            if run.get("last"):
+                return {"ok": True, "runs": runs}, blobs
+        if not isinstance(head, dict) or not head.get("ok"):
+            raise SlotFailure(f"worker error: {head.get('error') if isinstance(head, dict) else head}")
+        head["runs"] = runs
         return head, blobs
 
     def _descendants(self) -> list[int]:
@@ -349,7 +373,7 @@ class SlotPool:
         self.slots = [first] if first is not None else []
         self.slots += [Slot(config, level, i) for i in range(len(self.slots), n)]
         self.stats: Counter[str] = Counter()
-        self._queue: queue.SimpleQueue[tuple[dict[str, Any] | bytes | tuple[bytes, ...], float,
+        self._queue: queue.SimpleQueue[tuple[dict[str, Any] | tuple[bytes, ...], float,
                                              Future[RawResult]] | None] = \
             queue.SimpleQueue()
         self._closed = False
@@ -442,7 +466,7 @@ class SlotPool:
                 slot.kill()
                 fut.set_result(RawResult(None, infra=f"{type(e).__name__}: {e}"))
 
-    def submit(self, req: dict[str, Any] | bytes | tuple[bytes, ...], hard_timeout: float) -> Future[RawResult]:
+    def submit(self, req: dict[str, Any] | tuple[bytes, ...], hard_timeout: float) -> Future[RawResult]:
         fut: Future[RawResult] = Future()
         if self._closed:
             fut.set_result(RawResult(None, infra="sandbox closed"))

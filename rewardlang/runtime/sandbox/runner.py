@@ -271,7 +271,7 @@ class Sandbox:
         cache = cache if cache is not None else self.cache
         counts: Counter[str] = Counter()
         out: list[Verdict | None] = [None] * len(tasks)
-        pending: dict[str, tuple[bytes | tuple[bytes, bytes], float, Plan | None, str, list[int]]] = {}
+        pending: dict[str, tuple[tuple[bytes, ...], float, Plan | None, str, list[int]]] = {}
         answer_keys: dict[int, bytes] = {}  # id(tests) -> digest: a GRPO group shares one tests object
         for i, task in enumerate(tasks):
             try:
@@ -285,15 +285,18 @@ class Sandbox:
                                                         range(n_tests)), level=self.level)
                 continue
             req = plan.wire() if plan is not None else {"mode": "script"}
-            req["code"] = task.code
             req["limits"] = task.limits.to_wire(NPROC_BASE[self.level])
-            payload = json.dumps(req).encode("utf-8", "surrogatepass")  # sent as is: encoded once
-            h = hashlib.sha256(payload)
+            header = json.dumps(req).encode("utf-8", "surrogatepass")  # sent as is: encoded once
+            # the program's text is a frame of its own (see pool._frames: the worker never parses it)
+            code = task.code.encode("utf-8", "surrogatepass")
+            h = hashlib.sha256(header)
+            h.update(b"\0code\0" + code)
+            payload: tuple[bytes, ...] = (header, code)
             jw = plan.judge_wire() if plan is not None else None
-            if jw is not None:   # judged tests: a second frame, for the judge process only
+            if jw is not None:   # judged tests: a third frame, for the judge process only
                 jpayload = json.dumps(jw).encode("utf-8", "surrogatepass")
                 h.update(b"\0judged\0" + jpayload)
-                payload = (payload, jpayload)  # type: ignore[assignment]
+                payload = (header, code, jpayload)
             h.update(f"\0{self.level}\0{task.compare}\0{task.format}\0{task.entry_point!r}\0".encode())
             ak = answer_keys.get(id(task.tests))
             if ak is None:

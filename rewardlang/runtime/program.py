@@ -194,6 +194,41 @@ class Program:
         heavy = any("heavy" in impls[f].signature.tags for f in spec["functions"])
         self.pool_min_rows = int(os.environ.get("REWARDLANG_POOL_MIN_ROWS",
                                                 _POOL_MIN_ROWS_HEAVY if heavy else _POOL_MIN_ROWS))
+        self._resources_ok = False
+
+    # ------------------------------------------------------------------ resources
+    def missing_resources(self) -> list[Diagnostic]:
+        """What the spec's function calls need that is not there (a model checkpoint), one E603 each."""
+        from pydantic import BaseModel
+
+        from rewardlang.runtime import registry
+
+        impls = registry.load_all()
+        by_params = {impls[f].signature.params: impls[f] for f in self.spec["functions"]
+                     if impls[f].requires is not None and impls[f].signature.params is not None}
+        out: list[Diagnostic] = []
+        seen: set[str] = set()
+        for value in list(vars(self.module).values()):
+            impl = by_params.get(type(value)) if isinstance(value, BaseModel) else None
+            if impl is None:
+                continue
+            got = impl.requires(value)  # type: ignore[misc]
+            if got is None or got[0] in seen:
+                continue
+            seen.add(got[0])
+            out.append(Diagnostic("E603", f"spec `{self.name}`: `{impl.signature.name}` needs {got[0]}", None,
+                                  hint=got[1]))
+        return out
+
+    def require_resources(self) -> None:
+        """Refuse a spec whose resources are missing (:class:`SpecError`, E603): without them every row of every
+        batch would be masked, and a trainer would "train" on nothing."""
+        if self._resources_ok:
+            return
+        missing = self.missing_resources()
+        if missing:
+            raise SpecError(missing, self.sources)
+        self._resources_ok = True
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -319,6 +354,7 @@ class Program:
 
     def score_columns(self, cols: dict[str, list[Any]], n: int, step: int = 0, group: Sequence[Any] | None = None,
                       raw: Mapping[str, Sequence[Any]] | None = None) -> ScoreResult:
+        self.require_resources()  # once: a missing model is refused, not a mask on every row
         t0 = time.perf_counter()
         stats: Counter = Counter()
         before = Counter(self.stats)  # what functions add to ctx.stats during this call is reported with it

@@ -287,6 +287,9 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
     params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
     prog = rewardlang.load(spec, params=params or None)
+    # a spec whose model is missing (a PRM checkpoint) is refused before any model loads (SpecError, E603): it
+    # would mask every sample, and the run would "train" on nothing with loss 0
+    prog.require_resources()
     algo = algorithm_of(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
                         flags or {})
     module = importlib.import_module(ALGORITHMS[algo])

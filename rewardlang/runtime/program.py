@@ -180,6 +180,9 @@ class Program:
         self.in_workers = all(impls[f].in_workers for f in spec["functions"])
         self.cache = LRUCache()
         self.stats: Counter = Counter()
+        #: why totals were masked, over the batches scored since it was last cleared ("component `c`: message"):
+        #: a trainer that sees only masked samples names the most common one (trainers.metrics.MaskedRunGuard)
+        self.mask_reasons: Counter = Counter()
         # processes for the per-sample phase of large batches. Opt-in (REWARDLANG_WORKERS, `prog.workers = n`,
         # `rewardlang score --workers`): workers are started by spawn, which re-imports the caller's main script,
         # so a script needs the usual `if __name__ == "__main__":` guard.
@@ -409,6 +412,10 @@ class Program:
         for c in self.spec["reward_components"]:
             any_masked |= masked[c]
         total = np.where(any_masked, np.nan, total)
+        if any_masked.any():
+            for i in np.flatnonzero(any_masked)[:1000]:  # a bounded sample of a large batch is enough to rank
+                c = next(c for c in self.spec["reward_components"] if masked[c][i])
+                self.mask_reasons[f"component `{c}`: {errors[c][i] or 'none'}"] += 1
         nonfinite = ~np.isfinite(total) & ~any_masked
         if nonfinite.any():
             stats["reward_nonfinite"] += int(nonfinite.sum())

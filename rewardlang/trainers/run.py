@@ -111,7 +111,7 @@ def last_checkpoint(run_dir: str) -> str | None:
 
 #: settings that do not change the trajectory of the steps already taken; a resumed run may change them
 RESUME_MAY_CHANGE = {"max_steps", "save_steps", "save_total_limit", "logging_steps", "progress", "report_to",
-                     "output_dir"}
+                     "output_dir", "stop_after_masked_steps"}
 
 
 def check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
@@ -166,6 +166,11 @@ def open_run(prog: "Program", cfg: TrainConfig, resume: bool) -> tuple[str, str 
     checkpoint = check_resume(run_dir, prog, cfg) if resume else None
     if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
         raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
+    # every trainer logs through a JsonlMetricsCallback on this file: it stops the run when every sample of
+    # `stop_after_masked_steps` consecutive steps is masked (metrics.MaskedRunGuard)
+    from rewardlang.trainers.metrics import MaskedRunGuard
+
+    MaskedRunGuard.register(os.path.join(run_dir, "metrics.jsonl"), prog, cfg.stop_after_masked_steps)
     return run_dir, checkpoint
 
 

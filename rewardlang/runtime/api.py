@@ -25,10 +25,12 @@ through the ``rewardlang.components`` entry-point group of your own package)::
 
 A spec then writes ``component calm = 0 if shouting(completion, threshold=0.8) else 1``.
 
-Errors: raise an exception for the whole batch only on programming errors. A failure of one sample is
-reported in ``Result.errors`` (the component's ``on_error`` policy applies); a failure of the infrastructure
-(a sandbox slot died, a tool is missing) in ``Result.infra``: such samples are masked and counted, never
-scored as 0.
+Errors: input that is the completion's own doing (code that does not parse, nesting too deep) gets a defined
+value, the worst where the result has a range: a failure caused by the completion's text is its outcome, never a
+mask. A failure of one sample is reported in ``Result.errors`` (the component's ``on_error`` policy applies); a
+failure of the infrastructure (a sandbox slot died, a tool is missing) in ``Result.infra``: such samples are
+masked and counted, never scored as 0. An exception is isolated by the runtime: the call is split until each row
+that raises by itself is alone, and only those rows fail.
 """
 
 from __future__ import annotations

@@ -39,12 +39,14 @@ def _overrides(values: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def _load(spec: Path, sets: list[str] | None) -> Any:
+def _load(spec: Path, sets: list[str] | None, scoring: bool = False) -> Any:
     from rewardlang.diagnostics import SpecError, render_all, use_color
     from rewardlang.runtime.program import load_program
 
     try:
         prog = load_program(str(spec), params=_overrides(sets))
+        if scoring:  # a spec that needs a missing model is refused here (E603), not masked on every row
+            prog.require_resources()
     except SpecError as exc:
         _err(exc.render(color=use_color()))
         n = sum(1 for d in exc.diagnostics if d.is_error)
@@ -326,7 +328,7 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
         outputs.note_stdout("the rows printed on standard output so far are incomplete")
     spooled = ""
     try:
-        prog = _load(spec, set_)
+        prog = _load(spec, set_, scoring=True)
         if output is not None:
             outputs.check_output(output, inputs=_sources(prog))
         if piped:
@@ -593,7 +595,7 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
     The row's advantage is computed with the rows of its group (read from the input, as `score` groups them)."""
     from rewardlang.explain import explain_row
 
-    prog = _load(spec, set_)
+    prog = _load(spec, set_, scoring=True)
     if not input.exists():
         _err(f"error: {input}: no such file")
         raise typer.Exit(1)

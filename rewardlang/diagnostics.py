@@ -77,6 +77,7 @@ CODES: dict[str, str] = {
     "E505": "preference expression of the wrong type",
     "E601": "invalid parameter",
     "E602": "invalid override",
+    "E603": "a resource the spec needs is missing",
     # warnings
     "W001": "unused input",
     "W002": "unused definition",

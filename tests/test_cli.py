@@ -560,8 +560,10 @@ def test_a_run_too_small_to_repay_the_numba_load_uses_the_python_path(monkeypatc
     prog.run_rows = 300                                           # ... but the whole run is 300 rows
     assert prog.score(completion=texts).total.tolist() == [0.75] * 300  # ab ba ab bc: 3 distinct of 4
     prog.run_rows = None                                          # a run of unknown length (training) loads it
-    with pytest.raises(AssertionError, match="Numba kernel"):
-        prog.score(completion=texts)
+    # (a function that raises is retried on halves of the batch, not failed for every row: the kernel raised on
+    # the whole batch, and the halves, below the kernel's batch size, took the Python path)
+    out = prog.score(completion=texts)
+    assert out.stats["isolate:distinct"] >= 1
 
 
 def test_check_with_set_judges_examples_by_the_specs_own_values() -> None:

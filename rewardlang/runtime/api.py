@@ -25,10 +25,12 @@ through the ``rewardlang.components`` entry-point group of your own package)::
 
 A spec then writes ``component calm = 0 if shouting(completion, threshold=0.8) else 1``.
 
-Errors: raise an exception for the whole batch only on programming errors. A failure of one sample is
-reported in ``Result.errors`` (the component's ``on_error`` policy applies); a failure of the infrastructure
-(a sandbox slot died, a tool is missing) in ``Result.infra``: such samples are masked and counted, never
-scored as 0.
+Errors: input that is the completion's own doing (code that does not parse, nesting too deep) gets a defined
+value, the worst where the result has a range: a failure caused by the completion's text is its outcome, never a
+mask. A failure of one sample is reported in ``Result.errors`` (the component's ``on_error`` policy applies); a
+failure of the infrastructure (a sandbox slot died, a tool is missing) in ``Result.infra``: such samples are
+masked and counted, never scored as 0. An exception is isolated by the runtime: the call is split until each row
+that raises by itself is alone, and only those rows fail.
 """
 
 from __future__ import annotations
@@ -152,6 +154,10 @@ class Implementation:
     #: called once when a scoring worker process starts (load compiled kernels, models, tables), so that the
     #: first batch a worker gets does not pay for it
     warm: Callable[[], None] | None = None
+    #: called when a program using the function is loaded for scoring, with each call's options: what the call
+    #: needs that is not there (a model checkpoint), as ``(what is missing, how to get it)``, or None. A spec that
+    #: needs a missing resource is refused (E603) instead of failing every row of every batch.
+    requires: Callable[[Any], tuple[str, str] | None] | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -196,13 +202,15 @@ def function(
     tags: Sequence[str] = (),
     columnar: bool = False,
     warm: Callable[[], None] | None = None,
+    requires: Callable[[Any], tuple[str, str] | None] | None = None,
 ) -> Callable[[Callable[..., Any]], Implementation]:
     """Register a vectorized implementation under ``name`` (see the module docstring).
 
     ``args`` maps argument names to type names (``"text"``, ``"code"``, ``"number"``, ``"list[text]"``,
     ``"text?"``) or to :class:`~rewardlang.signature.Arg` values for static/variadic/defaulted arguments.
     ``range`` declares the bounds of the result (checked at run time). ``spans_of`` names the text argument
-    that returned spans refer to (only for ``returns="spans"``).
+    that returned spans refer to (only for ``returns="spans"``). ``requires(params)`` says what a call with those
+    options needs that is missing, as ``(what, how to get it)`` (see :class:`Implementation`).
     """
 
     def deco(fn: Callable[..., Any]) -> Implementation:
@@ -212,7 +220,7 @@ def function(
             tags=tuple(tags),
         )
         impl = Implementation(signature=sig, fn=fn, in_workers=in_workers, module=fn.__module__, columnar=columnar,
-                              warm=warm)
+                              warm=warm, requires=requires)
         with _LOCK:
             prev = _REGISTRY.get(name)
             if prev is not None and prev.module != impl.module:

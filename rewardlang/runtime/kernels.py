@@ -579,7 +579,7 @@ def call(ctx: Context, impl: Implementation, layout: Sequence[tuple], args: Sequ
         sub = Context(timeout=timeout if timeout is not None else ctx.timeout, step=ctx.step, workers=ctx.workers,
                       component=component, cache=ctx.cache, stats=ctx.stats, use_cache=ctx.use_cache, extra=ctx.extra)
         t_start = time.perf_counter()
-        out = impl.fn(*_layout_args(layout, args), params=params, ctx=sub)
+        out = _columnar_isolated(impl, layout, list(args), n, params, sub, ctx)
         ctx.stats[f"time:{component or sig.name}"] += time.perf_counter() - t_start
         return out
     if n is None:  # every operand is a constant: one call, one constant result
@@ -638,24 +638,12 @@ def call(ctx: Context, impl: Implementation, layout: Sequence[tuple], args: Sequ
                     col = np.asarray(col, dtype=np.float64)
                 columns.append(col)
             m = len(uniq_vals)
-        call_args = _layout_args(layout, columns)
-        for j, (tag, val) in enumerate(layout):
-            if tag == "vd":  # variadic per-sample arguments arrive as one list of values per sample
-                call_args[j] = [list(x) for x in zip(*call_args[j])]
         sub = Context(timeout=timeout if timeout is not None else ctx.timeout, step=ctx.step, workers=ctx.workers,
                       component=component, cache=ctx.cache, stats=ctx.stats, use_cache=ctx.use_cache,
                       extra=ctx.extra)
         t_start = time.perf_counter()
-        try:
-            res = impl.fn(*call_args, params=params, ctx=sub)
-        except ComponentError as exc:
-            res = Result([None] * m, errors=[str(exc)] * m)
-        except Exception as exc:  # a crashing component follows on_error; it never kills the run
-            ctx.stats[f"crash:{sig.name}"] += 1
-            res = Result([None] * m, errors=[f"{sig.name} crashed: {type(exc).__name__}: {exc}"] * m)
+        res = _call_isolated(impl, layout, columns, m, params, sub, ctx)
         ctx.stats[f"time:{component or sig.name}"] += time.perf_counter() - t_start
-        if not isinstance(res, Result):
-            res = Result(res)
         values = list(res.values) if not isinstance(res.values, np.ndarray) else res.values
         if len(values) != m:
             raise RuntimeError(f"{sig.name} returned {len(values)} values for {m} inputs")
@@ -703,6 +691,110 @@ def call(ctx: Context, impl: Implementation, layout: Sequence[tuple], args: Sequ
             if err[i] is not None:
                 none[i] = False
     return Col(out_vals, none, err, out_off, kind if kind != "spans" else "obj")
+
+
+def _take(col: Any, idx: Sequence[int]) -> Any:
+    """Rows ``idx`` of one argument column handed to a function (a list or a NumPy array)."""
+    if isinstance(col, np.ndarray):
+        return col[np.asarray(idx, dtype=np.int64)]
+    return [col[i] for i in idx]
+
+
+def _invoke(impl: Implementation, layout: Sequence[tuple], columns: Sequence[Any], params: Any, sub: Context
+            ) -> Result:
+    call_args = _layout_args(layout, columns)
+    for j, (tag, _) in enumerate(layout):
+        if tag == "vd":  # variadic per-sample arguments arrive as one list of values per sample
+            call_args[j] = [list(x) for x in zip(*call_args[j])]
+    res = impl.fn(*call_args, params=params, ctx=sub)
+    return res if isinstance(res, Result) else Result(res)
+
+
+def _merge_results(parts: Sequence[Result]) -> Result:
+    """One Result from the Results of consecutive parts of a call (in order)."""
+    values: list[Any] = []
+    errors: list[str | None] = []
+    infra: list[bool] = []
+    details: list[Any] = []
+    offsets: list[Any] = []
+    any_details = any(p.details is not None for p in parts)
+    any_offsets = any(p.offsets is not None for p in parts)
+    for p in parts:
+        k = len(p.values)
+        values.extend(list(p.values))
+        errors.extend(list(p.errors) if p.errors is not None else [None] * k)
+        infra.extend(list(p.infra) if p.infra is not None else [False] * k)
+        details.extend(list(p.details) if p.details is not None else [None] * k)
+        offsets.extend(list(p.offsets) if p.offsets is not None else [None] * k)
+    return Result(values, errors, infra, details if any_details else None, offsets if any_offsets else None)
+
+
+def _call_isolated(impl: Implementation, layout: Sequence[tuple], columns: Sequence[Any], m: int, params: Any,
+                   sub: Context, ctx: Context) -> Result:
+    """Call ``impl`` over ``m`` rows; when it raises, find the rows that make it raise.
+
+    A function is vectorized, so one exception would fail every row of the call: one completion (a
+    20,000-term expression that overflows a recursive parser) would fail the whole batch. So a call that
+    raises is split in halves and retried until each failing row is alone: only the rows that raise by
+    themselves get the error (``NAME crashed: ...``); every other row keeps its real value. At most
+    ``2m - 1`` calls, only on the crash path. A :class:`ComponentError` is the function's own verdict on the
+    call and is not split.
+    """
+    sig = impl.signature
+
+    def run(idx: list[int]) -> Result:
+        part = columns if len(idx) == m else [_take(c, idx) for c in columns]
+        try:
+            return _invoke(impl, layout, part, params, sub)
+        except ComponentError as exc:
+            return Result([None] * len(idx), errors=[str(exc)] * len(idx))
+        except Exception as exc:  # noqa: BLE001 - a crashing component follows on_error; it never kills the run
+            if len(idx) > 1:
+                ctx.stats[f"isolate:{sig.name}"] += 1
+                half = len(idx) // 2
+                return _merge_results([run(idx[:half]), run(idx[half:])])
+            ctx.stats[f"crash:{sig.name}"] += 1
+            return Result([None], errors=[f"{sig.name} crashed: {type(exc).__name__}: {exc}"])
+
+    return run(list(range(m)))
+
+
+def _columnar_isolated(impl: Implementation, layout: Sequence[tuple], args: list[Any], n: int, params: Any,
+                       sub: Context, ctx: Context) -> Col:
+    """A columnar function over ``n`` rows, with the same per-row isolation of crashes as :func:`_call_isolated`."""
+    sig = impl.signature
+
+    def run(idx: np.ndarray) -> Col:
+        part = args if len(idx) == n else [a.take(idx) if isinstance(a, Col) else a for a in args]
+        try:
+            return impl.fn(*_layout_args(layout, part), params=params, ctx=sub)
+        except Exception as exc:  # noqa: BLE001 - one row's crash must not fail the batch
+            if len(idx) > 1:
+                ctx.stats[f"isolate:{sig.name}"] += 1
+                half = len(idx) // 2
+                return _concat_cols([run(idx[:half]), run(idx[half:])])
+            ctx.stats[f"crash:{sig.name}"] += 1
+            kind = _kind_of(sig.returns)
+            v: Any = np.zeros(1) if kind == "num" else np.zeros(1, dtype=bool) if kind == "bool" else [None]
+            return Col(v, None, [CellError(f"{sig.name} crashed: {type(exc).__name__}: {exc}", function=sig.name)],
+                       kind=kind if kind != "spans" else "obj")
+
+    return run(np.arange(n))
+
+
+def _concat_cols(cols: Sequence[Col]) -> Col:
+    """Columns of consecutive row ranges joined into one."""
+    if all(isinstance(c.v, np.ndarray) for c in cols):
+        v: Any = np.concatenate([c.v for c in cols])
+    else:
+        v = [x for c in cols for x in (c.v.tolist() if isinstance(c.v, np.ndarray) else c.v)]
+    none = np.concatenate([c.none if c.none is not None else np.zeros(c.n, dtype=bool) for c in cols])
+    err = [e for c in cols for e in (c.err if c.err is not None else [None] * c.n)]
+    off = None
+    if any(c.off is not None for c in cols):
+        off = np.concatenate([c.off if c.off is not None else np.full(c.n, -1, dtype=np.int64) for c in cols])
+    kinds = {c.kind for c in cols}
+    return Col(v, none, err, off, kinds.pop() if len(kinds) == 1 else "obj")
 
 
 def _kind_of(t: Any) -> str:

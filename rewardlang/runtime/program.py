@@ -180,6 +180,9 @@ class Program:
         self.in_workers = all(impls[f].in_workers for f in spec["functions"])
         self.cache = LRUCache()
         self.stats: Counter = Counter()
+        #: why totals were masked, over the batches scored since it was last cleared ("component `c`: message"):
+        #: a trainer that sees only masked samples names the most common one (trainers.metrics.MaskedRunGuard)
+        self.mask_reasons: Counter = Counter()
         # processes for the per-sample phase of large batches. Opt-in (REWARDLANG_WORKERS, `prog.workers = n`,
         # `rewardlang score --workers`): workers are started by spawn, which re-imports the caller's main script,
         # so a script needs the usual `if __name__ == "__main__":` guard.
@@ -194,6 +197,41 @@ class Program:
         heavy = any("heavy" in impls[f].signature.tags for f in spec["functions"])
         self.pool_min_rows = int(os.environ.get("REWARDLANG_POOL_MIN_ROWS",
                                                 _POOL_MIN_ROWS_HEAVY if heavy else _POOL_MIN_ROWS))
+        self._resources_ok = False
+
+    # ------------------------------------------------------------------ resources
+    def missing_resources(self) -> list[Diagnostic]:
+        """What the spec's function calls need that is not there (a model checkpoint), one E603 each."""
+        from pydantic import BaseModel
+
+        from rewardlang.runtime import registry
+
+        impls = registry.load_all()
+        by_params = {impls[f].signature.params: impls[f] for f in self.spec["functions"]
+                     if impls[f].requires is not None and impls[f].signature.params is not None}
+        out: list[Diagnostic] = []
+        seen: set[str] = set()
+        for value in list(vars(self.module).values()):
+            impl = by_params.get(type(value)) if isinstance(value, BaseModel) else None
+            if impl is None:
+                continue
+            got = impl.requires(value)  # type: ignore[misc]
+            if got is None or got[0] in seen:
+                continue
+            seen.add(got[0])
+            out.append(Diagnostic("E603", f"spec `{self.name}`: `{impl.signature.name}` needs {got[0]}", None,
+                                  hint=got[1]))
+        return out
+
+    def require_resources(self) -> None:
+        """Refuse a spec whose resources are missing (:class:`SpecError`, E603): without them every row of every
+        batch would be masked, and a trainer would "train" on nothing."""
+        if self._resources_ok:
+            return
+        missing = self.missing_resources()
+        if missing:
+            raise SpecError(missing, self.sources)
+        self._resources_ok = True
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -319,6 +357,7 @@ class Program:
 
     def score_columns(self, cols: dict[str, list[Any]], n: int, step: int = 0, group: Sequence[Any] | None = None,
                       raw: Mapping[str, Sequence[Any]] | None = None) -> ScoreResult:
+        self.require_resources()  # once: a missing model is refused, not a mask on every row
         t0 = time.perf_counter()
         stats: Counter = Counter()
         before = Counter(self.stats)  # what functions add to ctx.stats during this call is reported with it
@@ -373,6 +412,10 @@ class Program:
         for c in self.spec["reward_components"]:
             any_masked |= masked[c]
         total = np.where(any_masked, np.nan, total)
+        if any_masked.any():
+            for i in np.flatnonzero(any_masked)[:1000]:  # a bounded sample of a large batch is enough to rank
+                c = next(c for c in self.spec["reward_components"] if masked[c][i])
+                self.mask_reasons[f"component `{c}`: {errors[c][i] or 'none'}"] += 1
         nonfinite = ~np.isfinite(total) & ~any_masked
         if nonfinite.any():
             stats["reward_nonfinite"] += int(nonfinite.sum())

@@ -90,6 +90,7 @@ def train_command(
     from rewardlang.diagnostics import SpecError
     from rewardlang.trainers.config import ConfigError, parse_set
     from rewardlang.trainers.data import DataError
+    from rewardlang.trainers.metrics import MaskedRunError
 
     try:
         sets = parse_set(set_)
@@ -105,6 +106,9 @@ def train_command(
         raise SystemExit(1) from None
     except (ConfigError, DataError) as exc:
         _fail(str(exc))
+        return
+    except MaskedRunError as exc:  # every sample of several steps masked: no reward to train on
+        _fail(f"training stopped: {exc}")
         return
     if result.trainer is not None and not result.trainer.accelerator.is_main_process:
         return

@@ -89,6 +89,9 @@ class TrainConfig:
     save_steps: int = 10
     save_total_limit: int | None = None
     logging_steps: int = 1
+    # stop the run with an error naming the cause when every sample of this many consecutive steps is masked (a
+    # broken tool, a missing input column): it would otherwise "train" on nothing with loss 0; 0 never stops
+    stop_after_masked_steps: int = 3
     dtype: str = "auto"  # auto | float32 | bfloat16 | float16
     torch_threads: int = 0  # CPU threads for torch; 0: 1 for the tiny model on CPU (its matrices are too small to
     # gain from threads, and spinning threads cost a lot on a busy machine), else torch's default
@@ -353,6 +356,9 @@ def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
     for key in ("max_steps", "max_completion_length", "save_steps", "logging_steps", "gradient_accumulation_steps"):
         if getattr(cfg, key) < 1:
             raise ConfigError(f"{where(key)}: `{key}` must be positive (got {getattr(cfg, key)})")
+    if cfg.stop_after_masked_steps < 0:
+        raise ConfigError(f"{where('stop_after_masked_steps')}: `stop_after_masked_steps` must be 0 (never stop) or "
+                          f"positive (got {cfg.stop_after_masked_steps})")
     for key in ("ppo_epochs", "num_mini_batches"):
         if getattr(cfg, key) < 1:
             raise ConfigError(f"{where(key)}: `{key}` must be positive (got {getattr(cfg, key)})")

@@ -213,6 +213,9 @@ class GroupPreferenceTrainer(Trainer):
             n_with = len(groups)
         metrics = self._metrics["train"]
         metrics["reward"].append(float(np.nanmean(res.total)) if np.isfinite(res.total).any() else float("nan"))
+        # the share of samples whose total is masked: the run's MaskedRunGuard stops a run where it stays at 1
+        metrics["masked/rate"].append(float(np.isnan(res.total).mean()))
+        metrics["masked/count"].append(float(np.isnan(res.total).sum()))
         metrics["pref/no_group_share"].append(1.0 - n_with / max(len(rows), 1))
         return groups
 

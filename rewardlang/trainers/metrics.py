@@ -69,12 +69,88 @@ class RewardClock:
         return out
 
 
+class MaskedRunError(RuntimeError):
+    """A run stopped because every sample of several consecutive steps was masked (no reward to train on)."""
+
+
+class MaskedRunGuard:
+    """Stops a run in which every sample of ``steps`` consecutive optimizer steps is masked.
+
+    Such a run has no reward at all (a tool that is broken, a model checkpoint or an input column missing): it
+    would go on "training" with loss 0 and exit 0. The guard reads ``masked/rate`` from each log record (every
+    generating trainer logs it) and raises :class:`MaskedRunError` naming the most common reason (the program's
+    count of why totals were masked, else the component masked most often). ``steps = 0`` never stops.
+    :func:`rewardlang.trainers.run.open_run` registers one per run, keyed by the run's metrics file, and the run's
+    :class:`JsonlMetricsCallback` picks it up, so every trainer gets it.
+
+        >>> g = MaskedRunGuard(None, steps=2)
+        >>> g.observe(1, {"masked/rate": 1.0, "masked/acc": 1.0})
+        >>> g.observe(2, {"masked/rate": 1.0, "masked/acc": 1.0})
+        Traceback (most recent call last):
+        ...
+        rewardlang.trainers.metrics.MaskedRunError: every sample of the last 2 steps (1-2) was masked: no reward to train on. Most common cause: component `acc` (masked in 100% of samples). Fix it, or set train.stop_after_masked_steps=0 to go on anyway
+    """
+
+    _REGISTRY: dict[str, "MaskedRunGuard"] = {}
+
+    def __init__(self, program: Any, steps: int = 3) -> None:
+        self.program = program
+        self.steps = int(steps)
+        self.run = 0  # consecutive fully masked steps so far
+        self.first = 0
+        self.last_step = 0
+
+    @classmethod
+    def register(cls, metrics_path: str, program: Any, steps: int) -> "MaskedRunGuard":
+        guard = cls._REGISTRY[os.path.abspath(metrics_path)] = cls(program, steps)
+        return guard
+
+    @classmethod
+    def for_path(cls, metrics_path: str) -> "MaskedRunGuard | None":
+        return cls._REGISTRY.get(os.path.abspath(metrics_path))
+
+    def observe(self, step: int, logs: dict[str, Any]) -> None:
+        """One log record at optimizer step ``step``; raises :class:`MaskedRunError` when the run must stop."""
+        rate = logs.get("masked/rate")
+        if self.steps <= 0 or rate is None:
+            return
+        covered = max(1, step - self.last_step)  # a record covers the steps since the previous one
+        self.last_step = step
+        if float(rate) < 1.0:
+            self.run = 0
+            if self.program is not None:
+                self.program.mask_reasons.clear()
+            return
+        if self.run == 0:
+            self.first = step - covered + 1
+        self.run += covered
+        if self.run >= self.steps:
+            raise MaskedRunError(
+                f"every sample of the last {self.run} steps ({self.first}-{step}) was masked: no reward to train "
+                f"on. Most common cause: {self._cause(logs)}. Fix it, or set train.stop_after_masked_steps=0 to "
+                "go on anyway")
+
+    def _cause(self, logs: dict[str, Any]) -> str:
+        reasons = getattr(self.program, "mask_reasons", None)
+        if reasons:
+            (why, n), = reasons.most_common(1)
+            return f"{why} ({n} of {sum(reasons.values())} masked samples)"
+        shares = {k.removeprefix("masked/"): float(v) for k, v in logs.items()
+                  if k.startswith("masked/") and k not in ("masked/rate", "masked/count") and v is not None}
+        if shares:
+            name = max(shares, key=lambda k: shares[k])
+            return f"component `{name}` (masked in {100 * shares[name]:.0f}% of samples)"
+        return "unknown (see the run's masked/* metrics)"
+
+
 class JsonlMetricsCallback(TrainerCallback):
     """Append each log record (with its ``step``) to ``path``; a resumed run first drops the records after its
-    checkpoint."""
+    checkpoint. The run's :class:`MaskedRunGuard` (if :func:`~rewardlang.trainers.run.open_run` registered one for
+    ``path``) sees every record and stops a run whose samples are all masked."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.guard = MaskedRunGuard.for_path(path)
 
     def on_train_begin(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
                        **kwargs: Any) -> None:
@@ -107,6 +183,8 @@ class JsonlMetricsCallback(TrainerCallback):
                 raise OutputError(self.path, f"cannot write {self.path}: {reason(exc)}") from exc
         finally:
             os.close(fd)
+        if self.guard is not None:  # after writing: the record that stops the run is in the metrics
+            self.guard.observe(state.global_step, logs)
 
 
 class StepTimingCallback(TrainerCallback):

@@ -112,7 +112,7 @@ def last_checkpoint(run_dir: str) -> str | None:
 
 #: settings that do not change the trajectory of the steps already taken; a resumed run may change them
 RESUME_MAY_CHANGE = {"max_steps", "save_steps", "save_total_limit", "logging_steps", "progress", "report_to",
-                     "output_dir"}
+                     "output_dir", "stop_after_masked_steps"}
 
 
 def check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
@@ -174,6 +174,11 @@ def open_run(prog: "Program", cfg: TrainConfig, resume: bool) -> tuple[str, str 
     if not resume and (last_checkpoint(run_dir) or os.path.exists(os.path.join(run_dir, "metrics.jsonl"))):
         raise ConfigError(f"{run_dir} already holds a run; continue it with --resume, or choose another --output")
     set_interrupt_note(lambda: where_to_resume(run_dir))  # said on Ctrl-C, SIGTERM or a full disk
+    # every trainer logs through a JsonlMetricsCallback on this file: it stops the run when every sample of
+    # `stop_after_masked_steps` consecutive steps is masked (metrics.MaskedRunGuard)
+    from rewardlang.trainers.metrics import MaskedRunGuard
+
+    MaskedRunGuard.register(os.path.join(run_dir, "metrics.jsonl"), prog, cfg.stop_after_masked_steps)
     return run_dir, checkpoint
 
 
@@ -323,6 +328,9 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
     params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
     prog = rewardlang.load(spec, params=params or None)
+    # a spec whose model is missing (a PRM checkpoint) is refused before any model loads (SpecError, E603): it
+    # would mask every sample, and the run would "train" on nothing with loss 0
+    prog.require_resources()
     algo = algorithm_of(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
                         flags or {})
     module = importlib.import_module(ALGORITHMS[algo])

@@ -211,6 +211,16 @@ ENTRIES = [
           "Name a parameter (`--set threshold=5`), a weight (`--set long.weight=2`) or a train setting "
           "(`--set train.learning_rate=1e-5`).",
           args=("--set", "threshhold=5")),
+    Entry("E603", "`rewardlang score`, `explain`, `train` (and any scoring from Python): a function the spec calls "
+                  "needs something that is not there, such as the process reward model of `prm_total`/`prm_steps` "
+                  "(its `checkpoint` unset, missing, or a directory without a model). The spec is refused before a "
+                  "row is scored: without it every row of every batch would be masked, and a trainer would "
+                  "\"train\" on nothing with loss 0. `rewardlang check` does not need the resource.",
+          "input prompt: text\ncomponent process = prm_total(completion, prompt, checkpoint=\"runs/no-such-prm/final\")\n",
+          "Get the resource the hint names (for a PRM: `rewardlang prm-data`, then `rewardlang train --spec "
+          "specs/prm.reward`), or point the spec at an existing one (`--set prm_checkpoint=DIR` where the spec "
+          "has such a parameter).",
+          command="score", data='{"completion": "x = 1", "prompt": "p"}\n'),
     # ---------------------------------------------------------------- warnings
     Entry("W001", "An input is declared but no component reads it (the column is not required).",
           "input reference: text\ncomponent size = len(completion)\n",

@@ -13,7 +13,8 @@ so splicing a new text for one segment leaves every other byte of the program un
 The segmented function is the one named ``function``, else the last top-level ``def`` (HumanEval's entry
 point follows its helpers); its docstring is not a segment. Code with no ``def`` is segmented at module
 level. A bare function body (indented, as a completion after a HumanEval prompt) is segmented as the body
-of a function. Code that does not parse has no segments.
+of a function. Code that does not parse (a syntax error, NUL bytes, nesting too deep for CPython's parser) has no
+segments.
 
     >>> code = "def f(xs):\\n    s = 0\\n    for x in (xs +\\n              [1]):\\n        s += x\\n    return s\\n"
     >>> [code[a:b] for a, b in segments(code, "block")]
@@ -80,10 +81,15 @@ def parse_program(code: str) -> Program | None:
         return Program(ast.parse(code), Source(code), 0)
     except (SyntaxError, ValueError):
         pass
+    except (RecursionError, MemoryError):
+        # nested too deeply for CPython's parser (a 20,000-term expression): not a program rewardlang can
+        # segment, so it has no segments, like any code that does not parse -- never an exception that would
+        # fail the call (and, before per-row isolation, every completion of the batch)
+        return None
     wrapped = _BODY_HEADER + code
     try:
         return Program(ast.parse(wrapped), Source(wrapped), len(_BODY_HEADER))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 

@@ -21,7 +21,8 @@ gets, in every process (``dataflow_order="seed0"``, the default; ``"process"`` u
 
 Bad input never raises: empty code scores 0 against a non-empty reference (1 against an empty one); code that
 is not Python is parsed with tree-sitter's error recovery and scored; lone surrogates count as ``?``; code
-longer than ``max_chars`` fails that sample with an error (``on_error`` applies). See docs/components/codebleu.md.
+longer than ``max_chars`` scores 0, the worst (the completion's own outcome, never a mask); a reference longer
+than that fails the sample with an error (``on_error`` applies). See docs/components/codebleu.md.
 """
 
 from __future__ import annotations
@@ -116,9 +117,14 @@ def _score_pairs(name: str, parts: tuple[str, ...], code: list[str], reference: 
             if hit is not None:
                 values[i], details[i] = hit
                 continue
-        if len(c) > p.max_chars or len(r) > p.max_chars:
-            which = "code" if len(c) > p.max_chars else "reference"
-            errors[i] = f"{name}: {which} has {max(len(c), len(r))} characters (max_chars={p.max_chars})"
+        if len(r) > p.max_chars:  # the data's problem, not the completion's: an error (on_error applies)
+            errors[i] = f"{name}: reference has {len(r)} characters (max_chars={p.max_chars})"
+            continue
+        if len(c) > p.max_chars:
+            # code too long to analyse is the completion's own doing: the worst match, 0, never an error that
+            # would mask the sample (docs/language.md, "none, errors and masking")
+            values[i], details[i] = 0.0, {"too_long": len(c)}
+            ctx.stats[f"{name}:too_long"] += 1
             continue
         try:
             fc, fr = feat(c), feat(r)

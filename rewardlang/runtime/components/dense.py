@@ -18,8 +18,8 @@ over functions the runtime already has (``ruff_lines``, ``tests_pass_rate``, ``d
   offers it as the named quirk ``tests_on_linted_code`` (default off).
 
 Bad input: empty code is valid (no violation) and has no flagged lines; code nested too deeply for CPython's
-compiler is invalid from its start; code longer than ``max_chars`` fails the sample (``on_error`` applies);
-``ctx.timeout`` bounds the scan. See docs/specs/dense_ppo.md.
+compiler, and code longer than ``max_chars`` (not compiled), are invalid from their start (0): the completion's
+own outcome, never a mask; ``ctx.timeout`` bounds the scan (running out of it is an infrastructure failure). See docs/specs/dense_ppo.md.
 """
 
 from __future__ import annotations
@@ -53,25 +53,31 @@ def first_violation(code: list[str], *, params: SyntaxParams | None, ctx: Contex
     budget = float(ctx.timeout) if ctx.timeout else DEFAULT_TIMEOUT
     values: list[int | None] = []
     errors: list[str | None] = []
+    infra: list[bool] = []
     for c in code:
-        if len(c) > params.max_chars:
-            values.append(None)
-            errors.append(f"first_violation: code has {len(c)} characters (max_chars={params.max_chars})")
+        if len(c) > params.max_chars:  # not compiled: invalid from its start (the completion's own outcome)
+            values.append(0)
+            errors.append(None)
+            infra.append(False)
+            ctx.stats["first_violation:too_long"] += 1
             continue
         try:
             bad = validity.first_violation(c, deadline=time.monotonic() + budget)
         except validity.TooDeep:
             values.append(0)
             errors.append(None)
+            infra.append(False)
             continue
-        except TimeoutError as exc:
+        except TimeoutError as exc:  # an overloaded machine (see syntax.py): infrastructure, masked
             values.append(None)
             errors.append(f"first_violation: {exc} ({budget} s)")
+            infra.append(True)
             ctx.stats["first_violation:timeouts"] += 1
             continue
         values.append(None if bad is None else bad.start)
         errors.append(None)
-    return Result(values, errors=errors)
+        infra.append(False)
+    return Result(values, errors=errors, infra=infra)
 
 
 @function("without_ruff_lines", args={"code": "code"}, params=RuffParams, returns="code", in_workers=False,

@@ -12,9 +12,12 @@
     component simple in [0, 1] = step(cyclomatic(code), <= 10: 1, <= 20: 0.5, else: 0)
     component short in [0, 1]  = 1 - min(sloc(code), 200) / 200
 
-Bad input: complexity and MI need parseable Python, raw counts need tokenizable text; otherwise the
-sample gets an error (``on_error`` applies). Empty code: 0 everywhere, MI 100. Lone surrogates count as
-U+FFFD, a leading BOM is ignored. Nesting deeper than the interpreter's recursion limit is an error.
+Bad input: complexity and MI need parseable Python, raw counts need tokenizable text. The maintainability
+index of code radon cannot analyse is 0, the worst of its range (the completion's own outcome, never a mask);
+a count has no worst value, so for such code the counts are a per-sample error and the spec's ``on_error``
+says what it scores (write one: without it the sample is masked). Empty code: 0 everywhere, MI 100. Lone
+surrogates count as U+FFFD, a leading BOM is ignored. Nesting deeper than the interpreter's recursion limit
+cannot be analysed.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ class MIParams(BaseModel):
 
     #: count multi-line strings as comments (radon's default)
     multi: bool = True
+
+
+#: the maintainability index of code radon cannot analyse: the bottom of the range [0, 100]
+WORST_MI = 0.0
 
 
 def _text(code: str) -> str:
@@ -127,7 +134,8 @@ def cyclomatic(code: list[str], *, params: CyclomaticParams | None = None, ctx: 
 
 @function(
     "maintainability_index", args={"code": "code"}, returns="number", params=MIParams, range=(0.0, 100.0),
-    doc="radon maintainability index in [0, 100] (100 for empty code).", tags=("metrics", "heavy"),
+    doc="radon maintainability index in [0, 100] (100 for empty code; 0, the worst, for code radon cannot "
+        "analyse: not Python, nested too deeply).", tags=("metrics", "heavy"),
 )
 def maintainability_index(code: list[str], *, params: MIParams | None = None, ctx: Context) -> Result:
     """Maintainability index per code string.
@@ -141,7 +149,10 @@ def maintainability_index(code: list[str], *, params: MIParams | None = None, ct
     params = params or MIParams()
     values, errors = _each(code, ("rewardlang.metrics.mi", params.multi), ctx,
                            lambda t: float(mi_visit(t, params.multi)))
-    return _numbers(values, errors)
+    # code radon cannot analyse (not Python, nested too deeply) is the completion's own failure: the worst index,
+    # 0, never an error that would mask the sample (docs/components/quality.md, "Bad input")
+    values = [WORST_MI if e is not None else v for v, e in zip(values, errors)]
+    return _numbers(values, [None] * len(values))
 
 
 def _raw(text: str) -> tuple[int, ...]:

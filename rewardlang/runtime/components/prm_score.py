@@ -42,6 +42,26 @@ class PrmParams(BaseModel):
     max_tokens: int = Field(512, ge=8)
 
 
+#: how to get a PRM checkpoint (docs/prm.md): the E603 hint when one is missing
+HOW_TO_TRAIN = ("train one: `rewardlang prm-data --dataset humaneval -o data/prm`, then `rewardlang train --spec "
+                "specs/prm.reward --dataset data/prm/steps.jsonl --output runs/prm` (its RUN_DIR/final is the "
+                "checkpoint; docs/prm.md), or point the spec at an existing one (e.g. --set prm_checkpoint=DIR)")
+
+
+def missing_checkpoint(params: PrmParams) -> tuple[str, str] | None:
+    """What is missing for a call with these options (an unset checkpoint, or a directory that holds no model),
+    as ``(what, how to get it)``; None when the checkpoint is there. Checked when a program is loaded for scoring,
+    so a spec without its PRM is refused (E603) instead of masking every row."""
+    import os
+
+    if not params.checkpoint:
+        return ("a PRM checkpoint: `checkpoint` is not set", HOW_TO_TRAIN)
+    if not os.path.isfile(os.path.join(params.checkpoint, "config.json")):
+        why = "does not exist" if not os.path.exists(params.checkpoint) else "holds no model (no config.json)"
+        return (f"the PRM checkpoint {params.checkpoint!r}, which {why}", HOW_TO_TRAIN)
+    return None
+
+
 def _load(checkpoint: str, device: str) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer
@@ -91,7 +111,7 @@ def score_steps(model: Any, tok: Any, rows: list[tuple[str, list[str]]], *, batc
 
 
 @function("prm_steps", args={"code": "code", "prompt": "text"}, returns="spans", params=PrmParams, spans_of="code",
-          in_workers=False, tags=("heavy",),
+          in_workers=False, tags=("heavy",), requires=missing_checkpoint,
           doc="Each segment of the code scored by a process reward model (checkpoint=RUN_DIR/final of a prm run): "
               "spans valued P(prefix correct), read at the segment's last token (PRLCoder). Batched, GPU when "
               "present, in the calling process.")
@@ -132,7 +152,7 @@ class PrmTotalParams(PrmParams):
 
 
 @function("prm_total", args={"code": "code", "prompt": "text"}, returns="number", params=PrmTotalParams,
-          in_workers=False, tags=("heavy",),
+          in_workers=False, tags=("heavy",), requires=missing_checkpoint,
           doc="The PRM's step scores of prm_steps reduced to one number: reduce=\"sum\" (default; the total of "
               "the per-segment rewards), \"mean\" or \"last\". Code with no segment scores 0.")
 def prm_total(code: list[str], prompt: list[str], *, params: PrmTotalParams | None = None, ctx: Context) -> Result:

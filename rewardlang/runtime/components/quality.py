@@ -16,10 +16,12 @@ and is shared (cache keyed by analyzer and code)::
     component quality in [0, 1] = quality_score(code_block(completion, "python") or completion)
     component secure in [0, 1]  = quality_score(code, characteristic="security", form="paper")
 
-Failing loudly: a missing tool, a crash or a timeout of any analyzer on a sample is an error for that
-sample (``on_error`` applies), or an infrastructure failure when the tool is broken for the batch; never a
-silently better score (the original library skips failing analyzers). Code that does not parse as Python
-is an error too (the library scores it almost 1.0). Empty code has no findings: library ~0.99925, paper 1.0.
+Failing loudly: a tool that is missing or broken for the batch is an infrastructure failure (masked and
+counted, never a score). A failure caused by the code itself -- it does not parse as Python, or one analyzer
+crashes or times out on it alone -- is the sample's outcome, never a mask: ``invalid="worst"`` (default) gives
+it the worst score, 0 (``quality_findings``: one span over the code, value -10, label ``[invalid] <why>``);
+``invalid="library"`` does what the original library does, counting the failing analyzers as no findings (so
+unparseable code scores ~0.99925). Empty code has no findings: library ~0.99925, paper 1.0.
 
 ``quirks=true`` (default) reproduces the library's effective behaviour where it has bugs (every vulture
 finding high; a raise anywhere in a try flagged; ``with open`` counted as an unclosed resource; ignored
@@ -41,6 +43,10 @@ Analyzer = Literal[
 ]
 Characteristic = Literal["overall", "maintainability", "security", "performance", "reliability"]
 DEFAULT_TIMEOUT = 20.0
+#: the worst quality score, the bottom of the declared range [0, 1]: what invalid code gets (invalid="worst")
+WORST = 0.0
+#: the weight of a critical finding: the value of the span that marks invalid code in quality_findings
+SEVERITY_CRITICAL = 10.0
 _ALL: list[Any] = ["pylint", "bandit", "radon", "vulture", "exception_handling", "data_structure", "resource_use",
                    "string_concat"]
 
@@ -60,6 +66,11 @@ class QualityFindingsParams(BaseModel):
     ignore_unused: list[str] = Field(default_factory=lambda: ["solution"])
     #: reproduce the library's buggy rules (see the module docstring)
     quirks: bool = True
+    #: what code the analyzers cannot analyse gets (code that is not parseable Python, or on which an analyzer
+    #: crashes or runs out of time by itself): "worst" = the worst score, 0 (spans: one span over the whole code);
+    #: "library" = the library's behaviour, the failing analyzers count as no findings (unparseable code
+    #: scores ~0.99925). Never a mask: a failure caused by the completion's own text is its outcome.
+    invalid: Literal["worst", "library"] = "worst"
 
 
 class _Form(BaseModel):
@@ -80,17 +91,35 @@ def _analysis(code: list[str], params: QualityFindingsParams, ctx: Context) -> l
     )
     out = []
     for raw in raws:
-        findings, error, infra = codequal.select(
-            raw, analyzers=params.analyzers, complexity_threshold=params.complexity_threshold,
-            vulture_min_confidence=params.vulture_min_confidence, ignore_unused=params.ignore_unused,
-            quirks=params.quirks,
-        )
+        findings, error, infra = _select(raw, params, params.analyzers)
+        invalid = None
+        if findings is None and not infra:
+            # the code's own failure (it does not parse, or one analyzer crashes or times out on it alone): the
+            # sample's outcome, never a mask (docs/components/quality.md, "Bad input")
+            invalid = error
+            ctx.stats["quality.invalid"] += 1
+            if params.invalid == "library":  # the library skips a failing analyzer: its findings are none
+                ran = [a for a in params.analyzers if a in raw and raw[a].ok]
+                findings = _select(raw, params, ran)[0] if ran else []
+            else:
+                findings = None
+            error = None
+        elif error is not None:
+            ctx.stats["quality.infra"] += 1
         if findings is not None and params.characteristic != "overall":
             findings = [f for f in findings if f.characteristic == params.characteristic]
-        out.append((findings, error, infra))
-        if error is not None:
-            ctx.stats["quality.infra" if infra else "quality.errors"] += 1
+        out.append((findings, error, infra, invalid))
     return out
+
+
+def _select(raw: Any, params: QualityFindingsParams, analyzers: list[Any]) -> tuple[Any, str | None, bool]:
+    from rewardlang.runtime.tools import codequal
+
+    return codequal.select(
+        raw, analyzers=analyzers, complexity_threshold=params.complexity_threshold,
+        vulture_min_confidence=params.vulture_min_confidence, ignore_unused=params.ignore_unused,
+        quirks=params.quirks,
+    )
 
 
 @function(
@@ -98,7 +127,8 @@ def _analysis(code: list[str], params: QualityFindingsParams, ctx: Context) -> l
     in_workers=False, tags=("quality", "tool"),
     doc="Quality-GRPO code quality in (0, 1]: form='library' (mean of four characteristic scores "
         "1/(1+s_c W_c)) or 'paper' (1/(1+W)); characteristic= one of maintainability, security, performance, "
-        "reliability scores that one alone. A failing analyzer is an error, never a better score.",
+        "reliability scores that one alone. Code the analyzers cannot analyse (not Python, an analyzer failing on "
+        "it alone) scores 0 (invalid='worst'), or as the library does (invalid='library'); a broken tool masks.",
 )
 def quality_score(code: list[str], *, params: QualityParams | None = None, ctx: Context) -> Result:
     """Score every code string.
@@ -116,12 +146,18 @@ def quality_score(code: list[str], *, params: QualityParams | None = None, ctx: 
     errors: list[str | None] = []
     infra: list[bool] = []
     details: list[dict[str, Any] | None] = []
-    for findings, error, is_infra in _analysis(code, params, ctx):
-        if findings is None:
+    for findings, error, is_infra, invalid in _analysis(code, params, ctx):
+        if error is not None:  # an infrastructure failure: masked and counted, never a score
             values.append(float("nan"))
             errors.append(error)
             infra.append(is_infra)
             details.append(None)
+            continue
+        if findings is None:  # invalid="worst": code the analyzers cannot analyse scores the worst, 0
+            values.append(WORST)
+            errors.append(None)
+            infra.append(False)
+            details.append({"invalid": invalid})
             continue
         values.append(codequal.score(findings, params.form, params.characteristic))
         errors.append(None)
@@ -129,6 +165,7 @@ def quality_score(code: list[str], *, params: QualityParams | None = None, ctx: 
         details.append({
             "characteristics": codequal.characteristic_scores(findings),
             "weighted": codequal.weighted_counts(findings), "findings": len(findings),
+            **({"invalid": invalid} if invalid is not None else {}),
         })
     return Result(values=values, errors=errors, infra=infra, details=details)
 
@@ -154,11 +191,16 @@ def quality_findings(code: list[str], *, params: QualityFindingsParams | None = 
     values: list[list[Span]] = []
     errors: list[str | None] = []
     infra: list[bool] = []
-    for c, (findings, error, is_infra) in zip(code, _analysis(code, params, ctx)):
-        if findings is None:
+    for c, (findings, error, is_infra, invalid) in zip(code, _analysis(code, params, ctx)):
+        if error is not None:
             values.append([])
             errors.append(error)
             infra.append(is_infra)
+            continue
+        if findings is None:  # invalid="worst": one span over the whole code says why it scores the worst
+            values.append([Span(0, len(c), -SEVERITY_CRITICAL, f"[invalid] {invalid}")] if c else [])
+            errors.append(None)
+            infra.append(False)
             continue
         src = SourceText(c)
         spans = []

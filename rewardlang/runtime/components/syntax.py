@@ -13,9 +13,11 @@ label CPython's message. It catches what tree-sitter accepts (e.g. a dedent to n
 ``method="tree_sitter"`` is cheaper: one span per outermost ERROR node and per MISSING node (zero-width).
 
 Bad input: empty code and code that is only comments are valid; NUL bytes are a violation at the first NUL;
-code nested too deeply for CPython's compiler is invalid from its start (label says so); code longer than
-``max_chars`` (cpython method) fails the sample (``on_error`` applies): CPython builds the AST at about
-20 µs per line and the prefix scan compiles up to ~log₂(lines) prefixes. ``ctx.timeout`` bounds the scan.
+code nested too deeply for CPython's compiler is invalid from its start (label says so); so is code longer
+than ``max_chars`` (cpython method; not compiled: CPython builds the AST at about 20 µs per line and the
+prefix scan compiles up to ~log₂(lines) prefixes). Each is the completion's own outcome (``parses`` false,
+one span over the whole code), never an error that masks it. ``ctx.timeout`` bounds the scan; running out of
+it (only an overloaded machine can, within ``max_chars``) is an infrastructure failure: masked and counted.
 See docs/components/syntax.md.
 """
 
@@ -50,6 +52,7 @@ def _check(name: str, code: list[str], params: SyntaxParams, ctx: Context, spans
     budget = float(ctx.timeout) if ctx.timeout else DEFAULT_TIMEOUT
     values: list[object] = [None] * len(code)
     errors: list[str | None] = [None] * len(code)
+    infra: list[bool] = [False] * len(code)
     pkey = (name, params.model_dump_json())
     for i, c in enumerate(code):
         key = (pkey, c)
@@ -64,8 +67,11 @@ def _check(name: str, code: list[str], params: SyntaxParams, ctx: Context, spans
                 v: object = [Span(s, e, -1.0, lab) for s, e, lab in found] if spans else not found
             else:
                 if len(c) > params.max_chars:
-                    errors[i] = (f"{name}: code has {len(c)} characters (max_chars={params.max_chars} for "
-                                 f"method=\"cpython\"; method=\"tree_sitter\" has no limit)")
+                    # longer than the compiler is asked to check: the completion's own doing, so its outcome is
+                    # the worst (invalid from its start), never an error that masks it
+                    v = ([Span(0, len(c), -1.0, too_long(len(c), params.max_chars))] if spans else False)
+                    values[i] = v
+                    ctx.stats[f"{name}:too_long"] += 1
                     continue
                 try:
                     if not spans:
@@ -76,13 +82,23 @@ def _check(name: str, code: list[str], params: SyntaxParams, ctx: Context, spans
                 except validity.TooDeep as exc:
                     v = [Span(0, len(c), -1.0, str(exc))] if spans else False
         except TimeoutError as exc:
+            # within max_chars the scan compiles at most ~log2(lines) prefixes, well inside the budget: running
+            # out of time means the machine is overloaded, not that the code is bad -- an infrastructure
+            # failure (masked and counted), never a score
             errors[i] = f"{name}: {exc} ({budget} s)"
+            infra[i] = True
             ctx.stats[f"{name}:timeouts"] += 1
             continue
         values[i] = v
         if ctx.use_cache:
             ctx.cache.put(key, v)
-    return Result(values, errors=errors)
+    return Result(values, errors=errors, infra=infra)
+
+
+def too_long(n: int, max_chars: int) -> str:
+    """The label of code longer than ``max_chars``: not compiled, counted invalid from its start."""
+    return (f"code has {n} characters, more than max_chars={max_chars} for method=\"cpython\": not checked, "
+            "invalid from its start")
 
 
 @function("parses", args={"code": "code"}, params=SyntaxParams, returns="bool",

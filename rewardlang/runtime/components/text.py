@@ -144,6 +144,38 @@ def _tag_regex(name: str, p: TagParams) -> re.Pattern[str]:
     return re.compile(f"<{re.escape(name)}>{body}</{re.escape(name)}>", re.DOTALL if p.dotall else 0)
 
 
+def _tag_matches(t: str, name: str, dotall: bool, greedy: bool, first: bool) -> list[tuple[int, int]]:
+    """(content start, content end) of what ``findall``/``search`` of ``<name>(.*?)</name>`` (``(.*)`` when
+    greedy; ``.`` without newlines unless dotall) finds, in linear time.
+
+    The regex is quadratic on hostile text: with 5,000 ``<answer>`` and no closing tag, every opening tag scans to
+    the end (16 s for one completion). Here each step finds the next opening tag and the closing tag after it with
+    ``str.find``/``rfind`` inside the span the content may cover (the whole rest, or the rest of the line): when an
+    opening tag has no closing tag in that span, neither has any later opening tag inside it, so the scan skips it.
+    """
+    open_, close = f"<{name}>", f"</{name}>"
+    out: list[tuple[int, int]] = []
+    pos, n = 0, len(t)
+    while True:
+        i = t.find(open_, pos)
+        if i < 0:
+            return out
+        c0 = i + len(open_)
+        limit = n if dotall else (lambda k: n if k < 0 else k)(t.find("\n", c0))
+        j = t.rfind(close, c0, limit) if greedy else t.find(close, c0, limit)
+        if j < 0:
+            if dotall:
+                return out  # no closing tag after this opening tag: none after any later one either
+            pos = limit + 1  # none on this line: the next opening tag that can match is on a later line
+            if pos > n:
+                return out
+            continue
+        out.append((c0, j))
+        if first:
+            return out
+        pos = j + len(close)
+
+
 @function("tag", args={"text": "text", "name": Arg("name", TEXT, static=True)}, returns="text?", params=TagParams,
           spans_of="text", tags=CHEAP,
           doc="The inner text of the first <name>…</name> (none when absent). With dotall=false the content "
@@ -165,19 +197,17 @@ def tag(text: list[str], name: str, *, params: TagParams, ctx: Context) -> Resul
                 out.append(t[i + len(open_):j])
                 offs.append(i + len(open_))
         return Result(out, offsets=offs)
-    rx = _tag_regex(name, params)
     for t in text:
-        m = rx.search(t)
-        out.append(m.group(1) if m else None)
-        offs.append(m.start(1) if m else None)
+        m = _tag_matches(t, name, params.dotall, params.greedy, first=True)
+        out.append(t[m[0][0]:m[0][1]] if m else None)
+        offs.append(m[0][0] if m else None)
     return Result(out, offsets=offs)
 
 
 @function("tags", args={"text": "text", "name": Arg("name", TEXT, static=True)}, returns="list[text]",
           params=TagParams, tags=CHEAP, doc="The inner texts of every <name>…</name>.")
 def tags(text: list[str], name: str, *, params: TagParams, ctx: Context) -> list[list[str]]:
-    rx = _tag_regex(name, params)
-    return [rx.findall(t) for t in text]
+    return [[t[a:b] for a, b in _tag_matches(t, name, params.dotall, params.greedy, first=False)] for t in text]
 
 
 # ---------------------------------------------------------------------- fenced code blocks

@@ -236,10 +236,12 @@ def test_bad_inputs_score_or_fail_cleanly() -> None:
     # the same junk as the reference
     res = codebleu.fn(list(cases.values()), list(cases.values()), params=None, ctx=Context(use_cache=False))
     assert res.errors == [None] * len(cases)
-    # over the size limit: a per-sample error, the rest of the batch is scored
+    # code over the size limit is the completion's doing: the worst score, 0, not an error that would mask it;
+    # a reference over it is the data's problem: a per-sample error; the rest of the batch is scored
     big = "x = 1\n" * 200_000
-    res = codebleu.fn([big, ref], [ref, ref], params=None, ctx=Context(use_cache=False))
-    assert res.values[1] == 1.0 and res.values[0] is None and "max_chars" in (res.errors[0] or "")
+    res = codebleu.fn([big, ref, ref], [ref, ref, big], params=None, ctx=Context(use_cache=False))
+    assert res.values[:2] == [0.0, 1.0] and res.errors[:2] == [None, None]
+    assert res.values[2] is None and "reference has" in (res.errors[2] or "")
 
 
 def test_large_program_scores() -> None:

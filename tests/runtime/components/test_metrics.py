@@ -134,6 +134,10 @@ def test_bad_input() -> None:
     assert [e is None for e in raw.errors] == [False, True, False, True, True, True, False]
     assert raw.values.tolist()[1::2] == [1.0, 1.0, 2.0]
     assert all(e.startswith("not parseable Python") for e in raw.errors if e is not None)
+    # the maintainability index has a worst value: code radon cannot analyse gets it (0), never an error
+    mi = maintainability_index.fn(cases, params=MIParams(), ctx=ctx())
+    assert mi.errors == [None] * 6 and mi.values.tolist()[:4] == [0.0, 0.0, 0.0, 0.0]
+    assert all(v > 0 for v in mi.values.tolist()[4:])
 
 
 def test_megabyte_file() -> None:

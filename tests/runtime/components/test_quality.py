@@ -174,11 +174,15 @@ def test_tool_crash_on_one_sample_is_that_samples_error(tmp_path: Path, monkeypa
     monkeypatch.setenv("REWARDLANG_TOOL_BANDIT", tool_wrapper([sys.executable, "-m", "bandit"]))
     ctx = Context(use_cache=False)
     r = quality_score.fn([P1, crash, P2], params=QualityParams(), ctx=ctx)
-    assert r.errors[0] is None and r.errors[2] is None
-    assert r.errors[1] is not None and r.errors[1].startswith("bandit: bandit exited with status 70")
-    assert r.infra == [False, False, False]
+    # the crash is this sample's own (the probe passes, bisection isolates it): its outcome, the worst score,
+    # never a mask; the reason is in its details
+    assert r.errors == [None, None, None] and r.infra == [False, False, False]
+    assert r.values[1] == 0.0 and r.details[1]["invalid"].startswith("bandit: bandit exited with status 70")
     assert r.values[0] == pytest.approx(lib()) and r.values[2] == pytest.approx(lib(wm=7.5, ws=3.5, wr=12.5))
-    assert ctx.stats["quality.errors"] == 1 and ctx.stats["tool.bandit.sample_failures"] == 1
+    assert ctx.stats["quality.invalid"] == 1 and ctx.stats["tool.bandit.sample_failures"] == 1
+    # invalid="library": the crashing analyzer counts as no findings, as the library skips it
+    lib_r = quality_score.fn([crash], params=QualityParams(invalid="library"), ctx=Context(use_cache=False))
+    assert lib_r.errors == [None] and lib_r.values[0] == pytest.approx(lib())
 
 
 def test_a_broken_tool_is_infra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -198,8 +202,8 @@ def test_tool_hanging_on_one_sample_times_out_for_it_only(tmp_path: Path, monkey
     monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "4")
     params = QualityParams(analyzers=["vulture", "string_concat"])
     r = quality_score.fn([P1, hang, P3], params=params, ctx=Context(use_cache=False, timeout=1.0))
-    assert r.errors[1] is not None and "timed out" in r.errors[1] and not r.infra[1]
-    assert r.errors[0] is None and r.errors[2] is None
+    assert r.errors == [None, None, None] and not r.infra[1]
+    assert r.values[1] == 0.0 and "timed out" in r.details[1]["invalid"]
     assert r.values[0] == pytest.approx(lib()) and r.values[2] == pytest.approx(lib(wm=5, wp=2.5))
 
 
@@ -235,7 +239,7 @@ def test_per_file_budget_inside_the_analyzer_process(monkeypatch: pytest.MonkeyP
 
 
 # ----------------------------------------------------------------------------------- bad input
-def test_bad_input_gets_a_value_or_a_sample_error() -> None:
+def test_bad_input_gets_a_value_never_a_mask() -> None:
     js = "function f(x) {\n  return x + 1;\n}\n"
     cases = {
         "empty": "",
@@ -252,11 +256,19 @@ def test_bad_input_gets_a_value_or_a_sample_error() -> None:
     assert got["empty"][0] == pytest.approx(lib()) and got["empty"][1] is None
     assert score([""], form="paper").values == [1.0]
     assert got["surrogate"][1] is None and got["surrogate"][0] == pytest.approx(lib())
+    # code that does not parse is the completion's own failure: the worst score (0), never an error or a mask
     for name in ("syntax", "javascript", "nul", "parens", "binary"):
         value, error, infra = got[name]
-        assert math.isnan(value) and error is not None and error.startswith("not parseable Python") and not infra
-    # deeply nested but parseable: astroid cannot rebuild it (pylint fails on this sample only) ...
-    assert got["deep"][1] is not None and "pylint" in got["deep"][1] and "astroid-error" in got["deep"][1]
+        assert value == 0.0 and error is None and not infra
+        assert r.details[list(cases).index(name)]["invalid"].startswith("not parseable Python")
+    # the library's behaviour, as a named option: every analyzer skips it, so it scores as if it had no findings
+    libr = score([cases[n] for n in ("syntax", "javascript", "nul", "parens", "binary")], invalid="library")
+    assert libr.errors == [None] * 5 and libr.values == pytest.approx([lib()] * 5)
+    assert score(["def f(:\n"], form="paper", invalid="library").values == [1.0]
+    # deeply nested but parseable: astroid cannot rebuild it (pylint fails on this sample only): the worst ...
+    deep_i = list(cases).index("deep")
+    assert got["deep"][0] == 0.0 and got["deep"][1] is None
+    assert "pylint" in r.details[deep_i]["invalid"] and "astroid-error" in r.details[deep_i]["invalid"]
     # ... while the in-Python analyzers raise their recursion limit and score it
     deep = score([cases["deep"]], analyzers=["radon", "vulture", "exception_handling"])
     assert deep.values[0] == pytest.approx(lib())
@@ -290,7 +302,8 @@ def test_scoring_through_a_spec() -> None:
     out = prog.score(completion=completions)
     assert out.components["quality"] == pytest.approx([lib(wm=7.5, ws=3.5, wr=12.5), 0.0, lib()])
     assert out.components["secure"] == pytest.approx([1 / 4.5, 0.0, 1.0])
-    assert out.errors["quality"][1].startswith("not parseable Python")
+    # the unparseable completion scores the worst quality by itself, not through on_error
+    assert out.errors["quality"][1] is None and not out.masked["quality"][1]
     # the spans land on the completion's characters, inside its code block
     spans = out.spans["lint"][0]
     assert [(completions[0][s.start:s.end], s.label[:4]) for s in spans] == [("os", "F401"), ("except", "E722")]

@@ -2139,6 +2139,12 @@ def bootstrap(spec: dict) -> None:
     os.setresuid(uid, uid, uid)
     if os.getuid() == 0 or os.geteuid() == 0:
         raise SystemExit("bootstrap: failed to drop root")
+    # Die with the trusted process (the signal is kept across the exec of bubblewrap, which then sets its own;
+    # set only now: a change of credentials clears it), and never outlive it: had it already exited, the
+    # parent is no longer the one that started us.
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != int(spec.get("parent", os.getppid())):
+        os._exit(1)
     argv = spec["argv"]
     os.execv(argv[0], argv)
 

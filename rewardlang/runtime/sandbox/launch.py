@@ -378,6 +378,7 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
             for _, m in bootstrap["mounts"]:
                 _mount_point(m)
             bootstrap["argv"] = argv
+            bootstrap["parent"] = os.getpid()
             for k in ("user", "group", "extra_groups"):
                 popen.pop(k, None)
             argv = [sys.executable, "-I", "-S", "-B", WORKER_PATH, "--bootstrap", json.dumps(bootstrap)]

@@ -125,6 +125,9 @@ def probe_level(level: str, config: SandboxConfig) -> tuple[dict[str, Any], Slot
         report["reason"] = str(e)
         slot.close()
         return report, None
+    except BaseException:  # Ctrl-C or SIGTERM while the slot starts: leave no slot behind
+        slot.close()
+        raise
 
 
 def _read_sysctl(path: str) -> str | None:
@@ -239,8 +242,13 @@ class Sandbox:
     def __init__(self, config: SandboxConfig | None = None, *, cache_size: int = 50_000) -> None:
         self.config = config or SandboxConfig()
         self.level, self.level_reports, first = choose_level(self.config)
-        _announce_weak(self.level)
-        self.pool = SlotPool(self.config, self.level, first=first)
+        try:
+            _announce_weak(self.level)
+            self.pool = SlotPool(self.config, self.level, first=first)
+        except BaseException:  # interrupted before the pool owns the probe's slot: close it here
+            if first is not None:
+                first.close()
+            raise
         self.cache = LRUCache(cache_size)
         self.stats: Counter[str] = Counter()
         self.pid = os.getpid()

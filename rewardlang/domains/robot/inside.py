@@ -27,12 +27,14 @@ def simulator_source() -> str:
     return resources.files("rewardlang.domains.robot").joinpath("simulator.py").read_text(encoding="utf-8")
 
 
+# The simulator's source becomes the body of a function: it is compiled once with the set-up code (the worker
+# caches compiled set-up code), where an ``exec`` of its text would compile it again in every run. Its names
+# stay local to that function, so none of them can overwrite one of the program's globals.
 _RUNNER = '''
-def __rl_robot_boot(src):
-    ns = {"__name__": "rewardlang_robot_simulator"}
-    exec(src, ns)
-    return ns
-__rl_robot_ns = __rl_robot_boot(%r)
+def __rl_robot_boot():
+%s
+    return dict(locals())
+__rl_robot_ns = __rl_robot_boot()
 del __rl_robot_boot
 
 
@@ -60,7 +62,8 @@ def __rl_robot_run(world):
 @functools.lru_cache(maxsize=1)
 def setup_code() -> str:
     """The request's set-up code: identical for every program and world, so the worker compiles it once."""
-    return _RUNNER % (simulator_source(), ENTRY)
+    body = "".join("    " + ln if ln.strip() else ln for ln in simulator_source().splitlines(keepends=True))
+    return _RUNNER % (body, ENTRY)
 
 
 def probe_expression(world: dict) -> str:

@@ -100,12 +100,17 @@ def prepare_program(code: str) -> str:
     return "".join(lines)
 
 
+@functools.lru_cache(maxsize=1)
+def _compiled_setup() -> object:
+    return compile(setup_code(), "setup.py", "exec")
+
+
 def run_in_process(code: str, world: dict) -> tuple:
     """Run a *trusted* program (a task's canonical program or a hand-written mutant) here, without the sandbox,
     and return the same claim ``(trace, status, message)`` the sandbox would. For tests and for checking the
     task data; never call it on a model's output."""
     g: dict = {"__name__": "__solution__"}
     exec(compile(prepare_program(code), "solution.py", "exec"), g)
-    exec(compile(setup_code(), "setup.py", "exec"), g)
+    exec(_compiled_setup(), g)
     trace, status, msg = g["__rl_robot_run"](world)
     return (list(trace), status, msg)

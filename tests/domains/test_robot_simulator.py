@@ -200,3 +200,20 @@ def test_rows() -> None:
     assert all(r["prompt"] == API_DOC + r["instruction"] + "\n" for r in data)
     assert len(rows("heldout")) + len(rows("train")) == len(data)
     assert json.loads(data[0]["task"])["family"] == "go_say"
+
+
+def test_data_command_writes_rows(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from rewardlang.cli import app
+
+    out = tmp_path / "robot.jsonl"
+    r = CliRunner().invoke(app, ["data", "robot", "-o", str(out), "--split", "heldout"])
+    assert r.exit_code == 0, r.output
+    got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [g["task_id"] for g in got] == [t.task_id for t in all_tasks() if t.split == "heldout"]
+    assert all(g["split"] == "heldout" and task_from_spec(g["task"]).task_id == g["task_id"] for g in got)
+    bad = CliRunner().invoke(app, ["data", "nope", "-o", str(tmp_path / "x.jsonl")])
+    assert bad.exit_code == 1 and not (tmp_path / "x.jsonl").exists()
+    bad = CliRunner().invoke(app, ["data", "robot", "-o", str(tmp_path / "y.jsonl"), "--split", "dev"])
+    assert bad.exit_code == 1 and not (tmp_path / "y.jsonl").exists()

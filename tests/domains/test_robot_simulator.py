@@ -217,3 +217,16 @@ def test_data_command_writes_rows(tmp_path) -> None:
     assert bad.exit_code == 1 and not (tmp_path / "x.jsonl").exists()
     bad = CliRunner().invoke(app, ["data", "robot", "-o", str(tmp_path / "y.jsonl"), "--split", "dev"])
     assert bad.exit_code == 1 and not (tmp_path / "y.jsonl").exists()
+
+
+def test_toy_family_is_outside_the_task_set_but_readable() -> None:
+    from rewardlang.domains.robot.tasks import TOY_FAMILIES
+
+    assert all(t.family not in TOY_FAMILIES for t in all_tasks())
+    toy = task_from_spec({"family": "say_number", "params": {}, "seeds": [1, 2, 3]})
+    assert toy.task_id == "robot/say_number" and toy.instruction == "Say a number."
+    for s in toy.seeds:
+        assert outcome(toy, toy.canonical, s) == "success"
+        assert outcome(toy, 'def task_program():\n    say("""r2d2""")\n', s) == "success"
+        for code in toy.mutants().values():
+            assert outcome(toy, code, s) == "completion_error"

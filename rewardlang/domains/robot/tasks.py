@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from rewardlang.domains.robot.simulator import Replay, contains_words, fnv, norm, words
 
-__all__ = ["Family", "Task", "FAMILIES", "all_tasks", "get_task", "task_from_spec", "world_seeds", "ROOMS",
+__all__ = ["Family", "Task", "FAMILIES", "TOY_FAMILIES", "all_tasks", "get_task", "task_from_spec", "world_seeds", "ROOMS",
            "PEOPLE", "OBJECTS"]
 
 ROOMS = ("kitchen", "living room", "office", "bedroom", "bathroom", "lobby", "lab", "conference room",
@@ -831,9 +831,24 @@ POLL = Family(
      {"p1": "judy", "p2": "alice", "p3": "dave", "x": "the lab", "y": "the library"}))
 
 
+# -- a toy for learning tests: say anything with a digit in it (no go_to needed) ---------------------------------
+
+def _check_say_number(w: dict, rep: Replay, p: Params) -> tuple[bool, str]:
+    if any(any(ch.isdigit() for ch in m) for m, _loc in _says(rep)):
+        return True, ""
+    return False, "said no number"
+
+
+SAY_NUMBER = Family(
+    "say_number", "Say a number.", _gen_everywhere, _check_say_number, 'def task_program():\n    say("42")\n',
+    {"no_number": 'def task_program():\n    say("hello")\n', "silent": "def task_program():\n    pass\n"},
+    ({},))
+
 FAMILIES: tuple[Family, ...] = (GO_SAY, FETCH, RETURN, COUNT, FIND_TELL, ASK_BRING, DELIVER, EVERYWHERE, COLLECT,
                                 RELAY, WHERE, COND, RESTOCK, PEOPLE_COUNT, SWAP, POLL)
-_BY_NAME = {f.name: f for f in FAMILIES}
+#: families outside the task set (``all_tasks``), for tests: a tiny random model can learn ``say_number``
+TOY_FAMILIES: tuple[Family, ...] = (SAY_NUMBER,)
+_BY_NAME = {f.name: f for f in FAMILIES + TOY_FAMILIES}
 
 
 _TEXT_PARAMS = ("msg", "question", "desc", "neg", "inv")
@@ -844,6 +859,8 @@ def _task_id(f: Family, params: Params) -> str:
     parts = [params[k] for k in keys]
     if not keys and "msg" in params:
         parts = words(params["msg"])[:3]
+    if not parts:
+        return f"robot/{f.name}"
     return f"robot/{f.name}/" + "-".join(x.replace(" ", "_") for x in parts)
 
 

@@ -209,3 +209,24 @@ def test_every_task_canonical_and_mutants_in_the_sandbox() -> None:
             expect.append(ok)
     r = robot_outcome_label.fn(codes, tasks, params=None, ctx=Context(use_cache=False))
     assert [v == "success" for v in r.values] == expect
+
+
+def test_the_robot_spec_maps_the_simulator_reward_as_the_authors() -> None:
+    """specs/dense_ppo_robot.reward: passed/5 on the code tokens when a world passes, else -0.1 on every response
+    token (the authors' robot reward), weights 0.1 / 0.1 / 0.8 / 0.8."""
+    import rewardlang
+
+    prog = rewardlang.load("specs/dense_ppo_robot.reward")
+    task = json.dumps(SAY.spec())
+    good = "Sure:\n```python\n" + SAY.canonical + "```"
+    bad = "Sure:\n```python\ndef task_program():\n    go_to('moon')\n```"
+    res = prog.score([good, bad], task=[task, task])
+    assert res.components["simulation"].tolist() == [1.0, 0.0]
+    assert res.components["simulation_fail"].tolist() == [0.0, -0.1]
+    assert res.weights == {"lint": 0.1, "syntax": 0.1, "simulation": 0.8, "simulation_fail": 0.8}
+    code_start = good.index("def task_program")
+    (a, b, v), = res.attribution["simulation"][0].ranges
+    assert (a, v) == (code_start, 1.0) and good[a:b] == SAY.canonical.rstrip("\n")  # the block, no final newline
+    (a, b, v), = res.attribution["simulation_fail"][1].ranges
+    assert (a, b, v) == (0, len(bad), -0.1)
+    assert res.attribution["simulation_fail"][0].ranges == ((0, len(good), 0.0),)

@@ -62,6 +62,10 @@ class RobotParams(BaseModel):
     memory_mb: int = Field(512, ge=16, le=1 << 16)
     max_output_bytes: int = Field(1 << 16, ge=1024, le=1 << 30)
     max_processes: int = Field(4, ge=1, le=4096)
+    #: the encoded (trace, status, message) one run may return; more is a python_error (output limit). A real
+    #: trace of 1,000 actions is ~50 KB; the cap bounds what the trusted replay and checker read (the sandbox's
+    #: default for unit-test values is 1 MiB)
+    max_result_bytes: int = Field(128 << 10, ge=4096, le=1 << 24)
 
 
 class RobotOutcomeParams(RobotParams):
@@ -93,7 +97,7 @@ def _limits(p: RobotParams, ctx: Context) -> Any:
 
     cpu = p.timeout if p.timeout is not None else (float(ctx.timeout) if ctx.timeout else DEFAULT_TIMEOUT)
     return Limits(cpu=float(cpu), wall=p.wall_timeout, memory_mb=p.memory_mb, output_bytes=p.max_output_bytes,
-                  processes=p.max_processes)
+                  processes=p.max_processes, observation_bytes=p.max_result_bytes)
 
 
 def _python_error(run: Any) -> str:

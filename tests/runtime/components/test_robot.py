@@ -66,6 +66,9 @@ def test_runs_option_and_timeouts_count_as_failures() -> None:
     assert lab == "python_error" and det["errors"] == ["timeout"] * 3
     lab, det = label("def task_program():\n    while True:\n        say('hi')\n", SAY)
     assert lab == "python_error" and "1000 robot actions" in det["errors"][0]
+    # a trace past the result cap (128 KiB by default): what the trusted side reads stays bounded
+    lab, det = label("def task_program():\n    for _ in range(200):\n        say('x' * 1500)\n", SAY)
+    assert lab == "python_error" and det["errors"][0] == "output limit exceeded"
 
 
 def test_top_level_entry_call_is_harmless() -> None:

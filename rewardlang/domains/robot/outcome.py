@@ -14,8 +14,9 @@ claims, and a claim the recorder cannot produce is a ``python_error``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from rewardlang.domains.robot import simulator
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from rewardlang.domains.robot.simulator import Replay, contains_words, fnv, norm, words
 

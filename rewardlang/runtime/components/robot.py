@@ -35,8 +35,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import deque
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from typing import Any, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -114,7 +115,12 @@ def _python_error(run: Any) -> str:
 def _decide(raw: Any, world: dict, task: Any) -> tuple[str | None, str]:
     """(label, detail) of one run from the slot's raw result; label None: infrastructure failure."""
     from rewardlang.domains.robot.outcome import judge_claim
-    from rewardlang.runtime.sandbox.judge import RECORD_SLACK, MalformedObservation, decode_value, parse_records
+    from rewardlang.runtime.sandbox.judge import (
+        RECORD_SLACK,
+        MalformedObservation,
+        decode_value,
+        parse_records,
+    )
 
     if raw.runs is None or not raw.runs:
         return None, raw.infra or "sandbox failure"

@@ -12,7 +12,11 @@ import pytest
 
 from rewardlang.domains.robot.tasks import FAMILIES, all_tasks, get_task
 from rewardlang.runtime.api import Context
-from rewardlang.runtime.components.robot import robot_outcome, robot_outcome_label, robot_pass_rate
+from rewardlang.runtime.components.robot import (
+    robot_outcome,
+    robot_outcome_label,
+    robot_pass_rate,
+)
 
 FETCH = get_task("robot/fetch/apple-kitchen")
 SAY = get_task("robot/go_say/kitchen")

@@ -1303,7 +1303,7 @@ class Checker:
             elif not isinstance(a, S.Positional):
                 self.error("E216", f"`tokens {form}(...)` takes plain and name=value arguments", a.loc)
                 return None, spans
-        allowed = {"last": (0, set()), "over": (1, set()), "spans": (0, {"uncovered"}), "ends": (0, set()),
+        allowed = {"last": (0, set()), "over": (1, set()), "spans": (0, {"uncovered", "overlap"}), "ends": (0, set()),
                    "split": (1, {"at", "before", "after", "edges"})}[form]
         if len(pos) != allowed[0]:
             want = "one text argument" if allowed[0] else "no plain arguments"
@@ -1339,7 +1339,22 @@ class Checker:
             if form == "ends":
                 return {"mode": "ends"}, spans
             unc = number("uncovered", None)
-            return (None, spans) if unc is bad else ({"mode": "spans", "uncovered": unc}, spans)
+            overlap = "add"
+            okw = kws.get("overlap")
+            if okw is not None:  # how the spans that overlap one token combine: "add" (default) or "last"
+                n = self.lower(okw.value, Scope("const", env))
+                overlap = self.cval(n) if n != ERR and self.is_const(n) else None
+                if overlap not in ("add", "last"):
+                    if n != ERR:
+                        self.error("E216", '`overlap` is "add" (overlapping spans add) or "last" (a token takes the '
+                                   "value of the last span it overlaps)", okw.value.loc)
+                    return None, spans
+            if unc is bad:
+                return None, spans
+            meta: dict[str, Any] = {"mode": "spans", "uncovered": unc}
+            if overlap == "last":  # recorded only when set: specs without it keep their SPEC unchanged
+                meta["overlap"] = "last"
+            return meta, spans
         if form == "last":
             return {"mode": "last"}, spans
         if stmt.spans is not None:

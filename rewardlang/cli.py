@@ -1,5 +1,5 @@
-"""The ``rewardlang`` command line: check | compile | score | pairs | explain | report | fmt | lsp | functions | doctor | train
-| plot | eval.
+"""The ``rewardlang`` command line: check | compile | score | pairs | explain | report | fmt | lsp | functions | doctor
+| prm-data | data | train | plot | eval.
 
 Bad specs and bad data end in located messages and exit code 1, never a Python traceback (``--debug``
 shows one). Training commands load torch only when they run.
@@ -919,6 +919,51 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
     paths = label.write(data, str(output))
     typer.echo(label.summary_table(data))
     _err(f"wrote {', '.join(paths.values())} (operators: {', '.join(ops or mutate.OPERATORS)})")
+
+
+@app.command("data")
+def data_command(name: str = typer.Argument(..., help="which data set to write: robot"),
+                 output: Path = typer.Option(..., "-o", "--output", help="the JSONL file to write"),
+                 split: str = typer.Option("all", "--split", help="all, train or heldout"),
+                 verify: bool = typer.Option(False, "--verify", help="run every canonical program on its task's "
+                                                                    "worlds in the sandbox first; write nothing "
+                                                                    "if one fails")) -> None:
+    """Write a task data set as JSONL (robot: task_id, split, instruction, prompt, task, canonical)."""
+    if name != "robot":
+        _err(f"error: unknown data set {name!r} (known: robot)")
+        raise typer.Exit(1)
+    from rewardlang.domains.robot.data import rows
+
+    try:
+        data = rows(split)
+    except ValueError as exc:
+        _err(f"error: --split: {exc}")
+        raise typer.Exit(1)
+    if verify:
+        from rewardlang.runtime.api import Context
+        from rewardlang.runtime.components.robot import robot_outcome_label
+
+        res = robot_outcome_label.fn([r["canonical"] for r in data], [r["task"] for r in data], params=None,
+                                     ctx=Context())
+        bad = [(r["task_id"], v, d) for r, v, d in zip(data, res.values, res.details) if v != "success"]
+        if bad:
+            for tid, v, d in bad:
+                _err(f"error: {tid}: the canonical program gives {v} ({d})")
+            raise typer.Exit(1)
+    if output.exists() and output.is_dir():
+        _err(f"error: {output} is a directory")
+        raise typer.Exit(1)
+    tmp = output.with_name(output.name + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for r in data:
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        tmp.replace(output)
+    except OSError as exc:
+        _err(f"error: cannot write {output}: {exc}")
+        raise typer.Exit(1)
+    n_held = sum(r["split"] == "heldout" for r in data)
+    _err(f"wrote {len(data)} rows ({len(data) - n_held} train, {n_held} held out) to {output}")
 
 
 app.command("train", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,

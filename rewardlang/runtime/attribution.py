@@ -88,7 +88,9 @@ def place(tokens: Mapping[str, Any] | None, value: float, spans: Sequence[Sequen
         return Placement(tuple((a, b, float(value)) for a, b, _ in placed))
     if mode == "spans":
         unc = tokens.get("uncovered")
-        return Placement(tuple(placed), None if unc is None else float(unc))
+        # overlap="last": a token overlapping several spans takes one span's value (the last, in span order), e.g.
+        # the lint term's -1 on a token that straddles two flagged lines, not -2
+        return Placement(tuple(placed), None if unc is None else float(unc), replace=tokens.get("overlap") == "last")
     if mode == "ends":  # the token holding each span's last character
         return Placement(tuple((max(b - 1, 0), b, v) for a, b, v in placed if b > 0))
     if mode == "split":

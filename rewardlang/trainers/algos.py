@@ -175,7 +175,7 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Te
 
 def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor,
                clip: float | None = 0.2) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The clipped value loss ½·max((V − G)², (V_clip − G)²), V_clip = old + clip(V − old, ±clip), token-mean.
+    """The clipped value loss ½·max((V − G)², (V_clip − G)²), V_clip = clamp(V, old − clip, old + clip), token-mean.
 
     ``clip=None`` gives the plain ½(V − G)². Stats: ``clipfrac`` (share where the clipped error was larger).
 
@@ -187,7 +187,9 @@ def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Te
     err = (values - returns) ** 2
     if clip is None:
         return 0.5 * masked_mean(err, mask), {"clipfrac": torch.zeros((), device=values.device)}
-    clipped = old_values + torch.clamp(values - old_values, -clip, clip)
+    # clamp V itself between old ± clip (TRL's formula): inside the range V_clip is V bit for bit, whereas
+    # old + clamp(V − old) rounds in float32 and made ~1 % of unclipped tokens count as clipped (issue 22 (c))
+    clipped = torch.clamp(values, old_values - clip, old_values + clip)
     err_clipped = (clipped - returns) ** 2
     with torch.no_grad():
         stats = {"clipfrac": masked_mean((err_clipped > err).float(), mask)}

@@ -13,7 +13,8 @@ Conventions, shared by GRPO's token advantages and the dense (B, T) rewards of P
 
 - a token covers the characters ``[end of the previous token, its own end)``; ends never decrease;
 - a special token (EOS, a chat marker) has width 0, as has a byte piece that does not complete a character: the
-  character goes to the token that completes it;
+  character goes to the token that completes it; a token holding whole characters and then the first bytes of
+  another keeps its whole characters (as prefix decoding gives them; the stream alone would hold them back);
 - a token gets a span's value when it overlaps the span (``start < span_end`` and ``end > span_start``, width > 0);
   overlapping spans add;
 - a sequence reward goes on the last valid token (:meth:`TokenAligner.last_token`), as verl and OpenRLHF place it.
@@ -117,16 +118,40 @@ class TokenAligner:
             return text, prefix_char_ends(self.tokenizer, ids, text)
         stream = DecodeStream(skip_special_tokens=True)
         ends, pieces, n = [], [], 0
-        for i in ids:
+        last = -1  # the last token whose step emitted text
+        for k, i in enumerate(ids):
             chunk = stream.step(self.backend, i)
             if chunk:  # None: a byte piece waiting for the rest of its character, or a skipped special token
+                if k > last + 1:
+                    self._split_held(ids, last, k, n, len(chunk), ends)
                 pieces.append(chunk)
                 n += len(chunk)
+                last = k
             ends.append(n)
         if "".join(pieces) != text:
             self.fallbacks += 1
             return text, prefix_char_ends(self.tokenizer, ids, text)
         return text, ends
+
+    def _split_held(self, ids: list[int], last: int, k: int, n: int, width: int, ends: list[int]) -> None:
+        """Give the tokens the stream held back (``last + 1 .. k - 1``, then ``k`` emitted ``width`` characters)
+        the complete characters each of them holds.
+
+        The stream emits nothing for a token whose text ends with the first bytes of a multi-byte character, even
+        when whole characters come before them (``"a"`` + the first byte of ``"é"``): those characters belong to
+        that token, as in the prefix-decoding reference. Each held token's end is how far the decode of a short
+        window ending at it agrees with the window's decode through ``k`` (both start at token ``last``, a clean
+        boundary, so a tokenizer's leading-space rule treats them alike); a few decodes per held run."""
+        w = max(last, 0)
+        base = len(self.decode(ids[w:last + 1])) if last >= 0 else 0
+        full = self.decode(ids[w:k + 1])
+        prev = n
+        for h in range(last + 1, k):
+            piece = self.decode(ids[w:h + 1])
+            agree = len(os.path.commonprefix([piece, full]))
+            end = min(max(n + agree - base, prev), n + width)
+            ends[h] = end
+            prev = end
 
     def char_ends(self, ids: Sequence[int]) -> list[int]:
         """For each token, the length of the decoded text up to and including it (``len == len(ids)``, never

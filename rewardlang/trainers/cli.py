@@ -124,7 +124,8 @@ def train_command(
 def eval_command(
     model: Optional[str] = typer.Option(None, "--model", help="smollm2 (default), tiny, a model directory, or a "
                                         "run directory (its final policy, asked as it was trained)."),
-    dataset: str = typer.Option("humaneval", "--dataset", help="Problems to evaluate on (humaneval)."),
+    dataset: str = typer.Option("humaneval", "--dataset", help="Problems to evaluate on: humaneval, or robot "
+                                "(the robot tasks' held-out split; docs/robot.md)."),
     n: int = typer.Option(1, "--n", help="Completions per problem (pass@k needs n >= k)."),
     temperature: float = typer.Option(0.0, "--temperature", help="0: greedy (n must be 1)."),
     k: Optional[list[int]] = typer.Option(None, "--k", help="k of pass@k (repeatable). Default: 1 and n."),
@@ -151,8 +152,8 @@ def eval_command(
     from rewardlang.trainers import evaluate as ev
     from rewardlang.trainers.config import ConfigError
 
-    if dataset != "humaneval":
-        _fail(f"--dataset {dataset}: only humaneval is supported")
+    if dataset not in ("humaneval", "robot"):
+        _fail(f"--dataset {dataset}: humaneval or robot")
     ks = sorted(set(k or [1, n]))
     if any(x < 1 or x > n for x in ks):
         _fail(f"--k {ks}: every k must be between 1 and --n ({n})")
@@ -164,7 +165,7 @@ def eval_command(
         except OutputError as exc:
             _fail(str(exc))
     try:
-        rows = ev.select_problems(problems, limit)
+        rows = ev.select_problems(problems, limit, dataset)
         shown: dict[str, Any] = {}
         if spec is not None:
             import rewardlang
@@ -180,7 +181,7 @@ def eval_command(
             if not os.path.exists(completions):
                 _fail(f"--completions {completions}: file not found")
             given = ev.load_completions(completions, rows)
-            summary, _ = ev.evaluate(rows, completions=given, ks=ks, out_path=output)
+            summary, _ = ev.evaluate(rows, completions=given, ks=ks, out_path=output, dataset=dataset)
         else:
             from transformers.utils import logging as hf_logging
 
@@ -194,14 +195,17 @@ def eval_command(
             shown = {**from_run, **shown}
             summary, _ = ev.evaluate(rows, model=m, tokenizer=tok, n=n, ks=ks, temperature=temperature,
                                      max_new_tokens=max_new_tokens, seed=seed, progress=progress, out_path=output,
-                                     system_prompt=shown.get("system_prompt", ev.DEFAULT_SYSTEM_PROMPT),
-                                     prompt_template=shown.get("prompt_template"))
+                                     system_prompt=shown.get("system_prompt", ev.ROBOT_SYSTEM_PROMPT
+                                                             if dataset == "robot" else ev.DEFAULT_SYSTEM_PROMPT),
+                                     prompt_template=shown.get("prompt_template"), dataset=dataset)
             summary["model"] = name
     except (ConfigError, ValueError) as exc:
         _fail(str(exc))
         return
     figures = ", ".join(f"{key} {summary[key]:.3f}" for key in summary if key.startswith("pass@"))
     unscored = summary["problems"] - summary["scored"]
+    if "outcome_classes" in summary:
+        typer.echo("outcome classes: " + ", ".join(f"{c} {v}" for c, v in summary["outcome_classes"].items()))
     typer.echo(f"{summary['scored']} problems, {summary['samples']} completions: {figures}"
                + (f" ({summary['infra_failures']} completions masked by infrastructure failures left out"
                   + (f"; {unscored} problems with every completion masked are not in pass@k" if unscored else "")

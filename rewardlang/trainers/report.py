@@ -36,14 +36,15 @@ ENDS = 5
 
 def heldout_rows(cfg: "TrainConfig") -> list[dict[str, Any]]:
     """The problems ``cfg.eval`` holds out of training (empty when it is 0). They need HumanEval-style columns
-    (``task_id``, ``prompt``, ``tests``, ``entry_point``)."""
+    (``task_id``, ``prompt``, ``tests``, ``entry_point``), or the robot rows' (``task_id``, ``prompt``, ``task``)."""
     from rewardlang.trainers.data import DataError, load_rows, split_heldout
 
     if cfg.eval <= 0:
         return []
     rows, source = load_rows(cfg.dataset)
     _, held = split_heldout(rows, cfg.eval)
-    need = ("task_id", "prompt", "tests", "entry_point")
+    # robot rows (a `task` column, docs/robot.md) are judged by the simulator, the others by unit tests
+    need = ("task_id", "prompt", "task") if _robot(held) else ("task_id", "prompt", "tests", "entry_point")
     bad = [c for c in need if any(not isinstance(r.get(c), str) for r in held)]
     if bad:
         raise DataError(f"{source}: train.eval needs text columns {', '.join(need)} in every row to run unit tests; "
@@ -51,17 +52,23 @@ def heldout_rows(cfg: "TrainConfig") -> list[dict[str, Any]]:
     return held
 
 
+def _robot(rows: Sequence[dict[str, Any]]) -> bool:
+    return bool(rows) and all("task" in r and "tests" not in r for r in rows)
+
+
 def evaluate_heldout(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], cfg: "TrainConfig", run_dir: str,
                      when: str, *, progress: bool = True) -> dict[str, Any]:
     """Greedy pass@1 on ``rows`` (``when``: ``before`` or ``after``); writes ``eval-<when>.jsonl`` and updates
     ``eval.json``. Returns the summary."""
-    from rewardlang.trainers.evaluate import DEFAULT_SYSTEM_PROMPT, evaluate
+    from rewardlang.trainers.evaluate import DEFAULT_SYSTEM_PROMPT, ROBOT_SYSTEM_PROMPT, evaluate
 
+    robot = _robot(rows)
     summary, _ = evaluate(rows, model=model, tokenizer=tokenizer, n=1, ks=(1,), temperature=0.0,
                           max_new_tokens=cfg.eval_max_new_tokens,
-                          system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT,
+                          system_prompt=cfg.system_prompt or (ROBOT_SYSTEM_PROMPT if robot else DEFAULT_SYSTEM_PROMPT),
                           prompt_template=cfg.prompt_template, progress=progress, desc=f"eval {when}",
-                          out_path=os.path.join(run_dir, f"eval-{when}.jsonl"))
+                          out_path=os.path.join(run_dir, f"eval-{when}.jsonl"),
+                          dataset="robot" if robot else "humaneval")
     path = os.path.join(run_dir, "eval.json")
     doc: dict[str, Any] = {}
     if os.path.exists(path):
@@ -160,9 +167,13 @@ def summary_lines(run_dir: str) -> list[str]:
     ev = _eval(run_dir)
     if "before" in ev and "after" in ev and "pass@1" in ev["before"] and "pass@1" in ev["after"]:
         b, a = ev["before"], ev["after"]
-        out.append(f"held-out pass@1 ({b['scored']} HumanEval problems never trained on, greedy): "
+        what = "robot tasks" if b.get("dataset") == "robot" else "HumanEval problems"
+        out.append(f"held-out pass@1 ({b['scored']} {what} never trained on, greedy): "
                    f"{b['pass@1']:.3f} before -> {a['pass@1']:.3f} after "
                    f"({round(b['pass@1'] * b['scored'])} -> {round(a['pass@1'] * a['scored'])} solved)")
+        if "outcome_classes" in b and "outcome_classes" in a:
+            out.append("held-out outcome classes before -> after: " + ", ".join(
+                f"{c} {b['outcome_classes'][c]} -> {a['outcome_classes'].get(c, 0)}" for c in b["outcome_classes"]))
     return out
 
 

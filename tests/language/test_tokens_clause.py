@@ -74,6 +74,9 @@ def test_score_cli_writes_the_placements(tmp_path) -> None:
     ("component c = 1\n    tokens split(completion, at=1, before=none)", "`before` is a constant number", (2, 43)),
     ("component c = 1\n    spans span(completion)\n    tokens spans(uncovered=\"x\")",
      "`uncovered` is a constant number", (3, 28)),
+    ("component c = 1\n    spans span(completion)\n    tokens spans(overlap=\"max\")",
+     '`overlap` is "add" (overlapping spans add) or "last" (a token takes the value of the last span it overlaps)',
+     (3, 26)),
     ("component c = 1\n    tokens last\nreward = c * 2",
      "`c` has token attribution, so the reward must be the weighted sum of the components", (2, 5)),
 ])
@@ -116,3 +119,21 @@ def test_attribution_module_examples() -> None:
 
     result = doctest.testmod(attribution)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_overlap_last_counts_a_token_once() -> None:
+    """issue 22 (a): `overlap="last"` gives a token that overlaps two spans one span's value, not their sum."""
+    from rewardlang.runtime.attribution import to_tokens
+
+    src = ('component c = 1\n    spans matches(completion, /[^\\n]+\\n/, value=-1)\n'
+           '    tokens spans(uncovered=1, overlap="last")\n')
+    prog = rewardlang.loads(src)
+    assert prog.spec["components"][0]["tokens"] == {"mode": "spans", "uncovered": 1.0, "overlap": "last"}
+    p = prog.score(["ab\ncd\nef"]).attribution["c"][0]
+    # tokens "a" | "b\nc" (both lines) | "d\n" | "ef" (no span)
+    assert to_tokens(p, [1, 4, 6, 8]).tolist() == [-1.0, -1.0, -1.0, 1.0]
+    added = rewardlang.loads(src.replace(', overlap="last"', ""))
+    assert "overlap" not in added.spec["components"][0]["tokens"]
+    got = to_tokens(added.score(["ab\ncd\nef"]).attribution["c"][0], [1, 4, 6, 8]).tolist()
+    assert got == [-1.0, -2.0, -1.0, 1.0]
+    assert format_source(src) == src

@@ -142,3 +142,25 @@ def test_explained_variance_and_entropy() -> None:
     # entropy of (1/2, 1/4, 1/4) = 1.5 ln 2 ; logits are log-probs up to a constant
     z = torch.log(torch.tensor([0.5, 0.25, 0.25])) + 7.0
     assert algos.entropy_from_logits(z).item() == pytest.approx(1.5 * math.log(2), abs=1e-6)
+
+
+def test_value_clipfrac_counts_no_float_rounding_as_clipping() -> None:
+    """issue 22 (c): ``old + clamp(v - old)`` is not ``v`` in float32, so values inside the clip range were
+    counted as clipped (about 1.5 %); TRL clamps ``v`` itself between ``old ± clip`` and counts 0."""
+    gen = torch.Generator().manual_seed(0)
+    # two independent float32 outputs a little apart (as the critic's before and after an update): built in
+    # float64 and rounded separately, so v - old is inexact (v = old + d in float32 would make it exact)
+    v64 = torch.randn(64, 128, generator=gen, dtype=torch.float64) * 0.2
+    old = (v64 + (torch.rand(64, 128, generator=gen, dtype=torch.float64) - 0.5) * 0.5).float()  # |v - old| < 0.3
+    v = v64.float()
+    g = torch.randn(64, 128, generator=gen) * 3
+    m = torch.ones(64, 128)
+    loss, st = algos.value_loss(v, old, g, m, clip=0.3)
+    assert st["clipfrac"].item() == 0.0
+    assert loss.item() == (0.5 * ((v - g) ** 2).mean()).item()  # nothing clipped: the plain loss exactly
+    # TRL's formula on the same tensors, with some values outside the range
+    v2 = old + (torch.rand(64, 128, generator=gen) - 0.5) * 1.2
+    _, st2 = algos.value_loss(v2, old, g, m, clip=0.3)
+    trl_clipped = torch.clamp(v2, old - 0.3, old + 0.3)
+    trl = ((trl_clipped - g) ** 2 > (v2 - g) ** 2).float().mean()
+    assert st2["clipfrac"].item() == trl.item() and 0 < trl.item() < 1

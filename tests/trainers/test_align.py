@@ -118,3 +118,35 @@ def test_spans_to_tokens_matches_the_quadratic_rule() -> None:
         want = [sum(v for s, e, v in spans if s >= 0 and a < e and b > s and b > a) for a, b in zip(starts, ends)]
         assert TokenAligner.spans_to_tokens(spans, ends).tolist() == pytest.approx(want)
         assert token_advantages(0.5, spans, ends, len(ends) + 2) == pytest.approx([0.5 + w for w in want] + [0, 0])
+
+
+def _bytes_bpe() -> PreTrainedTokenizerFast:
+    """Byte-level BPE whose tokens mix whole characters with the first bytes of a multi-byte one: "aÃ" is "a"
+    plus the first byte (C3) of "é", "©b" its last byte (A9) plus "b"; "x\\xf0\\x9f" two bytes of a 4-byte emoji."""
+    bl = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {c: i for i, c in enumerate(sorted(bl))}
+    merges = []
+    for a, b in [("a", "Ã"), ("©", "b"), ("x", "ð"), ("xð", "Ł")]:
+        vocab[a + b] = len(vocab)
+        merges.append((a, b))
+    t = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    t.decoder = decoders.ByteLevel()
+    t.add_special_tokens(["</s>"])
+    return PreTrainedTokenizerFast(tokenizer_object=t, eos_token="</s>")
+
+
+def test_a_token_with_whole_characters_and_the_first_bytes_of_another_keeps_its_characters() -> None:
+    """issue 22 (b): the stream held back a token's complete characters with the partial bytes after them (width
+    0, the characters went to the next token); the reference gives them to the token itself."""
+    tok = _bytes_bpe()
+    ids = tok.convert_tokens_to_ids(["aÃ", "©b"])
+    assert tok.decode(ids) == "aéb"
+    aligner = TokenAligner(tok)
+    assert aligner.align(ids) == ("aéb", [1, 3]) == ("aéb", prefix_char_ends(tok, ids))
+    emoji = tok.convert_tokens_to_ids(["xðŁ", "ĺ", "Ģ", "a"])  # "x" + F0 9F, then 98, 80: "x😀a"
+    assert tok.decode(emoji) == "x😀a"
+    assert aligner.char_ends(emoji) == prefix_char_ends(tok, emoji) == [1, 1, 2, 3]
+    with_eos = [ids[0], tok.eos_token_id, ids[1]]
+    assert aligner.char_ends(with_eos) == prefix_char_ends(tok, with_eos) == [1, 1, 3]
+    assert aligner.fallbacks == 0

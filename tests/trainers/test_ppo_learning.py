@@ -154,3 +154,23 @@ def test_masked_rows_are_never_trained_on_and_are_counted(tmp_path, prompts) -> 
     records = [r for r in read_metrics(run.metrics_path) if "reward" in r]
     assert [r["masked/count"] for r in records] == [1.0, 1.0]
     assert [r["masked/rate"] for r in records] == [1 / 8, 1 / 8]
+
+
+@pytest.fixture()
+def robot_prompts(tmp_path) -> str:
+    path = tmp_path / "robot_prompts.jsonl"
+    task = json.dumps({"family": "say_number", "params": {}, "seeds": [1, 2]})
+    path.write_text("".join(json.dumps({"prompt": f"Robot {i}", "task": task}) + "\n" for i in range(4)))
+    return str(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ppo_raises_a_toy_robot_reward(tmp_path, robot_prompts, seed: int) -> None:
+    """issue 22: the robot simulator's reward through the sandbox (robot_pass_rate on a toy task whose program says
+    the completion) rises under PPO on the tiny model."""
+    run = train(os.path.join(HERE, "toy_robot.reward"), flags={"dataset": robot_prompts, "seed": seed,
+                                                              "output_dir": str(tmp_path / "run")}, progress=False)
+    rewards = [r["reward"] for r in read_metrics(run.metrics_path) if "reward" in r]
+    assert len(rewards) == 16
+    assert _mean(rewards[-3:]) > _mean(rewards[:3]) + 0.25, rewards

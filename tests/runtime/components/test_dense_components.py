@@ -74,3 +74,25 @@ def test_dfg_is_the_match_minus_half_when_positive(prog) -> None:
     res = _score(prog, "no code at all", reference=ref)
     assert res.components["dfg"][0] == 0.0 and res.components["tests"][0] == -0.3
     assert res.attribution["tests"][0].ranges == () and res.attribution["syntax"][0].ranges == ()
+
+
+def _lint_tokens(p, text: str, ends: list[int]) -> list[float]:
+    from rewardlang.runtime.attribution import place, to_tokens
+
+    res = _score(p, text)
+    info = next(c for c in p.spec["components"] if c["name"] == "lint")
+    return to_tokens(place(info.get("tokens"), float(res.components["lint"][0]), res.spans["lint"][0], text),
+                     ends).tolist()
+
+
+def test_a_token_overlapping_two_flagged_lines_gets_minus_one(prog) -> None:
+    # issue 22 (a): the documented rule is -1 on every token of a flagged line; the two lines' spans added to -2
+    code_only = rewardlang.load("specs/dense_ppo.reward", params={"lint_scope": "code"})
+    text = "```python\nimport os\nimport sys\ndef inc(x: int) -> int:\n    return x + 1\n```"
+    res = _score(code_only, text)
+    assert [s.label.split(":")[0] for s in res.spans["lint"][0]] == ["line 1", "line 2"]
+    a = text.index("os\n")
+    b = text.index("sys")
+    # tokens: "```python\nimport " | "os\nimport" (lines 1 and 2) | " sys\n" | the rest
+    ends = [a, b - 1, b + 4, len(text)]
+    assert _lint_tokens(code_only, text, ends) == [-1.0, -1.0, -1.0, 1.0]

@@ -96,6 +96,31 @@ _ARGS = {
 }
 
 
+def forced_level_missing(params: Any) -> tuple[str, str] | None:
+    """A sandbox level asked for by name (``REWARDLANG_SANDBOX_LEVEL``) that cannot be had, as ``(what, how to
+    get it)``; None when it works or none is forced. Checked when a program is loaded for scoring, so such a run
+    stops before any row (E603) instead of masking every row: a level that was asked for "fails loudly". The
+    level this machine would choose itself is not checked here: its failure is an infrastructure failure,
+    masked and retried (docs/sandbox.md)."""
+    import os
+
+    level = os.environ.get("REWARDLANG_SANDBOX_LEVEL")
+    if not level or level == "auto":
+        return None
+    from rewardlang.runtime.sandbox.launch import LevelUnavailable
+    from rewardlang.runtime.sandbox.runner import get_sandbox
+
+    how = ("install bubblewrap (apt-get install -y bubblewrap) and see `rewardlang doctor`, or unset "
+           "REWARDLANG_SANDBOX_LEVEL to run at the level this machine gives")
+    try:
+        get_sandbox()  # the sandbox the scoring will use: started once, here
+    except LevelUnavailable as e:
+        return (f"the sandbox level {level!r} that REWARDLANG_SANDBOX_LEVEL asks for ({e})", how)
+    except ValueError as e:
+        return (f"a sandbox level: {e}", "set REWARDLANG_SANDBOX_LEVEL to bwrap, namespaces, uid or limits")
+    return None
+
+
 def _column(v: Any, n: int) -> list[Any]:
     """A per-sample argument may arrive as a list, or as one constant (an omitted default)."""
     if isinstance(v, list) and len(v) == n:
@@ -169,13 +194,13 @@ def _result(verdicts: list[Any], value: Any) -> Result:
 
 
 @function("tests_pass_rate", args=_ARGS, returns="number", params=ExecParams, range=(0.0, 1.0), accepts_none=True,
-          in_workers=False, doc="Share of the unit tests the program passes (sandboxed; see docs/sandbox.md).")
+          in_workers=False, requires=forced_level_missing, doc="Share of the unit tests the program passes (sandboxed; see docs/sandbox.md).")
 def tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
                     params: ExecParams | None, ctx: Context) -> Result:
     return _result(_verdicts(code, tests, entry_point, params, ctx), lambda v: v.pass_rate)
 
 
-@function("tests_all_pass", args=_ARGS, returns="bool", params=ExecParams, accepts_none=True, in_workers=False,
+@function("tests_all_pass", args=_ARGS, returns="bool", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
           doc="True when the program passes every unit test (sandboxed).")
 def tests_all_pass(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
                    params: ExecParams | None, ctx: Context) -> Result:
@@ -183,7 +208,7 @@ def tests_all_pass(code: list[str | None], tests: list[Any], entry_point: Any = 
 
 
 @function("tests_results", args=_ARGS, returns="list[number]", params=ExecParams, accepts_none=True,
-          in_workers=False, doc="1 or 0 for each unit test, in the order of the tests (sandboxed).")
+          in_workers=False, requires=forced_level_missing, doc="1 or 0 for each unit test, in the order of the tests (sandboxed).")
 def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
                   params: ExecParams | None, ctx: Context) -> Result:
     return _result(_verdicts(code, tests, entry_point, params, ctx),
@@ -191,7 +216,7 @@ def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = N
 
 
 @function("outcome", args=_ARGS, returns="number", params=OutcomeParams, range=(-1.0, 1.0), accepts_none=True,
-          in_workers=False,
+          in_workers=False, requires=forced_level_missing,
           doc="CodeRL-style outcome value: pass 1, fail -0.3, runtime error -0.6, compile error -1 "
               "(timeout, memory, output limit: -0.6 by default).")
 def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
@@ -203,7 +228,7 @@ def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, *
     return _result(_verdicts(code, tests, entry_point, p, ctx), lambda v: values[v.outcome])
 
 
-@function("outcome_label", args=_ARGS, returns="text", params=ExecParams, accepts_none=True, in_workers=False,
+@function("outcome_label", args=_ARGS, returns="text", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
           doc="The outcome class: pass, fail, runtime_error, compile_error, timeout, memory or output_limit.")
 def outcome_label(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
                   params: ExecParams | None, ctx: Context) -> Result:
@@ -211,6 +236,6 @@ def outcome_label(code: list[str | None], tests: list[Any], entry_point: Any = N
 
 
 @function("executes", args={"code": "code?"}, returns="bool", params=ExecParams, accepts_none=True,
-          in_workers=False, doc="True when the program runs to the end as a script (empty stdin, sandboxed).")
+          in_workers=False, requires=forced_level_missing, doc="True when the program runs to the end as a script (empty stdin, sandboxed).")
 def executes(code: list[str | None], *, params: ExecParams | None, ctx: Context) -> Result:
     return _result(_verdicts(code, None, None, params, ctx), lambda v: v.outcome == "pass")

@@ -449,3 +449,24 @@ def test_the_summary_names_the_level() -> None:
     assert _sandbox_line({}) is None
     assert "NOT A SECURITY BOUNDARY" in (_sandbox_line({"sandbox.level.limits": 1,
                                                         "sandbox.not_a_security_boundary": 1}) or "")
+
+
+def test_a_forced_level_that_cannot_be_had_stops_score_before_any_row(tmp_path: Any) -> None:
+    """Issue 26, class 5: a level asked for by name fails loudly (E603, exit 1, nothing written), never a file of
+    masked rows; the level the machine gives itself is not refused this way (its failure is masked, retried)."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    bin_dir = tmp_path / "bin"  # a PATH with the interpreter and no bubblewrap
+    bin_dir.mkdir()
+    os.symlink(sys.executable, bin_dir / "python3")
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "PATH": str(bin_dir), "REWARDLANG_SANDBOX_LEVEL": "bwrap"}
+    r = subprocess.run([sys.executable, "-m", "rewardlang", "score", "specs/dpo_tests.reward", "-i",
+                        "examples/code_samples.jsonl", "-o", str(out)], cwd=root, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 1, r.stderr
+    assert "error[E603]" in r.stderr and "'bwrap' that REWARDLANG_SANDBOX_LEVEL asks for" in r.stderr
+    assert "not found on PATH" in r.stderr and "apt-get install -y bubblewrap" in r.stderr
+    assert not out.exists() and "Traceback" not in r.stderr

@@ -212,8 +212,11 @@ def test_fmt_keeps_the_meaning_of_shipped_specs(path: str, batch: list[str], see
     src = Path(path).read_text(encoding="utf-8")
     before = _load_cached(path, src)
     after = _load_cached(path, format_source(src, path))
-    cols = _inputs_for(before, batch, random.Random(seed))
-    assert_same_scores(before.score(**cols), after.score(**cols))
+    if not before.missing_resources():  # a spec whose model is missing is refused by score() (E603)
+        cols = _inputs_for(before, batch, random.Random(seed))
+        assert_same_scores(before.score(**cols), after.score(**cols))
+    else:
+        assert [d.message for d in before.missing_resources()] == [d.message for d in after.missing_resources()]
     assert before.params == after.params and before.train == after.train
     assert [c.name for c in before.components] == [c.name for c in after.components]
     assert before.weights(7) == after.weights(7)

@@ -41,11 +41,25 @@ COLUMNS: dict[str, Any] = {
 }
 
 
+#: inputs a spec reads in a form of its own (the robot spec's `task` is a task of the robot domain, as JSON)
+SPEC_COLUMNS: dict[str, dict[str, Any]] = {"dense_ppo_robot": {"task": "robot"}}
+
+
+def _column(spec: str, name: str) -> Any:
+    value = SPEC_COLUMNS.get(spec, {}).get(name, COLUMNS.get(name))
+    if value == "robot":
+        from rewardlang.domains.robot.data import rows
+
+        value = rows("train")[0]["task"]
+    return value
+
+
 def _score(prog: rewardlang.Program, completions: list[str]) -> Any:
     given: dict[str, Any] = {"completion": completions}
     for inp in prog.inputs:
         if inp.used and inp.name != "completion":
-            given[inp.name] = [COLUMNS.get(inp.name, COLUMNS.get(inp.column))] * len(completions)
+            value = _column(prog.name, inp.name)
+            given[inp.name] = [value if value is not None else _column(prog.name, inp.column)] * len(completions)
     return prog.score(**given)
 
 

@@ -73,6 +73,11 @@ class OutputError(Exception):
         super().__init__(message)  # the whole message: it names the path itself
         self.path = os.fspath(path)
 
+    @classmethod
+    def writing(cls, path: PathLike, exc: BaseException) -> "OutputError":
+        """The error for a failed write of ``path``: ``cannot write PATH: no space left on device``."""
+        return cls(path, f"cannot write {os.fspath(path)}: {reason(exc)}")
+
 
 class Interrupted(KeyboardInterrupt):
     """SIGTERM (or SIGHUP) raised as an interrupt, so that every ``finally`` and ``except KeyboardInterrupt`` on the
@@ -228,7 +233,7 @@ class _Writer:
         try:
             return self._fh.write(data)
         except OSError as exc:
-            raise OutputError(self._path, f"cannot write {self._path}: {reason(exc)}") from exc
+            raise OutputError.writing(self._path, exc) from exc
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -238,7 +243,7 @@ class _Writer:
         try:
             self._fh.flush()
         except OSError as exc:
-            raise OutputError(self._path, f"cannot write {self._path}: {reason(exc)}") from exc
+            raise OutputError.writing(self._path, exc) from exc
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._fh, name)
@@ -268,7 +273,7 @@ def atomic_write(path: PathLike, mode: str = "w", *, encoding: str | None = "utf
             # 0o666: the umask applies, as for open(); O_EXCL: never another process's file
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         except OSError as exc:
-            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+            raise OutputError.writing(p, exc) from exc
         fh = _fdopen(fd, "wb" if binary else "w", encoding=None if binary else encoding)
         yield _Writer(fh, p)
         try:
@@ -277,7 +282,7 @@ def atomic_write(path: PathLike, mode: str = "w", *, encoding: str | None = "utf
             fh.close()
             os.replace(tmp, real)
         except OSError as exc:
-            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+            raise OutputError.writing(p, exc) from exc
         _LIVE.discard(tmp)
         _fsync_dir(directory)
         _COMMITTED.append(p)
@@ -296,13 +301,13 @@ def _direct(p: str, real: str, mode: str, encoding: str | None) -> Iterator[Any]
     try:
         fh = open(real, "wb" if "b" in mode else "w", encoding=encoding)
     except OSError as exc:
-        raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+        raise OutputError.writing(p, exc) from exc
     try:
         yield _Writer(fh, p)
         try:
             fh.flush()
         except OSError as exc:
-            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+            raise OutputError.writing(p, exc) from exc
     finally:
         with contextlib.suppress(OSError):
             fh.close()
@@ -326,11 +331,11 @@ def atomic_path(path: PathLike) -> Iterator[str]:
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
         except OSError as exc:
-            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+            raise OutputError.writing(p, exc) from exc
         try:
             yield tmp
         except OSError as exc:
-            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+            raise OutputError.writing(p, exc) from exc
         try:
             fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
             try:
@@ -339,7 +344,7 @@ def atomic_path(path: PathLike) -> Iterator[str]:
                 os.close(fd)
             os.replace(tmp, real)
         except OSError as exc:
-            raise OutputError(p, f"cannot write {p}: {reason(exc)}") from exc
+            raise OutputError.writing(p, exc) from exc
         _LIVE.discard(tmp)
         _fsync_dir(directory)
         _COMMITTED.append(p)

@@ -193,13 +193,13 @@ def summarize(records: Sequence[Mapping[str, Any]], ks: Iterable[int]) -> dict[s
 def write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
     """Write ``records`` whole or not at all (:func:`rewardlang.outputs.atomic_write`: a temporary beside ``path``,
     renamed over it; mode 0644; ``OutputError`` naming the path on a full disk)."""
-    from rewardlang.outputs import OutputError, atomic_write, reason
+    from rewardlang.outputs import OutputError, atomic_write
 
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as exc:
-        raise OutputError(path, f"cannot write {path}: {reason(exc)}") from exc
+        raise OutputError.writing(path, exc) from exc
     with atomic_write(path) as fh:
         for r in records:
             fh.write(json.dumps(r) + "\n")

@@ -163,14 +163,14 @@ class JsonlMetricsCallback(TrainerCallback):
             return
         record = {"step": state.global_step, **{k: _clean(v) for k, v in logs.items()}}
         line = (json.dumps(record) + "\n").encode("utf-8")
-        from rewardlang.outputs import OutputError, reason
+        from rewardlang.outputs import OutputError
 
         # an append is not atomic: one os.write of the whole line (O_APPEND), and on a failed write (a full disk)
         # the file is cut back to where it was, so the log never ends in half a record
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
         except OSError as exc:
-            raise OutputError(self.path, f"cannot write {self.path}: {reason(exc)}") from exc
+            raise OutputError.writing(self.path, exc) from exc
         try:
             size = os.fstat(fd).st_size
             try:
@@ -180,7 +180,7 @@ class JsonlMetricsCallback(TrainerCallback):
             except OSError as exc:
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, size)
-                raise OutputError(self.path, f"cannot write {self.path}: {reason(exc)}") from exc
+                raise OutputError.writing(self.path, exc) from exc
         finally:
             os.close(fd)
         if self.guard is not None:  # after writing: the record that stops the run is in the metrics

@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -236,16 +234,7 @@ def run_robot(code: Sequence[str | None], tasks: Sequence[Any], params: RobotPar
         for i, r in where:
             samples[i].labels[r], samples[i].details[r] = label, detail
 
-    window = 2 * max(1, len(sandbox.pool.slots))
-    todo = deque(pending)
-    inflight: dict[Future[Any], str] = {}
-    while todo or inflight:
-        while todo and len(inflight) < window:
-            key = todo.popleft()
-            inflight[sandbox.pool.submit(pending[key][0], hard)] = key
-        done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
-        for fut in done:
-            settle(inflight.pop(fut), fut.result())
+    sandbox.pool.stream(((k, p[0], hard) for k, p in list(pending.items())), settle)
     for k, v in counts.items():
         ctx.stats[k] += v
     ctx.stats[f"sandbox.level.{sandbox.level}"] = 1

@@ -20,9 +20,9 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from rewardlang.runtime.processes import kill_group
 from rewardlang.runtime.sandbox import _worker, cgroups
@@ -35,6 +35,8 @@ from rewardlang.runtime.sandbox.launch import (
     kill_uid,
     processes_of_uid,
 )
+
+K = TypeVar("K")
 
 __all__ = ["RawRun", "RawResult", "Slot", "SlotPool", "SlotFailure", "request_memory"]
 
@@ -477,6 +479,25 @@ class SlotPool:
     def run(self, reqs: Sequence[tuple[dict[str, Any], float]]) -> list[RawResult]:
         futs = [self.submit(r, t) for r, t in reqs]
         return [f.result() for f in futs]
+
+    def stream(self, requests: Iterable[tuple[K, Any, float]], settle: Callable[[K, RawResult], None]) -> None:
+        """Run ``(key, request, hard_timeout)`` items and call ``settle(key, raw)`` for each as it completes, with
+        at most ``2 * slots`` requests in flight: a caller that judges and drops each raw result in ``settle``
+        holds a bounded amount of program output whatever the number of requests (``pool.run`` keeps them all).
+        """
+        window = 2 * max(1, len(self.slots))
+        todo = iter(requests)
+        inflight: dict[Future[RawResult], K] = {}
+        while True:
+            for key, req, hard in todo:
+                inflight[self.submit(req, hard)] = key
+                if len(inflight) >= window:
+                    break
+            if not inflight:
+                return
+            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+            for fut in done:
+                settle(inflight.pop(fut), fut.result())
 
     def uids(self) -> list[int]:
         return [s.uid for s in self.slots if s.uid is not None]

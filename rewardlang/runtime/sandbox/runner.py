@@ -18,8 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter, deque
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -343,16 +342,8 @@ class Sandbox:
             for i in idx:
                 out[i] = v
 
-        window = 2 * max(1, len(self.pool.slots))
-        todo = deque(pending)
-        inflight: dict[Future[RawResult], str] = {}
-        while todo or inflight:
-            while todo and len(inflight) < window:
-                key = todo.popleft()
-                inflight[self.pool.submit(pending[key][0], pending[key][1])] = key
-            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
-            for fut in done:
-                settle(inflight.pop(fut), fut.result())  # the raw result is dropped here, once judged
+        # the raw result is dropped in settle, once judged
+        self.pool.stream(((k, p[0], p[1]) for k, p in list(pending.items())), settle)
         with self._lock:
             self.stats.update(counts)
         if stats is not None:

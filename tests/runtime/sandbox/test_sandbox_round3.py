@@ -269,6 +269,7 @@ def test_an_answer_table_in_an_xattr_does_not_reach_a_later_program(sb: tuple[Sa
 def test_root_attacks_pooled() -> None:
     """The same attacks spread over two slots in one batch, each followed by a correct program."""
     with Sandbox(SandboxConfig(slots=2)) as s:
+        fresh = _roots(s)  # a fresh slot's roots, before any attack
         tasks = []
         for name in sorted(ROOT_ATTACKS):
             code = "import os\n" + _ACL + "def f(x):\n    " + ROOT_ATTACKS[name] + "\n    return x\n"
@@ -283,9 +284,11 @@ def test_root_attacks_pooled() -> None:
         assert [x.outcome for x in v[:n_root]] == ["pass"] * n_root
         assert all(x.outcome == "fail" and x.passed == 1 for x in v[n_root:n_root + len(LITTER)])
         assert [x.outcome for x in v[-4:]] == ["pass"] * 4
-        fresh = _roots(s)
-        for _ in range(2):  # both slots
-            assert _roots(s) == fresh
+        # after the attacks: four distinct probes in one batch, spread over both slots, each sees a fresh slot
+        probes = [Task(ROOTS.replace("out = []", f"out = []  # {i}"), ["assert roots(0) == 0"], None, "mbpp", LIMITS)
+                  for i in range(4)]
+        for v in s.evaluate(probes, use_cache=False):
+            assert v.outcome == "fail" and v.tests[0].detail[v.tests[0].detail.index("(got ") + 5:] == fresh
         assert s.stray_processes() == []
 
 

@@ -17,7 +17,11 @@
    processes that alternate between the two trees (so both see the same machine load), medians of
    ``--rounds``, and the ratio. The earlier tree is checked out into a temporary git worktree.
 
-       python benchmarks/bench_sandbox.py --against 470052c [--rounds 3] [--programs 1000]
+       python benchmarks/bench_sandbox.py --against 470052c [--rounds 3] [--programs 1000] [--phases]
+
+   ``--phases`` adds, per tree, where the CPU goes (the trusted process, the slots' own processes, the
+   programs and judge processes they reaped) and the worker's per-run phases (the ``t`` field of each run:
+   set-up before the fork, fork to exit, kill and reap, clean-up), medians, and each round's figures.
 
 The isolation level is printed: the targets are claimed for ``bwrap`` (full isolation).
 """
@@ -98,22 +102,65 @@ def bench_humaneval_canonical(sb: Sandbox) -> tuple[float, int, int]:
     return dt, sum(v.pass_rate == 1.0 for v in verdicts), sum(v.total for v in verdicts)
 
 
+def cpu_split(sb: Sandbox) -> dict[str, float]:
+    """CPU seconds so far, split: ``trusted`` (this process, every thread), ``worker`` (the slots' own
+    processes: bubblewrap's monitor and the worker, their own time), ``programs`` (what the workers reaped:
+    the programs' processes and judge processes, forks included)."""
+    import resource
+
+    tck = os.sysconf("SC_CLK_TCK")
+    out = {"trusted": 0.0, "worker": 0.0, "programs": 0.0}
+    for slot in sb.pool.slots:
+        for pid in slot.worker_pids():
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    f = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out["worker"] += (int(f[11]) + int(f[12])) / tck
+            if pid == slot.worker_pids()[-1]:   # the worker: its reaped children are the programs
+                out["programs"] += (int(f[13]) + int(f[14])) / tck
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    out["trusted"] = r.ru_utime + r.ru_stime
+    return out
+
+
+def _record_phases(sb: Sandbox) -> list[list[float]]:
+    """Collect the worker's per-run phases (the ``t`` field of each run's header: set-up before the fork,
+    fork to exit, kill and reap, clean-up) by wrapping each slot's ``request``."""
+    got: list[list[float]] = []
+    for slot in sb.pool.slots:
+        orig = slot.request
+
+        def request(req, hard_timeout, _orig=orig):  # type: ignore[no-untyped-def]
+            head, blobs = _orig(req, hard_timeout)
+            got.extend(r["t"] for r in head.get("runs", ()) if "t" in r)
+            return head, blobs
+        slot.request = request  # type: ignore[method-assign]
+    return got
+
+
 def measure_only(programs: int, slots: int | None) -> None:
     """One measurement of the tree on sys.path, as JSON on stdout (the --against mode's unit)."""
     import json
+    import statistics
 
     sb = Sandbox(SandboxConfig(slots=slots))
     sb.evaluate([Task(*trivial(-2 - i), "f") for i in range(len(sb.pool.slots) * 2)], use_cache=False)
-    c0 = cpu_seconds(sb)
+    phases = _record_phases(sb)
+    c0, s0 = cpu_seconds(sb), cpu_split(sb)
     rate, ok = bench_ours(sb, programs, 0)
     cpu_ms = 1e3 * (cpu_seconds(sb) - c0) / programs
+    s1 = cpu_split(sb)
+    split = {k: 1e3 * (s1[k] - s0[k]) / programs for k in s0}
+    ph = [1e3 * statistics.median(t[i] for t in phases) for i in range(4)] if phases else [0.0] * 4
     he, passed, _ = bench_humaneval_canonical(sb)
     sb.close()
     print(json.dumps({"level": sb.level, "rate": rate, "cpu_ms": cpu_ms, "he164_s": he, "ok": ok,
-                      "he_passed": passed}))
+                      "he_passed": passed, "split": split, "phases": ph}))
 
 
-def against(ref: str, rounds: int, programs: int, slots: int | None) -> None:
+def against(ref: str, rounds: int, programs: int, slots: int | None, phases: bool = False) -> None:
     import json
     import shutil
     import statistics
@@ -141,8 +188,17 @@ def against(ref: str, rounds: int, programs: int, slots: int | None) -> None:
         (a, ma), (b, mb) = med.items()
         print(f"level {runs[a][0]['level']}; {rounds} rounds, alternating; {programs} trivial programs each; medians")
         for name, m in med.items():
+            rs = runs[name]
             print(f"  {name:24s} {m['rate']:7.1f} exec/s   {m['cpu_ms']:5.2f} ms CPU/program   "
-                  f"HumanEval 164: {m['he164_s']:.2f} s   (all passed: {all(x['he_passed'] == 164 for x in runs[name])})")
+                  f"HumanEval 164: {m['he164_s']:.2f} s   (all passed: {all(x['he_passed'] == 164 for x in rs)})")
+            if phases:
+                sp = {k: statistics.median(x["split"][k] for x in rs) for k in ("trusted", "worker", "programs")}
+                ph = [statistics.median(x["phases"][i] for x in rs) for i in range(4)]
+                print(f"  {'':24s} CPU ms/program: trusted {sp['trusted']:.2f}, worker {sp['worker']:.2f}, "
+                      f"programs+judges {sp['programs']:.2f};  worker phases (median ms): set-up {ph[0]:.3f}, "
+                      f"fork-to-exit {ph[1]:.3f}, kill+reap {ph[2]:.3f}, clean-up {ph[3]:.3f}")
+                print(f"  {'':24s} per round, exec/s: " + " ".join(f"{x['rate']:.0f}" for x in rs)
+                      + ";  CPU ms: " + " ".join(f"{x['cpu_ms']:.2f}" for x in rs))
         print(f"  ratio this/{ref}: throughput {ma['rate'] / mb['rate']:.2f}x, CPU per program "
               f"{ma['cpu_ms'] / mb['cpu_ms']:.2f}x, HumanEval 164 time {ma['he164_s'] / mb['he164_s']:.2f}x")
     finally:
@@ -158,6 +214,9 @@ def main() -> None:
     ap.add_argument("--no-trainer", action="store_true", help="skip the trainer-like process comparison")
     ap.add_argument("--against", metavar="REF", help="measure this tree beside git REF's sandbox, alternating")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--phases", action="store_true",
+                    help="with --against: CPU per program split (trusted / worker / programs) and the worker's "
+                         "per-run phases, per tree")
     ap.add_argument("--root", help=argparse.SUPPRESS)
     ap.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -165,7 +224,7 @@ def main() -> None:
         measure_only(args.programs, args.slots)
         return
     if args.against:
-        against(args.against, args.rounds, args.programs, args.slots)
+        against(args.against, args.rounds, args.programs, args.slots, args.phases)
         return
 
     t0 = time.perf_counter()

@@ -629,6 +629,17 @@ def _remove_xattrs(path: str) -> bool:
     return ok and libc.llistxattr(p, None, 0) == 0
 
 
+_TMPFS_MAGIC = 0x01021994
+
+
+def _on_tmpfs(path: str) -> bool:
+    """Whether ``path`` is on a tmpfs (``statfs``'s ``f_type``, the first field of ``struct statfs``)."""
+    buf = ctypes.create_string_buffer(256)
+    if _lib().statfs(path.encode(), buf) != 0:
+        return False
+    return struct.unpack_from("@l", buf.raw, 0)[0] == _TMPFS_MAGIC
+
+
 _STATBUF = bytearray(4096)
 _STATVIEW = memoryview(_STATBUF)
 _ZEROS = bytes(4096)
@@ -1433,6 +1444,8 @@ class Worker:
         # change their mode, times or extended attributes (an answer table in a `user.*` xattr, a default
         # ACL, `chmod 0555 /tmp` to break the next program), so each is put back after every program.
         self.fresh = {d: os.stat(d, follow_symlinks=False) for d in self.wipe}
+        # Roots whose emptiness one stat can prove (see _root_untouched): a tmpfs, empty now.
+        self.countable = {d for d in self.wipe if _on_tmpfs(d) and not os.listdir(d)}
         # What a program sends (stdout, result channel) and its judge process's records: relayed from these
         # buffers and emptied after every run, never kept in objects a later fork would inherit.
         self.out_buf = _Wiped(1 << 20)
@@ -1549,11 +1562,43 @@ class Worker:
         except OSError:
             return False
 
+    def _root_untouched(self, d: str) -> bool:
+        """Whether the root ``d`` is exactly as the slot made it but for its times, proven with two system
+        calls (the common case: the program wrote nothing there, or only inside the run directory, already
+        removed); its times are then put back. False means "not proven": the full restore runs.
+
+        Nothing here trusts what a program could forge. On a tmpfs a directory's size counts its entries
+        (every link, mknod, mkdir, symlink, rename and whiteout adds 20 bytes, every removal takes them
+        away), so the size of the empty root means no entry at all, at any depth; mode, owner and link
+        count are compared exactly; ``llistxattr`` returning 0 means no extended attribute (ACLs are ones);
+        the times are set back to the recorded nanoseconds. Only after every process of the program is
+        gone (nothing can change the root between the check and the next program)."""
+        if d not in self.countable:
+            return False
+        f = self.fresh[d]
+        try:
+            st = os.stat(d, follow_symlinks=False)
+        except OSError:
+            return False
+        if (st.st_mode, st.st_uid, st.st_gid, st.st_nlink, st.st_size) != \
+                (f.st_mode, f.st_uid, f.st_gid, f.st_nlink, f.st_size):
+            return False
+        if _lib().llistxattr(d.encode(), None, 0) != 0:
+            return False
+        if (st.st_atime_ns, st.st_mtime_ns) != (f.st_atime_ns, f.st_mtime_ns):
+            try:
+                os.utime(d, ns=(f.st_atime_ns, f.st_mtime_ns), follow_symlinks=False)
+            except OSError:
+                return False
+        return True
+
     def _wipe(self, budget: _Budget) -> bool:
         """Empty every place a program can write (the run directories' parent, ``/dev/shm``), put their roots
         back as they were, and remove the System V IPC objects it left; False when that could not be
         finished (the slot is then replaced)."""
         for d in self.wipe:
+            if self._root_untouched(d):
+                continue
             if not self._restore_root(d, "mode") or not _empty_dir(d, budget) or not self._restore_root(d, "all"):
                 return False
         if self.ipc_clean and self.program_filter is None:
@@ -1941,6 +1986,10 @@ class Worker:
         # or every collection in a child copies the pages of the whole heap.
         gc.collect()
         gc.freeze()
+        # Give back to the kernel the heap pages that start-up (compiling this file, building the filters)
+        # dirtied and freed: a fork copies the page-table entries of every resident anonymous page, and each
+        # program's process pays for them again when it exits.
+        _lib().malloc_trim(0)
         while True:
             src = None
             try:

@@ -222,6 +222,13 @@ ROOT_ATTACKS = {
     "access_acl_dev_shm": "os.setxattr('/dev/shm', 'system.posix_acl_access', NOACL)",
     "utime_tmp": "os.utime('/tmp', (4242, 4242))",
     "utime_dev_shm": "os.utime('/dev/shm', (4242, 4242))",
+    # entries left in a root (the clean-up's one-stat check counts them through the tmpfs directory size)
+    "file_in_dev_shm": "open('/dev/shm/answers', 'w').write('42')",
+    "dir_in_tmp": "os.mkdir('/tmp/d'); open('/tmp/d/answers', 'w').write('42')",
+    "hardlink_into_tmp": "open('a', 'w').write('42'); os.link('a', '/tmp/h')",
+    "symlink_in_dev_shm": "os.symlink('/tmp', '/dev/shm/l')",
+    "run_dir_renamed": "os.rename('/tmp/run', '/tmp/kept')",
+    "entry_made_and_removed": "open('/dev/shm/x', 'w').close(); os.unlink('/dev/shm/x')",
     "everything": ("os.setxattr('/tmp', 'user.a', b'1'); os.setxattr('/dev/shm', 'user.b', b'2'); "
                    "os.utime('/tmp', (1, 1)); os.chmod('/dev/shm', 0o500); os.chmod('/tmp', 0o500)"),
 }
@@ -263,6 +270,30 @@ def test_an_answer_table_in_an_xattr_does_not_reach_a_later_program(sb: tuple[Sa
     assert s.evaluate([Task(leaker, tests, None, "mbpp", LIMITS)], use_cache=False)[0].outcome == "pass"
     v = s.evaluate([Task(reader, tests, None, "mbpp", LIMITS)], use_cache=False)[0]
     assert v.outcome == "fail" and v.passed == 0, v.details()
+    _after(s, fresh)
+
+
+def test_root_times_carry_nothing_to_a_later_program(sb: tuple[Sandbox, Any]) -> None:
+    """A root's access time alone (its change time moves, its size, mode and modification time do not)
+    is put back to the nanosecond: 64 bits a program could leave for the next one."""
+    s, fresh = sb
+    writer = _d("""
+        import os
+        def f(x):
+            for d in ("/tmp", "/dev/shm"):
+                os.utime(d, ns=(424242424242, os.stat(d).st_mtime_ns))
+            return x
+        """)
+    reader = _d("""
+        import os
+        def f(x):
+            return [os.stat(d).st_atime_ns for d in ("/tmp", "/dev/shm")]
+        """)
+    assert s.evaluate([Task(writer, ["assert f(1) == 1"], None, "mbpp", LIMITS)], use_cache=False)[0].outcome \
+        == "pass"
+    v = s.evaluate([Task(reader, ["assert f(1) == [424242424242, 424242424242]"], None, "mbpp", LIMITS)],
+                   use_cache=False)[0]
+    assert v.outcome == "fail" and "(got [424242424242" not in v.tests[0].detail, v.details()
     _after(s, fresh)
 
 

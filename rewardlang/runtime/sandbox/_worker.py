@@ -1258,8 +1258,7 @@ def _read_capped(fd: int, ent: list) -> int:
 def _limit_plan(lim: dict) -> list[tuple[int, int]]:
     """The rlimits of the next program, computed in the worker before fork (the child's address space is
     the worker's at that moment, so "current size + budget" is known here)."""
-    with open("/proc/self/statm", "rb", buffering=0) as fh:
-        vm = int(fh.read().split()[0]) * _PAGE
+    vm = int(os.pread(_statm_fd(), 64, 0).split()[0]) * _PAGE
     plan = [
         (resource.RLIMIT_CPU, int(lim["cpu"]) + 1),
         (resource.RLIMIT_AS, vm + int(lim["mem"])),
@@ -1275,6 +1274,15 @@ def _limit_plan(lim: dict) -> list[tuple[int, int]]:
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_STATM: list[int] = []
+
+
+def _statm_fd() -> int:
+    """``/proc/self/statm`` opened once (one ``pread`` per program instead of open, stat, read, close).
+    Opened on first use, in the worker: a fork's child closes it with every other descriptor."""
+    if not _STATM:
+        _STATM.append(os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
+    return _STATM[0]
 
 
 class PreparedFilter:
@@ -1431,6 +1439,7 @@ class Worker:
         self.memcg = bool(cfg.get("memcg"))
         self.cg_procs = cfg.get("cg_procs_fd") if self.memcg else None
         self.cg_oom = cfg.get("cg_oom_fd") if self.memcg else None
+        self.oom_seen = self._oom_kills()
         deny = PROGRAM_DENY if self.memcg else PROGRAM_DENY + FALLBACK_DENY
         self.program_filter = PreparedFilter(deny) if cfg.get("seccomp", True) else None
         self.devnull = os.open("/dev/null", os.O_WRONLY)
@@ -1735,7 +1744,9 @@ class Worker:
         t0 = time.monotonic()
         c0 = self._children_cpu()
         limits = _limit_plan(lim)
-        oom0 = self._oom_kills()
+        # the counter as the previous program left it: between two programs no process is in the program
+        # group (the worker and the judge process's parent never are), so it cannot have moved
+        oom0 = self.oom_seen
         judge = self._start_judge(req, limits) if req.get("mode") == "call" and req.get("judged") else None
         if judge is not None and lim.get("nproc"):
             limits = _limit_plan(dict(lim, nproc=int(lim["nproc"]) + 1))  # the judge process is one of the uid's
@@ -1880,9 +1891,17 @@ class Worker:
         # Read after every process of the program is gone (the counter moves when the kill is decided):
         # a kill by the memory cgroup means the program went over its budget, whichever of its processes
         # the kernel chose; only a CPU timeout (more severe) keeps its class.
-        oom = self._oom_kills() - oom0
+        self.oom_seen = self._oom_kills()
+        oom = self.oom_seen - oom0
         if oom > 0 and reason != "cpu":
             reason = "memory"
+        if reason is None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+            # SIGKILL that none of the program's limits explains: the sandbox sends its kills only with a
+            # reason (cpu, wall, overload, output), RLIMIT_CPU's is `cpu` above and the memory cgroup's
+            # `memory` (its OOM-kill counter moved). Left: the host's OOM killer, an operator, or the
+            # program itself (kill -9 of its own pid or group). The trusted side runs the program again
+            # once on a fresh slot; a second such kill is the program's own doing (see pool.py).
+            reason = "killed"
         head = {
             "exit": os.waitstatus_to_exitcode(status) if status else 0,
             "reason": reason,
@@ -1949,7 +1968,7 @@ class Worker:
         for i, inp in enumerate(feed):
             try:
                 head = self.run_once(req, inp)
-                stop = (head["setup_failed"] or head["recycle"] or head["reason"] == "overload"
+                stop = (head["setup_failed"] or head["recycle"] or head["reason"] in ("overload", "killed")
                         or (head["reason"] in ("cpu", "wall") and req.get("stop_on_timeout", True)))
                 head["last"] = bool(stop or i == len(feed) - 1)
                 self._relay(head)

@@ -229,6 +229,10 @@ def _termination(run: RawRun) -> tuple[str, str]:
         return "timeout", f"{'CPU' if run.reason == 'cpu' else 'wall-clock'} time limit exceeded"
     if run.reason in ("output", "obs"):
         return "output_limit", "output limit exceeded" if run.reason == "output" else "result too large"
+    if run.reason == "killed":
+        # the pool passes such a run on only after it happened again on a re-run on a fresh slot
+        return "runtime_error", ("killed by SIGKILL, not by the sandbox or a limit, on two runs on "
+                                 "different slots (the program's own doing)")
     if run.exit < 0:
         return "runtime_error", f"killed by signal {-run.exit}"
     return "runtime_error", f"exited ({run.exit}) before finishing the tests"

@@ -408,6 +408,7 @@ class SlotPool:
                 runs: list[RawRun] = []
                 current = req
                 limit = peak = None
+                rerun_after_kill = False
                 while True:
                     limit = slot.prepare_memory(request_memory(current))
                     head, blobs = slot.request(current, hard_timeout)
@@ -429,6 +430,23 @@ class SlotPool:
                         raise SlotFailure("the program's process could not be set up")
                     if any(r.reason == "overload" for r in part):
                         break
+                    if any(r.reason == "killed" for r in part):
+                        # A SIGKILL that neither the sandbox sent nor the program's limits explain (see
+                        # _worker.run_once): first taken for an outside event (the host's OOM killer, an
+                        # operator), so the whole request runs again, once, on a fresh slot, and that run's
+                        # verdict stands. A second one is the program's own doing (kill -9 of itself): its
+                        # failure, never a mask, and never a third run.
+                        with self._lock:
+                            self.stats["outside_kills" if not rerun_after_kill else "kills_again_on_rerun"] += 1
+                        if not rerun_after_kill:
+                            rerun_after_kill = True
+                            slot.kill()
+                            slot.start()
+                            with self._lock:
+                                self.stats["slot_starts"] += 1
+                                self.stats["kill_reruns"] += 1
+                            runs, current = [], req
+                            continue
                     runs += part
                     if not any(r.get("recycle") or not r.get("clean", True) for r in head["runs"]):
                         break

@@ -33,6 +33,7 @@ from rewardlang.runtime.sandbox.pool import RawResult, Slot, SlotFailure, SlotPo
 __all__ = ["Sandbox", "Task", "probe_level", "choose_level", "expected_level", "doctor_report", "get_sandbox", "close_sandbox"]
 
 log = logging.getLogger("rewardlang.sandbox")
+_KILL_COUNTS = ("outside_kills", "kills_again_on_rerun")
 
 NPROC_BASE = {"bwrap": 2, "namespaces": 1, "uid": 1, "limits": -1}
 
@@ -343,7 +344,11 @@ class Sandbox:
                 out[i] = v
 
         # the raw result is dropped in settle, once judged
+        kills0 = [self.pool.stats[k] for k in _KILL_COUNTS]
         self.pool.stream(((k, p[0], p[1]) for k, p in list(pending.items())), settle)
+        for k, n0 in zip(_KILL_COUNTS, kills0):   # outside kills re-run, and kills that came again (pool.py)
+            if self.pool.stats[k] > n0:
+                counts[k] += self.pool.stats[k] - n0
         with self._lock:
             self.stats.update(counts)
         if stats is not None:

@@ -100,6 +100,7 @@ def test_a_correct_program_killed_from_outside_is_run_again_and_passes(sb: Sandb
     assert (st["outside_kills"], st["kill_reruns"], st["kills_again_on_rerun"]) == (1, 1, 0)
     assert st["slot_starts"] == starts + 1            # the re-run had a fresh slot
     assert sb.stats.get("infra_failures", 0) == 0
+    assert sb.stats["outside_kills"] == 1 and sb.stats.get("kills_again_on_rerun", 0) == 0
     _follow(sb)
 
 

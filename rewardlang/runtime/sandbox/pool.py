@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
@@ -506,16 +506,21 @@ class SlotPool:
         window = 2 * max(1, len(self.slots))
         todo = iter(requests)
         inflight: dict[Future[RawResult], K] = {}
+        # Completions arrive on a queue (the slot thread puts the future as it sets its result): one wake-up
+        # per program, where `wait(FIRST_COMPLETED)` installed and removed a waiter on every future in flight
+        # for each completion.
+        finished: queue.SimpleQueue[Future[RawResult]] = queue.SimpleQueue()
         while True:
             for key, req, hard in todo:
-                inflight[self.submit(req, hard)] = key
+                fut = self.submit(req, hard)
+                inflight[fut] = key
+                fut.add_done_callback(finished.put)
                 if len(inflight) >= window:
                     break
             if not inflight:
                 return
-            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
-            for fut in done:
-                settle(inflight.pop(fut), fut.result())
+            fut = finished.get()
+            settle(inflight.pop(fut), fut.result())
 
     def uids(self) -> list[int]:
         return [s.uid for s in self.slots if s.uid is not None]

@@ -35,6 +35,7 @@ execution runs all cases, as for Python).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -152,6 +153,7 @@ def canonical_language(name: Any) -> str | None:
     return _ALIASES.get(n)
 
 
+@functools.lru_cache(maxsize=256)
 def fence_names(name: str) -> frozenset[str]:
     """The fence info strings that mark a block of this language (``code_block(text, "cpp")``).
 

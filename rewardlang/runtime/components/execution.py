@@ -77,6 +77,8 @@ class ExecParams(BaseModel):
     max_processes: int = Field(16, ge=1, le=4096)
     #: stdin/stdout comparison: ``lines`` (same line count, trailing whitespace ignored), ``tokens``, ``exact``
     compare: Literal["lines", "tokens", "exact"] = "lines"
+    #: CPU seconds of the compile step of a compiled language (default: its profile's, docs/languages.md)
+    compile_timeout: float | None = Field(None, gt=0, le=600)
 
 
 class OutcomeParams(ExecParams):
@@ -180,7 +182,7 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
             ctx.stats["sandbox.unknown_language"] += 1
             lang = "python"
         tasks.append(Task(code[i], t if tests is not None else None, entries[i], p.format, limits, p.compare,
-                          lang))
+                          lang, p.compile_timeout))
     try:
         sandbox = get_sandbox()
     except LevelUnavailable as e:

@@ -89,6 +89,10 @@ class Profile:
     compile_processes: int = 16
     run_threads: int = 0
     integral_floats: bool = False
+    #: the least address space (MiB) the runtime needs to start: V8, the Go runtime and the JVM reserve
+    #: virtual memory up front (node dies with "Failed to reserve virtual memory for CodeRange" under 512 MiB).
+    #: RLIMIT_AS is raised to it; the program's memory budget (the memory cgroup) is unchanged
+    address_space_mb: int = 0
     hello: str = field(default="", repr=False)
 
     def tools(self) -> list[str]:
@@ -111,14 +115,14 @@ PROFILES: dict[str, Profile] = {p.code: p for p in (
              JAVATUPLES, "-d", ".", "Main.java"),
             ("/usr/bin/java", *JVM_FLAGS, "-cp", ".:" + JAVATUPLES, "Main"),
             frozenset({"java"}), ("openjdk-17-jdk-headless", "libjavatuples-java"), ("/usr/bin/javac", "-version"),
-            compile_cpu=20.0, run_threads=0,
+            compile_cpu=20.0, address_space_mb=1024,
             hello='public class Main { public static void main(String[] a) throws Exception {\n'
                   '  try (java.io.FileOutputStream f = new java.io.FileOutputStream("/proc/self/fd/3")) {\n'
                   '    f.write("0 \\"hello\\"\\n".getBytes("UTF-8")); } } }\n'),
     Profile("js", "JavaScript (Node.js)", "main.js", None,
             ("/usr/bin/node", "--max-old-space-size=256", "--v8-pool-size=1", "main.js"),
             frozenset({"js", "javascript", "node", "nodejs", "mjs"}), ("nodejs",), ("/usr/bin/node", "--version"),
-            integral_floats=True,
+            integral_floats=True, address_space_mb=2048,
             hello='require("fs").writeSync(3, "0 " + JSON.stringify("hello") + "\\n");\n'),
     Profile("php", "PHP", "main.php", None,
             ("/usr/bin/php", "-d", "display_errors=stderr", "-d", "memory_limit=-1", "main.php"),
@@ -131,7 +135,7 @@ PROFILES: dict[str, Profile] = {p.code: p for p in (
             frozenset({"go", "golang"}), ("golang-go",), ("/usr/bin/go", "version"),
             env=(("GOCACHE", "{run}/.gocache"), ("GOPATH", "{run}/go"), ("GO111MODULE", "off"),
                  ("CGO_ENABLED", "0"), ("GOMAXPROCS", "1"), ("GOFLAGS", "-buildvcs=false")),
-            compile_cpu=20.0,
+            compile_cpu=20.0, address_space_mb=1024,
             hello='package main\nimport "os"\nfunc main() { os.NewFile(3, "r").WriteString("0 \\"hello\\"\\n") }\n'),
 )}
 
@@ -254,6 +258,8 @@ class LanguagePlan:
 
     profile: Profile
     tests: StructuredTests
+    #: the compile step's CPU seconds (None: the profile's ``compile_cpu``)
+    compile_cpu: float | None = None
 
     @property
     def n(self) -> int:
@@ -267,7 +273,8 @@ class LanguagePlan:
         p = self.profile
         out = []
         if p.compile is not None:
-            out.append(("compile", Limits(cpu=max(p.compile_cpu, float(limits.cpu)),
+            cpu = float(self.compile_cpu) if self.compile_cpu is not None else max(p.compile_cpu, float(limits.cpu))
+            out.append(("compile", Limits(cpu=cpu,
                                           memory_mb=max(p.compile_memory_mb, int(limits.memory_mb)),
                                           output_bytes=COMPILE_OUTPUT_BYTES, observation_bytes=1 << 16,
                                           processes=max(p.compile_processes, int(limits.processes)),
@@ -287,9 +294,10 @@ class LanguagePlan:
             argv = self.profile.compile if name == "compile" else self.profile.run
             w = lim.to_wire(nproc_base)
             mem = max(mem, int(w["mem"]))
+            w["mem"] = max(int(w["mem"]), self.profile.address_space_mb << 20)
             steps.append({"step": name, "argv": list(argv or ()), "env": env, "limits": w,
                           "stderr": name == "compile"})
-        # "limits" (last, see pool.request_memory): the memory group's budget, the largest step's
+        # "limits" (last, see pool.request_memory): the memory group's budget, the largest step's budget
         top = dict(steps[-1]["limits"], mem=mem)
         return {"mode": "argv", "file": self.profile.file, "steps": steps, "limits": top}
 
@@ -357,10 +365,10 @@ def _short(v: Any) -> str:
     return s if len(s) <= 120 else s[:117] + "..."
 
 
-def language_plan(language: str, tests: Any) -> LanguagePlan:
+def language_plan(language: str, tests: Any, compile_cpu: float | None = None) -> LanguagePlan:
     """The plan for one program in ``language`` (a code or fence name) with structured ``tests``.
     Raises :class:`TestFormatError` (bad tests) or ``ValueError`` (unknown language)."""
     code = canonical_language(language)
     if code is None or code == "python":
         raise ValueError(unknown_language_message(language))
-    return LanguagePlan(PROFILES[code], parse_tests(tests))
+    return LanguagePlan(PROFILES[code], parse_tests(tests), compile_cpu)

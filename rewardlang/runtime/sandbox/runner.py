@@ -77,6 +77,8 @@ class Task:
     #: ``python`` or a code of :data:`~rewardlang.runtime.sandbox.languages.LANGUAGES` (structured tests,
     #: an argv program: see languages.py)
     language: str = "python"
+    #: CPU seconds of an argv program's compile step (None: the language profile's default)
+    compile_cpu: float | None = None
 
 
 def _answer_key(tests: str | Sequence[str] | None) -> bytes:
@@ -385,7 +387,7 @@ class Sandbox:
         when none is needed (bad tests or language: an error; no code: a compile error; a missing
         toolchain: an infrastructure failure, masked)."""
         try:
-            lplan = language_plan(task.language, task.tests)
+            lplan = language_plan(task.language, task.tests, task.compile_cpu)
         except (TestFormatError, ValueError) as e:
             return Verdict("error", error=str(e), level=self.level)
         if task.code is None:

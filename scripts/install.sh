@@ -19,6 +19,28 @@ if ! command -v bwrap >/dev/null 2>&1; then
   fi
 fi
 
+# Toolchains of programs in other languages (docs/languages.md): C/C++ (gcc, g++; clang and LLVM), Java 17
+# (headless JDK; javatuples for translated tests that use tuples), JavaScript (node), PHP, Go; bash is there.
+# `rewardlang doctor` checks each one (version, a hello-world compiled and run in the sandbox).
+LANG_PKGS=""
+for pair in gcc:gcc g++:g++ clang:clang llvm-config:llvm javac:openjdk-17-jdk-headless node:nodejs php:php-cli \
+            go:golang-go; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || LANG_PKGS="$LANG_PKGS ${pair#*:}"
+done
+[ -e /usr/share/java/javatuples.jar ] || LANG_PKGS="$LANG_PKGS libjavatuples-java"
+if [ -n "$LANG_PKGS" ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    # shellcheck disable=SC2086
+    apt-get install -y -q $LANG_PKGS >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q $LANG_PKGS >/dev/null; }
+  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    sudo apt-get install -y -q $LANG_PKGS >/dev/null || echo "warning: could not install:$LANG_PKGS" >&2
+  else
+    echo "warning: toolchains missing (programs in these languages are masked):$LANG_PKGS" >&2
+  fi
+fi
+
 # torch first, pinned: this picks the local CPU wheel; an unpinned torch would pull gigabytes of CUDA packages.
 "$PY" -m pip install -q --disable-pip-version-check torch==2.13.0
 if [ "${1:-}" = "--test" ]; then

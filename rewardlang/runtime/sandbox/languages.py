@@ -372,3 +372,62 @@ def language_plan(language: str, tests: Any, compile_cpu: float | None = None) -
     if code is None or code == "python":
         raise ValueError(unknown_language_message(language))
     return LanguagePlan(PROFILES[code], parse_tests(tests), compile_cpu)
+
+
+def _version(profile: Profile) -> str | None:
+    import subprocess
+
+    try:
+        r = subprocess.run(list(profile.version), capture_output=True, text=True, timeout=20, check=False,
+                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = (r.stdout or r.stderr).strip()
+    return text.splitlines()[0][:120] if text else None
+
+
+def doctor_languages(sandbox: Any = None) -> dict[str, dict[str, Any]]:
+    """For ``rewardlang doctor``: each language's toolchain (version, or what is missing and how to install
+    it) and a hello-world compiled and run in the sandbox (``ok``, or its outcome and why).
+
+        >>> r = doctor_languages()                                  # doctest: +SKIP
+        >>> r["cpp"]["sandbox"], r["cpp"]["version"][:3]             # doctest: +SKIP
+        ('ok', 'g++')
+    """
+    from rewardlang.runtime.sandbox.config import SandboxConfig
+    from rewardlang.runtime.sandbox.runner import Sandbox, Task
+
+    out: dict[str, dict[str, Any]] = {}
+    tests = {"format": TESTS_FORMAT, "harness": "", "cases": [{"expected": "hello", "type": "str", "tolerance": None}]}
+    tasks, codes = [], []
+    for code, p in PROFILES.items():
+        missing = [t for t in p.tools() if not os.access(t, os.X_OK)]
+        if missing:
+            out[code] = {"title": p.title, "version": None, "missing": ", ".join(missing),
+                         "install": f"apt-get install -y {' '.join(p.packages)}", "sandbox": "not run"}
+            continue
+        out[code] = {"title": p.title, "version": _version(p)}
+        # the harness is a comment in each language's syntax (the hello-world is the whole program)
+        harness = "# hello" if code in ("sh", "php") else "// hello"
+        tasks.append(Task(p.hello, dict(tests, harness=harness), language=code, limits=Limits(cpu=10)))
+        codes.append(code)
+    if not tasks:
+        return out
+    own = sandbox is None
+    try:
+        sb = sandbox or Sandbox(SandboxConfig(slots=1))
+    except Exception as e:  # no sandbox level works: say so per language
+        for code in codes:
+            out[code]["sandbox"] = f"no sandbox: {e}"
+        return out
+    try:
+        for code, v in zip(codes, sb.evaluate(tasks, use_cache=False)):
+            if v.outcome == "pass":
+                out[code]["sandbox"] = "ok"
+            else:
+                why = v.infra or v.error or (v.tests[0].detail if v.tests else "")
+                out[code]["sandbox"] = f"FAILED ({v.outcome}): {why}"[:300]
+    finally:
+        if own:
+            sb.close()
+    return out

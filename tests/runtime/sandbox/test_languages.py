@@ -221,3 +221,34 @@ def test_parse_records_duplicates_malformed_and_bounds() -> None:
     assert not has_value(vals[0])
     vals, probs = parse_records(b'x 1\n-1 2\n7 3\n0 1 2\n', 2)
     assert not any(has_value(v) for v in vals) and len(probs) == 4
+
+
+def test_doctor_reports_each_language_and_what_is_missing(sb1, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from rewardlang.runtime.sandbox import languages
+
+    for lang in LANGS:
+        require(lang)
+    gone = dataclasses.replace(PROFILES["go"], compile=("/nonexistent/go", "build"), run=("./main",))
+    monkeypatch.setitem(languages.PROFILES, "go", gone)
+    r = languages.doctor_languages(sb1)
+    for lang in ("c", "cpp", "java", "js", "php", "sh"):
+        assert r[lang]["sandbox"] == "ok", r[lang]
+        assert r[lang]["version"]
+    assert r["go"]["missing"] == "/nonexistent/go"
+    assert r["go"]["install"] == "apt-get install -y golang-go" and r["go"]["sandbox"] == "not run"
+
+
+def test_a_missing_toolchain_is_masked_and_counted(sb1, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+    from collections import Counter
+
+    from rewardlang.runtime.sandbox import languages
+
+    gone = dataclasses.replace(PROFILES["php"], run=("/nonexistent/php", "main.php"))
+    monkeypatch.setitem(languages.PROFILES, "php", gone)
+    stats: Counter = Counter()
+    v = sb1.evaluate([Task(unit("php"), lang_tests("php"), language="php")], stats=stats)[0]
+    assert v.outcome == "infra" and "not installed" in (v.infra or "")
+    assert stats["sandbox.infra_failures"] == 1 and stats["sandbox.toolchain_missing"] == 1

@@ -122,7 +122,8 @@ PROFILES: dict[str, Profile] = {p.code: p for p in (
     Profile("js", "JavaScript (Node.js)", "main.js", None,
             ("/usr/bin/node", "--max-old-space-size=256", "--v8-pool-size=1", "main.js"),
             frozenset({"js", "javascript", "node", "nodejs", "mjs"}), ("nodejs",), ("/usr/bin/node", "--version"),
-            integral_floats=True, address_space_mb=2048,
+            # node reads /etc/ssl/openssl.cnf at start and exits on EACCES (Landlock at the uid level)
+            env=(("OPENSSL_CONF", "/dev/null"),), integral_floats=True, address_space_mb=2048,
             hello='require("fs").writeSync(3, "0 " + JSON.stringify("hello") + "\\n");\n'),
     Profile("php", "PHP", "main.php", None,
             ("/usr/bin/php", "-d", "display_errors=stderr", "-d", "memory_limit=-1", "main.php"),

@@ -252,3 +252,22 @@ def test_a_missing_toolchain_is_masked_and_counted(sb1, monkeypatch: pytest.Monk
     v = sb1.evaluate([Task(unit("php"), lang_tests("php"), language="php")], stats=stats)[0]
     assert v.outcome == "infra" and "not installed" in (v.infra or "")
     assert stats["sandbox.infra_failures"] == 1 and stats["sandbox.toolchain_missing"] == 1
+
+
+@pytest.mark.parametrize("level", ["uid", pytest.param("namespaces", marks=pytest.mark.slow),
+                                   pytest.param("limits", marks=pytest.mark.slow)])
+def test_every_language_at_the_other_levels(level: str) -> None:
+    """The toolchains run at every level (at `uid`, Landlock allows only the read paths it lists: node's
+    OpenSSL configuration read is why the js profile sets OPENSSL_CONF)."""
+    from rewardlang.runtime.sandbox.config import SandboxConfig
+    from rewardlang.runtime.sandbox.runner import Sandbox
+
+    for lang in LANGS:
+        require(lang)
+    with Sandbox(SandboxConfig(slots=1, level=level)) as sb:
+        if sb.level != level:
+            pytest.skip(f"level {level} is not available here")
+        vs = sb.evaluate([Task(unit(lang), lang_tests(lang), language=lang) for lang in LANGS]
+                         + [Task(unit(lang, False), lang_tests(lang), language=lang) for lang in LANGS],
+                         use_cache=False)
+    assert [v.outcome for v in vs] == ["pass"] * len(LANGS) + ["fail"] * len(LANGS), [v.details() for v in vs]

@@ -271,3 +271,17 @@ def test_every_language_at_the_other_levels(level: str) -> None:
                          + [Task(unit(lang, False), lang_tests(lang), language=lang) for lang in LANGS],
                          use_cache=False)
     assert [v.outcome for v in vs] == ["pass"] * len(LANGS) + ["fail"] * len(LANGS), [v.details() for v in vs]
+
+
+def test_comparison_cost_is_bounded_whatever_the_program_returns() -> None:
+    """A float-keyed dict is compared pairwise only up to a bound (more fails), so the trusted side's work per
+    case stays small; exact keys are compared through a hash table."""
+    from rewardlang.runtime.sandbox import values
+
+    n = values._MAX_PAIRWISE + 1
+    e = [[float(i), i] for i in range(n)]
+    assert not compare(e, list(reversed(e)), "dict[float, int]")
+    ok = e[:values._MAX_PAIRWISE]
+    assert compare(ok, list(reversed(ok)), "dict[float, int]")
+    big = [[str(i), i] for i in range(50_000)]
+    assert compare(big, list(reversed(big)), "dict[str, int]")

@@ -40,7 +40,7 @@ def translated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ev, "translated_humaneval", rows_for)
 
 
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", [x if x in ("cpp", "sh") else pytest.param(x, marks=pytest.mark.slow) for x in LANGS])
 def test_eval_lang_completions_continuing_or_restating_the_prompt(lang: str, translated: None,
                                                                   tmp_path: Path) -> None:
     require(lang)

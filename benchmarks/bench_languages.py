@@ -5,7 +5,7 @@ in one run, with the ratio (acceptance: the sandbox costs at most 1.25x the bare
     python3 benchmarks/bench_languages.py --programs 10 --rounds 2 --langs c,cpp
 
 *Bare*: the profile's own compile and run argv (same flags, same environment: HOME/TMPDIR in a fresh
-directory, GOCACHE there, the JVM flags) spawned directly, fd 3 opened on a file; its CPU is the children's
+directory on a tmpfs like the slot's, GOCACHE there, the JVM flags) spawned directly, fd 3 opened on a file; its CPU is the children's
 rusage of each step (``wait4``), nothing of this process. *Sandbox*: the same programs as tasks of a one-slot
 ``Sandbox`` (bwrap where available); its CPU is everything the sandbox spends: the slot's processes (the
 worker and every program and compiler it reaped) plus this whole process (the pool's threads, framing,
@@ -62,7 +62,8 @@ def bare(lang: str, k: int) -> tuple[float, float, bool]:
     """(CPU s, wall s, all cases pass) of one program run by its toolchain directly."""
     plan = language_plan(lang, lang_tests(lang))
     p = plan.profile
-    d = tempfile.mkdtemp(prefix="rl-bench-")
+    # a tmpfs, as the slot's /tmp is (the host's /tmp may be a disk: Go's build cache then costs more CPU there)
+    d = tempfile.mkdtemp(prefix="rl-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     try:
         with open(os.path.join(d, p.file), "w") as fh:
             fh.write(plan.source(program(lang, k)))

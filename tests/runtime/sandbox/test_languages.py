@@ -285,3 +285,13 @@ def test_comparison_cost_is_bounded_whatever_the_program_returns() -> None:
     assert compare(ok, list(reversed(ok)), "dict[float, int]")
     big = [[str(i), i] for i in range(50_000)]
     assert compare(big, list(reversed(big)), "dict[str, int]")
+
+
+@pytest.mark.parametrize("name", ["values", "languages"])
+def test_docstring_examples(name: str) -> None:
+    import doctest
+    import importlib
+
+    module = importlib.import_module(f"rewardlang.runtime.sandbox.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

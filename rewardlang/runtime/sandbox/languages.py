@@ -43,11 +43,30 @@ from typing import Any
 
 from rewardlang.runtime.sandbox.config import Limits
 from rewardlang.runtime.sandbox.convert import TestFormatError
-from rewardlang.runtime.sandbox.values import TypeExprError, compare, has_value, parse_records, parse_type
+from rewardlang.runtime.sandbox.values import (
+    TypeExprError,
+    compare,
+    has_value,
+    parse_records,
+    parse_type,
+)
 
-__all__ = ["Profile", "PROFILES", "LANGUAGES", "TOOLCHAIN_PATHS", "TESTS_FORMAT", "canonical_language",
-           "parse_tests", "StructuredTests", "Case", "LanguagePlan", "language_plan", "ToolchainMissing",
-           "unknown_language_message", "fence_names"]
+__all__ = [
+    "LANGUAGES",
+    "PROFILES",
+    "TESTS_FORMAT",
+    "TOOLCHAIN_PATHS",
+    "Case",
+    "LanguagePlan",
+    "Profile",
+    "StructuredTests",
+    "ToolchainMissing",
+    "canonical_language",
+    "fence_names",
+    "language_plan",
+    "parse_tests",
+    "unknown_language_message",
+]
 
 TESTS_FORMAT = "rewardlang-tests/1"
 
@@ -307,7 +326,13 @@ class LanguagePlan:
 
     def judge(self, raw: Any, level: str = "") -> Any:
         """The verdict for what the sandbox returned (a ``pool.RawResult``)."""
-        from rewardlang.runtime.sandbox.judge import _OOM_WHY, TestResult, Verdict, _termination, _worst
+        from rewardlang.runtime.sandbox.judge import (
+            _OOM_WHY,
+            TestResult,
+            Verdict,
+            _termination,
+            _worst,
+        )
 
         if raw.runs is None:
             return Verdict("infra", infra=raw.infra or "sandbox failure", level=level)

@@ -31,8 +31,15 @@ import json
 import math
 from typing import Any
 
-__all__ = ["parse_type", "compare", "parse_records", "TypeExprError", "DEFAULT_REL_TOL", "MAX_NUMBER_CHARS",
-           "format_type"]
+__all__ = [
+    "DEFAULT_REL_TOL",
+    "MAX_NUMBER_CHARS",
+    "TypeExprError",
+    "compare",
+    "format_type",
+    "parse_records",
+    "parse_type",
+]
 
 #: the default float tolerance: relative 1e-6, and absolute 1e-6 for expected values below 1 in magnitude
 DEFAULT_REL_TOL = 1e-6

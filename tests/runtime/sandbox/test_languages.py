@@ -8,6 +8,7 @@ import json
 import math
 
 import pytest
+from lang_programs import LANGS, lang_tests, require, unit
 
 from rewardlang.runtime.sandbox.convert import TestFormatError
 from rewardlang.runtime.sandbox.languages import (
@@ -19,9 +20,13 @@ from rewardlang.runtime.sandbox.languages import (
     parse_tests,
 )
 from rewardlang.runtime.sandbox.runner import Task
-from rewardlang.runtime.sandbox.values import TypeExprError, compare, has_value, parse_records, parse_type
-
-from lang_programs import LANGS, require, lang_tests, unit
+from rewardlang.runtime.sandbox.values import (
+    TypeExprError,
+    compare,
+    has_value,
+    parse_records,
+    parse_type,
+)
 
 
 @pytest.mark.parametrize("lang", LANGS)

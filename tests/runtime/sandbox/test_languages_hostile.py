@@ -103,6 +103,22 @@ int forced = R<0>::v;
     Case("sh_fork_bomb", "sh", unit("sh").replace("local out=() i", "local out=() i\n    :(){ :|:& };:"), "timeout"),
     Case("sh_exit0_top_level", "sh", unit("sh") + "exit 0\n", "runtime_error", ("runtime_error",) * 3, slow=True),
     Case("go_init_exit", "go", unit("go") + "func init() { os.Exit(0) }\n", "runtime_error", ("runtime_error",) * 3),
+    # the connection fails (no socket can be made); node's 'error' event comes after the harness wrote every
+    # record, and the exit status that follows decides nothing: the records do
+    Case("js_network", "js", unit("js").replace("const out = [];", """const out = [];
+    require("net").connect(PORT, "127.0.0.1").on("connect", () => require("fs").writeSync(3, "0 [99]\\n"));"""),
+         "pass", ("pass",) * 3, slow=True),
+    Case("php_network", "php", unit("php").replace("$out = [];", """$out = [];
+    if (@fsockopen("127.0.0.1", PORT, $errno, $errstr, 1) !== false) $out[] = 99;"""), "pass", ("pass",) * 3,
+         slow=True),
+    Case("sh_output_flood", "sh", unit("sh") + "yes | head -c 100000000\n", "output_limit", ("output_limit",) * 3,
+         slow=True),
+    Case("go_forged_records", "go", unit("go") + """func init() { os.NewFile(3, "r").WriteString("0 [0,2,4]\\n1 [0]\\n2 []\\n") }
+""", "fail", ("fail",) * 3, slow=True),
+    Case("java_forged_records", "java", unit("java").replace("class Problem {", """class Problem {
+    static { try { java.io.FileOutputStream f = new java.io.FileOutputStream("/proc/self/fd/3");
+                   f.write("0 [0,2,4]\\n1 [0]\\n2 []\\n".getBytes()); f.flush(); } catch (Exception e) { } }"""),
+         "fail", ("fail",) * 3, slow=True),
     Case("go_goroutine_bomb", "go", unit("go").replace("out := []int{}", """out := []int{}
     for k := 0; k < 100000; k++ { go func() { for {} }() }"""), "timeout", slow=True),
 ]

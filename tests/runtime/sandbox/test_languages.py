@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 from lang_programs import LANGS, lang_tests, require, unit
@@ -300,3 +301,28 @@ def test_docstring_examples(name: str) -> None:
     module = importlib.import_module(f"rewardlang.runtime.sandbox.{name}")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_a_cpp_program_including_bits_stdcpp_passes(sb1) -> None:
+    """With the precompiled header (scripts/install.sh builds it) or without it (g++ then reads the header)."""
+    require("cpp")
+    v = sb1.run("#include <bits/stdc++.h>\n" + unit("cpp"), lang_tests("cpp"), language="cpp")
+    assert v.outcome == "pass", v.details()
+
+
+@pytest.mark.slow
+def test_the_precompiled_header_is_built_with_the_profiles_flags(tmp_path) -> None:
+    """g++ with the cpp profile's flags and the -I of the built directory uses the .gch (-H marks it with '!')."""
+    import subprocess
+
+    from rewardlang.runtime.sandbox.languages import PCH_FLAGS, build_pch
+
+    require("cpp")
+    gch = build_pch(str(tmp_path / "pch"))
+    assert gch.endswith("bits/stdc++.h.gch") and os.path.getsize(gch) > 1 << 20
+    src = tmp_path / "main.cpp"
+    src.write_text("#include <bits/stdc++.h>\nint main() {}\n")
+    r = subprocess.run(["/usr/bin/g++", *PCH_FLAGS, "-pipe", "-w", "-I", str(tmp_path / "pch"), "-H",
+                        "-fsyntax-only", str(src)], capture_output=True, text=True, check=False)
+    assert r.returncode == 0 and f"! {gch}" in r.stderr, r.stderr[:500]
+    assert PROFILES["cpp"].compile[:3] == ("/usr/bin/g++", *PCH_FLAGS)

@@ -3,6 +3,7 @@ in one run, with the ratio (acceptance: the sandbox costs at most 1.25x the bare
 
     python3 benchmarks/bench_languages.py                 # 3 rounds of 20 programs per language, one slot
     python3 benchmarks/bench_languages.py --programs 10 --rounds 2 --langs c,cpp
+    python3 benchmarks/bench_languages.py --pch 6          # bits/stdc++.h: the precompiled header vs none
 
 *Bare*: the profile's own compile and run argv (same flags, same environment: HOME/TMPDIR in a fresh
 directory on a tmpfs like the slot's, GOCACHE there, the JVM flags) spawned directly, fd 3 opened on a file; its CPU is the children's
@@ -99,13 +100,49 @@ def bare(lang: str, k: int) -> tuple[float, float, bool]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def bench_pch(sb: Sandbox, n: int) -> None:
+    """C++ programs that include bits/stdc++.h through the sandbox: the profile as shipped (the precompiled
+    header's -I) against the same profile without it, interleaved; CPU per program (compile + run)."""
+    import dataclasses
+
+    from rewardlang.runtime.sandbox import languages
+
+    shipped = languages.PROFILES["cpp"]
+    argv = list(shipped.compile or ())
+    i = argv.index("-I")
+    plain = dataclasses.replace(shipped, compile=tuple(argv[:i] + argv[i + 2:]))
+    have = os.path.exists(os.path.join(languages.PCH_DIR, "bits", "stdc++.h.gch"))
+    cpu: dict[str, list[float]] = {"pch": [], "header": []}
+    try:
+        for k in range(n):
+            for name, prof in (("pch", shipped), ("header", plain)):
+                languages.PROFILES["cpp"] = prof
+                code = "#include <bits/stdc++.h>\n" + program("cpp", 10_000 + 2 * k + (name == "pch"))
+                v = sb.evaluate([Task(code, lang_tests("cpp"), language="cpp", limits=Limits(cpu=10))],
+                                use_cache=False)[0]
+                assert v.outcome == "pass", v.details()
+                cpu[name].append(v.cpu)
+    finally:
+        languages.PROFILES["cpp"] = shipped
+    a, b = statistics.median(cpu["header"]), statistics.median(cpu["pch"])
+    state = "present" if have else "MISSING: python3 -m rewardlang.runtime.sandbox.languages --build-pch"
+    print(f"C++ with bits/stdc++.h ({n} programs each, compile + run CPU of the program, medians): without the "
+          f"precompiled header {1e3 * a:.0f} ms, with it {1e3 * b:.0f} ms ({state}): {a / b:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--programs", type=int, default=20, help="programs per language and round (each side)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (the medians are printed)")
     ap.add_argument("--langs", default=",".join(LANGS))
     ap.add_argument("--json", action="store_true", help="print one JSON line per language as well")
+    ap.add_argument("--pch", type=int, default=0, metavar="N",
+                    help="only: N C++ programs including bits/stdc++.h with and without the precompiled header")
     args = ap.parse_args()
+    if args.pch:
+        with Sandbox(SandboxConfig(slots=1)) as sb:
+            bench_pch(sb, args.pch)
+        return
     langs = [x for x in args.langs.split(",") if x]
     n = args.programs
     with Sandbox(SandboxConfig(slots=1)) as sb:

@@ -770,6 +770,12 @@ class Checker:
                                    hint=sig.usage())
                         ok = False
                         continue
+                if a.check is not None and self.is_const(nid) and self.cval(nid) is not None:
+                    refused = a.check(self.cval(nid))
+                    if refused:
+                        self.error("E203", f"`{a.name}` of `{sig.name}`: {refused[0]}", ex.loc, hint=refused[1])
+                        ok = False
+                        continue
                 if a.static:
                     if not self.is_const(nid):
                         self.error("E205", f"`{a.name}` of `{sig.name}` must be a constant", ex.loc)

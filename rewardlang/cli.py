@@ -815,6 +815,10 @@ def doctor() -> None:
     report = doctor_report()
     typer.echo("sandbox:")
     _print_tree(report, "  ")
+    from rewardlang.runtime.sandbox.languages import doctor_languages
+
+    typer.echo("languages (toolchain, and a hello-world compiled and run in the sandbox):")
+    _print_tree(doctor_languages(), "  ")
 
 
 def _print_tree(value: Any, indent: str) -> None:

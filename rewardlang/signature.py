@@ -40,6 +40,10 @@ class Arg:
     static: bool = False
     default: Any = MISSING
     variadic: bool = False
+    #: for an argument given as a constant: ``check(value)`` returns ``(message, hint)`` when the value is
+    #: not accepted (e.g. an unknown language name), so the checker reports it at the argument; values that
+    #: vary per sample are checked per row by the implementation
+    check: Any = field(default=None, compare=False, repr=False)
 
     @property
     def required(self) -> bool:

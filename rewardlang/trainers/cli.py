@@ -143,6 +143,9 @@ def eval_command(
     threads: int = typer.Option(0, "--threads", help="CPU threads for torch (0: torch's default; 1 is much "
                                 "faster on a machine shared with other work)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
+    lang: str = typer.Option("python", "--lang", help="python (default), c, cpp, java, js, php, sh, go: HumanEval "
+                             "translated into that language (docs/languages.md); all: every one, a table per "
+                             "language."),
 ) -> None:
     """pass@1 and pass@k (unbiased estimator) of a model on HumanEval, every program judged in the sandbox."""
     import json as _json
@@ -154,6 +157,20 @@ def eval_command(
 
     if dataset not in ("humaneval", "robot"):
         _fail(f"--dataset {dataset}: humaneval or robot")
+    from rewardlang.runtime.sandbox.languages import LANGUAGES, canonical_language
+
+    if lang != "all" and canonical_language(lang) is None:
+        _fail(f"--lang {lang}: one of {', '.join(LANGUAGES)}, or all")
+    if lang == "all" or canonical_language(lang) != "python":
+        if completions is not None and lang == "all":
+            _fail("--completions with --lang all: give one language's completions with --lang L")
+        from rewardlang.trainers.eval_lang import eval_languages
+
+        eval_languages(list(LANGUAGES) if lang == "all" else [canonical_language(lang)], model=model,
+                       dataset=dataset, n=n, temperature=temperature, ks=k, problems=problems, limit=limit,
+                       max_new_tokens=max_new_tokens, completions=completions, output=output, seed=seed,
+                       threads=threads, progress=progress, fail=_fail)
+        return
     ks = sorted(set(k or [1, n]))
     if any(x < 1 or x > n for x in ks):
         _fail(f"--k {ks}: every k must be between 1 and --n ({n})")

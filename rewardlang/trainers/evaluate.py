@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["pass_at_k", "program_for", "robot_program", "judge", "judge_robot", "generate", "evaluate", "summarize", "write_jsonl",
+__all__ = ["pass_at_k", "program_for", "lang_program_for", "lang_system_prompt", "translated_humaneval",
+           "robot_program", "judge", "judge_robot", "generate", "evaluate", "summarize", "write_jsonl",
            "load_completions", "select_problems", "load_eval_model", "DEFAULT_SYSTEM_PROMPT"]
 
 #: how a problem is presented when neither a spec nor a run directory says (the shipped specs state their own)
@@ -75,6 +76,54 @@ def program_for(completion: str, prompt: str, entry_point: str) -> str:
     if re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", code, re.M):
         return prompt + "\n" + code
     return prompt + code
+
+
+def lang_system_prompt(language: str) -> str:
+    """How a problem in another language is presented (``eval --lang``): the prompt ends with the function's
+    declaration and opening, and the program is the prompt followed by the completion."""
+    from rewardlang.runtime.sandbox.languages import PROFILES
+
+    p = PROFILES[language]
+    return (f"You are an expert {p.title} programmer. Complete the code the user gives: write the body of the "
+            f"function it opens and close what it opened. Reply with the code in one ```{language} block.")
+
+
+def lang_program_for(completion: str, prompt: str, language: str) -> str:
+    r"""The unit a completion in another language stands for: the first fenced block of that language (else of
+    any language, else the whole text). When the block restates the prompt's last line (the function's
+    declaration) the unit is the prompt up to that line and the block from it (the model rewrote the
+    function), else the prompt followed by the block (it continued the prompt).
+
+        >>> lang_program_for("```cpp\nint f(int x) {\n  return x;\n}\n```", "#include <x>\nint f(int x) {\n", "cpp")
+        '#include <x>\nint f(int x) {\n  return x;\n}'
+        >>> lang_program_for("  return x;\n}\n", "int f(int x) {\n", "c")
+        'int f(int x) {\n  return x;\n}\n'
+    """
+    from rewardlang.runtime.sandbox.languages import fence_names
+
+    names = fence_names(language)
+    blocks = re.findall(r"```[ \t]*([\w+#.-]*)[ \t]*\n(.*?)(?:```|\Z)", completion, re.S)
+    code = next((b for tag, b in blocks if tag.lower() in names), None)
+    if code is None:
+        code = blocks[0][1] if blocks else completion
+    lines = prompt.rstrip("\n").split("\n")
+    decl = lines[-1].strip() if lines else ""
+    if decl:
+        for m in re.finditer(r"^[ \t]*" + re.escape(decl), code, re.M):
+            head = "\n".join(lines[:-1])
+            return (head + "\n" if head else "") + code[m.start():].rstrip("\n")
+    return prompt + code
+
+
+def translated_humaneval(language: str) -> list[dict[str, Any]]:
+    """HumanEval translated into ``language`` (rows with ``task_id``, ``prompt``, structured ``tests``,
+    ``entry_point``, ``language``): the one place ``eval --lang`` reads them from."""
+    try:
+        from rewardlang.datasets.multilang import load_humaneval as load_translated  # type: ignore[import-not-found]
+    except ImportError as exc:
+        raise ValueError(f"--lang {language}: the translated HumanEval (rewardlang.datasets.multilang) is not "
+                         f"installed in this checkout ({exc})") from None
+    return load_translated(language)
 
 
 def robot_program(completion: str) -> str:
@@ -121,9 +170,14 @@ def judge(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[
     limits = Limits(cpu=timeout)
     tasks, where = [], []
     for i, (row, comps) in enumerate(zip(problems, completions, strict=True)):
+        lang = row.get("language") or "python"
         for comp in comps:
-            tasks.append(Task(program_for(comp, row["prompt"], row["entry_point"]), row["tests"], row["entry_point"],
-                              format="humaneval", limits=limits))
+            if lang == "python":
+                tasks.append(Task(program_for(comp, row["prompt"], row["entry_point"]), row["tests"],
+                                  row["entry_point"], format="humaneval", limits=limits))
+            else:
+                tasks.append(Task(lang_program_for(comp, row["prompt"], lang), row["tests"], row["entry_point"],
+                                  limits=limits, language=lang))
             where.append(i)
     verdicts = get_sandbox().evaluate(tasks) if tasks else []
     out: list[list[str | None]] = [[] for _ in problems]
@@ -206,10 +260,26 @@ def write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
 
 
 def select_problems(problems: Sequence[str] | None = None, limit: int | None = None,
-                    dataset: str = "humaneval") -> list[dict[str, Any]]:
+                    dataset: str = "humaneval", language: str = "python") -> list[dict[str, Any]]:
     """HumanEval rows: those named (``HumanEval/0`` or ``0``), else all, then the first ``limit``. ``robot``: the
     robot tasks' rows (:func:`rewardlang.domains.robot.data.rows`), those named by task id, else the held-out
-    split."""
+    split. ``language`` other than python: the translated HumanEval of that language
+    (:func:`translated_humaneval`; a problem that could not be translated is not there)."""
+    if language != "python":
+        if dataset != "humaneval":
+            raise ValueError(f"--lang {language}: only the HumanEval dataset is translated (not {dataset})")
+        rows = [dict(r, language=language) for r in translated_humaneval(language)]
+        if problems:
+            by_id = {r["task_id"]: r for r in rows}
+            chosen = []
+            for p in problems:
+                key = p if p.startswith("HumanEval/") else f"HumanEval/{p}"
+                if key not in by_id:
+                    raise ValueError(f"--problems: {p!r} is not among the {len(rows)} problems translated into "
+                                     f"{language}")
+                chosen.append(by_id[key])
+            rows = chosen
+        return rows[:limit] if limit else rows
     if dataset == "robot":
         from rewardlang.domains.robot.data import rows as robot_rows
 
@@ -298,7 +368,8 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
     for row, comps, outs in zip(problems, completions, outcomes, strict=True):
         ok = [o for o in outs if o is not None]
         c = sum(o == passing for o in ok)
-        rec = {"task_id": row["task_id"], "n": len(ok), "correct": c, "infra": len(outs) - len(ok),
+        rec = {"task_id": row["task_id"], "language": row.get("language") or "python", "n": len(ok), "correct": c,
+               "infra": len(outs) - len(ok),
                "outcomes": outs, "completions": list(comps)}
         for k in ks:
             if len(ok) >= k:
@@ -309,7 +380,9 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
         classes = ("python_error", "simulation_error", "completion_error", "success")
         flat = [o for r in records for o in r["outcomes"] if o is not None]
         summary["outcome_classes"] = {c: flat.count(c) for c in classes}
-    summary.update({"dataset": dataset, "n": n, "temperature": temperature, "generation_s": round(gen_s, 2),
+    langs = sorted({r.get("language") or "python" for r in problems})
+    summary.update({"dataset": dataset, "language": langs[0] if len(langs) == 1 else langs, "n": n,
+                    "temperature": temperature, "generation_s": round(gen_s, 2),
                     "total_s": round(time.perf_counter() - t0, 2)})
     if out_path:
         write_jsonl(out_path, records)

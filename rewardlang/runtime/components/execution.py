@@ -17,6 +17,9 @@ Argument shapes:
   ``{"inputs": [...], "outputs": [...]}``; call pairs ``{"fn_name": ..., "inputs": [[args]], "outputs": [...]}``.
   ``format="auto"`` (default) detects which; name it to be explicit.
 - ``entry_point``: the function under test (``text?``; HumanEval needs it, MBPP and stdio do not).
+- ``language``: ``python`` (default), ``c``, ``cpp``, ``java``, ``js``, ``php``, ``sh``, ``go`` (or a fence name
+  such as ``c++``), a constant or a column; other languages take structured tests (``rewardlang-tests/1``,
+  docs/languages.md). An unknown constant is a check error; an unknown per-row value is that row's error.
 
 Outcome values (``outcome``): pass 1, fail -0.3, runtime_error -0.6, compile_error -1 as in CodeRL (Le et
 al., 2022). CodeRL inherits APPS's classes, where a timeout is a runtime error, so ``timeout``, ``memory``
@@ -74,6 +77,8 @@ class ExecParams(BaseModel):
     max_processes: int = Field(16, ge=1, le=4096)
     #: stdin/stdout comparison: ``lines`` (same line count, trailing whitespace ignored), ``tokens``, ``exact``
     compare: Literal["lines", "tokens", "exact"] = "lines"
+    #: CPU seconds of the compile step of a compiled language (default: its profile's, docs/languages.md)
+    compile_timeout: float | None = Field(None, gt=0, le=600)
 
 
 class OutcomeParams(ExecParams):
@@ -89,10 +94,21 @@ class OutcomeParams(ExecParams):
     output_limit_value: float = Field(-0.6, ge=-1, le=1)
 
 
+def _check_language(value: Any) -> tuple[str, str] | None:
+    """A constant ``language`` is checked when the spec is compiled (a column is checked per row)."""
+    from rewardlang.runtime.sandbox.languages import LANGUAGES, canonical_language, unknown_language_message
+
+    if canonical_language(value) is None:
+        return unknown_language_message(value), f"write one of {', '.join(repr(x) for x in LANGUAGES)}"
+    return None
+
+
 _ARGS = {
     "code": "code?",
     "tests": "any",
     "entry_point": Arg("entry_point", TEXT.optional(), default=None),
+    # python (default), c, cpp, java, js, php, sh, go, or a column of them: docs/languages.md
+    "language": Arg("language", TEXT, default="python", check=_check_language),
 }
 
 
@@ -140,7 +156,7 @@ def _limits(params: ExecParams | None, ctx: Context) -> Any:
 
 
 def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, params: ExecParams | None,
-              ctx: Context) -> list[Any]:
+              ctx: Context, language: Any = "python") -> list[Any]:
     """Judge every sample; returns Verdicts (or a str: why the sandbox is unavailable)."""
     from rewardlang.runtime.sandbox.config import Limits
     from rewardlang.runtime.sandbox.judge import Verdict
@@ -150,13 +166,23 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
     p = params or ExecParams()
     n = len(code)
     limits: Limits = _limits(p, ctx)
+    from rewardlang.runtime.sandbox.languages import canonical_language, unknown_language_message
+
     entries = _column(entry, n)
+    langs = _column(language, n)
     tasks = []
+    bad_lang: dict[int, str] = {}
     for i in range(n):
         t = None if tests is None else tests[i]
         if isinstance(t, tuple):
             t = list(t)
-        tasks.append(Task(code[i], t if tests is not None else None, entries[i], p.format, limits, p.compare))
+        lang = canonical_language(langs[i]) if langs[i] is not None else "python"
+        if lang is None:    # a per-row value that names no language: that row's error, counted
+            bad_lang[i] = unknown_language_message(langs[i])
+            ctx.stats["sandbox.unknown_language"] += 1
+            lang = "python"
+        tasks.append(Task(code[i], t if tests is not None else None, entries[i], p.format, limits, p.compare,
+                          lang, p.compile_timeout))
     try:
         sandbox = get_sandbox()
     except LevelUnavailable as e:
@@ -164,11 +190,18 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
         ctx.stats["sandbox.infra_failures"] += n
         return [Verdict("infra", infra=f"no sandbox: {e}") for _ in range(n)]
     out = []
-    missing_tests = [i for i, t in enumerate(tasks) if tests is not None and t.tests is None]
-    verdicts = sandbox.evaluate(tasks, cache=ctx.cache if ctx.use_cache else None, use_cache=ctx.use_cache,
-                                stats=ctx.stats)
-    for i, v in enumerate(verdicts):
-        out.append(Verdict("error", error="no tests (tests is none)") if i in missing_tests else v)
+    missing_tests = {i for i, t in enumerate(tasks) if tests is not None and t.tests is None}
+    run = [i for i in range(n) if i not in bad_lang and i not in missing_tests]
+    verdicts = sandbox.evaluate([tasks[i] for i in run], cache=ctx.cache if ctx.use_cache else None,
+                                use_cache=ctx.use_cache, stats=ctx.stats)
+    by_row = dict(zip(run, verdicts))
+    for i in range(n):
+        if i in bad_lang:
+            out.append(Verdict("error", error=bad_lang[i]))
+        elif i in missing_tests:
+            out.append(Verdict("error", error="no tests (tests is none)"))
+        else:
+            out.append(by_row[i])
     return out
 
 
@@ -195,23 +228,23 @@ def _result(verdicts: list[Any], value: Any) -> Result:
 
 @function("tests_pass_rate", args=_ARGS, returns="number", params=ExecParams, range=(0.0, 1.0), accepts_none=True,
           in_workers=False, requires=forced_level_missing, doc="Share of the unit tests the program passes (sandboxed; see docs/sandbox.md).")
-def tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
-                    params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx), lambda v: v.pass_rate)
+def tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
+                    *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language), lambda v: v.pass_rate)
 
 
 @function("tests_all_pass", args=_ARGS, returns="bool", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
           doc="True when the program passes every unit test (sandboxed).")
-def tests_all_pass(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
-                   params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx), lambda v: v.all_passed)
+def tests_all_pass(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
+                   *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language), lambda v: v.all_passed)
 
 
 @function("tests_results", args=_ARGS, returns="list[number]", params=ExecParams, accepts_none=True,
           in_workers=False, requires=forced_level_missing, doc="1 or 0 for each unit test, in the order of the tests (sandboxed).")
-def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
-                  params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx),
+def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
+                  *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language),
                    lambda v: [1.0 if t.passed else 0.0 for t in v.tests])
 
 
@@ -219,20 +252,20 @@ def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = N
           in_workers=False, requires=forced_level_missing,
           doc="CodeRL-style outcome value: pass 1, fail -0.3, runtime error -0.6, compile error -1 "
               "(timeout, memory, output limit: -0.6 by default).")
-def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python", *,
             params: OutcomeParams | None, ctx: Context) -> Result:
     p = params or OutcomeParams()
     values = {"pass": p.pass_value, "fail": p.fail_value, "runtime_error": p.runtime_error_value,
               "compile_error": p.compile_error_value, "timeout": p.timeout_value, "memory": p.memory_value,
               "output_limit": p.output_limit_value}
-    return _result(_verdicts(code, tests, entry_point, p, ctx), lambda v: values[v.outcome])
+    return _result(_verdicts(code, tests, entry_point, p, ctx, language), lambda v: values[v.outcome])
 
 
 @function("outcome_label", args=_ARGS, returns="text", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
           doc="The outcome class: pass, fail, runtime_error, compile_error, timeout, memory or output_limit.")
-def outcome_label(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
-                  params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx), lambda v: v.outcome)
+def outcome_label(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
+                  *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language), lambda v: v.outcome)
 
 
 @function("executes", args={"code": "code?"}, returns="bool", params=ExecParams, accepts_none=True,

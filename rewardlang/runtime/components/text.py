@@ -212,9 +212,6 @@ def tags(text: list[str], name: str, *, params: TagParams, ctx: Context) -> list
 
 # ---------------------------------------------------------------------- fenced code blocks
 
-_LANG_ALIASES = {"python": {"python", "py", "python3", "py3"}}
-
-
 def _fences(text: str) -> list[tuple[str, int, int, bool]]:
     """Fenced blocks as (language, content start, content end, closed). A fence is ``` anywhere."""
     out = []
@@ -247,8 +244,9 @@ def _fences(text: str) -> list[tuple[str, int, int, bool]]:
 def _lang_ok(lang: str, want: str | None) -> bool:
     if want is None:
         return True
-    w = want.lower()
-    return lang in _LANG_ALIASES.get(w, {w})
+    from rewardlang.runtime.sandbox.languages import fence_names  # stdlib-only; the fence names of each language
+
+    return lang in fence_names(want)
 
 
 class BlockParams(_Opts):

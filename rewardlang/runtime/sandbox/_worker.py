@@ -1328,9 +1328,11 @@ def _prefer_as_oom_victim(state: Worker) -> None:
 
 
 def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path: str, out_w: int,
-           res_w: int, ready_w: int, rundir: str) -> None:
+           res_w: int, ready_w: int, rundir: str, step: dict | None = None) -> None:
     """Turn the forked process into the program's process; never returns. Keep this lean: signals,
-    stdio objects, the environment and the filter were prepared in the worker."""
+    stdio objects, the environment and the filter were prepared in the worker. With ``step`` (an argv
+    program's compile or run step, see :meth:`Worker.run_steps`) the process execs the step's argv after
+    the same set-up instead of running Python source."""
     try:
         if state.cg_procs is not None:
             # into the program's memory group before anything is allocated: every page this process and
@@ -1340,7 +1342,7 @@ def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path
         fd0 = os.open(stdin_path, os.O_RDONLY)
         os.dup2(fd0, 0)
         os.dup2(out_w, 1)
-        os.dup2(state.devnull, 2)
+        os.dup2(out_w if step is not None and step.get("stderr") else state.devnull, 2)
         os.dup2(res_w, RES_FD)
         os.dup2(ready_w, READY_FD)
         _close_all_but(req.get("_calls") or (), READY_FD + 1)  # the call channel's ends, when tests are judged
@@ -1355,6 +1357,17 @@ def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path
         _prefer_as_oom_victim(state)
         if state.program_filter is not None:
             state.program_filter.install(pid)
+        if step is not None:
+            # The set-up byte, then exec: the fd closes on exec (no program code can ever write it), and
+            # stays open only when the exec failed, to say so with a second byte (an absent toolchain or
+            # binary: never the program's doing, see languages.py).
+            os.set_inheritable(READY_FD, False)
+            os.write(READY_FD, b"R")
+            try:
+                os.execve(step["argv"][0], step["argv"], step["_env"])
+            except OSError:
+                os.write(READY_FD, b"E")
+            os._exit(SETUP_FAILED)
         os.write(READY_FD, b"R")
         os.close(READY_FD)
     except BaseException:
@@ -1724,14 +1737,24 @@ class Worker:
         return jcpu
 
     # -- one execution --------------------------------------------------------------------------------------
-    def run_once(self, req: dict, stdin_data: str | None) -> dict:
+    def run_once(self, req: dict, stdin_data: str | None, step: dict | None = None, first: bool = True,
+                 keep: bool = False) -> dict:
         """Run the program once; its stdout, result channel and judge records are left in the worker's
-        buffers (``out_len``, ``res_len``, ``judge_len`` of the returned head) for :meth:`_relay`."""
+        buffers (``out_len``, ``res_len``, ``judge_len`` of the returned head) for :meth:`_relay`.
+
+        ``step``: one step of an argv program (its own argv, environment and limits); ``first`` makes the run
+        directory (and writes the program's source file there), ``keep`` leaves the run directory for the
+        next step (every process of this step is still killed; the clean-up runs after the last step)."""
         t_start = time.monotonic()
-        lim = req["limits"]
+        lim = step["limits"] if step is not None else req["limits"]
         self.runs += 1
         rundir = os.path.join(self.tmp, "run")
-        os.mkdir(rundir, 0o700)
+        if first:
+            os.mkdir(rundir, 0o700)
+            if step is not None:
+                self._write_source(req, rundir)
+        if step is not None:
+            step["_env"] = {str(k): str(v).replace("{run}", rundir) for k, v in step.get("env", {}).items()}
         stdin_path = "/dev/null"
         if stdin_data is not None:
             stdin_path = os.path.join(self.tmp, "stdin")
@@ -1752,7 +1775,7 @@ class Worker:
             limits = _limit_plan(dict(lim, nproc=int(lim["nproc"]) + 1))  # the judge process is one of the uid's
         pid = os.fork()
         if pid == 0:
-            _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir)
+            _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir, step)
             os._exit(SETUP_FAILED)
         os.close(out_w)
         os.close(res_w)
@@ -1771,7 +1794,7 @@ class Worker:
         if judge is not None:
             poller.register(judge["v"], select.POLLIN)
         cap_out, cap_res = int(lim["out"]), int(lim["obs"])
-        if req["mode"] != "call":
+        if req["mode"] not in ("call", "argv"):
             # a whole-program run's channel carries three short records at most (compile error, exit, done):
             # more is the program writing there, and the trusted side would pay to read it
             cap_res = min(cap_res, PROCESS_OBS_CAP)
@@ -1873,19 +1896,24 @@ class Worker:
                 and cpu >= cpu_limit:
             reason = "cpu"  # the kernel's RLIMIT_CPU backstop ended it between two of our samples
         try:
-            ready = os.read(ready_r, 1) == b"R"   # written by the child before any program code ran
+            got = os.read(ready_r, 2)   # written by the child before any program code ran
         except OSError:
-            ready = False
+            got = b""
+        ready = got[:1] == b"R"
+        exec_failed = got == b"RE"
         for fd in (out_r, res_r, pidfd, ready_r):
             os.close(fd)
         # Clean-up only when every process is gone (nothing can then move files under us); what cannot be
         # finished leaves the verdict as it is and replaces the slot.
-        if clean:
-            try:
-                os.rmdir(rundir)  # the common case, one call (rmdir never follows a symlink)
-            except OSError:
-                pass
-        wiped = clean and self._wipe(_Budget(WIPE_BUDGET))
+        if keep:
+            wiped = clean      # the next step runs in the same directory; nothing of this step runs on
+        else:
+            if clean:
+                try:
+                    os.rmdir(rundir)  # the common case, one call (rmdir never follows a symlink)
+                except OSError:
+                    pass
+            wiped = clean and self._wipe(_Budget(WIPE_BUDGET))
         if reason == "wall" and cpu >= cpu_limit:
             reason = "cpu"
         # Read after every process of the program is gone (the counter moves when the kill is decided):
@@ -1912,6 +1940,7 @@ class Worker:
             "clean": clean,
             "recycle": not wiped,
             "oom": oom,
+            "exec_failed": exec_failed,
             "t": [round(t0 - t_start, 5), round(t_end - t0, 5), round(t_kill - t_end, 5),
                   round(time.monotonic() - t_kill, 5)],
         }
@@ -1961,6 +1990,9 @@ class Worker:
             return {"ok": True, "pid": self.me, "executions": self.runs}
         if op == "exit":
             raise SystemExit(0)
+        if req.get("mode") == "argv":
+            self.run_steps(req)
+            return None
         inputs = req.get("inputs")
         feed = inputs if req["mode"] == "stdio" else [None]
         if not feed:
@@ -1981,6 +2013,50 @@ class Worker:
                     raise _Recycle
                 return None
         return None
+
+    def run_steps(self, req: dict) -> None:
+        """An argv program: its steps (compile, run) in one run directory, each relayed as it ends. A step
+        that does not end cleanly (exit status 0, no limit met) ends the program: a failed compile is
+        never followed by a run. The clean-up of the slot runs after the last step that ran."""
+        steps = req["steps"]
+        for i, step in enumerate(steps):
+            last = i == len(steps) - 1
+            try:
+                head = self.run_once(req, None, step, first=(i == 0), keep=not last)
+                ok = (head["reason"] is None and head["exit"] == 0 and not head["setup_failed"]
+                      and not head["exec_failed"] and not head["recycle"])
+                if not last and not ok:
+                    # the program ends here: clean up as after a last step (the directory, /tmp, /dev/shm)
+                    head["recycle"] = not (head["clean"] and self._wipe(_Budget(WIPE_BUDGET)))
+                    last = True
+                head["last"] = last
+                self._relay(head)
+            finally:
+                self.out_buf.clear()
+                self.res_buf.clear()
+                self.judge_buf.clear()
+            if last:
+                if head["setup_failed"] or head["recycle"]:
+                    raise _Recycle
+                return
+
+    def _write_source(self, req: dict, rundir: str) -> None:
+        """Write the program's text into its run directory, straight from the mapping it was read into (no
+        copy of it enters the worker's heap, which later forks inherit)."""
+        name = req["file"]
+        if not isinstance(name, str) or "/" in name or name in ("", ".", ".."):
+            raise ValueError("bad source file name")
+        mm, n = req["_src"]
+        fd = os.open(os.path.join(rundir, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o644)
+        try:
+            with memoryview(mm) as whole:
+                off = 0
+                while off < n:
+                    with whole[off:n] as part:
+                        off += os.write(fd, part)
+        finally:
+            os.close(fd)
 
     def _relay(self, head: dict) -> None:
         """Write one run's frame and its bytes from the buffers in one ``writev`` (no joined copy)."""

@@ -243,6 +243,15 @@ def _root_entries() -> list[tuple[str, str | None]]:
     return out
 
 
+def toolchain_paths() -> list[str]:
+    """Read-only paths outside /usr that the language toolchains read (``languages.TOOLCHAIN_PATHS``:
+    ``/etc/alternatives`` and the JDK's and PHP's configuration), where they exist on this machine. They
+    hold links and configuration files only, nothing of the trainer's."""
+    from rewardlang.runtime.sandbox.languages import TOOLCHAIN_PATHS
+
+    return [p for p in TOOLCHAIN_PATHS if os.path.isdir(p) and not os.path.islink(p)]
+
+
 def _accessible_by(path: str, uid: int) -> bool:
     """Can ``uid`` (not root, no groups) traverse to and read ``path`` through 'other' permission bits?"""
     path = os.path.realpath(path)
@@ -310,6 +319,8 @@ def bwrap_argv(bwrap: str, python: str, *, binds: list[tuple[str, str]], worker_
         argv += ["--symlink", target, p] if target is not None else ["--ro-bind", p, p]
     for src, dst in binds:
         argv += ["--ro-bind", src, dst]
+    for p in toolchain_paths():
+        argv += ["--ro-bind", p, p]
     argv += ["--proc", "/proc", "--dev", "/dev",
              "--size", str(tmp_size), "--tmpfs", "/tmp",
              "--size", str(1 << 20), "--tmpfs", "/dev/shm",
@@ -413,7 +424,7 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
             raise LevelUnavailable("the namespaces level is implemented for x86_64 only")
         newroot = tempfile.mkdtemp(prefix="rewardlang-ns-")
         binds = [["/usr", "/usr"]] + [[p, p] for p, t in _root_entries() if t is None]
-        binds += [[p, p] for p in _prefixes(python)]
+        binds += [[p, p] for p in _prefixes(python)] + [[p, p] for p in toolchain_paths()]
         symlinks = [[t, p] for p, t in _root_entries() if t is not None]
         cfg = dict(base_cfg, tmp="/tmp", wipe=["/tmp", "/dev/shm"], kill_all=True, slot_filter=True,
                    nproc_base=1, uid=uid, newroot=newroot, ro_binds=binds, symlinks=symlinks,
@@ -449,7 +460,7 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
         os.chmod(work, 0o700)
         abi = _worker.landlock_abi()
         read_paths = ["/usr", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
-        read_paths += [p for p, _ in _root_entries()] + _prefixes(python)
+        read_paths += [p for p, _ in _root_entries()] + _prefixes(python) + toolchain_paths()
         if config.site_packages:
             read_paths += _site_dirs(python)
         cfg = dict(base_cfg, tmp=runs, wipe=[runs], kill_all=(level == "uid"), slot_filter=base_cfg["seccomp"],

@@ -66,6 +66,8 @@ class RawRun:
     #: processes of the program the memory cgroup's OOM killer ended during this run (``reason`` is then
     #: ``"memory"`` unless it is a CPU timeout)
     oom: int = 0
+    #: an argv step's executable could not be exec'd (a missing toolchain; see ``languages.py``)
+    exec_failed: bool = False
 
 
 @dataclass
@@ -416,7 +418,8 @@ class SlotPool:
                     part = [RawRun(exit=int(r["exit"]), reason=r["reason"], cpu=float(r["cpu"]),
                                    wall=float(r["wall"]), setup_failed=bool(r["setup_failed"]),
                                    clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1],
-                                   judge=r.get("judge_bytes"), judge_info=r.get("judge"), oom=int(r.get("oom", 0)))
+                                   judge=r.get("judge_bytes"), judge_info=r.get("judge"), oom=int(r.get("oom", 0)),
+                                   exec_failed=bool(r.get("exec_failed")))
                             for i, r in enumerate(head["runs"])]
                     del blobs
                     if any(r.oom for r in part):

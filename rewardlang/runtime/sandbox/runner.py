@@ -27,6 +27,7 @@ from rewardlang.runtime.sandbox import _worker, cgroups
 from rewardlang.runtime.sandbox.config import LEVEL_RANK, LEVELS, NOT_A_BOUNDARY, Limits, SandboxConfig
 from rewardlang.runtime.sandbox.convert import Plan, TestFormatError, make_plan
 from rewardlang.runtime.sandbox.judge import TestResult, Verdict, decode_value, judge, parse_records
+from rewardlang.runtime.sandbox.languages import LanguagePlan, ToolchainMissing, language_plan
 from rewardlang.runtime.sandbox.launch import LevelUnavailable, find_bwrap
 from rewardlang.runtime.sandbox.pool import RawResult, Slot, SlotFailure, SlotPool
 
@@ -74,6 +75,11 @@ class Task:
     format: str = "auto"
     limits: Limits = Limits()
     compare: str = "lines"
+    #: ``python`` or a code of :data:`~rewardlang.runtime.sandbox.languages.LANGUAGES` (structured tests,
+    #: an argv program: see languages.py)
+    language: str = "python"
+    #: CPU seconds of an argv program's compile step (None: the language profile's default)
+    compile_cpu: float | None = None
 
 
 def _answer_key(tests: str | Sequence[str] | None) -> bytes:
@@ -282,6 +288,24 @@ class Sandbox:
         pending: dict[str, tuple[tuple[bytes, ...], float, Plan | None, str, list[int]]] = {}
         answer_keys: dict[int, bytes] = {}  # id(tests) -> digest: a GRPO group shares one tests object
         for i, task in enumerate(tasks):
+            if task.language != "python":
+                got = self._language_request(task)
+                if isinstance(got, Verdict):
+                    out[i] = got
+                    if got.infra:
+                        counts["infra_failures"] += 1
+                        counts["toolchain_missing"] += 1
+                    continue
+                key, payload, hard, lplan = got
+                if key in pending:
+                    pending[key][4].append(i)
+                    counts["batch_duplicates"] += 1
+                elif use_cache and (hit := cache.get(key)) is not None:
+                    out[i] = hit
+                    counts["cache_hits"] += 1
+                else:
+                    pending[key] = (payload, hard, lplan, task.compare, [i])  # type: ignore[assignment]
+                continue
             try:
                 plan = make_plan(task.tests, task.entry_point, task.format) if task.tests is not None else None
             except TestFormatError as e:
@@ -330,7 +354,10 @@ class Sandbox:
 
         def settle(key: str, raw: RawResult) -> None:
             _req, _hard, plan, compare, idx = pending.pop(key)
-            v = judge(plan, raw, level=self.level, compare=compare)
+            if isinstance(plan, LanguagePlan):
+                v = plan.judge(raw, level=self.level)
+            else:
+                v = judge(plan, raw, level=self.level, compare=compare)
             counts["executions"] += 1
             if v.infra:
                 counts["infra_failures"] += 1
@@ -359,6 +386,32 @@ class Sandbox:
             if not self.security_boundary:
                 stats["sandbox.not_a_security_boundary"] = 1
         return [v if v is not None else Verdict("infra", infra="lost") for v in out]
+
+    def _language_request(self, task: Task) -> tuple[str, tuple[bytes, ...], float, LanguagePlan] | Verdict:
+        """The cache key, frames, hard timeout and plan of a program in another language, or its verdict
+        when none is needed (bad tests or language: an error; no code: a compile error; a missing
+        toolchain: an infrastructure failure, masked)."""
+        try:
+            lplan = language_plan(task.language, task.tests, task.compile_cpu)
+        except (TestFormatError, ValueError) as e:
+            return Verdict("error", error=str(e), level=self.level)
+        if task.code is None:
+            return Verdict("compile_error", tuple(TestResult("compile_error", "no code") for _ in range(lplan.n)),
+                           level=self.level)
+        try:
+            wire = lplan.wire(task.limits, NPROC_BASE[self.level])
+        except ToolchainMissing as e:
+            return Verdict("infra", infra=str(e), level=self.level)
+        header = json.dumps(wire).encode("utf-8", "surrogatepass")
+        code = lplan.source(task.code).encode("utf-8", "surrogatepass")
+        h = hashlib.sha256(header)
+        h.update(b"\0code\0" + code)
+        # the answer key (expected values, types, tolerances) never enters the sandbox: part of the key only
+        h.update(json.dumps([[c.expected, list(map(str, c.type)), c.tolerance] for c in lplan.tests.cases],
+                            default=repr).encode("utf-8", "surrogatepass"))
+        h.update(f"\0{self.level}\0lang\0".encode())
+        key = "rewardlang.sandbox.verdict:" + h.hexdigest()
+        return key, (header, code), lplan.hard_timeout(task.limits, self.config.hard_timeout_slack), lplan
 
     def run(self, code: str | None, tests: str | Sequence[str] | None = None, entry_point: str | None = None,
             **kw: Any) -> Verdict:

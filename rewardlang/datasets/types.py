@@ -21,12 +21,21 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Any, Union
+from typing import Any
 
-__all__ = ["Type", "Untypable", "type_of", "unify", "type_text", "from_annotation", "conforms", "complete",
-           "to_json"]
+__all__ = [
+    "Type",
+    "Untypable",
+    "complete",
+    "conforms",
+    "from_annotation",
+    "to_json",
+    "type_of",
+    "type_text",
+    "unify",
+]
 
-Type = Union[str, tuple, None]
+Type = str | tuple | None
 
 _SCALARS = {"int": "int", "float": "float", "bool": "bool", "str": "str", "None": "none"}
 _GENERIC = {"List": "list", "list": "list", "Tuple": "tuple", "tuple": "tuple", "Dict": "dict", "dict": "dict",

@@ -205,7 +205,7 @@ def compile_java_batch(dirs: list[str]) -> list[bool]:
         Path(tool, "BatchJavac.java").write_text(_BATCH_JAVAC)
         subprocess.run(["javac", "-d", tool, os.path.join(tool, "BatchJavac.java")], check=True, timeout=120)
         args = [x for d in dirs for x in (os.path.join(d, "Main.java"), d)]
-        out = subprocess.run(["java", "-cp", tool, "BatchJavac"] + args, capture_output=True, text=True,
+        out = subprocess.run(["java", "-cp", tool, "BatchJavac"] + args, check=False, capture_output=True, text=True,
                              timeout=60 + 10 * len(dirs))
     codes = out.stdout.split()
     return [i < len(codes) and codes[i] == "0" for i in range(len(dirs))]
@@ -225,7 +225,7 @@ def compile_one(lang: str, d: str) -> tuple[bool, str]:
             "java": ["javac", "-encoding", "UTF-8", "-nowarn", "-d", ".", "Main.java"]}
     if lang not in cmds:
         return True, ""
-    p = subprocess.run(cmds[lang], cwd=d, capture_output=True, text=True, timeout=180, env=_env(d))
+    p = subprocess.run(cmds[lang], check=False, cwd=d, capture_output=True, text=True, timeout=180, env=_env(d))
     return p.returncode == 0, p.stderr[-3000:]
 
 

@@ -18,16 +18,37 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langtools import compare, judge, need, parse_records, run_programs
 
-from rewardlang.datasets.multilang import LANGUAGES, TESTS_FORMAT, build, load_humaneval, render_tests
+from rewardlang.datasets.multilang import (
+    LANGUAGES,
+    TESTS_FORMAT,
+    build,
+    load_humaneval,
+    render_tests,
+)
 from rewardlang.datasets.problems import Case, Problem, problem
 from rewardlang.datasets.targets import TARGETS, Unsupported
 from rewardlang.datasets.translate import split_of, translation_rows
-from rewardlang.datasets.types import Untypable, from_annotation, to_json, type_of, unify
+from rewardlang.datasets.types import (
+    Untypable,
+    from_annotation,
+    to_json,
+    type_of,
+    unify,
+)
 
 LANGS = tuple(TARGETS)
 
 
 # ----------------------------------------------------------------------------------------------- types
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    from rewardlang.datasets import cli, multilang, problems, targets, translate, types
+
+    for mod in (cli, multilang, problems, targets, translate, types):
+        assert doctest.testmod(mod).failed == 0, mod.__name__
+
 
 def test_types_from_values_and_annotations() -> None:
     assert unify(type_of([]), type_of([[1], []])) == ("list", ("list", "int"))
@@ -174,7 +195,7 @@ def test_string_literals_decode_to_the_value(s: str) -> None:
     assert _decode_php(TARGETS["php"].literal(s, "str")) == s
     assert ast.literal_eval(TARGETS["go"].literal(s, "str")) == s
     cpp = TARGETS["cpp"].literal(s, "str")
-    lit, n = re.fullmatch(r'std::string\((".*")\, (\d+)\)', cpp, re.S).groups()
+    lit, n = re.fullmatch(r'std::string\((".*")\, (\d+)\)', cpp, re.DOTALL).groups()
     assert _c_bytes(lit[1:-1]) == s.encode("utf-8") \
         and int(n) == len(s.encode("utf-8"))
 
@@ -323,7 +344,8 @@ def test_translation_rows() -> None:
 # ----------------------------------------------------------------------------------------------- CLI
 
 def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rewardlang", *args], capture_output=True, text=True, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "rewardlang", *args], check=False, capture_output=True, text=True,
+                          cwd=cwd,
                           timeout=300)
 
 

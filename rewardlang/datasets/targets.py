@@ -144,7 +144,8 @@ def _c_string(s: str) -> str:
 
 class C(Target):
     """C11: int -> ``long``, float -> ``double``, bool -> ``bool``, str -> ``const char *`` (result ``char *``),
-    list[int|float|str] parameters -> a pointer and a ``size_t`` length. Other types are skipped."""
+    list[int|float|str] parameters -> a pointer and a ``size_t`` length; a list[int|float|str] result -> a
+    returned pointer, its length stored through a last parameter ``size_t *out_len``. Other types are skipped."""
 
     name, ext = "c", "c"
     renames: ClassVar[dict[str, str]] = {"strlen": "string_length"}
@@ -166,7 +167,9 @@ class C(Target):
             return "bool"
         if t == "str":
             return "char *" if result else "const char *"
-        if isinstance(t, tuple) and t[0] == "list" and not result and t[1] in self._ELEM:
+        if isinstance(t, tuple) and t[0] == "list" and t[1] in self._ELEM:
+            if result:
+                return {"int": "long *", "float": "double *", "str": "char **"}[t[1]]
             return self._ELEM[t[1]] + " const *"
         raise Unsupported(f"C has no sound rendering of {'a result' if result else 'a parameter'} of type "
                           f"{type_text(t)}")
@@ -185,6 +188,8 @@ class C(Target):
             else:
                 ps.append(f"{self.type_name(t)} {n}".replace("* ", "*"))
         ret = self.type_name(result, result=True)
+        if isinstance(result, tuple):
+            ps.append("size_t *out_len")
         sep = "" if ret.endswith("*") else " "
         return f"{ret}{sep}{self.function_name(entry)}({', '.join(ps) or 'void'})"
 
@@ -213,12 +218,21 @@ class C(Target):
         raise Unsupported(f"C has no literal of type {type_text(t)}")
 
     def prompt(self, entry: str, doc: str, params: list[tuple[str, Type]], result: Type) -> str:
-        return (self.HEADERS + "\n" + "\n".join(_comment_lines(doc, "//")) + "\n"
+        note = ["// Return a new array (malloc) and store its length in *out_len."] if isinstance(result, tuple) else []
+        return (self.HEADERS + "\n" + "\n".join(_comment_lines(doc, "//") + note) + "\n"
                 + self.declaration(entry, params, result) + " {\n")
 
     def harness(self, entry: str, params: list[tuple[str, Type]], result: Type, cases: list[tuple]) -> str:
         emit = {"int": "rl_emit_long", "float": "rl_emit_double", "bool": "rl_emit_bool", "str": "rl_emit_str"}
         fn = self.function_name(entry)
+        if isinstance(result, tuple):
+            calls = [f"    rl_begin(&rl_b, {i}); {{ size_t rl_n = 0; {self.type_name(result, True)}rl_r = "
+                     f"{fn}({args + ', ' if args else ''}&rl_n); if (!rl_r && rl_n) rl_puts(&rl_b, \"null\"); "
+                     f"else {{ rl_puts(&rl_b, \"[\"); for (size_t rl_i = 0; rl_i < rl_n; rl_i++) {{ "
+                     f"if (rl_i) rl_puts(&rl_b, \", \"); {emit[result[1]]}(&rl_b, rl_r[rl_i]); }} "
+                     f"rl_puts(&rl_b, \"]\"); }} }} rl_end(&rl_b);"
+                     for i, args in enumerate(cases)]
+            return _C_HARNESS.replace("@CALLS@", "\n".join(calls))
         calls = [f"    rl_begin(&rl_b, {i}); {emit[result]}(&rl_b, {fn}({args})); rl_end(&rl_b);"
                  for i, args in enumerate(cases)]
         return _C_HARNESS.replace("@CALLS@", "\n".join(calls))

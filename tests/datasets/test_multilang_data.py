@@ -44,9 +44,10 @@ LANGS = tuple(TARGETS)
 def test_docstring_examples() -> None:
     import doctest
 
+    import rewardlang.datasets as package
     from rewardlang.datasets import cli, multilang, problems, targets, translate, types
 
-    for mod in (cli, multilang, problems, targets, translate, types):
+    for mod in (package, cli, multilang, problems, targets, translate, types):
         assert doctest.testmod(mod).failed == 0, mod.__name__
 
 

@@ -337,7 +337,11 @@ def test_translation_rows() -> None:
     assert held & both == {r["task_id"] for r in go if r["split"] == "heldout"} & both  # one split for all targets
     assert not held & {r["task_id"] for r in translation_rows("python", "java", split="train")}
     cpp_rows = translation_rows("cpp", "js")
-    assert len(cpp_rows) == 20 and all("```cpp\n#include" in r["prompt"] for r in cpp_rows)
+    from pathlib import Path
+
+    refs = {"HumanEval/" + p.stem.split("_")[1] for p in (Path(__file__).parent / "references" / "cpp").glob("*.cpp")}
+    assert {r["task_id"] for r in cpp_rows} == refs & {r["task_id"] for r in load_humaneval("js")}
+    assert len(cpp_rows) >= 20 and all("```cpp\n#include" in r["prompt"] for r in cpp_rows)
     with pytest.raises(ValueError):
         translation_rows("python", "python")
 

@@ -926,15 +926,39 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
 
 
 @app.command("data")
-def data_command(name: str = typer.Argument(..., help="which data set to write: robot"),
+def data_command(name: str = typer.Argument(..., help="which data set to write: robot, humaneval, translate"),
                  output: Path = typer.Option(..., "-o", "--output", help="the JSONL file to write"),
                  split: str = typer.Option("all", "--split", help="all, train or heldout"),
                  verify: bool = typer.Option(False, "--verify", help="run every canonical program on its task's "
                                                                     "worlds in the sandbox first; write nothing "
-                                                                    "if one fails")) -> None:
-    """Write a task data set as JSONL (robot: task_id, split, instruction, prompt, task, canonical)."""
+                                                                    "if one fails"),
+                 lang: str = typer.Option(None, "--lang", help="humaneval: python, c, cpp, java, js, php, sh, go"),
+                 source: str = typer.Option("python", "--source", help="translate: python or cpp"),
+                 target: str = typer.Option(None, "--target", help="translate: c, cpp, java, js, php, sh, go"),
+                 report: Path = typer.Option(None, "--report", help="humaneval: also write the skipped problems "
+                                                                    "and reasons as JSON")) -> None:
+    """Write a task data set as JSONL (robot: task_id, split, instruction, prompt, task, canonical; humaneval:
+    HumanEval translated into --lang; translate: --source -> --target translation problems)."""
+    if name in ("humaneval", "translate"):
+        from rewardlang.datasets.cli import write_humaneval, write_translate
+
+        try:
+            if name == "humaneval":
+                if not lang:
+                    _err("error: data humaneval needs --lang (python, c, cpp, java, js, php, sh, go)")
+                    raise typer.Exit(1)
+                _err(write_humaneval(lang, output, str(report) if report else None))
+            else:
+                if not target:
+                    _err("error: data translate needs --target (c, cpp, java, js, php, sh, go)")
+                    raise typer.Exit(1)
+                _err(write_translate(source, target, output, split))
+        except ValueError as exc:
+            _err(f"error: {exc}")
+            raise typer.Exit(1)
+        return
     if name != "robot":
-        _err(f"error: unknown data set {name!r} (known: robot)")
+        _err(f"error: unknown data set {name!r} (known: robot, humaneval, translate)")
         raise typer.Exit(1)
     from rewardlang.domains.robot.data import rows
 

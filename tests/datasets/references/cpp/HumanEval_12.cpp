@@ -1,0 +1,5 @@
+    std::optional<std::string> best;
+    for (const auto &s : strings)
+        if (!best || s.size() > best->size()) best = s;
+    return best;
+}

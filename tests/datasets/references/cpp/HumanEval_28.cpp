@@ -1,0 +1,4 @@
+    std::string out;
+    for (const auto &s : strings) out += s;
+    return out;
+}

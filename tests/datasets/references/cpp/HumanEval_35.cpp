@@ -1,0 +1,2 @@
+    return *std::max_element(l.begin(), l.end());
+}

@@ -1,0 +1,2 @@
+    return std::equal(text.begin(), text.end(), text.rbegin());
+}

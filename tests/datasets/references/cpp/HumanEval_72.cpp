@@ -1,0 +1,3 @@
+    long sum = std::accumulate(q.begin(), q.end(), 0L);
+    return sum <= w && std::equal(q.begin(), q.end(), q.rbegin());
+}

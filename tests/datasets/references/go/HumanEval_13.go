@@ -1,0 +1,5 @@
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

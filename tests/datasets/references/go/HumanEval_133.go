@@ -1,0 +1,7 @@
+	total := 0
+	for _, x := range lst {
+		c := int(math.Ceil(x))
+		total += c * c
+	}
+	return total
+}

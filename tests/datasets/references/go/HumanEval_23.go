@@ -1,0 +1,2 @@
+	return len(string_)
+}

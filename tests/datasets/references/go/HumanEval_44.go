@@ -1,0 +1,2 @@
+	return strconv.FormatInt(int64(x), base)
+}

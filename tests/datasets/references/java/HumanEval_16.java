@@ -1,0 +1,3 @@
+        return string.toLowerCase().chars().distinct().count();
+    }
+}

@@ -1,0 +1,6 @@
+        if (n < 2) return false;
+        for (long k = 2; k * k <= n; k++)
+            if (n % k == 0) return false;
+        return true;
+    }
+}

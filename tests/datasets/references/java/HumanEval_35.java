@@ -1,0 +1,3 @@
+        return Collections.max(l);
+    }
+}

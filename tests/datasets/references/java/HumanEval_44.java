@@ -1,0 +1,3 @@
+        return Long.toString(x, (int) base);
+    }
+}

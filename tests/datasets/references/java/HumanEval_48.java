@@ -1,0 +1,3 @@
+        return new StringBuilder(text).reverse().toString().equals(text);
+    }
+}

@@ -1,0 +1,5 @@
+    let best = null;
+    for (const s of strings)
+        if (best === null || s.length > best.length) best = s;
+    return best;
+}

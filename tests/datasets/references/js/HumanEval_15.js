@@ -1,0 +1,2 @@
+    return Array.from({length: n + 1}, (_, i) => i).join(" ");
+}

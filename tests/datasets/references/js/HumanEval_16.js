@@ -1,0 +1,2 @@
+    return new Set(string.toLowerCase()).size;
+}

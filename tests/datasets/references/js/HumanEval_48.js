@@ -1,0 +1,2 @@
+    return text === text.split("").reverse().join("");
+}

@@ -1,0 +1,2 @@
+    return implode(" ", range(0, $n));
+}

@@ -1,0 +1,2 @@
+    return count(array_unique(str_split(strtolower($string))));
+}

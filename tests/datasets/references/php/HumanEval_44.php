@@ -1,0 +1,2 @@
+    return base_convert((string)$x, 10, $base);
+}

@@ -1,0 +1,2 @@
+    return strrev($text) === $text;
+}

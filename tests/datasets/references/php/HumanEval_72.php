@@ -1,0 +1,2 @@
+    return array_sum($q) <= $w && array_reverse($q) === $q;
+}

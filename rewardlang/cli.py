@@ -922,15 +922,23 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
 
 
 @app.command("data")
-def data_command(name: str = typer.Argument(..., help="which data set to write: robot"),
+def data_command(name: str = typer.Argument(..., help="which data set to write: robot, cfuncs"),
                  output: Path = typer.Option(..., "-o", "--output", help="the JSONL file to write"),
                  split: str = typer.Option("all", "--split", help="all, train or heldout"),
                  verify: bool = typer.Option(False, "--verify", help="run every canonical program on its task's "
                                                                     "worlds in the sandbox first; write nothing "
                                                                     "if one fails")) -> None:
-    """Write a task data set as JSONL (robot: task_id, split, instruction, prompt, task, canonical)."""
+    """Write a task data set as JSONL (robot: task_id, split, instruction, prompt, task, canonical; cfuncs: C
+    functions with test harnesses for `rewardlang ir-groups`: id, source, harness)."""
+    if name == "cfuncs":
+        from rewardlang.datasets.commands import write_cfuncs
+        from rewardlang.outputs import check_output
+
+        check_output(output)
+        _err(f"wrote {write_cfuncs(output)} C functions with harnesses to {output}")
+        return
     if name != "robot":
-        _err(f"error: unknown data set {name!r} (known: robot)")
+        _err(f"error: unknown data set {name!r} (known: robot, cfuncs)")
         raise typer.Exit(1)
     from rewardlang.domains.robot.data import rows
 
@@ -966,6 +974,9 @@ def data_command(name: str = typer.Argument(..., help="which data set to write: 
     _err(f"wrote {len(data)} rows ({len(data) - n_held} train, {n_held} held out) to {output}")
 
 
+from rewardlang.datasets.commands import ir_groups as _ir_groups  # light: typer only
+
+app.command("ir-groups")(_ir_groups)
 app.command("train", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
                                        "help_option_names": []})(_delegate("train"))
 app.command("plot", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,

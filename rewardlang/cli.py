@@ -926,7 +926,7 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
 
 
 @app.command("data")
-def data_command(name: str = typer.Argument(..., help="which data set to write: robot, humaneval, translate"),
+def data_command(name: str = typer.Argument(..., help="which data set to write: robot, humaneval, translate, cfuncs"),
                  output: Path = typer.Option(..., "-o", "--output", help="the JSONL file to write"),
                  split: str = typer.Option("all", "--split", help="all, train or heldout"),
                  verify: bool = typer.Option(False, "--verify", help="run every canonical program on its task's "
@@ -939,6 +939,13 @@ def data_command(name: str = typer.Argument(..., help="which data set to write: 
                                                                     "and reasons as JSON")) -> None:
     """Write a task data set as JSONL (robot: task_id, split, instruction, prompt, task, canonical; humaneval:
     HumanEval translated into --lang; translate: --source -> --target translation problems)."""
+    if name == "cfuncs":  # C functions with test harnesses, for `rewardlang ir-groups`: id, source, harness
+        from rewardlang.datasets.commands import write_cfuncs
+        from rewardlang.outputs import check_output
+
+        check_output(output)
+        _err(f"wrote {write_cfuncs(output)} C functions with harnesses to {output}")
+        return
     if name in ("humaneval", "translate"):
         from rewardlang.datasets.cli import write_humaneval, write_translate
 
@@ -958,7 +965,7 @@ def data_command(name: str = typer.Argument(..., help="which data set to write: 
             raise typer.Exit(1)
         return
     if name != "robot":
-        _err(f"error: unknown data set {name!r} (known: robot, humaneval, translate)")
+        _err(f"error: unknown data set {name!r} (known: robot, humaneval, translate, cfuncs)")
         raise typer.Exit(1)
     from rewardlang.domains.robot.data import rows
 
@@ -994,6 +1001,9 @@ def data_command(name: str = typer.Argument(..., help="which data set to write: 
     _err(f"wrote {len(data)} rows ({len(data) - n_held} train, {n_held} held out) to {output}")
 
 
+from rewardlang.datasets.commands import ir_groups as _ir_groups  # light: typer only
+
+app.command("ir-groups")(_ir_groups)
 app.command("train", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
                                        "help_option_names": []})(_delegate("train"))
 app.command("plot", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,

@@ -2,7 +2,9 @@
 
 - :func:`load_humaneval` — HumanEval translated into C, C++, Java, JavaScript, PHP, Bash and Go (or the original
   Python problems), with typed tests in the ``rewardlang-tests/1`` format (:mod:`.multilang`, docs/languages.md);
-- :func:`translation_rows` — translation problems from a source language into a target (:mod:`.translate`).
+- :func:`translation_rows` — translation problems from a source language into a target (:mod:`.translate`);
+- C functions with test harnesses (:mod:`.cfuncs`, ``rewardlang data cfuncs``) and GEPO groups of LLVM IR built
+  from them (:mod:`.irgroups`, ``rewardlang ir-groups``).
 
     >>> from rewardlang.datasets import LANGUAGES, load_humaneval
     >>> LANGUAGES

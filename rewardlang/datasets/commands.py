@@ -1,0 +1,114 @@
+"""The data builders' commands: ``rewardlang ir-groups`` (GEPO groups of LLVM IR from C functions with harnesses)
+and ``rewardlang data cfuncs`` (the C functions written here, with recorded harnesses)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import typer
+
+__all__ = ["ir_groups", "write_cfuncs"]
+
+
+def _err(msg: str) -> None:
+    typer.echo(msg, err=True)
+
+
+def ir_groups(input: Path = typer.Option(..., "-i", "--input", help="JSONL rows {id, source, harness}: C source "
+                                                                     "defining a function, a C main testing it"),
+              output: Path = typer.Option(..., "-o", "--output", help="the groups file to write (JSONL: id, "
+                                                                       "prompt, winners, losers)"),
+              losers: int = typer.Option(4, "--losers", min=1, help="execution-verified losers per group"),
+              max_tries: int = typer.Option(40, "--max-tries", min=1, help="mutants tried per group at most"),
+              seed: int = typer.Option(0, "--seed", help="seed of the mutant draw"),
+              workers: int = typer.Option(0, "--workers", min=0, help="processes (0: every core)"),
+              timeout: float = typer.Option(1.0, "--timeout", min=0.1, help="CPU seconds per harness run; a "
+                                                                            "mutant over it hangs: discarded"),
+              ) -> None:
+    """GEPO groups of LLVM IR: winners are `clang -S -emit-llvm` of each source at -O0/-O1/-O2/-O3/-Os/-Oz,
+    normalised and de-duplicated, each passing the harness; losers are IR mutants the harness shows to behave
+    differently. Survivors and hanging mutants are discarded and counted."""
+    from rewardlang.datasets.irgroups import build_groups, clang_version
+    from rewardlang.jsonl import iter_jsonl
+    from rewardlang.outputs import OutputError, atomic_write, check_output
+
+    try:
+        check_output(output, inputs={"input file": input})
+    except OutputError as exc:
+        _err(f"error: {exc}")
+        raise typer.Exit(1)
+    if not input.is_file():
+        _err(f"error: -i {input}: no such file")
+        raise typer.Exit(1)
+    if clang_version() is None:
+        _err("error: clang is not installed (Debian: apt-get install clang; scripts/install.sh installs it)")
+        raise typer.Exit(1)
+    rows, bad = [], []
+    for lineno, row, problem in iter_jsonl(input):
+        if problem is not None:
+            bad.append(f"{input}:{lineno}: {problem}")
+            continue
+        missing = [k for k in ("id", "source", "harness") if not isinstance(row.get(k), str) or not row[k].strip()]
+        if missing:
+            bad.append(f"{input}:{lineno}: " + ", ".join(f"`{k}`" for k in missing) + " must be non-empty strings")
+            continue
+        rows.append(row)
+    if bad:
+        for b in bad[:20]:
+            _err(f"error: {b}")
+        _err(f"error: {len(bad)} bad row(s) in {input}; nothing written")
+        raise typer.Exit(1)
+    t0 = time.perf_counter()
+    failed: list[str] = []
+    n_groups = 0
+    tried: Counter = Counter()
+    killed: Counter = Counter()
+    tot = Counter()
+    with atomic_write(output) as fh:
+        for res in build_groups(rows, workers=workers or None, losers=losers, seed=seed, max_tries=max_tries,
+                                cpu_s=timeout):
+            tried.update(res.tried)
+            killed.update(res.killed)
+            tot.update(levels=res.levels, distinct=res.distinct, winners_failed=res.winners_failed,
+                       survived=res.survived, timeouts=res.timeouts, invalid=res.invalid)
+            if res.group is None:
+                failed.append(f"{res.id}: {res.error}")
+                continue
+            n_groups += 1
+            tot.update(winners=len(res.group["winners"]), losers=len(res.group["losers"]))
+            fh.write(json.dumps(res.group, ensure_ascii=False) + "\n")
+    dt = time.perf_counter() - t0
+    for f in failed:
+        _err(f"skipped {f}")
+    n = len(rows)
+    _err(f"wrote {n_groups} group(s) of {n} function(s) to {output} in {dt:.1f} s "
+         f"({dt / max(n, 1):.2f} s per function); {len(failed)} skipped")
+    if n:
+        _err(f"winners: {tot['distinct'] / n:.2f} distinct of {tot['levels'] / n:.0f} levels on average, "
+             f"{tot['winners_failed']} failing their harness (dropped); {tot['winners']} kept")
+    ops = ", ".join(f"{op} {killed[op]}/{tried[op]}" for op in sorted(tried))
+    _err(f"mutants: {sum(tried.values())} tried, {sum(killed.values())} kept as losers (killed), "
+         f"{tot['survived']} survived, {tot['timeouts']} hung, {tot['invalid']} did not assemble "
+         f"(discarded); killed/tried per operator: {ops or '-'}")
+    if n_groups == 0:
+        raise typer.Exit(1)
+
+
+def write_cfuncs(output: Path) -> int:
+    """Write the C functions with recorded harnesses (``rewardlang data cfuncs``); returns the row count."""
+    from rewardlang.datasets.cfuncs import rows
+    from rewardlang.outputs import atomic_write
+
+    data = rows()
+    with atomic_write(output) as fh:
+        for r in data:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return len(data)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(typer.run(ir_groups))

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rewardlang.runtime.api import Context, Result, function
 from rewardlang.signature import Arg
-from rewardlang.types import TEXT
+from rewardlang.types import CODE, TEXT
 
 __all__ = ["ExecParams", "OutcomeParams", "tests_pass_rate", "tests_all_pass", "tests_results", "outcome",
            "outcome_label", "executes", "DEFAULT_TIMEOUT"]
@@ -74,6 +74,11 @@ class ExecParams(BaseModel):
     max_processes: int = Field(16, ge=1, le=4096)
     #: stdin/stdout comparison: ``lines`` (same line count, trailing whitespace ignored), ``tokens``, ``exact``
     compare: Literal["lines", "tokens", "exact"] = "lines"
+    #: a limit relative to the task's ``reference`` solution: ``max(time_floor, time_factor x`` its measured CPU
+    #: time``)``, at most ``timeout`` (EvalPlus's rule, on CPU time). None: ``timeout`` for every sample
+    time_factor: float | None = Field(None, gt=0, le=1000)
+    #: the least relative limit in CPU seconds (a reference that runs in milliseconds still gives this much)
+    time_floor: float = Field(1.0, gt=0, le=600)
 
 
 class OutcomeParams(ExecParams):
@@ -93,6 +98,7 @@ _ARGS = {
     "code": "code?",
     "tests": "any",
     "entry_point": Arg("entry_point", TEXT.optional(), default=None),
+    "reference": Arg("reference", CODE.optional(), default=None),
 }
 
 
@@ -140,8 +146,13 @@ def _limits(params: ExecParams | None, ctx: Context) -> Any:
 
 
 def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, params: ExecParams | None,
-              ctx: Context) -> list[Any]:
-    """Judge every sample; returns Verdicts (or a str: why the sandbox is unavailable)."""
+              ctx: Context, reference: Any = None) -> list[Any]:
+    """Judge every sample; returns Verdicts (or a str: why the sandbox is unavailable).
+
+    With ``reference`` (a per-sample program: the task's reference solution), each sample's CPU limit is
+    :func:`~rewardlang.runtime.sandbox.reftime.relative_limit` of the reference's measured CPU time on the same
+    tests, at most the ``timeout`` (rows without a reference, or whose reference does not pass, keep ``timeout``:
+    counted in ``sandbox.limit_no_reference``)."""
     from rewardlang.runtime.sandbox.config import Limits
     from rewardlang.runtime.sandbox.judge import Verdict
     from rewardlang.runtime.sandbox.launch import LevelUnavailable
@@ -163,12 +174,43 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
         ctx.stats["sandbox.unavailable"] += 1
         ctx.stats["sandbox.infra_failures"] += n
         return [Verdict("infra", infra=f"no sandbox: {e}") for _ in range(n)]
+    if p.time_factor is not None:
+        tasks = _relative_limits(sandbox, tasks, _column(reference, n), p, limits, ctx)
     out = []
     missing_tests = [i for i, t in enumerate(tasks) if tests is not None and t.tests is None]
     verdicts = sandbox.evaluate(tasks, cache=ctx.cache if ctx.use_cache else None, use_cache=ctx.use_cache,
                                 stats=ctx.stats)
+    walls = [v.wall for v in verdicts if not v.infra]
+    if walls:  # the slowest sample of this call (the trainers report the step's slowest: time/reward_max)
+        ctx.stats["sandbox.max_wall_s"] = max(float(ctx.stats.get("sandbox.max_wall_s", 0.0)), max(walls))
     for i, v in enumerate(verdicts):
         out.append(Verdict("error", error="no tests (tests is none)") if i in missing_tests else v)
+    return out
+
+
+def _relative_limits(sandbox: Any, tasks: list[Any], refs: list[Any], p: ExecParams, cap: Any,
+                     ctx: Context) -> list[Any]:
+    """``tasks`` with each CPU limit derived from its reference's measured CPU time (see :mod:`reftime`)."""
+    from dataclasses import replace
+
+    from rewardlang.runtime.sandbox.reftime import reference_times, relative_limit
+
+    assert p.time_factor is not None
+    run = [i for i, t in enumerate(tasks) if t.code is not None and t.tests is not None]  # others never run
+    wanted = [i for i in run if isinstance(refs[i], str) and refs[i].strip()]
+    times = reference_times(sandbox, [(refs[i], tasks[i].tests, tasks[i].entry_point, tasks[i].format,
+                                       tasks[i].compare) for i in wanted], cap.cpu, stats=ctx.stats)
+    out = list(tasks)
+    derived = 0
+    for i, t_ref in zip(wanted, times, strict=True):
+        if t_ref is None:  # the reference did not pass its own tests within the timeout: the timeout applies
+            continue
+        cpu = relative_limit(t_ref, factor=p.time_factor, floor=p.time_floor, cap=cap.cpu)
+        # the wall-clock backstop follows the derived limit (2 x cpu + 1) unless the spec set one
+        out[i] = replace(tasks[i], limits=replace(cap, cpu=cpu))
+        derived += 1
+    ctx.stats["sandbox.limit_relative"] += derived
+    ctx.stats["sandbox.limit_no_reference"] += len(run) - derived
     return out
 
 
@@ -195,23 +237,23 @@ def _result(verdicts: list[Any], value: Any) -> Result:
 
 @function("tests_pass_rate", args=_ARGS, returns="number", params=ExecParams, range=(0.0, 1.0), accepts_none=True,
           in_workers=False, requires=forced_level_missing, doc="Share of the unit tests the program passes (sandboxed; see docs/sandbox.md).")
-def tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+def tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, reference: Any = None, *,
                     params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx), lambda v: v.pass_rate)
+    return _result(_verdicts(code, tests, entry_point, params, ctx, reference), lambda v: v.pass_rate)
 
 
 @function("tests_all_pass", args=_ARGS, returns="bool", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
           doc="True when the program passes every unit test (sandboxed).")
-def tests_all_pass(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+def tests_all_pass(code: list[str | None], tests: list[Any], entry_point: Any = None, reference: Any = None, *,
                    params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx), lambda v: v.all_passed)
+    return _result(_verdicts(code, tests, entry_point, params, ctx, reference), lambda v: v.all_passed)
 
 
 @function("tests_results", args=_ARGS, returns="list[number]", params=ExecParams, accepts_none=True,
           in_workers=False, requires=forced_level_missing, doc="1 or 0 for each unit test, in the order of the tests (sandboxed).")
-def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = None, reference: Any = None, *,
                   params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx),
+    return _result(_verdicts(code, tests, entry_point, params, ctx, reference),
                    lambda v: [1.0 if t.passed else 0.0 for t in v.tests])
 
 
@@ -219,20 +261,20 @@ def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = N
           in_workers=False, requires=forced_level_missing,
           doc="CodeRL-style outcome value: pass 1, fail -0.3, runtime error -0.6, compile error -1 "
               "(timeout, memory, output limit: -0.6 by default).")
-def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, reference: Any = None, *,
             params: OutcomeParams | None, ctx: Context) -> Result:
     p = params or OutcomeParams()
     values = {"pass": p.pass_value, "fail": p.fail_value, "runtime_error": p.runtime_error_value,
               "compile_error": p.compile_error_value, "timeout": p.timeout_value, "memory": p.memory_value,
               "output_limit": p.output_limit_value}
-    return _result(_verdicts(code, tests, entry_point, p, ctx), lambda v: values[v.outcome])
+    return _result(_verdicts(code, tests, entry_point, p, ctx, reference), lambda v: values[v.outcome])
 
 
 @function("outcome_label", args=_ARGS, returns="text", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
           doc="The outcome class: pass, fail, runtime_error, compile_error, timeout, memory or output_limit.")
-def outcome_label(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+def outcome_label(code: list[str | None], tests: list[Any], entry_point: Any = None, reference: Any = None, *,
                   params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx), lambda v: v.outcome)
+    return _result(_verdicts(code, tests, entry_point, params, ctx, reference), lambda v: v.outcome)
 
 
 @function("executes", args={"code": "code?"}, returns="bool", params=ExecParams, accepts_none=True,

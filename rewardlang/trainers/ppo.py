@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
+import numpy as np
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
@@ -51,6 +52,7 @@ from transformers import GenerationConfig, TrainerControl, TrainerState, get_sch
 from rewardlang.trainers import algos, report
 from rewardlang.trainers.config import ConfigError, TrainConfig
 from rewardlang.trainers.data import build_dataset, check_columns, load_rows, split_heldout
+from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import lora_config, resolve_dtype
 from rewardlang.trainers.run import RunResult, finish_run, load_layers, load_run_policy, open_run, record_config
@@ -247,6 +249,8 @@ class PPOTrainer:
         set_seed(cfg.seed + acc.process_index)  # each process samples its own completions
 
         self.rewards = DenseRewards(program, self.tokenizer)
+        #: the step's reward metrics (slowest program, timeouts, component times, zero-variance groups): health.py
+        self.step_reward = StepReward(program)
         self.eos = self.tokenizer.eos_token_id
         self.global_step = 0
         self.last_rollout: dict[str, Any] = {}
@@ -315,6 +319,7 @@ class PPOTrainer:
         cfg, acc = self.cfg, self.accelerator
         times: dict[str, float] = {}
         t0 = time.perf_counter()
+        self.step_reward.begin()
         prompts, columns = self._prompts()
         enc = self._encode(prompts)
         prompt_len = enc["input_ids"].shape[1]
@@ -360,6 +365,9 @@ class PPOTrainer:
         dense = self.rewards(ids.cpu(), mask.cpu(), {"prompt": prompts, **columns}, step=self.global_step)
         times["reward"] = time.perf_counter() - t0
         times["align"] = getattr(self.rewards, "seconds_aligning", 0.0) - aligning  # part of "reward"
+        if dense.totals is not None:
+            self.step_reward.observe(dense.scores or {}, dense.totals,
+                                     np.arange(len(dense.totals)) // max(1, cfg.num_generations))
         device = acc.device
         score = dense.rewards.to(device).float() * mask
         train_mask = mask * (~dense.masked.to(device))[:, None]
@@ -485,6 +493,7 @@ class PPOTrainer:
                     "tokens_per_second": float(rows[:, 2].sum()) / max(times[3], 1e-9),
                     "align/fallbacks": float(self.rewards.fallbacks),
                     "learning_rate": float(self.scheduler.get_last_lr()[0])})
+        out.update(self.step_reward.take())  # this process's: slowest program, timeouts, component times
         return out
 
     def _event(self, name: str, **kwargs: Any) -> None:

@@ -114,17 +114,19 @@ def test_step_reward_counts_zero_variance_groups_and_ranges() -> None:
     import numpy as np
 
     class P:
-        stats = {"sandbox.timeouts": 2, "time:correct": 1.0, "sandbox.max_wall_s": 9.0}
+        def __init__(self) -> None:
+            self.stats = {"sandbox.timeouts": 2, "time:correct": 1.0, "sandbox.max_wall_s": 9.0}
 
-    sr = StepReward(P())
-    P.stats.update({"sandbox.timeouts": 5, "time:correct": 1.75, "sandbox.max_wall_s": 3.5})
+    p = P()
+    sr = StepReward(p)
+    p.stats.update({"sandbox.timeouts": 5, "time:correct": 1.75, "sandbox.max_wall_s": 3.5})
     # groups: 0 -> [1, 1] (no variance), 1 -> [0, 1], 2 -> [nan, 0.5] (one unmasked: not a group)
     sr.observe({"c": [1, 1, 0, 1, 7, 0.5]}, np.array([1, 1, 0, 1, np.nan, 0.5]), np.array([0, 0, 1, 1, 2, 2]))
     m = sr.take()
     assert m["reward/timeouts"] == 3 and m["time/component/correct"] == 0.75 and m["time/reward_max"] == 3.5
     assert m["groups/zero_variance"] == 0.5  # 1 of the 2 groups with two unmasked samples
     assert (m["components/c/min"], m["components/c/max"], m["reward/samples"]) == (0.0, 1.0, 5.0)
-    assert P.stats["sandbox.max_wall_s"] == 0.0  # the next step starts its own maximum
+    assert p.stats["sandbox.max_wall_s"] == 0.0  # the next step starts its own maximum
     assert sr.take()["reward/timeouts"] == 0
 
 

@@ -43,9 +43,8 @@ def measure_score(task_id: str) -> dict[str, float]:
 
     row = next(r for r in load_humaneval() if r["task_id"] == task_id)
     prog = rewardlang.load(os.path.join(os.getcwd(), "specs", "quality_grpo.reward"))
-    cols = {k: [row[k]] * 4 for k in ("tests", "entry_point")}
-    if any(i.name == "solution" for i in prog.inputs):
-        cols["solution"] = [row.get("solution", row["prompt"] + row["reference"])] * 4
+    full = {**row, "solution": row["prompt"] + row["reference"]}
+    cols = {i.name: [full[i.column]] * 4 for i in prog.inputs if i.name != "completion" and i.column in full}
     # warm: the sandbox's slots and the analyzers start once, outside the timings
     prog.score(completion=["```python\n" + row["prompt"] + row["reference"] + "\n# warm\n```\n"] * 4, **cols)
     out = {}

@@ -115,3 +115,12 @@ def test_the_spec_syntax_and_its_checks() -> None:
 
     with pytest.raises(SpecError, match="time_factor"):
         rewardlang.loads(src.replace("time_factor=4", "time_factor=0"))
+
+
+def test_score_summary_names_the_limits() -> None:
+    from rewardlang.cli import _sandbox_line
+
+    line = _sandbox_line({"sandbox.level.bwrap": 1, "sandbox.executions": 4, "sandbox.timeouts": 1,
+                          "sandbox.limit_relative": 3, "sandbox.limit_no_reference": 1})
+    assert line == ("sandbox: level bwrap, 4 executions, 1 timeouts, 3 limits relative to the reference, "
+                    "1 without a reference time (the spec's timeout), 0 infrastructure failures (masked)")

@@ -29,12 +29,21 @@ Example spec lines::
     component coderl in [-1, 1] = outcome(code, tests, entry_point, timeout_value=-1, timeout=2)
 
 Limits: ``timeout`` is CPU seconds per execution (default: the component's ``timeout``, else 5 s); the
-wall clock only backs it up (``wall_timeout``, default 2 x timeout + 1 s). For stdin/stdout tests each case
+wall clock only backs it up (``wall_timeout``, default 2 x timeout + 1 s). With ``reference=`` (the task's
+reference program) and ``time_factor=k``, each program's limit is ``min(timeout, max(time_floor, k x T_ref))``,
+``T_ref`` the reference's CPU time on the same tests, measured once per task and cached
+(:mod:`rewardlang.runtime.sandbox.reftime`; EvalPlus's rule on CPU time)::
+
+    component correct in [0, 1] = tests_pass_rate(code, tests, entry_point, reference=solution, time_factor=4)
+        timeout 10
+ For stdin/stdout tests each case
 is its own execution, and the cases after a timeout are not run (they fail). An infrastructure failure
 (a sandbox slot died or hung, no sandbox level available) masks the sample; it never scores 0.
 
 Counters in ``ctx.stats``: ``sandbox.executions``, ``sandbox.cache_hits``, ``sandbox.batch_duplicates``,
-``sandbox.infra_failures``, ``sandbox.timeouts``, ``sandbox.judge_process_tests`` (tests that could not be
+``sandbox.infra_failures``, ``sandbox.timeouts``, ``sandbox.limit_relative`` / ``sandbox.limit_no_reference`` /
+``sandbox.reference_measured`` / ``sandbox.reference_failed`` (relative limits), ``sandbox.max_wall_s`` (the
+slowest execution so far: the trainers restart it each step), ``sandbox.judge_process_tests`` (tests that could not be
 split into probes and ran whole in the sandbox's judge process), ``sandbox.isolation_level`` (3 bwrap, 2 namespaces, 1 uid, 0 limits) and
 ``sandbox.level.<name>``.
 """

@@ -2,12 +2,12 @@
 
 Functions (all take the same options, see :class:`ExecParams`)::
 
-    tests_pass_rate(code, tests, entry_point = none) -> number in [0, 1]   share of tests passed
-    tests_all_pass(code, tests, entry_point = none)  -> bool               every test passed
-    tests_results(code, tests, entry_point = none)   -> list[number]       1 or 0 per test, in order
-    outcome(code, tests, entry_point = none)         -> number in [-1, 1]  CodeRL-style outcome value
-    outcome_label(code, tests, entry_point = none)   -> text               pass, fail, runtime_error, ...
-    executes(code)                                   -> bool               runs to the end as a script
+    tests_pass_rate(code, tests, entry_point = none, reference = none) -> number in [0, 1]   share of tests passed
+    tests_all_pass(code, tests, entry_point = none, reference = none)  -> bool               every test passed
+    tests_results(code, tests, entry_point = none, reference = none)   -> list[number]       1 or 0 per test, in order
+    outcome(code, tests, entry_point = none, reference = none)         -> number in [-1, 1]  CodeRL-style outcome value
+    outcome_label(code, tests, entry_point = none, reference = none)   -> text               pass, fail, runtime_error, ...
+    executes(code)                                                     -> bool               runs to the end as a script
 
 Argument shapes:
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -85,7 +86,7 @@ def measure_train(run_dir: str) -> dict[str, float]:
         if self._batch is not kwargs["completions"]:
             self._evaluate(kwargs)
             self._batch = kwargs["completions"]
-        return [None if t != t else v for v, t in zip(self.raw[self.names[index]], self.total, strict=True)]
+        return [None if math.isnan(t) else v for v, t in zip(self.raw[self.names[index]], self.total, strict=True)]
 
     grpo.SpecRewardSet.values = values
     try:
@@ -116,7 +117,7 @@ def run_tree(root: str, task: str, do_train: bool) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": root}
     cmd = [sys.executable, os.path.join(HERE, "benchmarks", "bench_reward_tail.py"), "--measure-only",
            "--task", task] + ([] if do_train else ["--no-train"])
-    p = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    p = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
     if p.returncode != 0:
         raise SystemExit(f"measuring {root} failed:\n{p.stderr[-4000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -136,7 +137,7 @@ def main() -> None:
         arch = subprocess.run(["git", "-C", HERE, "archive", args.against], capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", old], input=arch, check=True)
         sha = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", args.against], capture_output=True,
-                             text=True).stdout.strip()
+                             text=True, check=True).stdout.strip()
         t0 = time.perf_counter()
         res = {f"before ({sha})": run_tree(old, args.task, not args.no_train)}
         res["after (this tree)"] = run_tree(HERE, args.task, not args.no_train)
@@ -152,7 +153,7 @@ def main() -> None:
             print("    train step:   " + "   ".join(
                 f"k={k}: reward {r[f'reward_s_{k}']:.2f} s of {r[f'step_s_{k}']:.1f} s = {100 * r[f'share_{k}']:.1f} %"
                 for k in KS if f"step_s_{k}" in r))
-    (a, ra), (b, rb) = res.items()
+    (_, ra), (_, rb) = res.items()
     print("  ratio before/after, score batch: " + "   ".join(
         f"k={k}: {ra[f'score_s_{k}'] / rb[f'score_s_{k}']:.1f}x" for k in KS))
     if all(f"reward_s_{k}" in ra and f"reward_s_{k}" in rb for k in KS):

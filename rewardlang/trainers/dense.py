@@ -63,6 +63,8 @@ class DenseBatch:
     masked: torch.Tensor
     texts: list[str]
     totals: np.ndarray | None = None
+    #: (B,) sequence value per component, NaN where masked (the step's reward metrics read them)
+    scores: dict[str, np.ndarray] | None = None
 
 
 class DenseRewards:
@@ -137,7 +139,8 @@ class DenseRewards:
             rewards=torch.as_tensor(total, dtype=torch.float32, device=device),
             components={n: torch.as_tensor(v, dtype=torch.float32, device=device) for n, v in comps.items()},
             masked=torch.as_tensor(masked, dtype=torch.bool, device=device),
-            texts=texts, totals=np.asarray(result.total, dtype=np.float64))
+            texts=texts, totals=np.asarray(result.total, dtype=np.float64),
+            scores={n: np.asarray(v, dtype=np.float64) for n, v in result.components.items()})
 
 
 def load_tokenizer(path: str | None) -> Any:

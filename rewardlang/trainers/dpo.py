@@ -116,6 +116,8 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     if cfg.preference_data is None:
         return run_online(spec, mode="pairs", config_file=config_file, sets=sets, flags=flags, resume=resume,
                           progress=progress, callbacks=callbacks)
+    if "beta" not in sources:  # the β in force, so that config.json records it (not GRPO's default 0.0)
+        cfg.beta = DEFAULT_BETA
     run_dir, checkpoint = open_run(prog, cfg, resume)
 
     # 3. Pairs, policy, trainer (and train.eval's held-out problems, left out of the pairs).

@@ -41,6 +41,7 @@ from transformers import PrinterCallback, Trainer, TrainingArguments
 
 from rewardlang.trainers.config import ConfigError, TrainConfig
 from rewardlang.trainers.data import DataError
+from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import lora_config
 from rewardlang.trainers.run import (RunResult, finish_run, load_layers, load_run_policy, open_run, record_config,
@@ -148,6 +149,8 @@ class GroupPreferenceTrainer(Trainer):
         self.num_generations, self.max_completion_length, self.temperature = (num_generations,
                                                                               max_completion_length, temperature)
         self.clock = clock or RewardClock()
+        #: the step's reward metrics (slowest program, timeouts, component times, zero-variance groups): health.py
+        self.step_reward = StepReward(program) if program is not None and online else None
         self._metrics: dict[str, dict[str, list[float]]] = {"train": defaultdict(list)}
         self.last_batch: dict[str, Any] = {}
         if self.ref_model is not None:
@@ -191,6 +194,9 @@ class GroupPreferenceTrainer(Trainer):
             masked |= m
         ranked = rank_rows(prog, res.total, res.components, masked, self.state.global_step)
         self.clock.seconds += time.perf_counter() - t0
+        if self.step_reward is not None:
+            self.step_reward.observe(res.components, res.total,
+                                     np.arange(len(completions)) // self.num_generations)
         st = settings_of(prog.spec)
         gid, _ = group_ids([i // self.num_generations for i in range(len(completions))])
         groups: list[tuple[str, list[str], list[bool]]] = []
@@ -407,6 +413,8 @@ def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[s
     from rewardlang.trainers import report
 
     prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    if "beta" not in sources:  # the β in force, so that config.json records it (not GRPO's default 0.0)
+        cfg.beta = DEFAULT_BETA
     run_dir, checkpoint = open_run(prog, cfg, resume)
     heldout = report.heldout_rows(cfg)  # train.eval's problems: out of the prompts (online) or the file (offline)
     trainer = build_trainer(cfg, sources, prog, run_dir, mode=mode, progress=progress, callbacks=callbacks)

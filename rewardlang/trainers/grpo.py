@@ -41,6 +41,7 @@ from trl import GRPOConfig, GRPOTrainer
 from rewardlang.trainers.align import TokenAligner
 from rewardlang.trainers.config import TrainConfig
 from rewardlang.trainers.data import DataError, build_dataset, check_columns, load_rows, split_heldout
+from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers import report
 from rewardlang.trainers.model import lora_config
@@ -251,6 +252,8 @@ class SpecGRPOTrainer(GRPOTrainer):
         self.program = program
         self.clock = clock or RewardClock()
         self.spec_rewards = SpecRewardSet(program, self.clock)
+        #: the step's reward metrics (slowest program, timeouts, component times, zero-variance groups): health.py
+        self.step_reward = StepReward(program)
         args.reward_weights = self.spec_rewards.weights
         self.last_batch: dict[str, np.ndarray] = {}
         super().__init__(model=model, reward_funcs=self.spec_rewards.functions, args=args, **kwargs)
@@ -298,6 +301,9 @@ class SpecGRPOTrainer(GRPOTrainer):
                 self._metrics[mode][f"masked/{name}"].append(float(np.isnan(rewards_per_func[:, i]).mean()))
         self._metrics[mode]["masked/rate"].append(float(np.isnan(total).mean()))
         self._metrics[mode]["masked/count"].append(float(np.isnan(total).sum()))
+        if mode == "train":
+            self.step_reward.observe({n: rewards_per_func[:, i] for i, n in enumerate(rewards.names)
+                                      if n != rewards.total_name}, total, groups)
 
         if self.program.has_advantage:
             components = {n: rewards_per_func[:, i] for i, n in enumerate(rewards.names) if n != rewards.total_name}

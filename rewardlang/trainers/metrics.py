@@ -149,8 +149,12 @@ class JsonlMetricsCallback(TrainerCallback):
     ``path``) sees every record and stops a run whose samples are all masked."""
 
     def __init__(self, path: str) -> None:
+        from rewardlang.trainers.health import LearningGuard
+
         self.path = path
         self.guard = MaskedRunGuard.for_path(path)
+        # says (once each) when the run cannot learn: zero-variance groups, nothing mined, a constant component
+        self.learning = LearningGuard()
 
     def on_train_begin(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
                        **kwargs: Any) -> None:
@@ -183,12 +187,16 @@ class JsonlMetricsCallback(TrainerCallback):
                 raise OutputError.writing(self.path, exc) from exc
         finally:
             os.close(fd)
+        if "train_runtime" not in logs:
+            self.learning.observe(state.global_step, logs)
         if self.guard is not None:  # after writing: the record that stops the run is in the metrics
             self.guard.observe(state.global_step, logs)
 
 
 class StepTimingCallback(TrainerCallback):
-    """Wall time of each optimizer step, the reward functions' share of it, and tokens/s.
+    """Wall time of each optimizer step, the reward functions' share of it, and tokens/s; with a trainer that has a
+    ``step_reward`` (:class:`rewardlang.trainers.health.StepReward`), that step's reward metrics too (slowest program,
+    timeouts, time per component, zero-variance groups, component ranges).
 
     The values are appended to the trainer's metric buffer at ``on_step_end``, which transformers calls just before
     it logs, so they travel with TRL's own metrics (JSONL, TensorBoard, progress bar).
@@ -205,6 +213,9 @@ class StepTimingCallback(TrainerCallback):
         self._t0 = time.perf_counter()
         self._tokens0 = state.num_input_tokens_seen
         self.clock.take()
+        step_reward = getattr(self.trainer, "step_reward", None)
+        if step_reward is not None:
+            step_reward.begin()
 
     def on_step_end(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
                     **kwargs: Any) -> None:
@@ -215,6 +226,10 @@ class StepTimingCallback(TrainerCallback):
         metrics["time/reward"].append(reward)
         metrics["time/reward_share"].append(reward / seconds if seconds > 0 else 0.0)
         metrics["tokens_per_second"].append((state.num_input_tokens_seen - self._tokens0) / max(seconds, 1e-9))
+        step_reward = getattr(self.trainer, "step_reward", None)
+        if step_reward is not None:
+            for k, v in step_reward.take().items():
+                metrics[k].append(v)
 
 
 class ProgressCallback(TrainerCallback):

@@ -38,10 +38,12 @@ import json
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
+import numpy as np
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
@@ -51,6 +53,7 @@ from transformers import GenerationConfig, TrainerControl, TrainerState, get_sch
 from rewardlang.trainers import algos, report
 from rewardlang.trainers.config import ConfigError, TrainConfig
 from rewardlang.trainers.data import build_dataset, check_columns, load_rows, split_heldout
+from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import lora_config, resolve_dtype
 from rewardlang.trainers.run import RunResult, finish_run, load_layers, load_run_policy, open_run, record_config
@@ -59,6 +62,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
 __all__ = ["PolicyAndValue", "build_critic", "PPOTrainer", "completion_mask", "token_logprobs", "train"]
+
+#: scores a rollout while its forward passes run (one at a time: a rollout waits for its own reward)
+_SCORER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rewardlang-reward")
 
 
 # ----------------------------------------------------------------------------------------------------- 1. models
@@ -247,6 +253,8 @@ class PPOTrainer:
         set_seed(cfg.seed + acc.process_index)  # each process samples its own completions
 
         self.rewards = DenseRewards(program, self.tokenizer)
+        #: the step's reward metrics (slowest program, timeouts, component times, zero-variance groups): health.py
+        self.step_reward = StepReward(program)
         self.eos = self.tokenizer.eos_token_id
         self.global_step = 0
         self.last_rollout: dict[str, Any] = {}
@@ -315,6 +323,7 @@ class PPOTrainer:
         cfg, acc = self.cfg, self.accelerator
         times: dict[str, float] = {}
         t0 = time.perf_counter()
+        self.step_reward.begin()
         prompts, columns = self._prompts()
         enc = self._encode(prompts)
         prompt_len = enc["input_ids"].shape[1]
@@ -333,6 +342,18 @@ class PPOTrainer:
         seq = torch.cat([enc["input_ids"], ids], dim=1)
         attn = torch.cat([enc["attention_mask"], mask], dim=1)
         times["generation"] = time.perf_counter() - t0
+
+        # The spec's (B, T) reward, scored in a thread while the forward passes below run: neither needs the other,
+        # so a slow program (tests in the sandbox) holds the step only for what outlasts the forward passes.
+        step = self.global_step
+        aligning = getattr(self.rewards, "seconds_aligning", 0.0)
+
+        def score_rollout() -> tuple[Any, float]:
+            t = time.perf_counter()
+            out = self.rewards(ids.cpu(), mask.cpu(), {"prompt": prompts, **columns}, step=step)
+            return out, time.perf_counter() - t
+
+        scoring = _SCORER.submit(score_rollout)
 
         # Old log-probs and values, reference log-probs: micro-batch forward passes without gradients.
         t0 = time.perf_counter()
@@ -355,11 +376,15 @@ class PPOTrainer:
         ref_lp = torch.cat(ref_lp) if ref_lp else old_lp
         times["forward"] = time.perf_counter() - t0
 
-        # The spec's (B, T) reward; rows whose reward is masked are never trained on.
-        t0, aligning = time.perf_counter(), getattr(self.rewards, "seconds_aligning", 0.0)
-        dense = self.rewards(ids.cpu(), mask.cpu(), {"prompt": prompts, **columns}, step=self.global_step)
-        times["reward"] = time.perf_counter() - t0
+        # The reward: rows whose reward is masked are never trained on. "reward" is the scoring's own wall time,
+        # "reward_wait" the part of it the step waited for (after the forward passes).
+        t0 = time.perf_counter()
+        dense, times["reward"] = scoring.result()
+        times["reward_wait"] = time.perf_counter() - t0
         times["align"] = getattr(self.rewards, "seconds_aligning", 0.0) - aligning  # part of "reward"
+        if dense.totals is not None:
+            self.step_reward.observe(dense.scores or {}, dense.totals,
+                                     np.arange(len(dense.totals)) // max(1, cfg.num_generations))
         device = acc.device
         score = dense.rewards.to(device).float() * mask
         train_mask = mask * (~dense.masked.to(device))[:, None]
@@ -476,15 +501,18 @@ class PPOTrainer:
         vals = acc.reduce(torch.tensor([local[k] for k in keys], device=acc.device, dtype=torch.float32), "mean")
         out.update({k: float(v) for k, v in zip(keys, vals.tolist(), strict=True)})
         times = acc.reduce(torch.tensor([ro["times"][k] for k in ("generation", "forward", "reward", "align")]
-                                        + [step_time], device=acc.device, dtype=torch.float64), "mean").tolist()
-        times[3], times[4] = times[4], times[3]  # step time in position 3, alignment last
+                                        + [step_time, ro["times"]["reward_wait"]], device=acc.device,
+                                        dtype=torch.float64), "mean").tolist()
+        times[3], times[4] = times[4], times[3]  # step time in position 3, alignment 4, the reward's wait 5
         out.update({"time/generation": times[0], "time/forward": times[1], "time/reward": times[2],
-                    "time/align": times[4], "time/step": times[3],
-                    "time/update": max(times[3] - sum(times[:3]), 0.0),
-                    "time/reward_share": times[2] / times[3] if times[3] > 0 else 0.0,
+                    "time/reward_wait": times[5], "time/align": times[4], "time/step": times[3],
+                    "time/update": max(times[3] - times[0] - times[1] - times[5], 0.0),
+                    # the share of the step the reward held it: scoring overlaps the rollout's forward passes
+                    "time/reward_share": times[5] / times[3] if times[3] > 0 else 0.0,
                     "tokens_per_second": float(rows[:, 2].sum()) / max(times[3], 1e-9),
                     "align/fallbacks": float(self.rewards.fallbacks),
                     "learning_rate": float(self.scheduler.get_last_lr()[0])})
+        out.update(self.step_reward.take())  # this process's: slowest program, timeouts, component times
         return out
 
     def _event(self, name: str, **kwargs: Any) -> None:

@@ -28,7 +28,7 @@ from rewardlang.outputs import write_text
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.trainers.config import TrainConfig
 
-__all__ = ["heldout_rows", "evaluate_heldout", "evaluate_stage", "drop_leaked", "save_train_problems", "reward_change", "summary_lines", "write_run_readme"]
+__all__ = ["heldout_rows", "evaluate_heldout", "evaluate_stage", "drop_leaked", "save_train_problems", "reward_change", "reward_cost", "files_line", "summary_lines", "write_run_readme"]
 
 #: steps averaged at each end of the run for "first vs last" reward
 ENDS = 5
@@ -154,8 +154,52 @@ def _step_seconds(run_dir: str) -> float | None:
     return sum(times) / len(times) if times else None
 
 
+def reward_cost(records: Sequence[dict[str, Any]]) -> str | None:
+    """One line on what the reward cost the run: its share of the step time (mean, and its tail: the worst step),
+    the slowest program, the timeouts and the slowest component.
+
+        >>> reward_cost([{"step": 1, "time/reward_share": 0.02, "time/reward_max": 0.3, "reward/timeouts": 0,
+        ...               "time/component/correct": 0.5, "time/component/format": 0.01},
+        ...              {"step": 2, "time/reward_share": 0.10, "time/reward_max": 1.2, "reward/timeouts": 1,
+        ...               "time/component/correct": 1.5, "time/component/format": 0.01}])
+        'reward time: 6.0% of the step on average, 10.0% at most (step 2); slowest program 1.20 s; 1 timeouts; slowest component `correct` (2.00 s in all)'
+    """
+    shares = [(float(r["time/reward_share"]), r.get("step")) for r in records
+              if isinstance(r.get("time/reward_share"), (int, float))]
+    if not shares:
+        return None
+    worst, at = max(shares, key=lambda x: x[0])
+    line = (f"reward time: {100 * sum(v for v, _ in shares) / len(shares):.1f}% of the step on average, "
+            f"{100 * worst:.1f}% at most (step {at})")
+    slow = [float(r["time/reward_max"]) for r in records if isinstance(r.get("time/reward_max"), (int, float))]
+    if slow and max(slow) > 0:
+        line += f"; slowest program {max(slow):.2f} s"
+    timeouts = [float(r["reward/timeouts"]) for r in records if isinstance(r.get("reward/timeouts"), (int, float))]
+    if timeouts:
+        line += f"; {int(sum(timeouts))} timeouts"
+    comp: dict[str, float] = {}
+    for r in records:
+        for k, v in r.items():
+            if k.startswith("time/component/") and isinstance(v, (int, float)):
+                comp[k[len("time/component/"):]] = comp.get(k[len("time/component/"):], 0.0) + float(v)
+    if comp:
+        name = max(comp, key=lambda k: comp[k])
+        line += f"; slowest component `{name}` ({comp[name]:.2f} s in all)"
+    return line
+
+
+def _all_records(run_dir: str) -> list[dict[str, Any]]:
+    path = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    from rewardlang.trainers.metrics import read_metrics
+
+    return [r for r in read_metrics(path) if "train_runtime" not in r]
+
+
 def summary_lines(run_dir: str) -> list[str]:
-    """What the run changed, in a few lines (printed by ``rewardlang train``)."""
+    """What the run changed, in a few lines (printed by ``rewardlang train``): the reward change, what the reward
+    cost, the held-out pass@1, and the warnings of a run that could not learn."""
     out = []
     change = reward_change(run_dir)
     if change is not None:
@@ -164,6 +208,14 @@ def summary_lines(run_dir: str) -> list[str]:
         sec = _step_seconds(run_dir)
         out.append(f"mean reward: first {n} steps {first:.3f} -> last {n} steps {last:.3f} ({steps} steps"
                    + (f", {sec:.1f} s/step" if sec else "") + ")")
+    records = _all_records(run_dir)
+    cost = reward_cost(records)
+    if cost:
+        out.append(cost)
+    no_ref = sum(float(r.get("limits/no_reference") or 0) for r in records)
+    if no_ref:
+        out.append(f"time limits: {int(no_ref)} program runs had no reference time and ran under the spec's "
+                   "timeout (limits/no_reference)")
     ev = _eval(run_dir)
     if "before" in ev and "after" in ev and "pass@1" in ev["before"] and "pass@1" in ev["after"]:
         b, a = ev["before"], ev["after"]
@@ -174,7 +226,37 @@ def summary_lines(run_dir: str) -> list[str]:
         if "outcome_classes" in b and "outcome_classes" in a:
             out.append("held-out outcome classes before -> after: " + ", ".join(
                 f"{c} {b['outcome_classes'][c]} -> {a['outcome_classes'].get(c, 0)}" for c in b["outcome_classes"]))
+    from rewardlang.trainers.health import learning_warnings
+
+    out += [f"warning: {w}" for w in learning_warnings(records)]
     return out
+
+
+#: what a run directory may hold, in the order the README lists it
+_FILES = (("config.json", "resolved settings"), ("metrics.jsonl", "per step"),
+          ("eval-before.jsonl", "held-out problems before training"), ("eval-after.jsonl", "after training"),
+          ("eval.json", "held-out summaries"), ("train-problems.json", "the problems trained on"),
+          ("curves.png", "the curves"), ("final", "the policy"), ("initial_model", "the starting policy"))
+
+
+def files_line(run_dir: str) -> str:
+    """The README's list of the run's files: those that are there (a run with ``train.eval = 0`` writes no
+    ``eval-*``), each with what it holds; resumed runs' ``config.resume-*.json`` and checkpoints included."""
+    names = set(os.listdir(run_dir)) if os.path.isdir(run_dir) else set()
+    parts = [f"`{n}/` ({what})" if os.path.isdir(os.path.join(run_dir, n)) else f"`{n}` ({what})"
+             for n, what in _FILES if n in names]
+    resumes = sorted(n for n in names if n.startswith("config.resume-") and n.endswith(".json"))
+    if resumes:
+        parts.append(", ".join(f"`{n}`" for n in resumes) + " (settings of each resume)")
+    ckpts = sorted((n for n in names if n.startswith("checkpoint-")), key=lambda n: int(n.split("-")[-1])
+                   if n.split("-")[-1].isdigit() else 0)
+    if ckpts:
+        parts.append(", ".join(f"`{n}/`" for n in ckpts) + " (checkpoints)")
+    known = {n for n, _ in _FILES} | set(resumes) | set(ckpts) | {"README.md"}
+    # anything else the run's libraries wrote (TensorBoard's `runs/`, ...) is listed too, never left out
+    parts += [f"`{n}/`" if os.path.isdir(os.path.join(run_dir, n)) else f"`{n}`"
+              for n in sorted(names - known) if not n.startswith(".")]
+    return "Files: " + ", ".join(parts) + "." if parts else "Files: none."
 
 
 def write_run_readme(run_dir: str) -> str:
@@ -211,8 +293,7 @@ def write_run_readme(run_dir: str) -> str:
             lines += ["", "![reward curve and the other training metrics](curves.png)"]
         except Exception as exc:  # a plot is a convenience: its failure must not lose the README
             lines += ["", f"(plot failed: {exc})"]
-    lines += ["", "Files: `config.json` (resolved settings), `metrics.jsonl` (per step), `eval-before.jsonl` / "
-              "`eval-after.jsonl` (per problem), `eval.json`, `final/` (the policy)."]
     path = os.path.join(run_dir, "README.md")
+    lines += ["", files_line(run_dir) + " `README.md`: this file."]
     write_text(path, "\n".join(lines) + "\n")
     return path

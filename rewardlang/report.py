@@ -145,8 +145,14 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
     rep: dict[str, Any] = {
         "spec": prog.name, "input": source, "rows": len(rows), "bad_rows": bad_rows, "step": step,
         "scoring_seconds": elapsed, "ms_per_row": elapsed * 1000 / max(1, len(rows)),
+        # latency: the scorer times each component's computation (``time:NAME``, lets it reads included) over the
+        # distinct rows it computed, and the batch's phases
         "components": {n: {**_distribution(comps[n], out.masked[n], out.errors[n]),
-                           "weight": _f(out.weights[n])} for n in names},
+                           "weight": _f(out.weights[n]), **_latency(out.stats.get(f"time:{n}"), len(rows))}
+                       for n in names},
+        "phases": {k[5:]: float(v) for k, v in out.stats.items() if k.startswith("time_")},
+        "unique_rows": int(out.stats.get("unique_rows", len(rows))),
+        "counters": {k: v for k, v in out.stats.items() if not k.startswith("time") and isinstance(v, (int, float))},
         "total": _distribution(total, np.isnan(total), None),
         "correlations": _correlations(comps),
     }
@@ -169,6 +175,12 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
     threshold = probe_threshold if probe_threshold is not None else (float(np.median(valid)) if len(valid) else 0.0)
     rep["probes"] = _probes(prog, rows, out, order, threshold, step)
     return rep
+
+
+def _latency(seconds: Any, rows: int) -> dict:
+    if seconds is None:
+        return {"seconds": None, "ms_per_row": None}
+    return {"seconds": float(seconds), "ms_per_row": float(seconds) * 1000 / max(1, rows)}
 
 
 def _extreme(out: Any, rows: list[dict], i: int) -> dict:
@@ -252,7 +264,9 @@ def _dist_card(name: str, d: dict, extra: str = "") -> str:
             f'<table><tr><th>valid</th><th>mean</th><th>std</th><th>min</th><th>p50</th><th>max</th></tr>'
             f'<tr><td>{d["valid"]}/{d["rows"]}</td><td>{_num(d.get("mean"))}</td><td>{_num(d.get("std"))}</td>'
             f'<td>{_num(d.get("min"))}</td><td>{_num(d.get("p50"))}</td><td>{_num(d.get("max"))}</td></tr></table>'
-            f'{"<br>".join(flags)}'
+            + (f'<p>latency: {d["seconds"]:.3g} s ({d["ms_per_row"]:.3g} ms per row)</p>'
+               if d.get("seconds") is not None else "")
+            + f'{"<br>".join(flags)}'
             + (f'<table><tr><th class="l">why none/masked</th><th>rows</th></tr>{reasons}</table>' if reasons else "")
             + "</div>")
 
@@ -265,7 +279,8 @@ def render_html(rep: dict) -> str:
              f"<h1>Reward report: spec <code>{e(rep['spec'])}</code></h1>",
              f"<p>{rep['rows']} rows of <code>{e(rep['input'])}</code> (bad rows skipped: {rep['bad_rows']}), "
              f"training step {rep['step']}; scored in {rep['scoring_seconds']:.2f} s "
-             f"({rep['ms_per_row']:.3f} ms per row).</p>",
+             f"({rep['ms_per_row']:.3f} ms per row; {rep.get('unique_rows', rep['rows'])} distinct rows computed"
+             + "".join(f", {e(k)} {v:.3g} s" for k, v in rep.get("phases", {}).items()) + ").</p>",
              "<h2>Total reward</h2>", _dist_card("total", rep["total"]), "<h2>Components</h2>"]
     for name, d in rep["components"].items():
         parts.append(_dist_card(name, d, f" <small>(weight {_num(d.get('weight'))})</small>"))

@@ -64,6 +64,15 @@ def test_component_distributions(rep):
     assert rep["total"]["max"] == pytest.approx(rep["extremes"]["highest"][0]["total"])
 
 
+def test_latency_per_component_and_phase(rep):
+    # the scorer's own timings: each component's computation over the distinct rows, and the batch's phases
+    assert rep["unique_rows"] == 3  # GOOD, SHORT and NONE: the prompt only groups, so the rows are computed once
+    for c in rep["components"].values():
+        assert c["seconds"] > 0 and c["ms_per_row"] == pytest.approx(c["seconds"] * 1000 / 32)
+    assert set(rep["phases"]) == {"dedup", "rows", "policy_reward", "advantage"}
+    assert sum(rep["phases"].values()) <= rep["scoring_seconds"]
+
+
 def test_extremes_carry_their_breakdown(rep):
     top = rep["extremes"]["highest"][0]
     assert top["completion"] == GOOD and top["components"]["format"] == 1

@@ -69,7 +69,9 @@ def _code(text: str) -> str:
 
 
 def _md(text: str) -> str:
-    return " ".join(text.split()).replace("<", "&lt;").replace("|", "\\|")
+    """Prose for one table cell: `<` escaped outside code spans (inside them an entity would show as typed)."""
+    parts = re.split(r"(`[^`]*`)", " ".join(text.split()))
+    return "".join(p if p.startswith("`") else p.replace("<", "&lt;") for p in parts).replace("|", "\\|")
 
 
 def _default(v: Any) -> str:
@@ -152,7 +154,7 @@ def functions_page(docs_dir: Path) -> str:
                 facts.append(f"**positions** relative to `{sig.spans_of}`")
             out += ["; ".join(facts), ""]
             if sig.doc:
-                out += [" ".join(sig.doc.split()).replace("<", "&lt;"), ""]
+                out += [_md(sig.doc).replace("\\|", "|"), ""]
             out += ["| argument | type | default | constant |", "|---|---|---|---|"]
             for a in sig.args:
                 out.append(f"| `{'*' if a.variadic else ''}{a.name}` | `{a.type}` | "

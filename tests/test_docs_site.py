@@ -86,6 +86,10 @@ def test_pages_and_nav(site):
         assert (site / page / "index.html").exists(), page
     home = (site / "index.html").read_text(encoding="utf-8")
     assert "Getting started" in home and "Error index" in home
+    # nothing is loaded from outside (theme fonts off): every stylesheet, script and image is the site's own
+    for built in site.rglob("*.html"):
+        text = built.read_text(encoding="utf-8")
+        assert not re.search(r"<(?:link|script|img)\b[^>]*\b(?:href|src)=\"(?:https?:)?//", text), built
 
 
 @pytest.mark.slow

@@ -213,6 +213,9 @@ def _nav_files(nav: Any) -> set[str]:
     return found
 
 
+_added: dict[str, Any] = {}
+
+
 def on_files(files: Any, config: Any) -> Any:
     from mkdocs.structure.files import File
 
@@ -220,10 +223,13 @@ def on_files(files: Any, config: Any) -> Any:
     files.append(File.generated(config, FUNCTIONS, content=functions_page(docs_dir)))
     files.append(File.generated(config, ERRORS, content=error_index_page(docs_dir)))
     if config["nav"] is not None:
-        listed = _nav_files(config["nav"])
+        nav = config["nav"]
+        nav[:] = [x for x in nav if x is not _added.get("more")]  # `mkdocs serve` rebuilds with the same config
+        listed = _nav_files(nav)
         extra = sorted(f.src_uri for f in files.documentation_pages() if f.src_uri not in listed)
         if extra:
-            config["nav"].append({"More": extra})
+            _added["more"] = {"More": extra}
+            nav.append(_added["more"])
     return files
 
 

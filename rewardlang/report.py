@@ -155,6 +155,8 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
         "counters": {k: v for k, v in out.stats.items() if not k.startswith("time") and isinstance(v, (int, float))},
         "total": _distribution(total, np.isnan(total), None),
         "correlations": _correlations(comps),
+        # the spec and what it imports, as read; paths as the user would type them (relative to here when inside)
+        "spec_sources": {_shown_path(p): text for p, text in (getattr(prog, "sources", {}) or {}).items()},
     }
     if out.advantages is not None and group is not None:
         adv = np.asarray(out.advantages, dtype=float)
@@ -175,6 +177,13 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
     threshold = probe_threshold if probe_threshold is not None else (float(np.median(valid)) if len(valid) else 0.0)
     rep["probes"] = _probes(prog, rows, out, order, threshold, step)
     return rep
+
+
+def _shown_path(path: str) -> str:
+    import os
+
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
 def _latency(seconds: Any, rows: int) -> dict:
@@ -226,6 +235,7 @@ th{background:#f4f6f8}td.l,th.l{text-align:left}.card{display:inline-block;verti
 padding:8px;border:1px solid #ddd;border-radius:6px}.warn{color:#a40000;font-weight:600}.ok{color:#176117}
 pre{white-space:pre-wrap;background:#f6f8fa;padding:6px;max-height:160px;overflow:auto;font-size:12px}
 svg text{font-size:10px;fill:#555}
+.highlight pre{max-height:none;font-size:12px;line-height:1.35}summary{cursor:pointer}
 """
 
 
@@ -323,5 +333,20 @@ def render_html(rep: dict) -> str:
         verdict = '<span class="warn">FLAGGED</span>' if r["flagged"] else '<span class="ok">ok</span>'
         parts.append(f"<tr><td class=l>{e(r['probe'])}</td><td class=l>{e(r['what'])}</td><td>{_num(r['total'])}"
                      f"</td><td class=l>{verdict}</td></tr>")
-    parts.append("</table></body></html>")
+    parts.append("</table>")
+    if rep.get("spec_sources"):
+        parts.append("<h2>The spec</h2>")
+        for path, text in rep["spec_sources"].items():
+            parts.append(f"<details open><summary><code>{e(path)}</code></summary>{_highlight(text)}</details>")
+    parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _highlight(text: str) -> str:
+    """The spec's source coloured by rewardlang's Pygments lexer, styles inline (the page stays one file)."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+
+    from rewardlang.highlight import RewardLexer
+
+    return highlight(text, RewardLexer(), HtmlFormatter(noclasses=True, nobackground=True))

@@ -4,7 +4,9 @@ and the HTML page being self-contained (no script, nothing fetched)."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -121,6 +123,12 @@ def test_html_is_self_contained(rows_file, tmp_path):
     c.feed(page)
     assert c.stack == []
     assert "zero variance" in page and "FLAGGED" in page
+    # the spec's source, coloured by rewardlang's lexer with inline styles (no stylesheet to fetch)
+    spec_html = page[page.index("<h2>The spec</h2>"):]
+    assert "specs/codepo_text.reward" in spec_html and 'class="err"' not in spec_html
+    assert re.search(r'<span style="[^"]*">component</span>', spec_html)
+    pre = re.search(r"<pre[^>]*>(.*?)</pre>", spec_html, re.S).group(1)
+    assert html.unescape(re.sub(r"<[^>]+>", "", pre)) == SPEC.read_text(encoding="utf-8")  # nothing lost
 
 
 def test_output_is_never_an_input_and_is_written_whole(rows_file, tmp_path):

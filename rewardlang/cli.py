@@ -733,7 +733,13 @@ def report(spec: Path = typer.Argument(..., help="spec file"),
     if format not in ("html", "json"):
         _err(f"error: --format {format}: use html or json")
         raise typer.Exit(1)
+    from rewardlang import outputs
+
+    if output is not None:  # checked before any work; never the input or the spec itself
+        outputs.check_output(output, inputs={"input file": input, "spec": spec})
     prog = _load(spec, set_)
+    if output is not None:
+        outputs.check_output(output, inputs=_sources(prog))  # nor a file the spec imports
     if not input.exists():
         _err(f"error: {input}: no such file")
         raise typer.Exit(1)
@@ -758,7 +764,7 @@ def report(spec: Path = typer.Argument(..., help="spec file"),
     if output is None:
         typer.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
+        outputs.write_text(output, text)  # whole or absent
         flagged = [p["probe"] for p in rep["probes"]["results"] if p.get("flagged")]
         _err(f"wrote {output} ({len(rows)} rows" + (f"; flagged probes: {', '.join(flagged)}" if flagged else "")
              + ")")

@@ -145,10 +145,18 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
     rep: dict[str, Any] = {
         "spec": prog.name, "input": source, "rows": len(rows), "bad_rows": bad_rows, "step": step,
         "scoring_seconds": elapsed, "ms_per_row": elapsed * 1000 / max(1, len(rows)),
+        # latency: the scorer times each component's computation (``time:NAME``, lets it reads included) over the
+        # distinct rows it computed, and the batch's phases
         "components": {n: {**_distribution(comps[n], out.masked[n], out.errors[n]),
-                           "weight": _f(out.weights[n])} for n in names},
+                           "weight": _f(out.weights[n]), **_latency(out.stats.get(f"time:{n}"), len(rows))}
+                       for n in names},
+        "phases": {k[5:]: float(v) for k, v in out.stats.items() if k.startswith("time_")},
+        "unique_rows": int(out.stats.get("unique_rows", len(rows))),
+        "counters": {k: v for k, v in out.stats.items() if not k.startswith("time") and isinstance(v, (int, float))},
         "total": _distribution(total, np.isnan(total), None),
         "correlations": _correlations(comps),
+        # the spec and what it imports, as read; paths as the user would type them (relative to here when inside)
+        "spec_sources": {_shown_path(p): text for p, text in (getattr(prog, "sources", {}) or {}).items()},
     }
     if out.advantages is not None and group is not None:
         adv = np.asarray(out.advantages, dtype=float)
@@ -169,6 +177,19 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
     threshold = probe_threshold if probe_threshold is not None else (float(np.median(valid)) if len(valid) else 0.0)
     rep["probes"] = _probes(prog, rows, out, order, threshold, step)
     return rep
+
+
+def _shown_path(path: str) -> str:
+    import os
+
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _latency(seconds: Any, rows: int) -> dict:
+    if seconds is None:
+        return {"seconds": None, "ms_per_row": None}
+    return {"seconds": float(seconds), "ms_per_row": float(seconds) * 1000 / max(1, rows)}
 
 
 def _extreme(out: Any, rows: list[dict], i: int) -> dict:
@@ -214,6 +235,7 @@ th{background:#f4f6f8}td.l,th.l{text-align:left}.card{display:inline-block;verti
 padding:8px;border:1px solid #ddd;border-radius:6px}.warn{color:#a40000;font-weight:600}.ok{color:#176117}
 pre{white-space:pre-wrap;background:#f6f8fa;padding:6px;max-height:160px;overflow:auto;font-size:12px}
 svg text{font-size:10px;fill:#555}
+.highlight pre{max-height:none;font-size:12px;line-height:1.35}summary{cursor:pointer}
 """
 
 
@@ -252,7 +274,9 @@ def _dist_card(name: str, d: dict, extra: str = "") -> str:
             f'<table><tr><th>valid</th><th>mean</th><th>std</th><th>min</th><th>p50</th><th>max</th></tr>'
             f'<tr><td>{d["valid"]}/{d["rows"]}</td><td>{_num(d.get("mean"))}</td><td>{_num(d.get("std"))}</td>'
             f'<td>{_num(d.get("min"))}</td><td>{_num(d.get("p50"))}</td><td>{_num(d.get("max"))}</td></tr></table>'
-            f'{"<br>".join(flags)}'
+            + (f'<p>latency: {d["seconds"]:.3g} s ({d["ms_per_row"]:.3g} ms per row)</p>'
+               if d.get("seconds") is not None else "")
+            + f'{"<br>".join(flags)}'
             + (f'<table><tr><th class="l">why none/masked</th><th>rows</th></tr>{reasons}</table>' if reasons else "")
             + "</div>")
 
@@ -265,7 +289,8 @@ def render_html(rep: dict) -> str:
              f"<h1>Reward report: spec <code>{e(rep['spec'])}</code></h1>",
              f"<p>{rep['rows']} rows of <code>{e(rep['input'])}</code> (bad rows skipped: {rep['bad_rows']}), "
              f"training step {rep['step']}; scored in {rep['scoring_seconds']:.2f} s "
-             f"({rep['ms_per_row']:.3f} ms per row).</p>",
+             f"({rep['ms_per_row']:.3f} ms per row; {rep.get('unique_rows', rep['rows'])} distinct rows computed"
+             + "".join(f", {e(k)} {v:.3g} s" for k, v in rep.get("phases", {}).items()) + ").</p>",
              "<h2>Total reward</h2>", _dist_card("total", rep["total"]), "<h2>Components</h2>"]
     for name, d in rep["components"].items():
         parts.append(_dist_card(name, d, f" <small>(weight {_num(d.get('weight'))})</small>"))
@@ -308,5 +333,20 @@ def render_html(rep: dict) -> str:
         verdict = '<span class="warn">FLAGGED</span>' if r["flagged"] else '<span class="ok">ok</span>'
         parts.append(f"<tr><td class=l>{e(r['probe'])}</td><td class=l>{e(r['what'])}</td><td>{_num(r['total'])}"
                      f"</td><td class=l>{verdict}</td></tr>")
-    parts.append("</table></body></html>")
+    parts.append("</table>")
+    if rep.get("spec_sources"):
+        parts.append("<h2>The spec</h2>")
+        for path, text in rep["spec_sources"].items():
+            parts.append(f"<details open><summary><code>{e(path)}</code></summary>{_highlight(text)}</details>")
+    parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _highlight(text: str) -> str:
+    """The spec's source coloured by rewardlang's Pygments lexer, styles inline (the page stays one file)."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+
+    from rewardlang.highlight import RewardLexer
+
+    return highlight(text, RewardLexer(), HtmlFormatter(noclasses=True, nobackground=True))

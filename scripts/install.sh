@@ -45,6 +45,17 @@ fi
 "$PY" -m pip install -q --disable-pip-version-check torch==2.13.0
 if [ "${1:-}" = "--test" ]; then
   "$PY" -m pip install -q --disable-pip-version-check -e ".[test]"
+  # Debian's chromium renders `rewardlang report`'s page headless in tests/test_report_browser.py (under CI=true a
+  # missing chromium fails that test).
+  if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    if [ "$(id -u)" = "0" ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } \
+        || echo "warning: could not install chromium: the report's browser test cannot run" >&2
+    elif command -v sudo >/dev/null 2>&1; then
+      sudo apt-get install -y -q chromium >/dev/null || echo "warning: could not install chromium" >&2
+    fi
+  fi
   # VS Code's TextMate engine (vscode-textmate, vscode-oniguruma) checks editors/vscode's grammar
   # (tests/test_textmate.py); versions pinned by the committed package-lock.json. Without npm that test skips,
   # and fails under CI=true.

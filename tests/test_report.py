@@ -4,7 +4,9 @@ and the HTML page being self-contained (no script, nothing fetched)."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -64,6 +66,15 @@ def test_component_distributions(rep):
     assert rep["total"]["max"] == pytest.approx(rep["extremes"]["highest"][0]["total"])
 
 
+def test_latency_per_component_and_phase(rep):
+    # the scorer's own timings: each component's computation over the distinct rows, and the batch's phases
+    assert rep["unique_rows"] == 3  # GOOD, SHORT and NONE: the prompt only groups, so the rows are computed once
+    for c in rep["components"].values():
+        assert c["seconds"] > 0 and c["ms_per_row"] == pytest.approx(c["seconds"] * 1000 / 32)
+    assert set(rep["phases"]) == {"dedup", "rows", "policy_reward", "advantage"}
+    assert sum(rep["phases"].values()) <= rep["scoring_seconds"]
+
+
 def test_extremes_carry_their_breakdown(rep):
     top = rep["extremes"]["highest"][0]
     assert top["completion"] == GOOD and top["components"]["format"] == 1
@@ -112,3 +123,23 @@ def test_html_is_self_contained(rows_file, tmp_path):
     c.feed(page)
     assert c.stack == []
     assert "zero variance" in page and "FLAGGED" in page
+    # the spec's source, coloured by rewardlang's lexer with inline styles (no stylesheet to fetch)
+    spec_html = page[page.index("<h2>The spec</h2>"):]
+    assert "specs/codepo_text.reward" in spec_html and 'class="err"' not in spec_html
+    assert re.search(r'<span style="[^"]*">component</span>', spec_html)
+    pre = re.search(r"<pre[^>]*>(.*?)</pre>", spec_html, re.S).group(1)
+    assert html.unescape(re.sub(r"<[^>]+>", "", pre)) == SPEC.read_text(encoding="utf-8")  # nothing lost
+
+
+def test_output_is_never_an_input_and_is_written_whole(rows_file, tmp_path):
+    before = rows_file.read_bytes()
+    res = _run(str(SPEC), "-i", str(rows_file), "-o", str(rows_file))
+    assert res.returncode == 1 and "is the input file" in res.stderr and "Traceback" not in res.stderr
+    assert rows_file.read_bytes() == before  # refused before any work: the rows are intact
+    res = _run(str(SPEC), "-i", str(rows_file), "-o", str(tmp_path / "missing" / "r.html"))
+    assert res.returncode == 1 and "does not exist" in res.stderr
+    assert not (tmp_path / "missing").exists()
+    out = tmp_path / "r.json"
+    res = _run(str(SPEC), "-i", str(rows_file), "-o", str(out), "--format", "json")
+    assert res.returncode == 0 and json.loads(out.read_text())["rows"] == 32
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary left beside it

@@ -41,9 +41,13 @@ class DataError(Exception):
     """The dataset cannot feed the spec; the message names the file, the column and the spec input."""
 
 
+#: the targets of the OORL paper's translation training (Python -> C++, Java, PHP, Bash, JavaScript)
+OORL_TARGETS = ("cpp", "java", "php", "sh", "js")
+
+
 def load_rows(path: str | None) -> tuple[list[dict[str, Any]], str]:
     """Read the dataset → ``(rows, source description)``; ``None`` is HumanEval, ``"robot"`` the robot tasks' train
-    split."""
+    split, ``"translate"`` (or ``"translate:cpp,js"``) OORL's translation problems' train split."""
     if path is None:
         from rewardlang.runtime.datasets.humaneval import load_humaneval
 
@@ -52,6 +56,17 @@ def load_rows(path: str | None) -> tuple[list[dict[str, Any]], str]:
         from rewardlang.domains.robot.data import rows as robot_rows
 
         return robot_rows("train"), "robot tasks (train split)"
+    if path == "translate" or path.startswith("translate:"):
+        # OORL's translation problems (docs/languages.md): Python -> the paper's five targets, or the targets
+        # named after the colon (`translate:cpp,js`); the train split (the held-out split is for `eval`)
+        from rewardlang.datasets.translate import translation_rows
+
+        targets = path.split(":", 1)[1].split(",") if ":" in path else list(OORL_TARGETS)
+        try:
+            rows = [r for t in targets for r in translation_rows("python", t.strip(), "train")]
+        except ValueError as exc:
+            raise DataError(f"dataset {path}: {exc}") from None
+        return rows, f"translation problems, Python -> {', '.join(targets)} (train split)"
     if not os.path.exists(path):
         raise DataError(f"dataset {path}: file not found")
     rows: list[Any]

@@ -254,15 +254,23 @@ class BlockParams(_Opts):
     allow_unclosed: bool = Field(False, description="also return a block whose closing fence is missing")
 
 
-@function("code_block", args={"text": "text", "lang": Arg("lang", TEXT.optional(), static=True, default=None)},
+# `lang` may be a column (one language per row: translation data mixes targets) or a constant.
+_LANG = Arg("lang", TEXT.optional(), default=None)
+
+
+def _langs(lang: Any, n: int) -> list[str | None]:
+    return lang if isinstance(lang, list) and len(lang) == n else [lang] * n
+
+
+@function("code_block", args={"text": "text", "lang": _LANG},
           returns="code?", params=BlockParams, spans_of="text", tags=CHEAP,
           doc="The content of the first (or last) fenced ``` block, optionally of one language "
               "(`python` also accepts py/python3). None when there is no such closed block.")
-def code_block(text: list[str], lang: str | None, *, params: BlockParams, ctx: Context) -> Result:
+def code_block(text: list[str], lang: Any, *, params: BlockParams, ctx: Context) -> Result:
     out: list[str | None] = []
     offs: list[int | None] = []
-    for t in text:
-        blocks = [b for b in _fences(t) if _lang_ok(b[0], lang) and (b[3] or params.allow_unclosed)]
+    for t, lg in zip(text, _langs(lang, len(text))):
+        blocks = [b for b in _fences(t) if _lang_ok(b[0], lg) and (b[3] or params.allow_unclosed)]
         if not blocks:
             out.append(None)
             offs.append(None)
@@ -273,16 +281,17 @@ def code_block(text: list[str], lang: str | None, *, params: BlockParams, ctx: C
     return Result(out, offsets=offs)
 
 
-@function("code_blocks", args={"text": "text", "lang": Arg("lang", TEXT.optional(), static=True, default=None)},
+@function("code_blocks", args={"text": "text", "lang": _LANG},
           returns="list[code]", tags=CHEAP, doc="The contents of every closed fenced block (of one language).")
-def code_blocks(text: list[str], lang: str | None, *, params: None, ctx: Context) -> list[list[str]]:
-    return [[t[b[1]:b[2]] for b in _fences(t) if b[3] and _lang_ok(b[0], lang)] for t in text]
+def code_blocks(text: list[str], lang: Any, *, params: None, ctx: Context) -> list[list[str]]:
+    return [[t[b[1]:b[2]] for b in _fences(t) if b[3] and _lang_ok(b[0], lg)]
+            for t, lg in zip(text, _langs(lang, len(text)))]
 
 
-@function("n_code_blocks", args={"text": "text", "lang": Arg("lang", TEXT.optional(), static=True, default=None)},
+@function("n_code_blocks", args={"text": "text", "lang": _LANG},
           returns="number", tags=CHEAP, doc="How many fenced blocks (closed or not) the text has.")
-def n_code_blocks(text: list[str], lang: str | None, *, params: None, ctx: Context) -> list[float]:
-    return [float(sum(1 for b in _fences(t) if _lang_ok(b[0], lang))) for t in text]
+def n_code_blocks(text: list[str], lang: Any, *, params: None, ctx: Context) -> list[float]:
+    return [float(sum(1 for b in _fences(t) if _lang_ok(b[0], lg))) for t, lg in zip(text, _langs(lang, len(text)))]
 
 
 @function("unclosed_fence", args={"text": "text"}, returns="bool", tags=CHEAP,

@@ -3,7 +3,7 @@ runs (an *argv* program: a compile step and a run step, each exec'd in the progr
 the slot's isolation), and the verdict, computed here in the trusted process.
 
     >>> PROFILES["cpp"].file, PROFILES["cpp"].compile[0], PROFILES["js"].compile
-    ('main.cpp', '/usr/bin/g++', None)
+    ('main.cpp', '/usr/bin/g++', ('/usr/bin/node', '--check', 'main.js'))
     >>> canonical_language("C++"), canonical_language("golang"), canonical_language("rust")
     ('cpp', 'go', None)
 
@@ -147,17 +147,19 @@ PROFILES: dict[str, Profile] = {p.code: p for p in (
             hello='public class Main { public static void main(String[] a) throws Exception {\n'
                   '  try (java.io.FileOutputStream f = new java.io.FileOutputStream("/proc/self/fd/3")) {\n'
                   '    f.write("0 \\"hello\\"\\n".getBytes("UTF-8")); } } }\n'),
-    Profile("js", "JavaScript (Node.js)", "main.js", None,
+    # Interpreted languages: the compile step is the toolchain's own syntax check, so a program that does not
+    # parse is `compile_error` as in Python (and Bash, which parses as it runs, never runs half of it).
+    Profile("js", "JavaScript (Node.js)", "main.js", ("/usr/bin/node", "--check", "main.js"),
             ("/usr/bin/node", "--max-old-space-size=256", "--v8-pool-size=1", "main.js"),
             frozenset({"js", "javascript", "node", "nodejs", "mjs"}), ("nodejs",), ("/usr/bin/node", "--version"),
             # node reads /etc/ssl/openssl.cnf at start and exits on EACCES (Landlock at the uid level)
             env=(("OPENSSL_CONF", "/dev/null"),), integral_floats=True, address_space_mb=2048,
             hello='require("fs").writeSync(3, "0 " + JSON.stringify("hello") + "\\n");\n'),
-    Profile("php", "PHP", "main.php", None,
+    Profile("php", "PHP", "main.php", ("/usr/bin/php", "-l", "-d", "display_errors=stderr", "main.php"),
             ("/usr/bin/php", "-d", "display_errors=stderr", "-d", "memory_limit=-1", "main.php"),
             frozenset({"php"}), ("php-cli",), ("/usr/bin/php", "--version"),
             hello='<?php\n$f = fopen("php://fd/3", "w"); fwrite($f, "0 " . json_encode("hello") . "\\n");\n'),
-    Profile("sh", "Bash", "main.sh", None, ("/usr/bin/bash", "main.sh"),
+    Profile("sh", "Bash", "main.sh", ("/usr/bin/bash", "-n", "main.sh"), ("/usr/bin/bash", "main.sh"),
             frozenset({"sh", "bash", "shell", "zsh"}), ("bash",), ("/usr/bin/bash", "--version"),
             hello='echo \'0 "hello"\' >&3\n'),
     Profile("go", "Go (gc)", "main.go", ("/usr/bin/go", "build", "-o", "main", "main.go"), ("./main",),

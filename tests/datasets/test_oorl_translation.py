@@ -1,0 +1,57 @@
+"""specs/oorl.reward is the paper's rule reward on translation rows (`rewardlang data translate`): a translation
+written here (the reference of tests/datasets/references, after the target's declaration, in one fenced block)
+earns 1 in every OORL target; its mutant compiles and earns 0; broken code does not compile; a block in the wrong
+language breaks the format. Scored through the sandbox, judged in the trusted process."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from langtools import need  # noqa: E402
+from test_multilang_references import _refs  # noqa: E402
+
+import rewardlang  # noqa: E402
+from rewardlang.datasets import load_humaneval, translation_rows  # noqa: E402
+
+SPEC = str(Path(__file__).parents[2] / "specs" / "oorl.reward")
+FENCE = {"cpp": "cpp", "java": "java", "php": "php", "sh": "bash", "js": "javascript"}
+BROKEN = {"cpp": "return ;;; }}", "java": "return ;;; }}", "php": "return ;;; }}", "sh": "fi fi done",
+          "js": "return ;;; }}"}
+
+
+@pytest.mark.parametrize("lang", ["cpp", "java", "php", "sh", "js"])
+def test_rule_reward_on_translations(lang: str) -> None:
+    need(lang)
+    name = "HumanEval_3"
+    code, mut = _refs(lang)[name]
+    decl = {r["task_id"]: r["prompt"] for r in load_humaneval(lang)}["HumanEval/3"]
+    row = next(r for r in translation_rows("python", lang, "all") if r["task_id"] == "HumanEval/3")
+    assert decl.strip() in row["prompt"] and row["language"] == lang and row["source_language"] == "python"
+
+    def answer(body: str, fence: str = FENCE[lang]) -> str:
+        return f"Here it is.\n```{fence}\n{decl}{body}\n```\n"
+
+    completions = [answer(code), answer(code.replace(mut["replace"], mut["with"])), answer(BROKEN[lang]),
+                   answer(code, "python"), answer(code) + answer(code)]
+    n = len(completions)
+    prog = rewardlang.load(SPEC)
+    out = prog.score(completion=completions, prompt=[row["prompt"]] * n, tests=[row["tests"]] * n,
+                     entry_point=[row["entry_point"]] * n, language=[lang] * n)
+    assert list(out.components["format"]) == [1, 1, 1, 0, 0]
+    assert list(out.components["compiles"]) == [1, 1, 0, 0, 0]
+    assert list(out.components["passes"]) == [1, 0, 0, 0, 0]
+    assert list(out.total) == [1, 0, 0, 0, 0] and not any(m.any() for m in out.masked.values())
+
+
+def test_the_dataset_names_the_paper_targets() -> None:
+    from rewardlang.trainers.data import OORL_TARGETS, load_rows
+
+    rows, what = load_rows("translate")
+    assert {r["language"] for r in rows} == set(OORL_TARGETS) == {"cpp", "java", "php", "sh", "js"}
+    assert all(r["split"] == "train" for r in rows) and "train split" in what
+    held = {r["task_id"] for r in translation_rows("python", "cpp", "heldout")}
+    assert held and not held & {r["task_id"] for r in rows if r["language"] == "cpp"}

@@ -34,8 +34,8 @@ def _check_run(run: Path, rewards: bool = True) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spec,algorithm", [("specs/dense_ppo.reward", "ppo"), ("specs/oorl.reward", "oorl"),
-                                            ("specs/oorl.reward", "gepo"), ("specs/dpo_tests.reward", "dpo")])
+@pytest.mark.parametrize("spec,algorithm", [("specs/dense_ppo.reward", "ppo"), ("specs/oorl_python.reward", "oorl"),
+                                            ("specs/oorl_python.reward", "gepo"), ("specs/dpo_tests.reward", "dpo")])
 def test_every_online_algorithm_evaluates_heldout_before_and_after(spec: str, algorithm: str, tmp_path: Path) -> None:
     from rewardlang.trainers.run import train
 

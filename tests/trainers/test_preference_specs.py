@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("spec,key", [("oorl", "pref/groups")])
+@pytest.mark.parametrize("spec,key", [("oorl", "pref/groups"), ("oorl_python", "pref/groups")])
 def test_shipped_spec_trains(tmp_path: Path, spec: str, key: str) -> None:
     out = tmp_path / spec
     r = CliRunner().invoke(app, ["train", "--spec", str(ROOT / "specs" / f"{spec}.reward"), "--max-steps", "2",

@@ -134,7 +134,7 @@ def test_cli_groups_file_trains_gepo_one_step(tmp_path: Path) -> None:
     assert [len(r["winners"]) + len(r["losers"]) for r in rows] == [3, 3]
     assert json.loads((out / "report.json").read_text())["groups"]["groups"] == 2
     # GEPO (tiny model) trains on the file as written
-    run = train("specs/oorl.reward", sets={"train.algorithm": "gepo", "train.max_steps": 1,
+    run = train("specs/oorl_python.reward", sets={"train.algorithm": "gepo", "train.max_steps": 1,
                                             "train.prompts_per_step": 2, "train.learning_rate": 1e-3,
                                             "train.preference_data": str(out / "groups.jsonl")},
                 flags={"output_dir": str(tmp_path / "run")}, progress=False)
@@ -147,13 +147,13 @@ def test_cli_groups_file_trains_gepo_one_step(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_oorl_trains_one_step_on_the_written_groups(tmp_path: Path, built: label.PrmData) -> None:
-    """specs/oorl.reward as shipped (algorithm oorl: REINFORCE++ on HumanEval prompts + GEPO on the file)."""
+    """specs/oorl_python.reward as shipped (algorithm oorl: REINFORCE++ on HumanEval prompts + GEPO on the file)."""
     from rewardlang.trainers.metrics import read_metrics
     from rewardlang.trainers.run import train
 
     label.groups_of([SQ, AB], built)
     label.write(built, str(tmp_path / "out"))
-    run = train("specs/oorl.reward", sets={"train.max_steps": 1, "train.batch_size": 4, "train.num_generations": 2,
+    run = train("specs/oorl_python.reward", sets={"train.max_steps": 1, "train.batch_size": 4, "train.num_generations": 2,
                                             "train.max_completion_length": 16,
                                             "train.preference_data": str(tmp_path / "out" / "groups.jsonl")},
                 flags={"output_dir": str(tmp_path / "run")}, progress=False)

@@ -25,7 +25,7 @@ from rewardlang.trainers.config import ALGORITHMS, ConfigError, TrainConfig, loa
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
-__all__ = ["RunResult", "run_dir_for", "save_initial_policy", "last_checkpoint", "check_resume",
+__all__ = ["RunResult", "run_dir_for", "save_initial_policy", "last_checkpoint", "checkpoint_damage", "check_resume",
            "RESUME_MAY_CHANGE", "train", "algorithm_of", "load_layers", "open_run", "config_name", "trainer_args",
            "load_run_policy", "record_config", "args_record", "finish_run"]
 
@@ -96,6 +96,12 @@ def last_checkpoint(run_dir: str) -> str | None:
     ``trainer_state.json`` is written last, so a checkpoint without a readable one was cut off (a killed run) and
     is skipped.
     """
+    found = _checkpoints(run_dir)
+    return found[-1] if found else None
+
+
+def _checkpoints(run_dir: str) -> list[str]:
+    """The complete ``checkpoint-N`` directories of a run, oldest first (see :func:`last_checkpoint`)."""
     found = []
     for name in os.listdir(run_dir) if os.path.isdir(run_dir) else []:
         step = name.removeprefix("checkpoint-")
@@ -107,7 +113,59 @@ def last_checkpoint(run_dir: str) -> str | None:
             except (OSError, ValueError):
                 continue
             found.append((int(step), os.path.join(run_dir, name)))
-    return max(found)[1] if found else None
+    return [path for _, path in sorted(found)]
+
+
+def checkpoint_damage(path: str) -> str | None:
+    """What is wrong with checkpoint directory ``path`` (None when every file reads whole).
+
+    Read without loading any tensor: a ``.safetensors`` file must be as long as its header says, a torch file
+    (``optimizer.pt``, ``scheduler.pt``, ``rng_state.pth``, ``training_args.bin``, accelerate's ``*.bin``/``*.pkl``)
+    is a zip archive whose every member's CRC-32 must match, and a ``.json`` file must parse. A cut file (a kill or a
+    full disk while the checkpoint was copied) fails one of these; a flipped byte inside a safetensors tensor does
+    not (the format has no checksum).
+
+        >>> import os, tempfile
+        >>> d = tempfile.mkdtemp(); _ = open(os.path.join(d, "trainer_state.json"), "w").write('{"global_step": 3')
+        >>> print(checkpoint_damage(d))
+        trainer_state.json is not valid JSON (Expecting ',' delimiter: line 1 column 18 (char 17))
+    """
+    import struct
+    import zipfile
+
+    for root, _, files in sorted(os.walk(path)):
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            rel = os.path.relpath(full, path)
+            try:
+                size = os.path.getsize(full)
+                if name.endswith(".safetensors"):
+                    with open(full, "rb") as fh:
+                        head = fh.read(8)
+                        if len(head) < 8:
+                            return f"{rel} is cut short ({size} bytes; no header)"
+                        (n,) = struct.unpack("<Q", head)
+                        if n > size - 8:
+                            return f"{rel} is cut short ({size} bytes; its header alone needs {n + 8})"
+                        header = json.loads(fh.read(n))
+                    end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"),
+                              default=0)
+                    if size != 8 + n + end:
+                        return f"{rel} is cut short or damaged ({size} bytes; its header says {8 + n + end})"
+                elif name.endswith((".pt", ".pth", ".bin", ".pkl")):
+                    if not zipfile.is_zipfile(full):
+                        return f"{rel} is cut short or damaged (not a readable torch archive, {size} bytes)"
+                    with zipfile.ZipFile(full) as zf:
+                        bad = zf.testzip()
+                    if bad is not None:
+                        return f"{rel} is damaged (member {bad} fails its CRC check)"
+                elif name.endswith(".json"):
+                    with open(full, encoding="utf-8") as fh:
+                        json.load(fh)
+            except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile, EOFError) as exc:
+                kind = "not valid JSON" if name.endswith(".json") else "unreadable"
+                return f"{rel} is {kind} ({exc})"
+    return None
 
 
 #: settings that do not change the trajectory of the steps already taken; a resumed run may change them
@@ -123,6 +181,13 @@ def check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
     if ckpt is None:
         raise ConfigError(f"--resume: no complete checkpoint-* directory in {run_dir} (checkpoints are written "
                           f"every `save_steps` steps)")
+    damage = checkpoint_damage(ckpt)
+    if damage is not None:
+        whole = [c for c in _checkpoints(run_dir) if c != ckpt and checkpoint_damage(c) is None]
+        way = (f"the newest whole checkpoint is {whole[-1]}: move the damaged one aside (mv {ckpt} {ckpt}.damaged) "
+               f"and run --resume again to continue from there" if whole else
+               "no earlier checkpoint is whole: start a fresh run (another --output)")
+        raise ConfigError(f"--resume: checkpoint {ckpt} is damaged: {damage}; {way}")
     saved_path = os.path.join(run_dir, "config.json")
     if os.path.exists(saved_path):
         with open(saved_path, encoding="utf-8") as fh:

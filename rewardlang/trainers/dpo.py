@@ -116,6 +116,7 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     if cfg.preference_data is None:
         return run_online(spec, mode="pairs", config_file=config_file, sets=sets, flags=flags, resume=resume,
                           progress=progress, callbacks=callbacks)
+    load_pairs(cfg)  # a bad pairs file is named before the run directory is made or a model loads
     run_dir, checkpoint = open_run(prog, cfg, resume)
 
     # 3. Pairs, policy, trainer (and train.eval's held-out problems, left out of the pairs).

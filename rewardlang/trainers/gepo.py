@@ -302,6 +302,7 @@ def load_groups(path: str, mode: str) -> list[dict[str, Any]]:
     """Rows of a groups file (``prompt``, ``winners``, ``losers``) or, for ``mode="pairs"``, a pairs file
     (``prompt``, ``chosen``, ``rejected``) as groups of one winner and one loser."""
     from rewardlang.jsonl import read_jsonl
+    from rewardlang.trainers.data import _kind, prompt_problem
 
     if not os.path.exists(path):
         raise DataError(f"preference data {path}: file not found")
@@ -312,10 +313,24 @@ def load_groups(path: str, mode: str) -> list[dict[str, Any]]:
         if missing:
             raise DataError(f"preference data {path}:{lineno}: no `{missing[0]}` (a {mode} row needs "
                             f"{', '.join(need)}; write it with `rewardlang pairs{' --groups' if mode == 'groups' else ''}`)")
+        where = f"preference data {path}:{lineno}"
+        problem = prompt_problem(row["prompt"])
+        if problem is not None:
+            raise DataError(f"{where}: `prompt`: {problem}")
         if mode == "pairs":
+            for key in ("chosen", "rejected"):
+                if not isinstance(row[key], str):
+                    raise DataError(f"{where}: `{key}` must be text (a completion), got {_kind(row[key])}")
             row = {"prompt": row["prompt"], "winners": [row["chosen"]], "losers": [row["rejected"]]}
-        elif not row["winners"] or not row["losers"]:
-            raise DataError(f"preference data {path}:{lineno}: a group needs a winner and a loser")
+        else:
+            for key in ("winners", "losers"):
+                value = row[key]
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    bad = value if not isinstance(value, list) else next(v for v in value if not isinstance(v, str))
+                    raise DataError(f"{where}: `{key}` must be a list of texts (completions), got "
+                                    f"{_kind(value) if bad is value else 'an item ' + _kind(bad)}")
+            if not row["winners"] or not row["losers"]:
+                raise DataError(f"{where}: a group needs a winner and a loser")
         rows.append({"prompt": row["prompt"], "winners": row["winners"], "losers": row["losers"]})
     if not rows:
         raise DataError(f"preference data {path}: no rows")
@@ -329,7 +344,11 @@ def preference_rows(cfg: TrainConfig, mode: str) -> list[dict[str, Any]]:
 
     path = cfg.preference_data
     assert path is not None
-    return report.drop_leaked(load_groups(path, mode), report.heldout_rows(cfg), f"preference data {path}")
+    rows = load_groups(path, mode)
+    if cfg.prompt_format == "text" and any(isinstance(r["prompt"], list) for r in rows):
+        raise DataError(f"preference data {path}: chat prompts need the chat template, but prompt_format=text was "
+                        "chosen (set prompt_format to auto or chat)")
+    return report.drop_leaked(rows, report.heldout_rows(cfg), f"preference data {path}")
 
 
 def present_rows(rows: list[dict[str, Any]], tokenizer: Any, cfg: TrainConfig, *, offline: bool) -> None:
@@ -338,15 +357,17 @@ def present_rows(rows: list[dict[str, Any]], tokenizer: Any, cfg: TrainConfig, *
     ``train.eval`` shows it. Online prompts always; a preference file's only when the spec or config sets a
     presentation (``system_prompt``, ``prompt_template`` or ``prompt_format = "chat"``): without one its prompts are
     taken as written (they may be rendered already)."""
-    from rewardlang.trainers.data import render_prompt
+    from rewardlang.trainers.data import present, prompt_text
 
-    if offline and not (cfg.system_prompt or cfg.prompt_template or cfg.prompt_format == "chat"):
-        return
     chat = cfg.prompt_format == "chat" or (cfg.prompt_format == "auto" and
                                            bool(getattr(tokenizer, "chat_template", None)))
+    as_written = offline and not (cfg.system_prompt or cfg.prompt_template or cfg.prompt_format == "chat")
     for r in rows:
-        if isinstance(r["prompt"], str):
-            r[PROMPT_TEXT] = render_prompt(r["prompt"], tokenizer, chat, cfg.system_prompt, cfg.prompt_template)
+        if isinstance(r["prompt"], str) and as_written:
+            continue
+        # a chat prompt is shown through the chat template whatever the settings: a model reads text only
+        shown = present(r["prompt"], chat or isinstance(r["prompt"], list), cfg.system_prompt, cfg.prompt_template)
+        r[PROMPT_TEXT] = prompt_text(shown, tokenizer, False)
 
 
 def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program", run_dir: str, *, mode: str,
@@ -362,9 +383,6 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
         rows, _ = split_heldout(rows, cfg.eval)  # train.eval's held-out problems are never trained on
         columns = check_columns(prog, rows, source)
         rows = [{c: r.get(c) for c in columns} for r in rows]
-        for r in rows:
-            if not isinstance(r["prompt"], str):
-                raise DataError(f"{source}: online preference training takes text prompts")
     else:
         rows = preference_rows(cfg, mode)
     if len(rows) < cfg.prompts_per_step:
@@ -407,6 +425,8 @@ def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[s
     from rewardlang.trainers import report
 
     prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    if cfg.preference_data:  # a bad preference file is named before the run directory is made or a model loads
+        preference_rows(cfg, mode)
     run_dir, checkpoint = open_run(prog, cfg, resume)
     heldout = report.heldout_rows(cfg)  # train.eval's problems: out of the prompts (online) or the file (offline)
     trainer = build_trainer(cfg, sources, prog, run_dir, mode=mode, progress=progress, callbacks=callbacks)

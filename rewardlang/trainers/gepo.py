@@ -150,6 +150,7 @@ class GroupPreferenceTrainer(Trainer):
         self.clock = clock or RewardClock()
         self._metrics: dict[str, dict[str, list[float]]] = {"train": defaultdict(list)}
         self.last_batch: dict[str, Any] = {}
+        self.tokens_seen = 0
         if self.ref_model is not None:
             self.ref_model.to(self.args.device).eval()
             for p in self.ref_model.parameters():
@@ -233,6 +234,7 @@ class GroupPreferenceTrainer(Trainer):
         winner = torch.tensor([w for _, _, ws in groups for w in ws], device=self.args.device)
         group = torch.tensor([k for k, (_, ms, _) in enumerate(groups) for _ in ms], device=self.args.device)
         batch = tokenize_members(self.tok, prompts, members, self.args.device)
+        self.tokens_seen += int(batch["attention_mask"].sum())  # for tokens_per_second (StepTimingCallback)
         n = len(members)
         parts = _chunks(n, self.chunk)
 

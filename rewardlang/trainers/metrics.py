@@ -287,7 +287,14 @@ class StepTimingCallback(TrainerCallback):
         metrics["time/step"].append(seconds)
         metrics["time/reward"].append(reward)
         metrics["time/reward_share"].append(reward / seconds if seconds > 0 else 0.0)
-        metrics["tokens_per_second"].append((state.num_input_tokens_seen - self._tokens0) / max(seconds, 1e-9))
+        # tokens the trainer counted this step: transformers' count, or the trainer's own (`tokens_seen`, the GEPO
+        # step's); a trainer that counts none logs no tokens_per_second rather than a 0 a plot would draw
+        tokens = state.num_input_tokens_seen - self._tokens0
+        own = getattr(self.trainer, "tokens_seen", None)
+        if not tokens and own is not None:
+            tokens, self.trainer.tokens_seen = own, 0
+        if tokens:
+            metrics["tokens_per_second"].append(tokens / max(seconds, 1e-9))
 
 
 class ProgressCallback(TrainerCallback):

@@ -65,7 +65,7 @@ def test_eval_judges_canonical_bodies_followed_by_a_fence_and_prose_as_passing(t
 def test_eval_options_are_checked_before_any_model_loads(args: list[str], message: str, monkeypatch) -> None:
     import rewardlang.trainers.evaluate as ev
 
-    def no_model(*a, **k):  # noqa: ANN002, ANN003
+    def no_model(*a, **k):
         raise AssertionError("a model was loaded")
 
     monkeypatch.setattr(ev, "load_eval_model", no_model)

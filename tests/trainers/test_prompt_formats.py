@@ -17,7 +17,7 @@ from rewardlang.trainers.data import DataError
 from rewardlang.trainers.run import train
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pref_toy import SPEC, write_data  # noqa: E402
+from pref_toy import SPEC, write_data
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOY = os.path.join(HERE, "toy_digits.reward")
@@ -63,8 +63,8 @@ def test_a_preference_file_with_wrong_types_is_named_before_anything_is_made(tmp
 
 @pytest.mark.parametrize("algo", ["grpo", "ppo", "gepo", "dpo"])
 @pytest.mark.parametrize(("prompt", "message"), [
-    (5, "got a number 5"), (["a", "b"], 'message 1 of the chat is not a {"role": text, "content": text} object '
-                                         '(got text "a")'), ([], "got an empty chat")])
+    (5, "got a number 5"), (["a", "b"], ('message 1 of the chat is not a {"role": text, "content": text} object '
+                                          '(got text "a")')), ([], "got an empty chat")])
 def test_a_dataset_prompt_that_is_neither_text_nor_a_chat_is_named_before_the_model(tmp_path: Path, algo: str,
                                                                                     prompt: object,
                                                                                     message: str) -> None:
@@ -105,10 +105,9 @@ def _chat(prompt: str) -> list[dict[str, str]]:
 @pytest.fixture()
 def chat_data(tmp_path: Path) -> dict[str, Path]:
     """The toy preference data with every prompt a chat, mined by `rewardlang pairs` as a user would."""
-    data = write_data(tmp_path, train=range(0, 4), held_out=range(4, 5))
-    from rewardlang.runtime.preference import mine_file
-
+    data = write_data(tmp_path, train=range(4), held_out=range(4, 5))
     import rewardlang
+    from rewardlang.runtime.preference import mine_file
 
     raw = [json.loads(line) for line in data["train_raw"].read_text().splitlines()]
     chat_raw = _jsonl(tmp_path / "chat_raw.jsonl", [{**r, "prompt": _chat(r["prompt"])} for r in raw])
@@ -140,5 +139,5 @@ def test_chat_prompts_from_pairs_train_everywhere(chat_data: dict, tmp_path: Pat
             flags["dataset"] = str(chat_data["chat_prompts"])
     res = train(str(chat_data["spec"]), sets=sets, flags=flags, progress=False)
     assert res.global_step == 2
-    losses = [json.loads(line).get("loss") for line in open(res.metrics_path)]
+    losses = [json.loads(line).get("loss") for line in Path(res.metrics_path).read_text().splitlines()]
     assert any(isinstance(v, (int, float)) for v in losses)

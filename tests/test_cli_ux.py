@@ -63,3 +63,40 @@ def test_pairs_names_a_completion_that_is_not_text(tmp_path: Path) -> None:
     data = _jsonl(tmp_path / "raw.jsonl", [{"prompt": "p", "completion": "return 1"}, {"prompt": "p", "completion": 5}])
     res = CliRunner().invoke(app, ["pairs", str(spec), "-i", str(data), "-o", str(tmp_path / "o.jsonl")])
     assert res.exit_code == 1 and f"error: {data}:2: `completion` must be text, got 5" in res.output
+
+
+# ----------------------------------------------------------------------- major 9
+TOKENS_SPEC = """\
+spec toks "per-token"
+
+input completion: text
+input n: number
+component c in [-1, 1] = 1 / n
+    spans matches(completion, /b/, value=-1)
+    tokens spans
+"""
+
+
+def test_explain_tokens_says_a_row_is_masked_and_why(tmp_path: Path) -> None:
+    spec = tmp_path / "t.reward"
+    spec.write_text(TOKENS_SPEC)
+    data = _jsonl(tmp_path / "rows.jsonl", [{"completion": "abab", "n": 0}, {"completion": "abab", "n": 1}])
+    res = CliRunner().invoke(app, ["explain", str(spec), "-i", str(data), "--tokens"])
+    assert res.exit_code == 0, res.output
+    assert "this row is masked: `c` (" in res.output and "division by zero" in res.output
+    assert "a trainer leaves it out" in res.output
+    res = CliRunner().invoke(app, ["explain", str(spec), "-i", str(data), "--tokens", "--row", "1"])
+    assert res.exit_code == 0 and "masked" not in res.output and "-1" in res.output
+    res = CliRunner().invoke(app, ["explain", str(spec), "-i", str(data), "--tokens", "--row", "1",
+                                   "--tokenizer", "tiny"])
+    assert res.exit_code == 0 and "sum of per-token rewards: -2" in res.output
+
+
+@pytest.mark.slow
+def test_explain_tokens_takes_the_default_model_name(tmp_path: Path) -> None:
+    spec = tmp_path / "t.reward"
+    spec.write_text(TOKENS_SPEC)
+    data = _jsonl(tmp_path / "rows.jsonl", [{"completion": "abab", "n": 1}])
+    res = CliRunner().invoke(app, ["explain", str(spec), "-i", str(data), "--tokens", "--tokenizer", "smollm2"])
+    assert res.exit_code == 0, res.output
+    assert "sum of per-token rewards: -2" in res.output

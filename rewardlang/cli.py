@@ -901,6 +901,9 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
     from rewardlang import outputs
     from rewardlang.runtime.code import label, mutate
 
+    if limit < 0:
+        _err(f"error: --limit must be 0 (every problem) or positive (got {limit})")
+        raise typer.Exit(1)
     # before the labelling, which takes minutes: a bad destination must not cost them
     outputs.check_output_dir(output, inputs={"dataset": dataset if os.path.isfile(dataset) else None,
                                              "spec": spec}, files=label.OUTPUT_FILES)
@@ -937,8 +940,11 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
         raise typer.Exit(1)
     data.bad_rows[:0] = bad
     paths = label.write(data, str(output))
+    removed = paths.pop("removed", None)
     typer.echo(label.summary_table(data))
     _err(f"wrote {', '.join(paths.values())} (operators: {', '.join(ops or mutate.OPERATORS)})")
+    if removed:
+        _err(f"removed {removed}: an earlier run's groups (this run wrote none; --groups writes them)")
 
 
 @app.command("data")

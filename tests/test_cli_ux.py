@@ -100,3 +100,45 @@ def test_explain_tokens_takes_the_default_model_name(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["explain", str(spec), "-i", str(data), "--tokens", "--tokenizer", "smollm2"])
     assert res.exit_code == 0, res.output
     assert "sum of per-token rewards: -2" in res.output
+
+
+# ----------------------------------------------------------------------- prm-data (minors)
+SQ = {"task_id": "sq", "prompt": "def sq(x):\n", "reference": "    y = x * x\n    return y\n",
+      "tests": ["assert sq(3) == 9", "assert sq(0) == 0"], "entry_point": "sq"}
+HUMANEVAL_STYLE = {"task_id": "inc", "prompt": "def inc(x):\n", "reference": "    return x + 1\n",
+                   "tests": "def check(candidate):\n    assert candidate(1) == 2\n"}
+
+
+def test_prm_data_refuses_a_negative_limit(tmp_path: Path) -> None:
+    data = _jsonl(tmp_path / "p.jsonl", [SQ])
+    res = CliRunner().invoke(app, ["prm-data", "--dataset", str(data), "-o", str(tmp_path / "out"), "--limit", "-1"])
+    assert res.exit_code == 1 and "--limit must be 0 (every problem) or positive (got -1)" in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_prm_data_names_a_row_without_the_entry_point_its_tests_need(tmp_path: Path) -> None:
+    data = _jsonl(tmp_path / "p.jsonl", [SQ, HUMANEVAL_STYLE, {**SQ, "entry_point": 5}])
+    res = CliRunner().invoke(app, ["prm-data", "--dataset", str(data), "-o", str(tmp_path / "out"), "--level", "line",
+                                   "--operators", "return_none"])
+    assert res.exit_code == 0, res.output
+    assert f"warning: {data}: line 2: no `entry_point`: its tests define check(candidate)" in res.output
+    assert f"warning: {data}: line 3: `entry_point` must be the function's name, got 5" in res.output
+    assert "does not pass its tests" not in res.output
+    # with its entry point the same row is labelled
+    data = _jsonl(tmp_path / "q.jsonl", [{**HUMANEVAL_STYLE, "entry_point": "inc"}])
+    res = CliRunner().invoke(app, ["prm-data", "--dataset", str(data), "-o", str(tmp_path / "o2"), "--level", "line",
+                                   "--operators", "return_none"])
+    assert res.exit_code == 0 and "does not pass" not in res.output and "1 DPO rows" in res.output
+
+
+def test_prm_data_without_groups_removes_an_earlier_runs_groups(tmp_path: Path) -> None:
+    data = _jsonl(tmp_path / "p.jsonl", [SQ])
+    out = tmp_path / "out"
+    args = ["prm-data", "--dataset", str(data), "-o", str(out), "--level", "line", "--operators",
+            "return_none,rename_local"]
+    res = CliRunner().invoke(app, [*args, "--groups"])
+    assert res.exit_code == 0 and (out / "groups.jsonl").exists()
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert not (out / "groups.jsonl").exists() and f"removed {out / 'groups.jsonl'}" in res.output
+    assert sorted(p.name for p in out.iterdir()) == ["dpo.jsonl", "report.json", "steps.jsonl"]

@@ -142,3 +142,13 @@ def test_prm_data_without_groups_removes_an_earlier_runs_groups(tmp_path: Path) 
     assert res.exit_code == 0, res.output
     assert not (out / "groups.jsonl").exists() and f"removed {out / 'groups.jsonl'}" in res.output
     assert sorted(p.name for p in out.iterdir()) == ["dpo.jsonl", "report.json", "steps.jsonl"]
+
+
+# ----------------------------------------------------------------------- already fixed before this branch (pinned)
+def test_check_reports_a_misspelled_name_once(tmp_path: Path) -> None:
+    spec = tmp_path / "dense_ppo.reward"
+    spec.write_text((ROOT / "specs" / "dense_ppo.reward").read_text().replace('let src = code or ""',
+                                                                               'let src = codezz or ""'))
+    assert "codezz" in spec.read_text()
+    res = CliRunner().invoke(app, ["check", str(spec)])
+    assert res.exit_code == 1 and res.output.count("error[E101]") == 1 and "1 error(s)" in res.output

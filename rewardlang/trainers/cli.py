@@ -31,7 +31,7 @@ import typer
 
 __all__ = ["app", "main", "default_model"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Train a policy on a reward spec, and plot training runs.")
 
 

@@ -205,6 +205,27 @@ def check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
     return ckpt
 
 
+def load_spec(spec: str, config_file: str | None, file_params: Mapping[str, Any], sets: Mapping[str, Any]
+              ) -> tuple[Program, dict[str, Any]]:
+    """The spec with its parameters: a config file's ``params:``, then ``--set`` items that are not ``train.*``.
+    A parameter the spec does not have is named with the layer it came from (the compiler knows only "--set")."""
+    import rewardlang
+    from rewardlang.diagnostics import SpecError
+
+    cli = {k: v for k, v in sets.items() if not k.startswith("train.")}
+    params = {**file_params, **cli}
+    try:
+        return rewardlang.load(spec, params=params or None), params
+    except SpecError as exc:
+        for d in exc.diagnostics:
+            key = d.message.split(" ", 2)[1].rstrip(":") if d.code == "E602" else None
+            if key is not None and key in file_params and key not in cli:
+                hint = f" ({d.hint})" if d.hint else ""
+                raise ConfigError(f"config file {config_file}: `params:` sets `{key}`, which spec {spec} has no "
+                                  f"parameter for{hint}") from None
+        raise
+
+
 def load_layers(spec: str, config_file: str | None, sets: Mapping[str, Any] | None,
                 flags: Mapping[str, Any] | None) -> tuple["Program", TrainConfig, dict[str, str], dict[str, Any]]:
     """The first steps of every trainer: ``(program, config, sources, params)``.
@@ -212,13 +233,11 @@ def load_layers(spec: str, config_file: str | None, sets: Mapping[str, Any] | No
     The spec with its parameters (a config file's ``params:`` first, then ``--set`` items that are not ``train.*``),
     then the configuration: defaults < spec ``train`` section < config file < ``--set train.*`` < flags.
     """
-    import rewardlang
     from rewardlang.trainers.config import resolve_config
 
     file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
     sets = dict(sets or {})
-    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
-    prog = rewardlang.load(spec, params=params or None)
+    prog, params = load_spec(spec, config_file, file_params, sets)
     cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
                                   {**(flags or {}), "spec": spec}, file_name=config_file)
     return prog, cfg, sources, params
@@ -387,12 +406,9 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
           flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
           callbacks: Sequence[Any] = ()) -> RunResult:
     """Train on ``spec`` with the algorithm its configuration names (GRPO unless one is named)."""
-    import rewardlang
-
     sets = dict(sets or {})
     file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
-    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
-    prog = rewardlang.load(spec, params=params or None)
+    prog, _ = load_spec(spec, config_file, file_params, sets)
     # a spec whose model is missing (a PRM checkpoint) is refused before any model loads (SpecError, E603): it
     # would mask every sample, and the run would "train" on nothing with loss 0
     prog.require_resources()

@@ -3,6 +3,8 @@ recorded in config.json and ignored)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from rewardlang.trainers.config import ConfigError, resolve_config
@@ -68,3 +70,31 @@ def test_every_shipped_spec_still_resolves() -> None:
     assert len(specs) >= 10
     for path in specs:
         resolve_config(rewardlang.load(path).train)
+
+
+def test_an_unknown_params_key_in_a_config_file_is_named_as_coming_from_it(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from rewardlang.trainers.cli import app
+
+    spec = os.path.join(os.path.dirname(os.path.abspath(__file__)), "toy_digits.reward")
+    config = tmp_path / "c.yaml"
+    config.write_text("train:\n  max_steps: 1\nparams:\n  no_such_param: 2\n")
+    res = CliRunner().invoke(app, ["train", "--spec", spec, "--model", "tiny", "--config", str(config), "--output",
+                                   str(tmp_path / "run")])
+    assert res.exit_code == 1, res.output
+    assert f"config file {config}: `params:` sets `no_such_param`, which spec {spec} has no parameter" in res.output
+    assert "--set" not in res.output and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("command", ["train", "eval", "plot"])
+def test_help_shows_flags_as_flags(command: str) -> None:
+    """`--resume true` is rejected (a flag takes no value), so the help must not show flags as taking `<bool>`."""
+    from typer.testing import CliRunner
+
+    from rewardlang.trainers.cli import app
+
+    res = CliRunner().invoke(app, [command, "--help"])
+    assert res.exit_code == 0 and "<bool>" not in res.output
+    if command == "train":
+        assert "--resume " in res.output and "--lora / --no-lora" in res.output

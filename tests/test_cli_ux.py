@@ -152,3 +152,28 @@ def test_check_reports_a_misspelled_name_once(tmp_path: Path) -> None:
     assert "codezz" in spec.read_text()
     res = CliRunner().invoke(app, ["check", str(spec)])
     assert res.exit_code == 1 and res.output.count("error[E101]") == 1 and "1 error(s)" in res.output
+
+
+# ----------------------------------------------------------------------- fmt (minor)
+def test_every_shipped_spec_is_formatted() -> None:
+    specs = sorted((ROOT / "specs").glob("*.reward"))
+    assert len(specs) >= 10
+    res = CliRunner().invoke(app, ["fmt", "--check", *map(str, specs)])
+    assert res.exit_code == 0, res.output
+
+
+def test_fmt_wraps_a_long_list_default_and_stays_idempotent(tmp_path: Path) -> None:
+    from rewardlang.fmt import format_source
+
+    names = [f"operator_number_{i}" for i in range(12)]
+    src = f'param ops: list[text] = {json.dumps(names)} "the operators"  # all of them\ncomponent c = len(ops)\n'
+    out = format_source(src)
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert out.splitlines()[0] == "param ops: list[text] = ["
+    assert out.splitlines()[-2] == ']' + ' "the operators"  # all of them'
+    assert format_source(out) == out
+    import rewardlang
+
+    assert rewardlang.loads(out).params["ops"] == names == rewardlang.loads(src).params["ops"]
+    prm = format_source((ROOT / "specs" / "prm.reward").read_text())
+    assert max(len(line) for line in prm.splitlines() if '"comparison_flip"' in line or '"rename_local"' in line) <= 100

@@ -44,7 +44,7 @@ from rewardlang.trainers.data import DataError
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import lora_config
 from rewardlang.trainers.run import (RunResult, finish_run, load_layers, load_run_policy, open_run, record_config,
-                                     trainer_args)
+                                     trainer_args, TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -124,7 +124,7 @@ def _chunks(n: int, size: int) -> list[slice]:
 PROMPT_TEXT = "_prompt_text"
 
 
-class GroupPreferenceTrainer(Trainer):
+class GroupPreferenceTrainer(TiedResume, Trainer):
     """``transformers.Trainer`` whose step is the chunked GEPO loss over whole groups (see the module docstring).
 
     Each dataset row is a group (offline: ``{"prompt", "winners", "losers"}``) or a prompt row (online: sampled,

@@ -39,7 +39,7 @@ from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import build_tokenizer, resolve_dtype
-from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run
+from rewardlang.trainers.run import RunResult, TiedResume, config_name, load_layers, open_run
 
 __all__ = [
     "HELD_OUT",
@@ -154,7 +154,7 @@ class _Collate:
         return {"input_ids": ids, "attention_mask": att, "labels": lab}
 
 
-class PRMTrainer(Trainer):
+class PRMTrainer(TiedResume, Trainer):
     """``Trainer`` with BCE-with-logits on the labelled (step-end) positions only."""
 
     def compute_loss(self, model: Any, inputs: dict[str, torch.Tensor], return_outputs: bool = False,

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["RunResult", "run_dir_for", "save_initial_policy", "last_checkpoint", "checkpoint_damage", "check_resume",
            "RESUME_MAY_CHANGE", "train", "algorithm_of", "load_layers", "open_run", "config_name", "trainer_args",
-           "load_run_policy", "record_config", "args_record", "finish_run"]
+           "load_run_policy", "record_config", "args_record", "finish_run", "missing_after_tying", "TiedResume"]
 
 
 @dataclass
@@ -40,6 +40,43 @@ class RunResult:
     global_step: int
     config: TrainConfig
     trainer: Any = field(default=None, repr=False)
+
+
+def missing_after_tying(model: Any, missing: Sequence[str]) -> list[str]:
+    """The missing keys of a loaded checkpoint that are not tied parameters.
+
+    A model with tied weights (``tie_word_embeddings``: ``lm_head.weight`` is the embedding matrix) saves the
+    shared tensor once, so loading reports the alias as missing although it is restored by tying. Aliases are
+    found by identity of the parameters, whatever the architecture or wrapper (PEFT) names them.
+
+    >>> from rewardlang.trainers.config import TinyModelConfig
+    >>> from rewardlang.trainers.model import build_tiny_model, build_tokenizer
+    >>> model = build_tiny_model(build_tokenizer(300), TinyModelConfig())
+    >>> missing_after_tying(model, ["lm_head.weight", "model.norm.weight"])
+    ['model.norm.weight']
+    """
+    names: dict[int, list[str]] = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(p), []).append(name)
+    tied = {n for group in names.values() if len(group) > 1 for n in group}
+    return [k for k in missing if k not in tied]
+
+
+class TiedResume:
+    """A ``transformers.Trainer`` mixin: resuming a model with tied weights reports no missing key for the tied
+    alias. Every trainer built on ``Trainer`` (GRPO, DPO, GEPO and online DPO, PRM) takes it first in its bases.
+
+    Resuming a tied-embedding model (the tiny model, SmolLM2) reported "missing keys ['lm_head.weight']": the
+    checkpoint stores the shared tensor once. Tied aliases are restored by tying; any other missing key is still
+    reported."""
+
+    def _issue_warnings_after_load(self, load_result: Any) -> None:
+        if not hasattr(load_result, "_replace"):  # not torch's (missing_keys, unexpected_keys) tuple
+            return super()._issue_warnings_after_load(load_result)  # type: ignore[misc]
+        missing = missing_after_tying(self.model, load_result.missing_keys)  # type: ignore[attr-defined]
+        if len(missing) != len(load_result.missing_keys):
+            self.model.tie_weights()  # type: ignore[attr-defined]
+        return super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))  # type: ignore[misc]
 
 
 def run_dir_for(cfg: TrainConfig, spec_name: str, resume: bool) -> str:

@@ -135,3 +135,30 @@ def test_the_prm_cli_says_reward_model(tmp_path: Path) -> None:
                                    "--set", "train.batch_size=4"])
     assert res.exit_code == 0, res.output
     assert "final reward model in" in res.output and "final policy" not in res.output
+
+
+# ----------------------------------------------------------------------- tokens_per_second (minor)
+def test_a_trainer_that_counts_no_tokens_logs_no_tokens_per_second() -> None:
+    from collections import defaultdict
+    from types import SimpleNamespace
+
+    from transformers import TrainerControl, TrainerState
+
+    from rewardlang.trainers.metrics import RewardClock, StepTimingCallback
+
+    def step(trainer: object, seen: int) -> dict:
+        cb = StepTimingCallback(RewardClock())
+        cb.trainer = trainer
+        state = TrainerState()
+        cb.on_step_begin(None, state, TrainerControl())
+        state.num_input_tokens_seen = seen
+        cb.on_step_end(None, state, TrainerControl())
+        return trainer._metrics["train"]
+
+    dpo = SimpleNamespace(_metrics={"train": defaultdict(list)})  # TRL's DPOTrainer: transformers counts nothing
+    assert "tokens_per_second" not in step(dpo, 0) and "time/step" in dpo._metrics["train"]
+    gepo = SimpleNamespace(_metrics={"train": defaultdict(list)}, tokens_seen=120)  # GEPO counts its groups' tokens
+    (rate,) = step(gepo, 0)["tokens_per_second"]
+    assert rate > 0 and gepo.tokens_seen == 0
+    grpo = SimpleNamespace(_metrics={"train": defaultdict(list)})  # transformers' own count
+    assert step(grpo, 64)["tokens_per_second"][0] > 0

@@ -65,8 +65,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
 
 
-_FENCE_LINE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[ \t]*$", re.M)
-_CODE_LINE = re.compile(r"^(?:[ \t]+\S|def |class |import |from |@|async def |return )", re.M)
+_FENCE_LINE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[ \t]*$", re.MULTILINE)
+_CODE_LINE = re.compile(r"^(?:[ \t]+\S|def |class |import |from |@|async def |return )", re.MULTILINE)
 
 
 def code_of(completion: str, prompt: str = "") -> str:

@@ -118,8 +118,8 @@ def load_problems(dataset: str) -> tuple[list[dict[str, Any]], list[str]]:
         if entry is not None and not (isinstance(entry, str) and entry.isidentifier()):
             bad.append(f"line {lineno}: `entry_point` must be the function's name, got {json.dumps(entry)[:40]}")
             continue
-        if entry is None and isinstance(tests, str) and re.search(r"^def check\(", tests, re.M) \
-                and not re.search(r"^check\(", tests, re.M):
+        if entry is None and isinstance(tests, str) and re.search(r"^def check\(", tests, re.MULTILINE) \
+                and not re.search(r"^check\(", tests, re.MULTILINE):
             # HumanEval-style tests define check(candidate) and are run as check(<entry_point>): without the name
             # the reference would "fail its tests" when it is the row that is incomplete
             bad.append(f"line {lineno}: no `entry_point`: its tests define check(candidate), which is called with "

@@ -177,3 +177,13 @@ def test_fmt_wraps_a_long_list_default_and_stays_idempotent(tmp_path: Path) -> N
     assert rewardlang.loads(out).params["ops"] == names == rewardlang.loads(src).params["ops"]
     prm = format_source((ROOT / "specs" / "prm.reward").read_text())
     assert max(len(line) for line in prm.splitlines() if '"comparison_flip"' in line or '"rename_local"' in line) <= 100
+
+
+def test_the_formatter_and_attribution_docstrings_run() -> None:
+    import doctest
+
+    from rewardlang import fmt
+    from rewardlang.runtime import attribution
+
+    assert doctest.testmod(fmt).failed == 0  # its module example expected "# n" from "#n" and failed
+    assert doctest.testmod(attribution).failed == 0

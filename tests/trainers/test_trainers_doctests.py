@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo", "align", "dense", "algos", "ppo", "gepo", "dpo", "oorl"]
+MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo", "align", "dense", "algos", "ppo", "gepo", "dpo", "oorl", "run", "evaluate"]
 
 
 @pytest.mark.parametrize("name", MODULES)

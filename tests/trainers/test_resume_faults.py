@@ -78,13 +78,19 @@ def _torch_file(path: str) -> None:
     torch.save({"state": torch.arange(1000, dtype=torch.float32)}, path)
 
 
-@pytest.mark.parametrize("name", ["model.safetensors", "optimizer.pt", "rng_state.pth", "scheduler.pt"])
+FILES = ("model.safetensors", "optimizer.pt", "rng_state.pth", "scheduler.pt",
+         # PPO/OORL checkpoints: accelerate's state in its own folder, the critic beside the policy
+         "accelerate/optimizer.bin", "accelerate/random_states_0.pkl", "critic/model.safetensors")
+
+
+@pytest.mark.parametrize("name", FILES)
 @pytest.mark.parametrize("how", ["truncated", "half", "empty", "flipped"])
 def test_checkpoint_damage_names_the_file(tmp_path, name: str, how: str) -> None:
     ck = tmp_path / "checkpoint-2"
-    ck.mkdir()
+    (ck / "accelerate").mkdir(parents=True)
+    (ck / "critic").mkdir()
     (ck / "trainer_state.json").write_text('{"global_step": 2}')
-    for other in ("model.safetensors", "optimizer.pt", "rng_state.pth", "scheduler.pt"):
+    for other in FILES:
         (_safetensors if other.endswith(".safetensors") else _torch_file)(str(ck / other))
     assert checkpoint_damage(str(ck)) is None
     data = (ck / name).read_bytes()

@@ -639,12 +639,32 @@ def _explain_tokens(prog: Any, row: dict, step: int, tokenizer_path: str | None)
         _err(f"error: cannot load the tokenizer {tokenizer_path}: {exc}")
         raise typer.Exit(1)
     pieces, names, values, total = token_table(prog, row, tok, step)
+    _say_if_masked(prog, row, step)
     width = max([len(n) for n in names] + [6])
     typer.echo(f"{'#':>4}  {'token':<16}" + "".join(f"{n:>{width + 2}}" for n in names) + f"{'reward':>{width + 2}}")
     for t, piece in enumerate(pieces):
         cells = "".join(f"{values[n][t]:>{width + 2}.4g}" for n in names)
         typer.echo(f"{t:>4}  {repr(piece)[1:-1][:16]:<16}{cells}{total[t]:>{width + 2}.4g}")
     typer.echo(f"sum of per-token rewards: {sum(total):.6g}")
+
+
+def _say_if_masked(prog: Any, row: dict, step: int) -> None:
+    """`explain --tokens` of a masked row: its table is all zeros because a trainer leaves the row out, not because
+    it earned 0; say so, and why (each masked component with its error)."""
+    from rewardlang.runtime.program import chat_to_text
+
+    text = chat_to_text(row.get("completion", ""), "assistant")
+    res = prog.score([text], step=step, **{k: [v] for k, v in row.items() if k not in ("completion", "completions")})
+    if not math.isnan(float(res.total[0])):
+        return
+    why = []
+    for name in res.masked:
+        if res.masked[name][0]:
+            infra = name in res.infra and bool(res.infra[name][0])
+            error = (res.errors.get(name) or [None])[0]
+            why.append(f"`{name}` ({'infrastructure failure: ' if infra else ''}{error or 'no value'})")
+    typer.echo(f"this row is masked: {', '.join(why) or 'its total is not a number'}; a trainer leaves it out (it "
+               "earns no reward, not 0), so every token below shows 0")
 
 
 def _group_of(prog: Any, rows: list[dict], index: int, group_by: str | None, input: Path
@@ -893,6 +913,9 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
     from rewardlang import outputs
     from rewardlang.runtime.code import label, mutate
 
+    if limit < 0:
+        _err(f"error: --limit must be 0 (every problem) or positive (got {limit})")
+        raise typer.Exit(1)
     # before the labelling, which takes minutes: a bad destination must not cost them
     outputs.check_output_dir(output, inputs={"dataset": dataset if os.path.isfile(dataset) else None,
                                              "spec": spec}, files=label.OUTPUT_FILES)
@@ -929,8 +952,11 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
         raise typer.Exit(1)
     data.bad_rows[:0] = bad
     paths = label.write(data, str(output))
+    removed = paths.pop("removed", None)
     typer.echo(label.summary_table(data))
     _err(f"wrote {', '.join(paths.values())} (operators: {', '.join(ops or mutate.OPERATORS)})")
+    if removed:
+        _err(f"removed {removed}: an earlier run's groups (this run wrote none; --groups writes them)")
 
 
 @app.command("data")

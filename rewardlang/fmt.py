@@ -2,12 +2,13 @@
 
 Formatting is a pure function of the syntax tree plus the comments: one statement per line (component clauses,
 example and train blocks one item per line), single spaces around operators, the fewest parentheses that keep
-the meaning, blank lines kept (at most one). Literals keep their spelling. A trailing comment stays on the line it
+the meaning, blank lines kept (at most one). A parameter whose list default would pass 100 characters has its
+items filled into indented lines. Literals keep their spelling. A trailing comment stays on the line it
 trails (a component's clause, an example item, a train setting have lines of their own), and a comment on a line
 of its own stays above what follows it. It is idempotent, and a formatted spec compiles to the same program (both
 are property-tested).
 
-    >>> print(format_source('let  x=count( completion,"a" )#n\\ncomponent c in [0,1]=min(x,1)'), end="")
+    >>> print(format_source('let  x=count( completion,"a" )# n\\ncomponent c in [0,1]=min(x,1)'), end="")
     let x = count(completion, "a")  # n
     component c in [0, 1] = min(x, 1)
 """
@@ -125,6 +126,25 @@ def _string(s: str) -> str:
 _LINE_BREAKING = {"\x85", "\u2028", "\u2029", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"}
 
 
+#: the line length past which a list default is wrapped (the shipped specs' width)
+WIDTH = 100
+
+
+def _fill(pieces: list[str], width: int = WIDTH - 4) -> list[str]:
+    """``pieces`` joined by spaces into lines of at most ``width`` characters (a longer piece gets its own line).
+
+    >>> _fill(["'a',", "'b',", "'c',"], width=9)
+    ["'a', 'b',", "'c',"]
+    """
+    rows: list[str] = []
+    for piece in pieces:
+        if rows and len(rows[-1]) + 1 + len(piece) <= width:
+            rows[-1] += " " + piece
+        else:
+            rows.append(piece)
+    return rows
+
+
 def _stmt(s: S.Stmt) -> list[str]:
     f = format_expr
     if isinstance(s, S.SpecStmt):
@@ -134,8 +154,14 @@ def _stmt(s: S.Stmt) -> list[str]:
             return [f"import {_string(s.path)}"]
         return [f"from {_string(s.path)} import {', '.join(n for n, _ in s.names)}"]
     if isinstance(s, S.Param):
-        out = f"param {s.name}" + (f": {s.type.text}" if s.type else "") + f" = {f(s.default)}"
-        return [out + (f" {_string(s.doc)}" if s.doc is not None else "")]
+        head = f"param {s.name}" + (f": {s.type.text}" if s.type else "") + " = "
+        doc = f" {_string(s.doc)}" if s.doc is not None else ""
+        out = head + f(s.default) + doc
+        if len(out) > WIDTH and isinstance(s.default, S.ListLit) and s.default.items:
+            # a long list default (an operator list): its items filled into indented lines, one statement still
+            return [head + "[\n" + "\n".join(f"    {row}" for row in _fill([f(i) + "," for i in s.default.items]))
+                    + "\n]" + doc]
+        return [out]
     if isinstance(s, S.Input):
         return [f"input {s.name}: {s.type.text}" + (f" from {_string(s.column)}" if s.column is not None else "")]
     if isinstance(s, S.Let):

@@ -58,21 +58,35 @@ class Placement:
 
 
 def edge_ranges(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """The delimiter lines around ``text[start:end]``: the line before it up to ``start`` (a code block's opening
-    fence with its newline) and from ``end`` to the end of the line after it (the newline and closing fence).
+    """The delimiters around ``text[start:end]``: the line before it up to ``start`` (a code block's opening
+    fence with its newline) and from ``end`` to the end of the line after it (the newline and closing fence). When
+    that line holds a ```` ``` ```` fence, the delimiter is the fence alone: prose before an opening fence or after a
+    closing one on the same line is not the fence (it gets what text outside the block gets), so the value of an
+    answer never depends on which line its prose starts.
 
     >>> t = "hi\\n```python\\nx = 1\\n```\\nbye"
     >>> [t[a:b] for a, b in edge_ranges(t, 13, 18)]
+    ['```python\\n', '\\n```']
+    >>> t = "Sure: ```python\\nx = 1\\n``` Hope it helps"
+    >>> [t[a:b] for a, b in edge_ranges(t, 16, 21)]
     ['```python\\n', '\\n```']
     """
     out = []
     if start > 0:
         line_start = text.rfind("\n", 0, start - 1) + 1
-        out.append((line_start, start))
+        fence = text.rfind("```", line_start, start)
+        out.append((fence if fence >= 0 else line_start, start))
     if end < len(text):
         after = end + 1 if text[end] == "\n" else end
         nl = text.find("\n", after)
-        out.append((end, len(text) if nl < 0 else nl))
+        stop = len(text) if nl < 0 else nl
+        rest = text[after:stop]
+        if rest.lstrip(" \t").startswith("```"):  # the closing fence: its backticks (and nothing after them)
+            ticks = after + len(rest) - len(rest.lstrip(" \t"))
+            while ticks < stop and text[ticks] == "`":
+                ticks += 1
+            stop = ticks
+        out.append((end, stop))
     return out
 
 

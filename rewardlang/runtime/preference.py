@@ -305,22 +305,38 @@ def _read_jsonl(path: str) -> list[tuple[int, dict]]:
     return read_jsonl(path, MiningError)
 
 
-def _scores(prog: Any, rows: list[dict], step: int) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
-    """(total, components, masked) of the rows: read from a `rewardlang score` output, or scored here."""
+def _scores(prog: Any, rows: list[dict], step: int, lines: list[int] | None = None, path: str = ""
+            ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """(total, components, masked) of the rows: read from a `rewardlang score` output, or scored here. A score
+    that is neither a number nor null (masked) is a MiningError naming ``path:line`` and the field."""
     names = [c.name for c in prog.components]
     scored = all("reward" in r and isinstance(r.get("components"), dict) for r in rows)
     n = len(rows)
     if scored:
-        def num(x: Any) -> float:
-            return float("nan") if x is None else float(x)
+        where = iter(lines or range(1, n + 1))
+        line = 0
+
+        def num(x: Any, field: str = "reward") -> float:
+            if x is None:
+                return float("nan")
+            if isinstance(x, bool) or not isinstance(x, (int, float)):
+                shown = json.dumps(x)
+                raise MiningError(f"{path}:{line}: `{field}` must be a number (or null for a masked score), got "
+                                  f"{shown[:40]}")
+            return float(x)
 
         absent = [k for k in names if any(k not in r["components"] for r in rows)]
         if absent:  # scored by another spec: its numbers would be read as "masked" and silently drop every row
             raise MiningError(f"the rows were scored without component(s) {', '.join(f'`{k}`' for k in absent)} "
                               f"of this spec (scored by another spec?): score them with this spec, or pass the raw "
                               f"rows (prompt, completion and the spec's inputs) and they are scored here")
-        total = np.array([num(r["reward"]) for r in rows], dtype=np.float64)
-        comps = {k: np.array([num(r["components"].get(k)) for r in rows], dtype=np.float64) for k in names}
+        total = np.empty(n, dtype=np.float64)
+        comps = {k: np.empty(n, dtype=np.float64) for k in names}
+        for i, r in enumerate(rows):
+            line = next(where)
+            total[i] = num(r["reward"])
+            for k in names:
+                comps[k][i] = num(r["components"].get(k), f"components.{k}")
         masked = np.array([bool(r.get("masked")) for r in rows], dtype=bool)
         return total, comps, masked
     present: set[str] = set().union(*(r.keys() for r in rows)) if rows else set()
@@ -355,7 +371,10 @@ def mine_file(prog: Any, input_path: str, output_path: str, *, groups: bool = Fa
         missing = [ln for ln, r in numbered if col not in r]
         if missing:
             raise MiningError(f"{input_path}:{missing[0]}: no `{col}` column ({len(missing)} row(s) lack it)")
-    total, comps, masked = _scores(prog, rows, step)
+    bad = next(((ln, r["completion"]) for ln, r in numbered if not isinstance(r["completion"], str)), None)
+    if bad is not None:
+        raise MiningError(f"{input_path}:{bad[0]}: `completion` must be text, got {json.dumps(bad[1])[:40]}")
+    total, comps, masked = _scores(prog, rows, step, [ln for ln, _ in numbered], input_path)
     ranked = rank_rows(prog, total, comps, masked, step)
     gid, keys = group_ids([r[group_by] for r in rows])
     completions = [r["completion"] for r in rows]

@@ -31,7 +31,7 @@ import typer
 
 __all__ = ["app", "main", "default_model"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Train a policy on a reward spec, and plot training runs.")
 
 
@@ -112,7 +112,8 @@ def train_command(
         return
     if result.trainer is not None and not result.trainer.accelerator.is_main_process:
         return
-    typer.echo(f"run directory: {result.run_dir} ({result.global_step} steps; final policy in {result.final_dir}; "
+    what = "final reward model" if result.config.algorithm == "prm" else "final policy"  # a PRM is no policy
+    typer.echo(f"run directory: {result.run_dir} ({result.global_step} steps; {what} in {result.final_dir}; "
                f"metrics in {result.metrics_path})")
     from rewardlang.trainers.report import summary_lines
 
@@ -126,7 +127,8 @@ def eval_command(
                                         "run directory (its final policy, asked as it was trained)."),
     dataset: str = typer.Option("humaneval", "--dataset", help="Problems to evaluate on: humaneval, or robot "
                                 "(the robot tasks' held-out split; docs/robot.md)."),
-    n: int = typer.Option(1, "--n", help="Completions per problem (pass@k needs n >= k)."),
+    n: int = typer.Option(1, "--n", help="Completions generated per problem (pass@k needs n >= k); with "
+                          "--completions, the file's count per problem is used."),
     temperature: float = typer.Option(0.0, "--temperature", help="0: greedy (n must be 1)."),
     k: Optional[list[int]] = typer.Option(None, "--k", help="k of pass@k (repeatable). Default: 1 and n."),
     problems: Optional[list[str]] = typer.Option(None, "--problems", help="Problem ids (HumanEval/3 or 3); "
@@ -157,6 +159,19 @@ def eval_command(
 
     if dataset not in ("humaneval", "robot"):
         _fail(f"--dataset {dataset}: humaneval or robot")
+    if limit is not None and limit < 1:
+        _fail(f"--limit must be at least 1 (got {limit})")
+    if completions is None:  # generation options, checked before the model loads
+        if n < 1:
+            _fail(f"--n must be at least 1 (got {n})")
+        if temperature <= 0 and n != 1:
+            _fail(f"--n {n} at temperature {temperature}: greedy decoding gives one completion per problem; use "
+                  "--n 1, or a --temperature above 0 for pass@k")
+        if model is not None and os.path.isdir(model):
+            try:
+                ev.not_policy(model)
+            except ValueError as exc:
+                _fail(str(exc))
     from rewardlang.runtime.sandbox.languages import LANGUAGES, canonical_language
 
     if lang != "all" and canonical_language(lang) is None:
@@ -172,7 +187,7 @@ def eval_command(
                        threads=threads, progress=progress, fail=_fail)
         return
     ks = sorted(set(k or [1, n]))
-    if any(x < 1 or x > n for x in ks):
+    if completions is None and any(x < 1 or x > n for x in ks):
         _fail(f"--k {ks}: every k must be between 1 and --n ({n})")
     if output is not None:  # before the evaluation, which takes minutes: a bad destination must not cost them
         from rewardlang.outputs import OutputError, check_output
@@ -198,6 +213,12 @@ def eval_command(
             if not os.path.exists(completions):
                 _fail(f"--completions {completions}: file not found")
             given = ev.load_completions(completions, rows)
+            fewest = min(len(c) for c in given)  # pass@k from the completions the file holds per problem
+            ks = sorted(set(k or [1, fewest]))
+            if any(x < 1 or x > fewest for x in ks):
+                short = next(r["task_id"] for r, c in zip(rows, given) if len(c) == fewest)
+                _fail(f"--k {ks}: every k must be between 1 and the completions per problem ({completions} holds "
+                      f"{fewest} for {short})")
             summary, _ = ev.evaluate(rows, completions=given, ks=ks, out_path=output, dataset=dataset)
         else:
             from transformers.utils import logging as hf_logging

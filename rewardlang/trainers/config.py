@@ -167,11 +167,32 @@ _TRL_OWNED = {"per_device_train_batch_size": "batch_size", "output_dir": "output
               "report_to": "report_to", "bf16": "dtype", "fp16": "dtype"}
 
 
+#: the class each algorithm passes its pass-through keys to (None: it has none, and honours no such key)
+_PASS_THROUGH = {"grpo": "TRL's GRPOConfig", "dpo": "TRL's DPOConfig", "gepo": "transformers' TrainingArguments",
+                 "prm": "transformers' TrainingArguments", "ppo": None, "oorl": None}
+
+#: rewardlang settings that only some algorithms read; setting one for another algorithm is an error naming it
+#: (it would be recorded in config.json and do nothing)
+ONLY_FOR: dict[str, tuple[str, ...]] = {
+    **{k: ("ppo", "oorl") for k in ("kl_estimator", "kl_in", "gamma", "lam", "advantage_estimator", "whiten_scope",
+                                   "ppo_epochs", "num_mini_batches", "cliprange", "cliprange_high",
+                                   "cliprange_value", "vf_coef", "stop_at_eos", "old_logprobs", "critic",
+                                   "missing_eos_penalty")},
+    "preference_data": ("dpo", "gepo", "oorl"),
+    "gepo_lambda": ("gepo", "oorl"),
+    "gepo_chunk": ("dpo", "gepo", "oorl"),
+    "w_rl": ("oorl",),
+    "w_gepo": ("oorl",),
+}
+
+
 def _trl_fields(algorithm: str = "grpo") -> set[str]:
     # imported lazily: pulls in torch. Each algorithm passes unknown keys to its own TRL/transformers config.
+    if _PASS_THROUGH.get(algorithm, "") is None:
+        return set()
     if algorithm == "dpo":
         from trl import DPOConfig as Config
-    elif algorithm in ("gepo",):
+    elif algorithm in ("gepo", "prm"):
         from transformers import TrainingArguments as Config
     else:
         from trl import GRPOConfig as Config
@@ -321,10 +342,15 @@ def resolve_config(
                 if trl_fields is None:
                     trl_fields = _trl_fields(algorithm)
                 if name not in trl_fields:
+                    owner = _PASS_THROUGH.get(algorithm, "TRL's GRPOConfig")
+                    if owner is None and name in _trl_fields("grpo"):
+                        raise ConfigError(f"{where}: `{key}` is a setting of TRL's GRPOConfig, which the {algorithm} "
+                                          f"trainer does not use: it would be ignored. Remove it; the {algorithm} "
+                                          f"trainer's settings are rewardlang's own (docs/training.md)")
                     hint = _suggest(name, set(_FIELDS) | trl_fields)
+                    theirs = f" or fields of {owner}" if owner else f" (the {algorithm} trainer takes no other)"
                     raise ConfigError(f"{where}: unknown train setting `{key}`{hint}. Train settings are rewardlang's "
-                                      f"({', '.join(k for k in _FIELDS if k not in ('trl', 'tiny_model'))}) or fields "
-                                      f"of TRL's {'DPOConfig' if algorithm == 'dpo' else 'GRPOConfig'}")
+                                      f"({', '.join(k for k in _FIELDS if k not in ('trl', 'tiny_model'))}){theirs}")
                 cfg.trl[name] = value
             sources[key.removeprefix("trl.")] = where
     _validate(cfg, sources)
@@ -335,6 +361,14 @@ def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
     def where(key: str) -> str:
         return sources.get(key, "default")
 
+    for key, algorithms in ONLY_FOR.items():
+        if key in sources and cfg.algorithm not in algorithms and getattr(cfg, key) != _FIELDS[key].default:
+            raise ConfigError(f"{where(key)}: `{key}` is read by the {' and '.join(algorithms)} trainer"
+                              f"{'s' if len(algorithms) > 1 else ''} only; the {cfg.algorithm} trainer would ignore it. "
+                              f"Remove it, or choose one of those algorithms")
+    if cfg.train_problems < 0:
+        raise ConfigError(f"{where('train_problems')}: `train_problems` must be 0 (every problem) or positive "
+                          f"(got {cfg.train_problems})")
     if cfg.model == "tiny":  # `--model tiny` names the random model, which is also what None means
         cfg.model = None
     if cfg.num_generations < (2 if cfg.algorithm == "grpo" else 1):  # PPO may sample one completion per prompt

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from rewardlang.runtime.program import Program
 
-__all__ = ["DataError", "load_rows", "check_columns", "build_dataset", "present", "render_prompt", "leaked_rows",
+__all__ = ["DataError", "prompt_problem", "check_prompts", "prompt_text", "load_rows", "check_columns", "build_dataset", "present", "render_prompt", "leaked_rows",
            "split_heldout", "RESERVED_COLUMNS"]
 
 #: names TRL passes to reward functions itself; a dataset column with one of these names would be shadowed
@@ -43,6 +43,48 @@ class DataError(Exception):
 
 #: the targets of the OORL paper's translation training (Python -> C++, Java, PHP, Bash, JavaScript)
 OORL_TARGETS = ("cpp", "java", "php", "sh", "js")
+
+
+_KINDS = {str: "text", bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
+
+
+def _kind(value: Any) -> str:
+    """``value``'s JSON kind and (the start of) its text, for an error message: ``a number 5``, ``text "a"``."""
+    if value is None:
+        return "null"
+    return f"{_KINDS.get(type(value), type(value).__name__)} {json.dumps(value, default=str)[:60]}"
+
+
+def prompt_problem(prompt: Any) -> str | None:
+    """Why ``prompt`` is neither text nor a chat (a non-empty list of ``{"role": text, "content": text}``
+    messages); None when it is one. Every trainer and ``rewardlang pairs`` accept exactly these two forms.
+
+    >>> prompt_problem("def f():"), prompt_problem([{"role": "user", "content": "hi"}])
+    (None, None)
+    >>> prompt_problem(5)
+    'expected text or a chat (a list of {"role", "content"} messages), got a number 5'
+    >>> prompt_problem(["a", "b"])
+    'message 1 of the chat is not a {"role": text, "content": text} object (got text "a")'
+    """
+    if isinstance(prompt, str):
+        return None
+    if isinstance(prompt, list) and prompt:
+        for i, m in enumerate(prompt):
+            if not (isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)):
+                return f'message {i + 1} of the chat is not a {{"role": text, "content": text}} object (got {_kind(m)})'
+        return None
+    what = "an empty chat" if prompt == [] else _kind(prompt)
+    return f'expected text or a chat (a list of {{"role", "content"}} messages), got {what}'
+
+
+def check_prompts(rows: Sequence[tuple[Any, dict[str, Any]]], source: str, column: str = "prompt") -> None:
+    """A :class:`DataError` naming ``source:line``, the column and what it holds for the first row whose prompt is
+    neither text nor a chat (``rows``: ``(line or "row N", row)``). Checked before any model is built."""
+    for where, row in rows:
+        if column in row:
+            problem = prompt_problem(row[column])
+            if problem is not None:
+                raise DataError(f"{source}:{where}: `{column}`: {problem}")
 
 
 def load_rows(path: str | None) -> tuple[list[dict[str, Any]], str]:
@@ -71,7 +113,9 @@ def load_rows(path: str | None) -> tuple[list[dict[str, Any]], str]:
         raise DataError(f"dataset {path}: file not found")
     rows: list[Any]
     if path.endswith(".jsonl"):
-        rows = [row for _, row in read_jsonl(path, DataError, "dataset ")]
+        located = read_jsonl(path, DataError, "dataset ")
+        check_prompts(located, f"dataset {path}")
+        rows = [row for _, row in located]
     elif path.endswith(".json"):
         with open(path, encoding="utf-8") as fh:
             try:
@@ -87,6 +131,8 @@ def load_rows(path: str | None) -> tuple[list[dict[str, Any]], str]:
             raise DataError(f"dataset {path}: row {i + 1} is {type(row).__name__}, expected a JSON object")
     if not rows:
         raise DataError(f"dataset {path}: no rows")
+    if path.endswith(".json"):
+        check_prompts([(f"row {i + 1}", r) for i, r in enumerate(rows)], f"dataset {path}")
     return rows, f"dataset {path}"
 
 
@@ -154,6 +200,20 @@ def render_prompt(prompt: Any, tokenizer: "PreTrainedTokenizerBase", chat: bool,
     if chat:
         return tokenizer.apply_chat_template(shown, tokenize=False, add_generation_prompt=True)
     return shown
+
+
+def prompt_text(prompt: Any, tokenizer: "PreTrainedTokenizerBase", chat: bool) -> str:
+    """A prompt as text for the model: a chat always through the tokenizer's chat template (a DataError when it has
+    none), text through it when ``chat`` (as the user's message), else as written."""
+    if isinstance(prompt, list):
+        if not getattr(tokenizer, "chat_template", None):
+            raise DataError("chat prompts need a tokenizer with a chat template; this model's tokenizer has none "
+                            "(give text prompts, or a --model whose tokenizer has one)")
+        return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    if chat:
+        return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                             add_generation_prompt=True)
+    return prompt
 
 
 def leaked_rows(prompts: Sequence[Any], heldout: Sequence[dict[str, Any]]) -> list[int]:

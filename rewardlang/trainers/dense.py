@@ -145,12 +145,25 @@ class DenseRewards:
 
 def load_tokenizer(path: str | None) -> Any:
     """A tokenizer for ``rewardlang explain --tokens``: a ``tokenizer.json`` file, a local model directory (or
-    Hugging Face cache name, offline), or None for the tiny default model's byte-level BPE."""
-    if path is None:
+    Hugging Face cache name, offline), ``smollm2`` (the default model of ``train`` and ``eval``: its converted
+    cache's tokenizer, else the one in the package's GGUF file), or None / ``tiny`` for the tiny default model's
+    byte-level BPE."""
+    import os
+
+    if path is None or path == "tiny":
         from rewardlang.trainers.model import build_tokenizer
 
         return build_tokenizer()
-    import os
+    if path == "smollm2" and not os.path.exists(path):
+        from transformers import AutoTokenizer
+
+        from rewardlang.trainers.model import model_cache_dir, smollm2_gguf
+
+        cache = model_cache_dir()
+        if os.path.exists(os.path.join(cache, "tokenizer.json")):
+            return AutoTokenizer.from_pretrained(cache, local_files_only=True)
+        folder, name = os.path.split(smollm2_gguf())
+        return AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
 
     if os.path.isfile(path):
         from tokenizers import Tokenizer

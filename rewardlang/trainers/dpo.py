@@ -38,12 +38,17 @@ from rewardlang.trainers.gepo import run as run_online
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import lora_config
 from rewardlang.trainers.run import (RunResult, args_record, finish_run, load_layers, load_run_policy, open_run,
-                                     record_config, trainer_args)
+                                     record_config, trainer_args, TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
 __all__ = ["dpo_args", "load_pairs", "present_pairs", "build_trainer", "train"]
+
+
+class SpecDPOTrainer(TiedResume, DPOTrainer):
+    """TRL's DPOTrainer, resuming a tied-embedding model without a spurious missing-key warning
+    (:class:`rewardlang.trainers.run.TiedResume`)."""
 
 
 class _DPOProgress(ProgressCallback):
@@ -98,7 +103,7 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
     extra = [JsonlMetricsCallback(os.path.join(run_dir, "metrics.jsonl")), timing, *callbacks]
     if cfg.progress if progress is None else progress:
         extra.append(_DPOProgress())
-    trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+    trainer = SpecDPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                          callbacks=extra, peft_config=lora_config(cfg))
     timing.trainer = trainer
     trainer.remove_callback(PrinterCallback)
@@ -118,6 +123,7 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
                           progress=progress, callbacks=callbacks)
     if "beta" not in sources:  # the β in force, so that config.json records it (not GRPO's default 0.0)
         cfg.beta = DEFAULT_BETA
+    load_pairs(cfg)  # a bad pairs file is named before the run directory is made or a model loads
     run_dir, checkpoint = open_run(prog, cfg, resume)
 
     # 3. Pairs, policy, trainer (and train.eval's held-out problems, left out of the pairs).

@@ -66,13 +66,49 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
 
 
+_FENCE_LINE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[ \t]*$", re.MULTILINE)
+_CODE_LINE = re.compile(r"^(?:[ \t]+\S|def |class |import |from |@|async def |return )", re.MULTILINE)
+
+
+def code_of(completion: str, prompt: str = "") -> str:
+    r"""The code a completion holds: its first fenced block, or, when the completion starts with code and the
+    first fence is a bare one that closes it (a model continuing the prompt writes the body, then a closing fence and
+    prose), the text before that fence; the whole text when there is no fence.
+
+    The text before a bare first fence is code when it has a code line (indented, or starting with ``def``,
+    ``class``, ``import``, ``from``, ``@`` or ``return``) and parses as Python after ``prompt`` (parsed, never
+    run); otherwise the fence opens a block (``Here is the code:`` then a fence).
+
+    >>> code_of("    return x\n```\n\nThis returns x.", "def f(x):\n")
+    '    return x\n'
+    >>> code_of("Here it is:\n```\ndef f(x):\n    return x\n```\nDone.")
+    'def f(x):\n    return x\n'
+    >>> code_of("```python\ndef f(x):\n    return x\n```")
+    'def f(x):\n    return x\n'
+    """
+    import ast
+
+    first = _FENCE_LINE.search(completion)
+    if first is None:
+        return completion
+    before = completion[:first.start()]
+    if before.strip() and not first.group(1) and _CODE_LINE.search(before):
+        for source in ((prompt + before, before) if prompt else (before,)):
+            try:
+                ast.parse(source)
+            except (SyntaxError, ValueError):
+                continue
+            return before
+    m = _FENCE.search(completion, first.start())
+    return m.group(1) if m else completion
+
+
 def program_for(completion: str, prompt: str, entry_point: str) -> str:
     """The program a completion stands for: its first python code block (the whole text when it has none); when
     that code defines ``entry_point`` it follows the problem's prompt (imports and helpers stay defined, the new
     definition replaces the docstring-only one), else it is the body that continues the prompt (HumanEval's own
     convention, as the canonical solutions are written)."""
-    m = _FENCE.search(completion)
-    code = m.group(1) if m else completion
+    code = code_of(completion, prompt)
     if re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", code, re.M):
         return prompt + "\n" + code
     return prompt + code
@@ -128,8 +164,7 @@ def translated_humaneval(language: str) -> list[dict[str, Any]]:
 
 def robot_program(completion: str) -> str:
     """The program of a robot completion: its first python code block, else the whole text."""
-    m = _FENCE.search(completion)
-    return m.group(1) if m else completion
+    return code_of(completion)
 
 
 def judge_robot(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[str]], *,
@@ -293,6 +328,8 @@ def select_problems(problems: Sequence[str] | None = None, limit: int | None = N
         else:
             chosen = [r for r in every if r["split"] == "heldout"]
         return chosen[:limit] if limit else chosen
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be at least 1 (got {limit})")
     if dataset != "humaneval":
         raise ValueError(f"--dataset {dataset}: humaneval or robot")
     from rewardlang.runtime.datasets.humaneval import load_humaneval
@@ -346,6 +383,7 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
     """
     t0 = time.perf_counter()
     bar = None
+    given = completions is not None
     if completions is None:
         if model is None or tokenizer is None:
             raise ValueError("evaluate: give a model and tokenizer, or completions")
@@ -380,6 +418,11 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
         classes = ("python_error", "simulation_error", "completion_error", "success")
         flat = [o for r in records for o in r["outcomes"] if o is not None]
         summary["outcome_classes"] = {c: flat.count(c) for c in classes}
+    if given:  # the completions per problem the file holds (not the generation option --n)
+        counts = [len(c) for c in completions]
+        n = min(counts)
+        if max(counts) != n:
+            summary["n_max"] = max(counts)
     langs = sorted({r.get("language") or "python" for r in problems})
     summary.update({"dataset": dataset, "language": langs[0] if len(langs) == 1 else langs, "n": n,
                     "temperature": temperature, "generation_s": round(gen_s, 2),
@@ -387,6 +430,35 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
     if out_path:
         write_jsonl(out_path, records)
     return summary, records
+
+
+def not_policy(name: str) -> None:
+    """A ValueError when ``name`` (a run directory or a model directory) holds no policy: a PRM run, whose final
+    model is a token classifier (a step scorer with a one-logit head), would be loaded as a causal LM with a fresh,
+    random output head and "evaluated". Checked before any model loads."""
+    run_config = os.path.join(name, "config.json")
+    if os.path.isdir(os.path.join(name, "final")) and os.path.exists(run_config):
+        try:
+            with open(run_config, encoding="utf-8") as fh:
+                algorithm = (json.load(fh).get("train") or {}).get("algorithm")
+        except (OSError, ValueError):
+            algorithm = None
+        if algorithm == "prm":
+            raise ValueError(f"--model {name}: a PRM run; its final model is a process reward model (it scores "
+                             f"steps), not a policy that writes code. Evaluate a policy run, or use this PRM in a "
+                             f"spec's prm_* components (docs/prm.md)")
+    model_config = os.path.join(name, "config.json")
+    if os.path.isdir(name) and os.path.exists(model_config):
+        try:
+            with open(model_config, encoding="utf-8") as fh:
+                archs = json.load(fh).get("architectures") or []
+        except (OSError, ValueError):
+            archs = []
+        heads = [a for a in archs if isinstance(a, str) and not a.endswith(("ForCausalLM", "LMHeadModel"))
+                 and a.endswith(("ForTokenClassification", "ForSequenceClassification"))]
+        if heads:
+            raise ValueError(f"--model {name}: a {heads[0]} (a classifier, such as a PRM's final model), not a "
+                             f"policy that writes code; eval measures policies")
 
 
 def load_eval_model(name: str, dtype: str = "float32") -> tuple[Any, Any, dict[str, Any]]:
@@ -398,6 +470,7 @@ def load_eval_model(name: str, dtype: str = "float32") -> tuple[Any, Any, dict[s
 
     shown: dict[str, Any] = {}
     path, run_model = name, None
+    not_policy(name)
     if os.path.isdir(name) and os.path.exists(os.path.join(name, "config.json")) \
             and os.path.isdir(os.path.join(name, "final")):
         with open(os.path.join(name, "config.json"), encoding="utf-8") as fh:

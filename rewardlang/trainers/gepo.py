@@ -45,7 +45,7 @@ from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import lora_config
 from rewardlang.trainers.run import (RunResult, finish_run, load_layers, load_run_policy, open_run, record_config,
-                                     trainer_args)
+                                     trainer_args, TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -125,7 +125,7 @@ def _chunks(n: int, size: int) -> list[slice]:
 PROMPT_TEXT = "_prompt_text"
 
 
-class GroupPreferenceTrainer(Trainer):
+class GroupPreferenceTrainer(TiedResume, Trainer):
     """``transformers.Trainer`` whose step is the chunked GEPO loss over whole groups (see the module docstring).
 
     Each dataset row is a group (offline: ``{"prompt", "winners", "losers"}``) or a prompt row (online: sampled,
@@ -153,6 +153,7 @@ class GroupPreferenceTrainer(Trainer):
         self.step_reward = StepReward(program) if program is not None and online else None
         self._metrics: dict[str, dict[str, list[float]]] = {"train": defaultdict(list)}
         self.last_batch: dict[str, Any] = {}
+        self.tokens_seen = 0
         if self.ref_model is not None:
             self.ref_model.to(self.args.device).eval()
             for p in self.ref_model.parameters():
@@ -239,6 +240,7 @@ class GroupPreferenceTrainer(Trainer):
         winner = torch.tensor([w for _, _, ws in groups for w in ws], device=self.args.device)
         group = torch.tensor([k for k, (_, ms, _) in enumerate(groups) for _ in ms], device=self.args.device)
         batch = tokenize_members(self.tok, prompts, members, self.args.device)
+        self.tokens_seen += int(batch["attention_mask"].sum())  # for tokens_per_second (StepTimingCallback)
         n = len(members)
         parts = _chunks(n, self.chunk)
 
@@ -308,6 +310,7 @@ def load_groups(path: str, mode: str) -> list[dict[str, Any]]:
     """Rows of a groups file (``prompt``, ``winners``, ``losers``) or, for ``mode="pairs"``, a pairs file
     (``prompt``, ``chosen``, ``rejected``) as groups of one winner and one loser."""
     from rewardlang.jsonl import read_jsonl
+    from rewardlang.trainers.data import _kind, prompt_problem
 
     if not os.path.exists(path):
         raise DataError(f"preference data {path}: file not found")
@@ -318,10 +321,24 @@ def load_groups(path: str, mode: str) -> list[dict[str, Any]]:
         if missing:
             raise DataError(f"preference data {path}:{lineno}: no `{missing[0]}` (a {mode} row needs "
                             f"{', '.join(need)}; write it with `rewardlang pairs{' --groups' if mode == 'groups' else ''}`)")
+        where = f"preference data {path}:{lineno}"
+        problem = prompt_problem(row["prompt"])
+        if problem is not None:
+            raise DataError(f"{where}: `prompt`: {problem}")
         if mode == "pairs":
+            for key in ("chosen", "rejected"):
+                if not isinstance(row[key], str):
+                    raise DataError(f"{where}: `{key}` must be text (a completion), got {_kind(row[key])}")
             row = {"prompt": row["prompt"], "winners": [row["chosen"]], "losers": [row["rejected"]]}
-        elif not row["winners"] or not row["losers"]:
-            raise DataError(f"preference data {path}:{lineno}: a group needs a winner and a loser")
+        else:
+            for key in ("winners", "losers"):
+                value = row[key]
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    bad = value if not isinstance(value, list) else next(v for v in value if not isinstance(v, str))
+                    raise DataError(f"{where}: `{key}` must be a list of texts (completions), got "
+                                    f"{_kind(value) if bad is value else 'an item ' + _kind(bad)}")
+            if not row["winners"] or not row["losers"]:
+                raise DataError(f"{where}: a group needs a winner and a loser")
         rows.append({"prompt": row["prompt"], "winners": row["winners"], "losers": row["losers"]})
     if not rows:
         raise DataError(f"preference data {path}: no rows")
@@ -335,7 +352,11 @@ def preference_rows(cfg: TrainConfig, mode: str) -> list[dict[str, Any]]:
 
     path = cfg.preference_data
     assert path is not None
-    return report.drop_leaked(load_groups(path, mode), report.heldout_rows(cfg), f"preference data {path}")
+    rows = load_groups(path, mode)
+    if cfg.prompt_format == "text" and any(isinstance(r["prompt"], list) for r in rows):
+        raise DataError(f"preference data {path}: chat prompts need the chat template, but prompt_format=text was "
+                        "chosen (set prompt_format to auto or chat)")
+    return report.drop_leaked(rows, report.heldout_rows(cfg), f"preference data {path}")
 
 
 def present_rows(rows: list[dict[str, Any]], tokenizer: Any, cfg: TrainConfig, *, offline: bool) -> None:
@@ -344,15 +365,17 @@ def present_rows(rows: list[dict[str, Any]], tokenizer: Any, cfg: TrainConfig, *
     ``train.eval`` shows it. Online prompts always; a preference file's only when the spec or config sets a
     presentation (``system_prompt``, ``prompt_template`` or ``prompt_format = "chat"``): without one its prompts are
     taken as written (they may be rendered already)."""
-    from rewardlang.trainers.data import render_prompt
+    from rewardlang.trainers.data import present, prompt_text
 
-    if offline and not (cfg.system_prompt or cfg.prompt_template or cfg.prompt_format == "chat"):
-        return
     chat = cfg.prompt_format == "chat" or (cfg.prompt_format == "auto" and
                                            bool(getattr(tokenizer, "chat_template", None)))
+    as_written = offline and not (cfg.system_prompt or cfg.prompt_template or cfg.prompt_format == "chat")
     for r in rows:
-        if isinstance(r["prompt"], str):
-            r[PROMPT_TEXT] = render_prompt(r["prompt"], tokenizer, chat, cfg.system_prompt, cfg.prompt_template)
+        if isinstance(r["prompt"], str) and as_written:
+            continue
+        # a chat prompt is shown through the chat template whatever the settings: a model reads text only
+        shown = present(r["prompt"], chat or isinstance(r["prompt"], list), cfg.system_prompt, cfg.prompt_template)
+        r[PROMPT_TEXT] = prompt_text(shown, tokenizer, False)
 
 
 def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program", run_dir: str, *, mode: str,
@@ -368,9 +391,6 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
         rows, _ = split_heldout(rows, cfg.eval)  # train.eval's held-out problems are never trained on
         columns = check_columns(prog, rows, source)
         rows = [{c: r.get(c) for c in columns} for r in rows]
-        for r in rows:
-            if not isinstance(r["prompt"], str):
-                raise DataError(f"{source}: online preference training takes text prompts")
     else:
         rows = preference_rows(cfg, mode)
     if len(rows) < cfg.prompts_per_step:
@@ -415,6 +435,8 @@ def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[s
     prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
     if "beta" not in sources:  # the β in force, so that config.json records it (not GRPO's default 0.0)
         cfg.beta = DEFAULT_BETA
+    if cfg.preference_data:  # a bad preference file is named before the run directory is made or a model loads
+        preference_rows(cfg, mode)
     run_dir, checkpoint = open_run(prog, cfg, resume)
     heldout = report.heldout_rows(cfg)  # train.eval's problems: out of the prompts (online) or the file (offline)
     trainer = build_trainer(cfg, sources, prog, run_dir, mode=mode, progress=progress, callbacks=callbacks)

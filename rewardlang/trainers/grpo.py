@@ -46,7 +46,7 @@ from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, 
 from rewardlang.trainers import report
 from rewardlang.trainers.model import lora_config
 from rewardlang.trainers.run import (RunResult, args_record, finish_run, last_checkpoint, load_layers, load_run_policy,
-                                     open_run, record_config, trainer_args)
+                                     missing_after_tying, open_run, record_config, trainer_args, TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -211,27 +211,9 @@ _MASKED_NOTICE = _MaskedRowNotice()
 logging.getLogger("trl.trainer.grpo_trainer").addFilter(_MASKED_NOTICE)
 
 
-def missing_after_tying(model: Any, missing: Sequence[str]) -> list[str]:
-    """The missing keys of a loaded checkpoint that are not tied parameters.
-
-    A model with tied weights (``tie_word_embeddings``: ``lm_head.weight`` is the embedding matrix) saves the
-    shared tensor once, so loading reports the alias as missing although it is restored by tying. Aliases are
-    found by identity of the parameters, whatever the architecture or wrapper (PEFT) names them.
-
-    >>> from rewardlang.trainers.config import TinyModelConfig
-    >>> from rewardlang.trainers.model import build_tiny_model, build_tokenizer
-    >>> model = build_tiny_model(build_tokenizer(300), TinyModelConfig())
-    >>> missing_after_tying(model, ["lm_head.weight", "model.norm.weight"])
-    ['model.norm.weight']
-    """
-    names: dict[int, list[str]] = {}
-    for name, p in model.named_parameters(remove_duplicate=False):
-        names.setdefault(id(p), []).append(name)
-    tied = {n for group in names.values() if len(group) > 1 for n in group}
-    return [k for k in missing if k not in tied]
 
 
-class SpecGRPOTrainer(GRPOTrainer):
+class SpecGRPOTrainer(TiedResume, GRPOTrainer):
     """``GRPOTrainer`` whose rewards (and, if the spec has one, advantage pipeline) come from a compiled spec.
 
     Overrides one TRL method for the reward path, ``_generate_and_score_completions`` (see the module docstring),
@@ -259,16 +241,6 @@ class SpecGRPOTrainer(GRPOTrainer):
         super().__init__(model=model, reward_funcs=self.spec_rewards.functions, args=args, **kwargs)
         # O(T) token ends of completions, for spans (a multimodal processor carries its tokenizer)
         self._aligner = TokenAligner(getattr(self.processing_class, "tokenizer", self.processing_class))
-
-    def _issue_warnings_after_load(self, load_result: Any) -> None:
-        # Resuming a tied-embedding model reported "missing keys ['lm_head.weight']": the checkpoint stores the
-        # shared tensor once. Tied aliases are restored by tying; any other missing key is still reported.
-        if not hasattr(load_result, "_replace"):  # not torch's (missing_keys, unexpected_keys) tuple
-            return super()._issue_warnings_after_load(load_result)
-        missing = missing_after_tying(self.model, load_result.missing_keys)
-        if len(missing) != len(load_result.missing_keys):
-            self.model.tie_weights()
-        super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         # Not part of the reward path: makes --resume replay the same data order across epochs (see EpochSeeded).

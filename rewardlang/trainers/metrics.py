@@ -23,6 +23,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
@@ -30,18 +31,56 @@ from transformers import TrainerCallback
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
-__all__ = ["JsonlMetricsCallback", "StepTimingCallback", "ProgressCallback", "RewardClock", "read_metrics",
+__all__ = ["MetricsError", "JsonlMetricsCallback", "StepTimingCallback", "ProgressCallback", "RewardClock", "read_metrics",
            "truncate_after"]
 
 
-def read_metrics(path: str) -> list[dict[str, Any]]:
-    """The records of a ``metrics.jsonl`` file (training-step records and the final summary record)."""
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+class MetricsError(ValueError):
+    """A ``metrics.jsonl`` line that is not a record, named by ``file:line`` (not the torn last one: see
+    :func:`read_metrics`)."""
+
+
+def read_metrics(path: str, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """The records of a ``metrics.jsonl`` file (training-step records and the final summary record).
+
+    A run killed while it appended a record can leave the last line cut short. That line is dropped and named
+    (``warn``, default a ``warning:`` line on standard error): the records before it are whole, and a resumed run
+    writes the steps after its checkpoint again. Any other line that is not a JSON object is a
+    :class:`MetricsError` naming ``file:line``: the log was damaged, not cut.
+
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "metrics.jsonl")
+        >>> _ = open(path, "w").write('{"step": 1}\\n{"step": 2, "rew')
+        >>> [r["step"] for r in read_metrics(path, warn=lambda m: print(os.path.basename(m)))]
+        metrics.jsonl:2: the last record was cut short (the run was stopped while writing it); dropped
+        [1]
+    """
+    from rewardlang.jsonl import iter_jsonl
+
+    with open(path, "rb") as fh:  # the last line is torn when it fails to parse (a whole record ends in "\n")
+        lines = fh.read().split(b"\n")
+    last = max((i + 1 for i, raw in enumerate(lines) if raw.strip()), default=0)
+    records = []
+    for lineno, row, problem in iter_jsonl(path):
+        if problem is None:
+            records.append(row)
+        elif lineno == last:
+            (warn or _warn)(f"{path}:{lineno}: the last record was cut short (the run was stopped while writing "
+                            "it); dropped")
+        else:
+            raise MetricsError(f"{path}:{lineno}: not a metrics record ({problem}); the file is damaged")
+    return records
+
+
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def truncate_after(path: str, step: int) -> None:
-    """Drop records after ``step`` (a resumed run rewrites the steps that followed its checkpoint)."""
+    """Drop records after ``step`` (a resumed run rewrites the steps that followed its checkpoint), and a torn last
+    record (:func:`read_metrics` names it)."""
     if not os.path.exists(path):
         return
     from rewardlang.outputs import atomic_write
@@ -155,16 +194,50 @@ class JsonlMetricsCallback(TrainerCallback):
         self.guard = MaskedRunGuard.for_path(path)
         # says (once each) when the run cannot learn: zero-variance groups, nothing mined, a constant component
         self.learning = LearningGuard()
+        # the whole run's loss so far (each record's mean loss times the steps it covers), for the summary of a
+        # resumed run: transformers' `train_loss` averages only the steps of the current `train()` call
+        self._loss_sum = 0.0
+        self._loss_step = 0  # the step of the last record counted in _loss_sum
+        self._resumed_at = 0  # the checkpoint step this call started from (0: a fresh run)
+        self._this_call = 0.0  # the loss summed over this call's records
 
     def on_train_begin(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
                        **kwargs: Any) -> None:
         if state.is_world_process_zero:
             truncate_after(self.path, state.global_step)
+            self._resumed_at = state.global_step
+            if state.global_step and os.path.exists(self.path):
+                for r in read_metrics(self.path):
+                    self._count_loss(r)
+            self._this_call = 0.0
+
+    def _count_loss(self, record: dict[str, Any]) -> None:
+        loss, step = record.get("loss"), int(record.get("step") or 0)
+        if isinstance(loss, (int, float)) and "train_loss" not in record and step > self._loss_step:
+            part = loss * (step - self._loss_step)
+            self._loss_sum += part
+            self._this_call += part
+            self._loss_step = step
+
+    def _whole_run_loss(self, logs: dict[str, Any], step: int) -> None:
+        """A resumed run's summary ``train_loss`` over every step of the run, as an uninterrupted run reports it
+        (bit for bit with ``logging_steps = 1``: the same losses summed in the same order)."""
+        new_steps = step - self._resumed_at
+        if not self._resumed_at or not isinstance(logs.get("train_loss"), (int, float)) or new_steps <= 0:
+            return
+        # the part of this call's loss no record carried (steps after the last logging step), as transformers
+        # added it to its own total
+        tail = logs["train_loss"] * new_steps - self._this_call if self._loss_step < step else 0.0
+        logs["train_loss"] = (self._loss_sum + tail) / step
 
     def on_log(self, args: "TrainingArguments", state: "TrainerState", control: "TrainerControl",
                logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         if not state.is_world_process_zero or not logs:
             return
+        if "train_loss" in logs:
+            self._whole_run_loss(logs, state.global_step)
+        else:
+            self._count_loss({**logs, "step": state.global_step})
         record = {"step": state.global_step, **{k: _clean(v) for k, v in logs.items()}}
         line = (json.dumps(record) + "\n").encode("utf-8")
         from rewardlang.outputs import OutputError
@@ -225,11 +298,18 @@ class StepTimingCallback(TrainerCallback):
         metrics["time/step"].append(seconds)
         metrics["time/reward"].append(reward)
         metrics["time/reward_share"].append(reward / seconds if seconds > 0 else 0.0)
-        metrics["tokens_per_second"].append((state.num_input_tokens_seen - self._tokens0) / max(seconds, 1e-9))
         step_reward = getattr(self.trainer, "step_reward", None)
         if step_reward is not None:
             for k, v in step_reward.take().items():
                 metrics[k].append(v)
+        # tokens the trainer counted this step: transformers' count, or the trainer's own (`tokens_seen`, the GEPO
+        # step's); a trainer that counts none logs no tokens_per_second rather than a 0 a plot would draw
+        tokens = state.num_input_tokens_seen - self._tokens0
+        own = getattr(self.trainer, "tokens_seen", None)
+        if not tokens and own is not None:
+            tokens, self.trainer.tokens_seen = own, 0
+        if tokens:
+            metrics["tokens_per_second"].append(tokens / max(seconds, 1e-9))
 
 
 class ProgressCallback(TrainerCallback):

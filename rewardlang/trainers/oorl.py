@@ -35,7 +35,7 @@ import torch
 
 from rewardlang.trainers import report
 from rewardlang.trainers.config import ConfigError, TrainConfig
-from rewardlang.trainers.data import present
+from rewardlang.trainers.data import present, prompt_text
 from rewardlang.trainers.gepo import DEFAULT_BETA, gepo_loss, preference_rows, tokenize_members
 from rewardlang.trainers.ppo import PPOTrainer, _DataOrder
 from rewardlang.trainers.run import RunResult, finish_run, load_layers, open_run, record_config
@@ -158,11 +158,7 @@ class OORLTrainer(PPOTrainer):
     def _gepo_backward(self, groups: list[Group]) -> None:
         """Back-propagate w_gepo · L_GEPO of ``groups`` (chunked, exact) into the current accumulation."""
         cfg, acc, tok = self.cfg, self.accelerator, self.tokenizer
-        texts = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True) if self.chat and
-                 not isinstance(p, str) else
-                 (tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                          add_generation_prompt=True) if self.chat else p)
-                 for p, ms, _ in groups for _ in ms]
+        texts = [prompt_text(p, tok, self.chat) for p, ms, _ in groups for _ in ms]  # a chat always templated
         members = [m for _, ms, _ in groups for m in ms]
         winner = torch.tensor([w for _, _, ws in groups for w in ws], device=acc.device)
         group = torch.tensor([k for k, (_, ms, _) in enumerate(groups) for _ in ms], device=acc.device)
@@ -204,6 +200,8 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     cfg.advantage_estimator = "reinforce_pp"
     if "beta" not in sources:
         cfg.beta = DEFAULT_BETA
+    if cfg.preference_data:  # a bad groups file is named before the run directory is made or a model loads
+        preference_rows(cfg, "groups")
     run_dir, checkpoint = open_run(prog, cfg, resume)
 
     # 3. Data, models, trainer (and train.eval's held-out problems, checked before any model is loaded).

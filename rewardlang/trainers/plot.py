@@ -57,6 +57,7 @@ PANELS: list[tuple[str, list[str]]] = [
     ("completion length", ["completions/mean_length"]),
     ("reward share of step time", ["time/reward_share"]),
     ("tokens / s", ["tokens_per_second"]),
+    ("PRM: held-out step accuracy", ["eval_step_accuracy", "eval_majority_baseline"]),
 ]
 
 

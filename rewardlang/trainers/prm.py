@@ -39,7 +39,7 @@ from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import build_tokenizer, resolve_dtype
-from rewardlang.trainers.run import RunResult, config_name, load_layers, open_run
+from rewardlang.trainers.run import RunResult, TiedResume, config_name, load_layers, open_run
 
 __all__ = [
     "HELD_OUT",
@@ -154,7 +154,7 @@ class _Collate:
         return {"input_ids": ids, "attention_mask": att, "labels": lab}
 
 
-class PRMTrainer(Trainer):
+class PRMTrainer(TiedResume, Trainer):
     """``Trainer`` with BCE-with-logits on the labelled (step-end) positions only."""
 
     def compute_loss(self, model: Any, inputs: dict[str, torch.Tensor], return_outputs: bool = False,
@@ -220,18 +220,21 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     majority = n_true * 2 >= sum(len(r["labels"]) for r in train_rows)
 
     # 3. The trainer: TrainingArguments from the shared config, evaluation at every save.
-    import dataclasses
-
-    ta_fields = {f.name for f in dataclasses.fields(TrainingArguments)}
-    extra = {k: v for k, v in cfg.trl.items() if k in ta_fields}
-    args = TrainingArguments(
-        output_dir=run_dir, max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
-        per_device_eval_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        learning_rate=cfg.learning_rate, seed=cfg.seed, save_steps=cfg.save_steps,
-        save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging_steps,
-        eval_strategy="steps", eval_steps=extra.pop("eval_steps", cfg.save_steps),
-        report_to=[] if cfg.report_to == "auto" else cfg.report_to, remove_unused_columns=False,
-        bf16=resolve_dtype(cfg.dtype) == torch.bfloat16, disable_tqdm=True, **extra)
+    # every pass-through key is a TrainingArguments field (config.resolve_config checked it against that class for
+    # algorithm = "prm"), and the shared optimiser settings are honoured as the other trainers honour them
+    extra = dict(cfg.trl)
+    try:
+        args = TrainingArguments(**{
+            "output_dir": run_dir, "max_steps": cfg.max_steps, "per_device_train_batch_size": cfg.batch_size,
+            "per_device_eval_batch_size": cfg.batch_size, "gradient_accumulation_steps": cfg.gradient_accumulation_steps,
+            "learning_rate": cfg.learning_rate, "seed": cfg.seed, "save_steps": cfg.save_steps,
+            "save_total_limit": cfg.save_total_limit, "logging_steps": cfg.logging_steps,
+            "lr_scheduler_type": cfg.lr_scheduler, "warmup_steps": cfg.warmup_ratio, "max_grad_norm": cfg.max_grad_norm,
+            "eval_strategy": "steps", "eval_steps": extra.pop("eval_steps", cfg.save_steps),
+            "report_to": [] if cfg.report_to == "auto" else cfg.report_to, "remove_unused_columns": False,
+            "bf16": resolve_dtype(cfg.dtype) == torch.bfloat16, "disable_tqdm": True, **extra})
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid PRM settings: {exc}") from None
 
     def compute_metrics(p: Any) -> dict[str, float]:
         return step_metrics(np.asarray(p.predictions), np.asarray(p.label_ids), majority)
@@ -251,7 +254,10 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
 
     # 4. Train, evaluate on the held-out problems, save the classifier and its tokenizer.
     trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.evaluate()
+    # the held-out step accuracy of the final model, unless the last step's evaluation already gave it (it would be
+    # recorded twice)
+    if not any("eval_loss" in r and r.get("step") == trainer.state.global_step for r in trainer.state.log_history):
+        trainer.evaluate()
     final_dir = os.path.join(run_dir, "final")
     trainer.save_model(final_dir)
     if trainer.is_world_process_zero():  # one writer: processes saving the same files at once can interleave them

@@ -25,9 +25,9 @@ from rewardlang.trainers.config import ALGORITHMS, ConfigError, TrainConfig, loa
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
-__all__ = ["RunResult", "run_dir_for", "save_initial_policy", "last_checkpoint", "check_resume",
+__all__ = ["RunResult", "run_dir_for", "save_initial_policy", "last_checkpoint", "checkpoint_damage", "check_resume",
            "RESUME_MAY_CHANGE", "train", "algorithm_of", "load_layers", "open_run", "config_name", "trainer_args",
-           "load_run_policy", "record_config", "args_record", "finish_run"]
+           "load_run_policy", "record_config", "args_record", "finish_run", "missing_after_tying", "TiedResume"]
 
 
 @dataclass
@@ -40,6 +40,43 @@ class RunResult:
     global_step: int
     config: TrainConfig
     trainer: Any = field(default=None, repr=False)
+
+
+def missing_after_tying(model: Any, missing: Sequence[str]) -> list[str]:
+    """The missing keys of a loaded checkpoint that are not tied parameters.
+
+    A model with tied weights (``tie_word_embeddings``: ``lm_head.weight`` is the embedding matrix) saves the
+    shared tensor once, so loading reports the alias as missing although it is restored by tying. Aliases are
+    found by identity of the parameters, whatever the architecture or wrapper (PEFT) names them.
+
+    >>> from rewardlang.trainers.config import TinyModelConfig
+    >>> from rewardlang.trainers.model import build_tiny_model, build_tokenizer
+    >>> model = build_tiny_model(build_tokenizer(300), TinyModelConfig())
+    >>> missing_after_tying(model, ["lm_head.weight", "model.norm.weight"])
+    ['model.norm.weight']
+    """
+    names: dict[int, list[str]] = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(p), []).append(name)
+    tied = {n for group in names.values() if len(group) > 1 for n in group}
+    return [k for k in missing if k not in tied]
+
+
+class TiedResume:
+    """A ``transformers.Trainer`` mixin: resuming a model with tied weights reports no missing key for the tied
+    alias. Every trainer built on ``Trainer`` (GRPO, DPO, GEPO and online DPO, PRM) takes it first in its bases.
+
+    Resuming a tied-embedding model (the tiny model, SmolLM2) reported "missing keys ['lm_head.weight']": the
+    checkpoint stores the shared tensor once. Tied aliases are restored by tying; any other missing key is still
+    reported."""
+
+    def _issue_warnings_after_load(self, load_result: Any) -> None:
+        if not hasattr(load_result, "_replace"):  # not torch's (missing_keys, unexpected_keys) tuple
+            return super()._issue_warnings_after_load(load_result)  # type: ignore[misc]
+        missing = missing_after_tying(self.model, load_result.missing_keys)  # type: ignore[attr-defined]
+        if len(missing) != len(load_result.missing_keys):
+            self.model.tie_weights()  # type: ignore[attr-defined]
+        return super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))  # type: ignore[misc]
 
 
 def run_dir_for(cfg: TrainConfig, spec_name: str, resume: bool) -> str:
@@ -96,6 +133,12 @@ def last_checkpoint(run_dir: str) -> str | None:
     ``trainer_state.json`` is written last, so a checkpoint without a readable one was cut off (a killed run) and
     is skipped.
     """
+    found = _checkpoints(run_dir)
+    return found[-1] if found else None
+
+
+def _checkpoints(run_dir: str) -> list[str]:
+    """The complete ``checkpoint-N`` directories of a run, oldest first (see :func:`last_checkpoint`)."""
     found = []
     for name in os.listdir(run_dir) if os.path.isdir(run_dir) else []:
         step = name.removeprefix("checkpoint-")
@@ -107,7 +150,59 @@ def last_checkpoint(run_dir: str) -> str | None:
             except (OSError, ValueError):
                 continue
             found.append((int(step), os.path.join(run_dir, name)))
-    return max(found)[1] if found else None
+    return [path for _, path in sorted(found)]
+
+
+def checkpoint_damage(path: str) -> str | None:
+    """What is wrong with checkpoint directory ``path`` (None when every file reads whole).
+
+    Read without loading any tensor: a ``.safetensors`` file must be as long as its header says, a torch file
+    (``optimizer.pt``, ``scheduler.pt``, ``rng_state.pth``, ``training_args.bin``, accelerate's ``*.bin``/``*.pkl``)
+    is a zip archive whose every member's CRC-32 must match, and a ``.json`` file must parse. A cut file (a kill or a
+    full disk while the checkpoint was copied) fails one of these; a flipped byte inside a safetensors tensor does
+    not (the format has no checksum).
+
+        >>> import os, tempfile
+        >>> d = tempfile.mkdtemp(); _ = open(os.path.join(d, "trainer_state.json"), "w").write('{"global_step": 3')
+        >>> print(checkpoint_damage(d))
+        trainer_state.json is not valid JSON (Expecting ',' delimiter: line 1 column 18 (char 17))
+    """
+    import struct
+    import zipfile
+
+    for root, _, files in sorted(os.walk(path)):
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            rel = os.path.relpath(full, path)
+            try:
+                size = os.path.getsize(full)
+                if name.endswith(".safetensors"):
+                    with open(full, "rb") as fh:
+                        head = fh.read(8)
+                        if len(head) < 8:
+                            return f"{rel} is cut short ({size} bytes; no header)"
+                        (n,) = struct.unpack("<Q", head)
+                        if n > size - 8:
+                            return f"{rel} is cut short ({size} bytes; its header alone needs {n + 8})"
+                        header = json.loads(fh.read(n))
+                    end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"),
+                              default=0)
+                    if size != 8 + n + end:
+                        return f"{rel} is cut short or damaged ({size} bytes; its header says {8 + n + end})"
+                elif name.endswith((".pt", ".pth", ".bin", ".pkl")):
+                    if not zipfile.is_zipfile(full):
+                        return f"{rel} is cut short or damaged (not a readable torch archive, {size} bytes)"
+                    with zipfile.ZipFile(full) as zf:
+                        bad = zf.testzip()
+                    if bad is not None:
+                        return f"{rel} is damaged (member {bad} fails its CRC check)"
+                elif name.endswith(".json"):
+                    with open(full, encoding="utf-8") as fh:
+                        json.load(fh)
+            except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile, EOFError) as exc:
+                kind = "not valid JSON" if name.endswith(".json") else "unreadable"
+                return f"{rel} is {kind} ({exc})"
+    return None
 
 
 #: settings that do not change the trajectory of the steps already taken; a resumed run may change them
@@ -123,6 +218,13 @@ def check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
     if ckpt is None:
         raise ConfigError(f"--resume: no complete checkpoint-* directory in {run_dir} (checkpoints are written "
                           f"every `save_steps` steps)")
+    damage = checkpoint_damage(ckpt)
+    if damage is not None:
+        whole = [c for c in _checkpoints(run_dir) if c != ckpt and checkpoint_damage(c) is None]
+        way = (f"the newest whole checkpoint is {whole[-1]}: move the damaged one aside (mv {ckpt} {ckpt}.damaged) "
+               f"and run --resume again to continue from there" if whole else
+               "no earlier checkpoint is whole: start a fresh run (another --output)")
+        raise ConfigError(f"--resume: checkpoint {ckpt} is damaged: {damage}; {way}")
     saved_path = os.path.join(run_dir, "config.json")
     if os.path.exists(saved_path):
         with open(saved_path, encoding="utf-8") as fh:
@@ -140,6 +242,27 @@ def check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
     return ckpt
 
 
+def load_spec(spec: str, config_file: str | None, file_params: Mapping[str, Any], sets: Mapping[str, Any]
+              ) -> tuple[Program, dict[str, Any]]:
+    """The spec with its parameters: a config file's ``params:``, then ``--set`` items that are not ``train.*``.
+    A parameter the spec does not have is named with the layer it came from (the compiler knows only "--set")."""
+    import rewardlang
+    from rewardlang.diagnostics import SpecError
+
+    cli = {k: v for k, v in sets.items() if not k.startswith("train.")}
+    params = {**file_params, **cli}
+    try:
+        return rewardlang.load(spec, params=params or None), params
+    except SpecError as exc:
+        for d in exc.diagnostics:
+            key = d.message.split(" ", 2)[1].rstrip(":") if d.code == "E602" else None
+            if key is not None and key in file_params and key not in cli:
+                hint = f" ({d.hint})" if d.hint else ""
+                raise ConfigError(f"config file {config_file}: `params:` sets `{key}`, which spec {spec} has no "
+                                  f"parameter for{hint}") from None
+        raise
+
+
 def load_layers(spec: str, config_file: str | None, sets: Mapping[str, Any] | None,
                 flags: Mapping[str, Any] | None) -> tuple["Program", TrainConfig, dict[str, str], dict[str, Any]]:
     """The first steps of every trainer: ``(program, config, sources, params)``.
@@ -147,13 +270,11 @@ def load_layers(spec: str, config_file: str | None, sets: Mapping[str, Any] | No
     The spec with its parameters (a config file's ``params:`` first, then ``--set`` items that are not ``train.*``),
     then the configuration: defaults < spec ``train`` section < config file < ``--set train.*`` < flags.
     """
-    import rewardlang
     from rewardlang.trainers.config import resolve_config
 
     file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
     sets = dict(sets or {})
-    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
-    prog = rewardlang.load(spec, params=params or None)
+    prog, params = load_spec(spec, config_file, file_params, sets)
     cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
                                   {**(flags or {}), "spec": spec}, file_name=config_file)
     return prog, cfg, sources, params
@@ -322,12 +443,9 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
           flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
           callbacks: Sequence[Any] = ()) -> RunResult:
     """Train on ``spec`` with the algorithm its configuration names (GRPO unless one is named)."""
-    import rewardlang
-
     sets = dict(sets or {})
     file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
-    params = {**file_params, **{k: v for k, v in sets.items() if not k.startswith("train.")}}
-    prog = rewardlang.load(spec, params=params or None)
+    prog, _ = load_spec(spec, config_file, file_params, sets)
     # a spec whose model is missing (a PRM checkpoint) is refused before any model loads (SpecError, E603): it
     # would mask every sample, and the run would "train" on nothing with loss 0
     prog.require_resources()

@@ -7,8 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo", "align", "dense", "algos", "ppo", "gepo", "dpo", "oorl", "evaluate",
-           "eval_lang"]
+MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo", "align", "dense", "algos", "ppo", "gepo", "dpo", "oorl", "run",
+           "evaluate", "eval_lang"]
 
 
 @pytest.mark.parametrize("name", MODULES)

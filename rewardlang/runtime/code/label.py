@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -112,6 +113,17 @@ def load_problems(dataset: str) -> tuple[list[dict[str, Any]], list[str]]:
                    if not isinstance(v, (str, list)) or not v]
         if missing or not isinstance(r.get("prompt"), str) or not isinstance(ref, str):
             bad.append(f"line {lineno}: missing or not text: {', '.join(missing) or 'prompt/reference'}")
+            continue
+        entry = r.get("entry_point")
+        if entry is not None and not (isinstance(entry, str) and entry.isidentifier()):
+            bad.append(f"line {lineno}: `entry_point` must be the function's name, got {json.dumps(entry)[:40]}")
+            continue
+        if entry is None and isinstance(tests, str) and re.search(r"^def check\(", tests, re.MULTILINE) \
+                and not re.search(r"^check\(", tests, re.MULTILINE):
+            # HumanEval-style tests define check(candidate) and are run as check(<entry_point>): without the name
+            # the reference would "fail its tests" when it is the row that is incomplete
+            bad.append(f"line {lineno}: no `entry_point`: its tests define check(candidate), which is called with "
+                       f"the function the entry point names")
             continue
         rows.append({"task_id": str(r.get("task_id", f"row/{lineno}")), "prompt": r["prompt"], "reference": ref,
                      "tests": tests, "entry_point": r.get("entry_point")})
@@ -345,6 +357,7 @@ def write(data: PrmData, out_dir: str) -> dict[str, str]:
     if data.groups is not None:
         files["groups.jsonl"] = data.groups
     out = {}
+    stale = os.path.join(out_dir, "groups.jsonl")
     # one stack: an error in any file unwinds every temporary; leaving it normally renames them all
     with contextlib.ExitStack() as stack:
         for name, rows in files.items():
@@ -354,6 +367,13 @@ def write(data: PrmData, out_dir: str) -> dict[str, str]:
         out["report.json"] = os.path.join(out_dir, "report.json")
         fh = stack.enter_context(atomic_write(out["report.json"]))
         fh.write(json.dumps(data.report(), indent=2) + "\n")
+    if data.groups is None and os.path.exists(stale):
+        # an earlier run's groups, mined from other data: beside this run's files they would pass for its own
+        try:
+            os.remove(stale)
+        except OSError as exc:
+            raise OutputError(stale, f"cannot remove the earlier run's {stale}: {reason(exc)}") from exc
+        out["removed"] = stale
     return out
 
 

@@ -55,7 +55,7 @@ def replay_ruff(text: str) -> list[dict]:
             f.write(text)
         out = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--output-format",
                               "json", "--select", ",".join(SELECT), "--ignore", ",".join(IGNORE), "--line-length",
-                              "88", "--target-version", "py311", path], capture_output=True, text=True)
+                              "88", "--target-version", "py311", path], capture_output=True, text=True, check=False)
     return [{"start_location": v["location"], "end_location": v["end_location"]} for v in json.loads(out.stdout)]
 
 
@@ -231,8 +231,8 @@ REF = "```python\ndef add(a: int, b: int) -> int:\n    total = a + b\n    return
 TESTS = "['assert add(1, 2) == 3', 'assert add(2, 2) == 4', 'assert add(0, 0) == 1']"
 COMPLETIONS = [
     # a correct answer with prose and a multi-byte character (byte pieces) in the code and after it
-    "Here it is 😀:\n```python\ndef add(a: int, b: int) -> int:\n    total = a + b  # é😀\n    return total\n```\n"
-    "Voilà — done.",
+    ("Here it is 😀:\n```python\ndef add(a: int, b: int) -> int:\n    total = a + b  # é😀\n    return total\n```\n"
+     "Voilà — done."),
     # imports flagged over two rows (I001 ends on the next row), an unused name, one test failing
     "```python\nimport sys\nimport os\ndef add(a, b):\n    x = 1\n    return a + b\n```",
     # an unclosed block: code to the end

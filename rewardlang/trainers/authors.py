@@ -22,7 +22,8 @@ what their code gives it. This is an implementation written here from their algo
 - **masked code**: the tokens whose ``lint_w·lint + syntax_w·syntax`` (float32) is > 0 are kept, the others
   become padding; the kept tokens are decoded (special tokens skipped) and ``extract_python_code`` is applied.
   The spec is scored again on that text (its ``tests`` and ``dfg`` terms under ``mapping = "authors"``: the
-  per-test ``python -c`` runs with 2 s, the dataflow match), so the tests and the dataflow see the masked code.
+  per-test runs, 2 s of CPU each where theirs are 2 s of wall time, the dataflow match), so the tests and the
+  dataflow see the masked code.
 - **code range** (``get_related_indicies``): from the first kept token, the first ``i`` whose decoded text
   ``[first, i)`` holds ``"```python"`` (whitespace removed) sets ``start = max(i - 2, 0)``; then the first ``i``
   from ``start`` whose text ``[start, i)`` holds the whitespace-free code ends the range at ``i``, or at ``i + 2``

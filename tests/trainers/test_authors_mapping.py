@@ -183,7 +183,9 @@ def replay_pass_at_k(resp, tok, score, unit_tests):
         code = extract_python_code(tok.decode(selected, skip_special_tokens=True))
         if code != "":
             cases = ast.literal_eval(unit_tests)
-            passed = sum(run_code_subprocess(f"{code}\n{case}", timeout=2) for case in cases)
+            # their limit is 2 s of wall time; none of these programs comes near it, and a longer limit keeps a
+            # loaded test machine from deciding (the limit itself: test_dense_components.py)
+            passed = sum(run_code_subprocess(f"{code}\n{case}", timeout=30) for case in cases)
             if passed > 0 and len(cases) > 0:
                 s, e = get_related_indicies(code, selected, tok, attention_mask)
                 rewards[s:e] = passed / len(cases)

@@ -7,7 +7,7 @@ Two functions serve ``mapping = "authors"`` of specs/dense_ppo.reward (the autho
 :mod:`rewardlang.trainers.authors`): ``ruff_rows(code, ...)``, each ruff finding with its first and last row as
 ruff reports them (the rows the authors' lint map reads), and ``script_tests_pass_rate(code, tests, ...)``, the
 authors' per-test execution: every test is its own run of ``code + "\n" + test`` as a script, passed when it
-exits with status 0 within the limit (their ``python -c`` with a 2 s timeout, here in the sandbox).
+exits with status 0 within the limit (their ``python -c`` with a 2 s wall timeout; here in the sandbox, 2 s of CPU).
 
 The dense-reward PPO paper's terms are written with the ``tokens`` clause (docs/language.md, Token attribution)
 over functions the runtime already has (``ruff_lines``, ``tests_pass_rate``, ``dataflow_match``) and these two:

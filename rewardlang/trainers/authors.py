@@ -238,14 +238,14 @@ class AuthorsMapping:
             if bool(sel.any()):
                 code = extract_python_code(p["masked_text"])
                 tv = float(second.components["tests"][b])
+                dv = float(second.components["dfg"][b])
+                # their two functions run the same search on the same tokens: one search serves both
+                s, e = self.related(code, p["masked"], p["selected"]) if tv > 0 or dv > 0 else (0, 0)
                 if tv > 0:
-                    s, e = self.related(code, p["masked"], p["selected"])
                     tests[s:e] = tv
                 else:
                     tests = torch.where(sel, -0.3, tests)
-                dv = float(second.components["dfg"][b])
                 if dv > 0:
-                    s, e = self.related(code, p["masked"], p["selected"])
                     dfg[s:e] = dv
             extra = torch.zeros(n, dtype=torch.bfloat16)
             extra += weights["dfg"] * dfg

@@ -257,6 +257,8 @@ def test_authors_mapping_equals_the_replay_token_by_token(tok) -> None:
     prog = rewardlang.load("specs/dense_ppo.reward", params={"mapping": "authors"})
     dense = DenseRewards(prog, tok)
     rows = [tok(c, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for c in COMPLETIONS]
+    # cut at the length limit (no EOS, no final newline: W292 flags the last row, whose tokens leave the masked code)
+    rows.append(tok("```python\ndef add(a, b):\n    return a + b", add_special_tokens=False)["input_ids"])
     # the multi-byte characters really are byte pieces under this tokenizer
     assert any("\ufffd" in tok.decode([i]) for i in rows[0])
     T = max(map(len, rows))

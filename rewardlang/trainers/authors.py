@@ -158,17 +158,22 @@ class AuthorsMapping:
         return out
 
     def _violations(self, ids: Sequence[int], first: int, stop: int, out: np.ndarray) -> None:
-        from rewardlang.runtime.code.validity import first_violation
+        from rewardlang.runtime.api import Context
+        from rewardlang.runtime.components.dense import first_violation
 
         text = self._text(ids[first:stop], special=False)
-        bad = first_violation(text)
+        # the registered function: too deep or too long is invalid from 0, an overloaded machine an error (masked)
+        got = first_violation.fn([text], params=None, ctx=Context())
+        if got.errors[0] is not None:
+            raise _Masked(got.errors[0])
+        bad = got.values[0]
         if bad is None:
             return
         for k in range(first, stop):
             if out[k] != 1.0:
                 continue  # a fence token (2.0)
             end = len(_common_prefix(self._text(ids[first:k + 1], special=False), text))
-            if end > bad.start:
+            if end > bad:
                 out[k] = -1.0
 
     def related(self, code: str, masked: Sequence[int], selected: Sequence[bool]) -> tuple[int, int]:
@@ -219,15 +224,22 @@ class AuthorsMapping:
         t0 = time.perf_counter()
         first = self.program.score(texts, step=step, **given)
         weights = {k: float(v) for k, v in first.weights.items()}
-        per_row = [self.row_values(r, first.spans["lint"][b] if "lint" in first.spans else [], weights)
-                   if len(r) else None for b, r in enumerate(rows)]
+        per_row: list[dict[str, Any] | None] = []
+        failed = np.zeros(B, dtype=bool)
+        for b, r in enumerate(rows):
+            try:
+                per_row.append(self.row_values(r, first.spans["lint"][b] if "lint" in first.spans else [], weights)
+                               if len(r) and not np.isnan(first.total[b]) else None)
+            except _Masked:  # the syntax check ran out of time: an infrastructure failure, never a value
+                per_row.append(None)
+                failed[b] = True
         # the tests and the dataflow of the authors' code read the masked code: the spec scores that text again
         # (unchanged rows hit the sandbox's and the functions' caches)
         second = self.program.score([p["masked_text"] if p else "" for p in per_row], step=step, **given)
         self.seconds_scoring += time.perf_counter() - t0
         comps = {n: np.zeros((B, T), dtype=np.float32) for n in self.names}
         total = np.zeros((B, T), dtype=np.float32)
-        masked_rows = np.isnan(first.total) | np.isnan(second.total)
+        masked_rows = np.isnan(first.total) | np.isnan(second.total) | failed
         for b, p in enumerate(per_row):
             if p is None or masked_rows[b]:
                 continue
@@ -263,6 +275,10 @@ class AuthorsMapping:
             components={n: torch.as_tensor(v, dtype=torch.float32, device=device) for n, v in comps.items()},
             masked=torch.as_tensor(masked_rows, dtype=torch.bool, device=device),
             texts=texts, totals=np.asarray(first.total, dtype=np.float64))
+
+
+class _Masked(Exception):
+    """A row whose value cannot be had for the machine's reasons (masked, as the spec masks)."""
 
 
 def _rows_of(span: Any) -> tuple[int, int] | None:

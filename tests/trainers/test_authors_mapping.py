@@ -312,3 +312,33 @@ def test_the_default_mapping_is_the_projects(tok) -> None:
     with pytest.raises(ValueError, match="needs the components lint, syntax, tests and dfg"):
         DenseRewards(rewardlang.loads('param mapping: text = "authors"\ncomponent c = 1\n    tokens over(completion)'),
                      tok)
+
+
+def test_hostile_completions_under_the_authors_mapping_are_outcomes_not_masks() -> None:
+    """The shared hostile completions (tests/runtime/components/hostile.py), cut at a trainer's 256 tokens as
+    generation would cut them, mixed with normal rows: no row is masked and the normal rows get exactly the values
+    they get alone (the repo's byte-level BPE, so this test needs no model package)."""
+    import pathlib
+
+    from rewardlang.trainers.model import build_tokenizer
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "runtime" / "components"))
+    from hostile import HOSTILE, NORMAL
+
+    tok = build_tokenizer()
+    prog = rewardlang.load("specs/dense_ppo.reward", params={"mapping": "authors"})
+    texts = list(NORMAL) + list(HOSTILE.values())
+    rows = [tok(t, add_special_tokens=False)["input_ids"][:255] + [tok.eos_token_id] for t in texts]
+    T = max(map(len, rows))
+
+    def run(batch: list[list[int]]):
+        ids = torch.tensor([r + [tok.pad_token_id] * (T - len(r)) for r in batch])
+        mask = torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r in batch])
+        n = len(batch)
+        return DenseRewards(prog, tok)(ids, mask, {"tests": ["['assert inc(1) == 2']"] * n,
+                                                   "entry_point": ["inc"] * n, "reference": [REF] * n})
+
+    mixed = run(rows)
+    assert not mixed.masked.any(), [k for k, m in zip(["normal"] * len(NORMAL) + list(HOSTILE), mixed.masked) if m]
+    alone = run(rows[:len(NORMAL)])
+    assert torch.equal(mixed.rewards[:len(NORMAL)], alone.rewards)

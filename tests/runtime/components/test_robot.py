@@ -292,7 +292,11 @@ def test_the_statement_that_raised_a_simulation_error_gets_the_penalty() -> None
 
 
 def test_error_spans_follow_the_raising_line_and_a_forged_line_falls_back() -> None:
-    from rewardlang.runtime.components.robot import RobotSpanParams, robot_error_spans, statement_span
+    from rewardlang.runtime.components.robot import (
+        RobotSpanParams,
+        robot_error_spans,
+        statement_span,
+    )
 
     task = json.dumps(SAY.spec())
     nested = prog("""

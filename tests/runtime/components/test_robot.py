@@ -316,9 +316,14 @@ def test_error_spans_follow_the_raising_line_and_a_forged_line_falls_back() -> N
                 e.__traceback__ = None
                 raise e
         """)
-    r = robot_error_spans.fn([nested, forged, None, "def task_program(:\n"], [task] * 4,
+    # a line no statement holds: code compiled under the program's file name, 500 lines down
+    nowhere = prog("""
+        def task_program():
+            exec(compile("\\n" * 500 + "go_to('moon')", "solution.py", "exec"), globals())
+        """)
+    r = robot_error_spans.fn([nested, forged, None, "def task_program(:\n", nowhere], [task] * 5,
                              params=RobotSpanParams(), ctx=Context(use_cache=False))
-    assert r.infra == [False] * 4
+    assert r.infra == [False] * 5
     (span,) = r.values[0]
     assert nested[span.start:span.end] == 'go_to("moon")' and span.value == -1.0
     assert "moon" in span.label
@@ -326,4 +331,11 @@ def test_error_spans_follow_the_raising_line_and_a_forged_line_falls_back() -> N
     (span,) = r.values[1]
     assert forged[span.start:span.end] in ('raise_it("moon")', "raise e")
     assert r.values[2] == [] and r.values[3] == []
+    # no span, so the spec keeps the penalty on every token: the forged line cannot make it vanish
+    assert r.values[4] == [] and "moon" in r.details[4]["errors"][0]
+    import rewardlang
+
+    spec = rewardlang.load("specs/dense_ppo_robot.reward")
+    res = spec.score([f"```python\n{nowhere}```"], task=[task])
+    assert res.components["simulation_fail"].tolist() == [-0.1] and res.components["simulation_error"].tolist() == [0.0]
     assert statement_span(nested, 0) is None and statement_span("x = (", 1) is None

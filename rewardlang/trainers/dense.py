@@ -85,6 +85,10 @@ class DenseRewards:
                              "of the components; drop the `reward` statement and set weights instead")
         self.seconds_scoring = 0.0
         self.seconds_aligning = 0.0
+        from rewardlang.trainers.authors import AuthorsMapping, uses_authors_mapping
+
+        # mapping = "authors" (specs/dense_ppo.reward): the authors' code places the values, token by token
+        self.authors = AuthorsMapping(program, tokenizer) if uses_authors_mapping(program) else None
 
     @property
     def fallbacks(self) -> int:
@@ -97,6 +101,11 @@ class DenseRewards:
         the completion's tokens, ``columns`` the other inputs of the spec by input name (prompt, tests, ...)."""
         import time
 
+        if self.authors is not None:
+            out = self.authors(completion_ids, completion_mask, columns, step)
+            self.seconds_scoring += self.authors.seconds_scoring
+            self.authors.seconds_scoring = 0.0
+            return out
         B, T = completion_ids.shape
         ids_cpu = completion_ids.detach().cpu()
         mask_cpu = completion_mask.detach().cpu().bool()

@@ -131,7 +131,7 @@ def test_in_process_runner_classes() -> None:
     ok = run_in_process('def task_program():\n    go_to("kitchen")\n    say("hi")\n', WORLD)
     assert ok == ([("go_to", "kitchen"), ("say", "hi")], "ok", "")
     assert run_in_process('def task_program():\n    go_to("moon")\n', WORLD)[1:] == \
-        ("simulation_error", "there is no room called 'moon'")
+        ("simulation_error", "line 2: there is no room called 'moon'")  # the program's raising line first
     assert run_in_process("def task_program():\n    undefined_name()\n", WORLD)[1].startswith("python_error")
     assert run_in_process("x = 1\n", WORLD)[1] == "python_error"  # no task_program
     # the program's own helper names survive the set-up code (the simulator's names stay in a function scope)

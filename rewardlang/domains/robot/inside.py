@@ -4,7 +4,8 @@ The worker runs a request's program first, then its set-up code in the same glob
 probe (``rewardlang/runtime/sandbox/_worker.py::_run_program``). The set-up code executes the simulator's
 source in a namespace of its own (so no helper name of the simulator can overwrite one of the program's), and
 defines ``__rl_robot_run(world)``, which binds the eight API functions into the program's globals, calls
-``task_program()`` and returns ``(trace, status, message)`` as plain data. That value is only a claim: the
+``task_program()`` and returns ``(trace, status, message)`` as plain data (a simulation error's message starts with
+``line N:``, the program's line that raised, which places the penalty on tokens). That value is only a claim: the
 trusted side replays the trace (:func:`rewardlang.domains.robot.simulator.replay`) and the status can only make
 the outcome worse (:mod:`rewardlang.domains.robot.outcome`).
 """
@@ -38,6 +39,21 @@ __rl_robot_ns = __rl_robot_boot()
 del __rl_robot_boot
 
 
+def __rl_robot_line(e):
+    # the program's line that raised: the deepest frame of solution.py (the worker's name for the program) in
+    # the traceback; 0 when there is none. Only a claim: it places the penalty, never decides the class
+    line = 0
+    try:
+        tb = e.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == "solution.py":
+                line = tb.tb_lineno
+            tb = tb.tb_next
+    except BaseException:
+        line = 0
+    return line if type(line) is int else 0
+
+
 def __rl_robot_run(world):
     ns = __rl_robot_ns
     robot, api = ns["make_api"](world)
@@ -46,7 +62,7 @@ def __rl_robot_run(world):
     try:
         %s()
     except ns["SimulationError"] as e:
-        status, msg = "simulation_error", str(e)[:300]
+        status, msg = "simulation_error", "line %%d: %%s" %% (__rl_robot_line(e), str(e)[:300])
     except ns["ActionLimit"] as e:
         status, msg = "python_error", "ActionLimit: " + str(e)[:300]
     except BaseException as e:

@@ -3,6 +3,12 @@
 ``split_at(text, at, before=, after=)`` is what the ``tokens split(...)`` clause compiles to: two spans of
 ``text``, before and from character ``at``.
 
+Two functions serve ``mapping = "authors"`` of specs/dense_ppo.reward (the authors' code token by token,
+:mod:`rewardlang.trainers.authors`): ``ruff_rows(code, ...)``, each ruff finding with its first and last row as
+ruff reports them (the rows the authors' lint map reads), and ``script_tests_pass_rate(code, tests, ...)``, the
+authors' per-test execution: every test is its own run of ``code + "\n" + test`` as a script, passed when it
+exits with status 0 within the limit (their ``python -c`` with a 2 s wall timeout; here in the sandbox, 2 s of CPU).
+
 The dense-reward PPO paper's terms are written with the ``tokens`` clause (docs/language.md, Token attribution)
 over functions the runtime already has (``ruff_lines``, ``tests_pass_rate``, ``dataflow_match``) and these two:
 
@@ -26,14 +32,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rewardlang.runtime.api import Context, Result, Span, function
+from rewardlang.runtime.components.execution import ExecParams, forced_level_missing
 from rewardlang.runtime.components.lint import RuffParams, _line_spans, _ruff
 from rewardlang.runtime.components.syntax import DEFAULT_TIMEOUT, SyntaxParams
+from rewardlang.signature import Arg
+from rewardlang.types import TEXT
 
-__all__ = ["first_violation", "split_at", "without_ruff_lines"]
+__all__ = ["first_violation", "ruff_rows", "script_tests", "script_tests_pass_rate", "split_at", "without_ruff_lines"]
 
 
 @function("first_violation", args={"code": "code"}, params=SyntaxParams, returns="number?", tags=("heavy",),
@@ -110,6 +120,104 @@ def without_ruff_lines(code: list[str], *, params: RuffParams | None, ctx: Conte
         kept.append(c[pos:])
         values.append("".join(kept))
         errors.append(None)
+    return Result(values, errors=errors, infra=infra)
+
+
+@function("ruff_rows", args={"code": "code"}, returns="spans", params=RuffParams, spans_of="code", in_workers=False,
+          tags=("lint", "tool", "dense"),
+          doc="ruff findings as spans from the start of their first row to the end of their last (line break "
+              "included), labelled 'FIRST-LAST CODE' with ruff's own 1-based rows: the rows the authors' lint map "
+              "of dense-reward PPO reads (mapping = \"authors\"). A finding that ends at the start of a row "
+              "counts that row, as their code does.")
+def ruff_rows(code: list[str], *, params: RuffParams | None, ctx: Context) -> Result:
+    """>>> from rewardlang.runtime.api import Context
+    >>> ruff_rows.fn(["import sys\\nimport os\\n\\nx = 1\\n"], params=RuffParams(select=["I"]), ctx=Context()).values
+    [[Span(start=0, end=21, value=-1.0, label='1-2 I001')]]
+    """
+    from rewardlang.runtime.components.lint import _to_result
+    from rewardlang.runtime.tools.text import SourceText
+
+    def spans(src: SourceText, findings: list) -> list[Span]:
+        out = []
+        for f in findings:
+            first = min(max(f.line, 1), max(src.n_lines, 1))
+            last = min(max(f.end_line, first), max(src.n_lines, 1))
+            a = src.line_bounds_with_break(first)[0] if src.n_lines else 0
+            b = src.line_bounds_with_break(last)[1] if src.n_lines else 0
+            out.append(Span(a, b, -1.0, f"{f.line}-{f.end_line} {f.code}"))
+        return out
+
+    params = params or RuffParams()
+    return _to_result(code, _ruff(code, params, ctx), spans, ctx, "ruff_rows")
+
+
+def script_tests(tests: Any, entry_point: str | None) -> list[str]:
+    """The tests as the authors' per-test runner takes them: a list of test statements (or a text holding a
+    Python list literal of them, OpenCodeInstruct's column, which their code reads with ``ast.literal_eval``);
+    a HumanEval ``check(candidate)`` text is one test, ``check(ENTRY_POINT)`` after it.
+
+    >>> script_tests("['assert f(1) == 2', 'assert f(2) == 3']", None)
+    ['assert f(1) == 2', 'assert f(2) == 3']
+    >>> script_tests("def check(candidate):\\n    assert candidate(1) == 2\\n", "f")
+    ['def check(candidate):\\n    assert candidate(1) == 2\\n\\ncheck(f)']
+    """
+    import ast
+
+    if isinstance(tests, (list, tuple)):
+        return [str(t) for t in tests]
+    text = str(tests)
+    try:
+        parsed = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        parsed = None
+    if isinstance(parsed, (list, tuple)) and all(isinstance(t, str) for t in parsed):
+        return list(parsed)
+    return [f"{text}\ncheck({entry_point})" if entry_point else text]
+
+
+@function("script_tests_pass_rate", args={"code": "code?", "tests": "any",
+                                          "entry_point": Arg("entry_point", TEXT.optional(), default=None)},
+          returns="number", params=ExecParams, range=(0.0, 1.0), accepts_none=True, in_workers=False,
+          requires=forced_level_missing,
+          doc="The authors' per-test execution (dense-reward PPO, mapping = \"authors\"): each test is its own "
+              "sandboxed run of code + newline + test as a script, passed when it exits with status 0; the share "
+              "passed. Their semantics, exploitable: a program that exits 0 first passes every test.")
+def script_tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
+                           params: ExecParams | None, ctx: Context) -> Result:
+    from rewardlang.runtime.components.execution import _column, _limits
+    from rewardlang.runtime.sandbox.launch import LevelUnavailable
+    from rewardlang.runtime.sandbox.runner import Task, get_sandbox
+
+    p = params or ExecParams()
+    n = len(code)
+    limits = _limits(p, ctx)
+    entries = _column(entry_point, n)
+    per_row: list[list[int]] = []
+    tasks: list[Any] = []
+    for i in range(n):
+        ts = script_tests(tests[i], entries[i]) if code[i] is not None and tests[i] is not None else []
+        per_row.append(list(range(len(tasks), len(tasks) + len(ts))))
+        tasks.extend(Task(f"{code[i]}\n{t}", None, None, "auto", limits) for t in ts)
+    try:
+        verdicts = get_sandbox().evaluate(tasks, cache=ctx.cache if ctx.use_cache else None,
+                                          use_cache=ctx.use_cache, stats=ctx.stats) if tasks else []
+    except LevelUnavailable as e:
+        ctx.stats["sandbox.infra_failures"] += n
+        return Result([None] * n, errors=[f"no sandbox: {e}"] * n, infra=[True] * n)
+    values: list[float | None] = []
+    errors: list[str | None] = []
+    infra: list[bool] = []
+    for i in range(n):
+        vs = [verdicts[k] for k in per_row[i]]
+        bad = next((v for v in vs if v.infra), None)
+        if bad is not None:  # a test whose run failed for the machine's reasons: the row is masked, never a 0
+            values.append(None)
+            errors.append(f"sandbox infrastructure failure: {bad.infra}")
+            infra.append(True)
+            continue
+        values.append(sum(v.outcome == "pass" for v in vs) / len(vs) if vs else 0.0)
+        errors.append(None)
+        infra.append(False)
     return Result(values, errors=errors, infra=infra)
 
 

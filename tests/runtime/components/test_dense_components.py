@@ -96,3 +96,41 @@ def test_a_token_overlapping_two_flagged_lines_gets_minus_one(prog) -> None:
     # tokens: "```python\nimport " | "os\nimport" (lines 1 and 2) | " sys\n" | the rest
     ends = [a, b - 1, b + 4, len(text)]
     assert _lint_tokens(code_only, text, ends) == [-1.0, -1.0, -1.0, 1.0]
+
+
+# -- mapping = "authors": ruff_rows and the per-test runs ----------------------------------------------------------
+
+def test_ruff_rows_gives_rufs_own_rows_with_noqa_honoured_when_asked() -> None:
+    from rewardlang.runtime.components.dense import ruff_rows
+
+    code = "import sys\nimport os\n\nx = 1\n"
+    r = ruff_rows.fn([code, ""], params=RuffParams(select=["I"]), ctx=Context())
+    # I001 spans rows 1-2: one finding, one span over both lines with their breaks
+    assert [(s.label, code[s.start:s.end]) for s in r.values[0]] == [("1-2 I001", "import sys\nimport os\n")]
+    assert r.values[1] == []
+    silenced = "x = 1\nimport json  # noqa\n"
+    got = [ruff_rows.fn([silenced], params=RuffParams(select=["F401"], respect_noqa=honour), ctx=Context()).values[0]
+           for honour in (True, False)]
+    assert got[0] == [] and [s.label for s in got[1]] == ["2-2 F401"]
+
+
+def test_script_tests_run_each_test_alone_and_pass_on_exit_status_zero() -> None:
+    from rewardlang.runtime.components.dense import script_tests_pass_rate
+    from rewardlang.runtime.components.execution import ExecParams
+
+    tests = ["assert f(1) == 2", "assert f(2) == 4", "assert seen == []\nseen.append(1)"]
+    codes = [
+        "seen = []\ndef f(x):\n    return x + 1",            # 2 of 3: each test is a fresh process (seen is empty)
+        "import os\nos._exit(0)",                            # their semantics: exit status 0 passes every test
+        "def f(:",                                           # a syntax error: nothing passes
+        "while True:\n    pass",                               # the 2 s CPU limit: a timeout fails
+        None,                                                # no code: 0
+    ]
+    r = script_tests_pass_rate.fn(codes, [tests] * 5, None, params=ExecParams(timeout=2), ctx=Context(use_cache=False))
+    assert r.infra == [False] * 5
+    assert r.values == pytest.approx([2 / 3, 1.0, 0.0, 0.0, 0.0])
+    # OpenCodeInstruct's column is a list literal in a text; HumanEval's check(candidate) is one test
+    lit = script_tests_pass_rate.fn(["def f(x):\n    return x + 1"] * 2,
+                                    ["['assert f(1) == 2', 'assert f(1) == 3']", TESTS],
+                                    ["f", "f"], params=ExecParams(timeout=2), ctx=Context())
+    assert lit.values == pytest.approx([0.5, 1.0])

@@ -220,20 +220,122 @@ def test_every_task_canonical_and_mutants_in_the_sandbox() -> None:
 
 def test_the_robot_spec_maps_the_simulator_reward_as_the_authors() -> None:
     """specs/dense_ppo_robot.reward: passed/5 on the code tokens when a world passes, else -0.1 on every response
-    token (the authors' robot reward), weights 0.1 / 0.1 / 0.8 / 0.8."""
+    token (the authors' robot reward) unless a simulation error names its statement, weights 0.1 / 0.1 / 0.8 /
+    0.8 / 0.8."""
     import rewardlang
 
     prog = rewardlang.load("specs/dense_ppo_robot.reward")
     task = json.dumps(SAY.spec())
     good = "Sure:\n```python\n" + SAY.canonical + "```"
-    bad = "Sure:\n```python\ndef task_program():\n    go_to('moon')\n```"
+    bad = "Sure:\n```python\ndef task_program():\n    go_to(undefined_room)\n```"  # a python error
     res = prog.score([good, bad], task=[task, task])
     assert res.components["simulation"].tolist() == [1.0, 0.0]
     assert res.components["simulation_fail"].tolist() == [0.0, -0.1]
-    assert res.weights == {"lint": 0.1, "syntax": 0.1, "simulation": 0.8, "simulation_fail": 0.8}
+    assert res.components["simulation_error"].tolist() == [0.0, 0.0]
+    assert res.weights == {"lint": 0.1, "syntax": 0.1, "simulation": 0.8, "simulation_fail": 0.8,
+                           "simulation_error": 0.8}
     code_start = good.index("def task_program")
     (a, b, v), = res.attribution["simulation"][0].ranges
     assert (a, v) == (code_start, 1.0) and good[a:b] == SAY.canonical.rstrip("\n")  # the block, no final newline
     (a, b, v), = res.attribution["simulation_fail"][1].ranges
     assert (a, b, v) == (0, len(bad), -0.1)
     assert res.attribution["simulation_fail"][0].ranges == ((0, len(good), 0.0),)
+    assert res.attribution["simulation_error"][1].ranges == ()
+
+
+THIRD = """\
+Here:
+```python
+def task_program():
+    go_to("kitchen")
+    say("on my way")
+    pick("unicorn")
+    say("done")
+```"""
+
+
+def test_the_statement_that_raised_a_simulation_error_gets_the_penalty() -> None:
+    """The program's 3rd statement raises (no unicorn anywhere): the -0.1 lands on that statement's tokens only,
+    in every world; no other token gets a simulation value."""
+    import torch
+
+    import rewardlang
+    from rewardlang.trainers.dense import DenseRewards
+    from rewardlang.trainers.model import build_tokenizer
+
+    prog = rewardlang.load("specs/dense_ppo_robot.reward")
+    task = json.dumps(SAY.spec())
+    res = prog.score([THIRD], task=[task])
+    code = THIRD.split("```python\n")[1].split("```")[0]
+    assert label(code, SAY)[1]["labels"] == ["simulation_error"] * 5
+    assert res.components["simulation_fail"].tolist() == [0.0]
+    assert res.components["simulation_error"].tolist() == [-0.1]
+    stmt = THIRD.index('pick("unicorn")')
+    assert res.attribution["simulation_error"][0].ranges == ((stmt, stmt + len('pick("unicorn")'), -0.1),)
+
+    tok = build_tokenizer()
+    ids = tok(THIRD)["input_ids"] + [tok.eos_token_id]
+    out = DenseRewards(prog, tok)(torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.long), {"task": [task]})
+    ends, pos = [], 0
+    for k in range(len(ids)):  # each token's end in the text (this tokenizer's pieces are whole characters)
+        pos += len(tok.decode([ids[k]], skip_special_tokens=True))
+        ends.append(pos)
+    starts = [0] + ends[:-1]
+    on_stmt = [a < stmt + len('pick("unicorn")') and e > stmt for a, e in zip(starts, ends)]
+    assert any(on_stmt) and not all(on_stmt)
+    sim_error = out.components["simulation_error"][0].tolist()
+    assert sim_error == pytest.approx([-0.1 if hit else 0.0 for hit in on_stmt])
+    assert not out.components["simulation_fail"].any() and not out.components["simulation"].any()
+    # the total is syntax and lint plus 0.8 x the statement's penalty
+    want = (0.1 * out.components["syntax"] + 0.1 * out.components["lint"] + 0.8 * out.components["simulation_error"])
+    assert torch.allclose(out.rewards, want)
+
+
+def test_error_spans_follow_the_raising_line_and_a_forged_line_falls_back() -> None:
+    from rewardlang.runtime.components.robot import (
+        RobotSpanParams,
+        robot_error_spans,
+        statement_span,
+    )
+
+    task = json.dumps(SAY.spec())
+    nested = prog("""
+        def task_program():
+            for room in get_all_rooms():
+                if room == "kitchen":
+                    go_to("moon")
+        """)
+    # a compound statement's header holds no error here: the innermost statement, the go_to, is blamed
+    forged = prog("""
+        def task_program():
+            go_to("kitchen")
+            raise_it = go_to
+            try:
+                raise_it("moon")
+            except Exception as e:
+                e.__traceback__ = None
+                raise e
+        """)
+    # a line no statement holds: code compiled under the program's file name, 500 lines down
+    nowhere = prog("""
+        def task_program():
+            exec(compile("\\n" * 500 + "go_to('moon')", "solution.py", "exec"), globals())
+        """)
+    r = robot_error_spans.fn([nested, forged, None, "def task_program(:\n", nowhere], [task] * 5,
+                             params=RobotSpanParams(), ctx=Context(use_cache=False))
+    assert r.infra == [False] * 5
+    (span,) = r.values[0]
+    assert nested[span.start:span.end] == 'go_to("moon")' and span.value == -1.0
+    assert "moon" in span.label
+    # the re-raise from another line: the traceback's deepest program frame is still the raising call
+    (span,) = r.values[1]
+    assert forged[span.start:span.end] in ('raise_it("moon")', "raise e")
+    assert r.values[2] == [] and r.values[3] == []
+    # no span, so the spec keeps the penalty on every token: the forged line cannot make it vanish
+    assert r.values[4] == [] and "moon" in r.details[4]["errors"][0]
+    import rewardlang
+
+    spec = rewardlang.load("specs/dense_ppo_robot.reward")
+    res = spec.score([f"```python\n{nowhere}```"], task=[task])
+    assert res.components["simulation_fail"].tolist() == [-0.1] and res.components["simulation_error"].tolist() == [0.0]
+    assert statement_span(nested, 0) is None and statement_span("x = (", 1) is None

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewardlang.runtime.datasets.humaneval import load_humaneval
+from rewardlang.datasets.humaneval import load_humaneval
 from rewardlang.trainers.align import TokenAligner
 from rewardlang.trainers.model import build_tokenizer
 

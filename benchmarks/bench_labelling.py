@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rewardlang.runtime.code import mutate  # noqa: E402
+from rewardlang.datasets.prm import mutate  # noqa: E402
 from rewardlang.runtime.code.segment import segments  # noqa: E402
-from rewardlang.runtime.datasets import load_humaneval  # noqa: E402
-from rewardlang.runtime.sandbox import Limits, Sandbox, Task  # noqa: E402
+from rewardlang.datasets.humaneval import load_humaneval  # noqa: E402
+from rewardlang.sandbox import Limits, Sandbox, Task  # noqa: E402
 
 
 def variants(n_problems: int, level: str) -> list[tuple[dict, str]]:

@@ -27,14 +27,14 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "runtime", "sandbox"))  # the programs of the tests
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "sandbox"))  # the programs of the tests
 
 from lang_programs import LANGS, lang_tests, unit  # noqa: E402
 
-from rewardlang.runtime.sandbox.config import Limits, SandboxConfig  # noqa: E402
-from rewardlang.runtime.sandbox.languages import BASE_ENV, PROFILES, language_plan  # noqa: E402
-from rewardlang.runtime.sandbox.runner import Sandbox, Task  # noqa: E402
-from rewardlang.runtime.sandbox.values import compare, has_value, parse_records  # noqa: E402
+from rewardlang.sandbox.config import Limits, SandboxConfig  # noqa: E402
+from rewardlang.sandbox.languages import BASE_ENV, PROFILES, language_plan  # noqa: E402
+from rewardlang.sandbox.runner import Sandbox, Task  # noqa: E402
+from rewardlang.sandbox.values import compare, has_value, parse_records  # noqa: E402
 
 COMMENT = {"sh": "# {k}\n", "php": "\n// {k}\n"}
 
@@ -105,7 +105,7 @@ def bench_pch(sb: Sandbox, n: int) -> None:
     header's -I) against the same profile without it, interleaved; CPU per program (compile + run)."""
     import dataclasses
 
-    from rewardlang.runtime.sandbox import languages
+    from rewardlang.sandbox import languages
 
     shipped = languages.PROFILES["cpp"]
     argv = list(shipped.compile or ())
@@ -125,7 +125,7 @@ def bench_pch(sb: Sandbox, n: int) -> None:
     finally:
         languages.PROFILES["cpp"] = shipped
     a, b = statistics.median(cpu["header"]), statistics.median(cpu["pch"])
-    state = "present" if have else "MISSING: python3 -m rewardlang.runtime.sandbox.languages --build-pch"
+    state = "present" if have else "MISSING: python3 -m rewardlang.sandbox.languages --build-pch"
     print(f"C++ with bits/stdc++.h ({n} programs each, compile + run CPU of the program, medians): without the "
           f"precompiled header {1e3 * a:.0f} ms, with it {1e3 * b:.0f} ms ({state}): {a / b:.2f}x")
 

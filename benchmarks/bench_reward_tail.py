@@ -40,7 +40,7 @@ def endless(entry: str) -> str:
 def measure_score(task_id: str) -> dict[str, float]:
     """Score wall time of a 4-sample batch with k endless programs, for k in KS (this process's tree)."""
     import rewardlang
-    from rewardlang.runtime.datasets.humaneval import load_humaneval
+    from rewardlang.datasets.humaneval import load_humaneval
 
     row = next(r for r in load_humaneval() if r["task_id"] == task_id)
     prog = rewardlang.load(os.path.join(os.getcwd(), "specs", "quality_grpo.reward"))

@@ -26,7 +26,7 @@ def main() -> None:
     from rewardlang.domains.robot.tasks import all_tasks
     from rewardlang.runtime.api import Context
     from rewardlang.runtime.components.robot import robot_outcome_label
-    from rewardlang.runtime.sandbox.runner import get_sandbox
+    from rewardlang.sandbox.runner import get_sandbox
 
     pairs = []
     for t in all_tasks():

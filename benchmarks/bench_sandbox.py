@@ -39,8 +39,8 @@ _ROOT = sys.argv[sys.argv.index("--root") + 1] if "--root" in sys.argv else \
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _ROOT)
 
-from rewardlang.runtime.datasets import load_humaneval  # noqa: E402
-from rewardlang.runtime.sandbox import Limits, Sandbox, SandboxConfig, Task  # noqa: E402
+from rewardlang.datasets.humaneval import load_humaneval  # noqa: E402
+from rewardlang.sandbox import Limits, Sandbox, SandboxConfig, Task  # noqa: E402
 
 
 def trivial(k: int) -> tuple[str, str]:

@@ -836,14 +836,14 @@ def doctor() -> None:
     for name, why in registry.plugin_failures():
         typer.echo(f"  plug-in {name} FAILED: {why}")
     try:
-        from rewardlang.runtime.sandbox import doctor_report  # type: ignore[attr-defined]
+        from rewardlang.sandbox import doctor_report  # type: ignore[attr-defined]
     except ImportError:
         typer.echo("sandbox: not available")
         return
     report = doctor_report()
     typer.echo("sandbox:")
     _print_tree(report, "  ")
-    from rewardlang.runtime.sandbox.languages import doctor_languages
+    from rewardlang.sandbox.languages import doctor_languages
 
     typer.echo("languages (toolchain, and a hello-world compiled and run in the sandbox):")
     _print_tree(doctor_languages(), "  ")
@@ -911,7 +911,7 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
     import os
 
     from rewardlang import outputs
-    from rewardlang.runtime.code import label, mutate
+    from rewardlang.datasets.prm import label, mutate
 
     if limit < 0:
         _err(f"error: --limit must be 0 (every problem) or positive (got {limit})")

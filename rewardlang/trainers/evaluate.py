@@ -7,7 +7,7 @@ success counts).
 
 For each problem the model writes ``n`` completions (greedy when ``temperature`` is 0, then ``n`` is 1); each
 completion becomes a program (:func:`program_for`) that the sandbox runs against the problem's tests
-(:mod:`rewardlang.runtime.sandbox`: the verdict is computed outside the program's process). A problem's pass@k is the
+(:mod:`rewardlang.sandbox`: the verdict is computed outside the program's process). A problem's pass@k is the
 unbiased estimator of Chen et al. (2021), ``1 - C(n - c, k) / C(n, k)`` for ``c`` passing samples of ``n``
 (:func:`pass_at_k`), and the reported figure is its mean over problems. A completion whose execution failed for an
 infrastructure reason (a sandbox slot died) is left out of its problem's ``n`` and counted, never scored as a fail.
@@ -117,7 +117,7 @@ def program_for(completion: str, prompt: str, entry_point: str) -> str:
 def lang_system_prompt(language: str) -> str:
     """How a problem in another language is presented (``eval --lang``): the prompt ends with the function's
     declaration and opening, and the program is the prompt followed by the completion."""
-    from rewardlang.runtime.sandbox.languages import PROFILES
+    from rewardlang.sandbox.languages import PROFILES
 
     p = PROFILES[language]
     return (f"You are an expert {p.title} programmer. Complete the code the user gives: write the body of the "
@@ -135,7 +135,7 @@ def lang_program_for(completion: str, prompt: str, language: str) -> str:
         >>> lang_program_for("  return x;\n}\n", "int f(int x) {\n", "c")
         'int f(int x) {\n  return x;\n}\n'
     """
-    from rewardlang.runtime.sandbox.languages import fence_names
+    from rewardlang.sandbox.languages import fence_names
 
     names = fence_names(language)
     blocks = re.findall(r"```[ \t]*([\w+#.-]*)[ \t]*\n(.*?)(?:```|\Z)", completion, re.S)
@@ -197,7 +197,7 @@ def judge(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[
           timeout: float = 10.0, dataset: str = "humaneval") -> list[list[str | None]]:
     """Each completion's outcome class from the sandbox (``"pass"``, ``"fail"``, ``"timeout"`` ...; None for an
     infrastructure failure), per problem, in order. ``dataset="robot"``: :func:`judge_robot`."""
-    from rewardlang.runtime.sandbox import Limits, Task, get_sandbox
+    from rewardlang.sandbox import Limits, Task, get_sandbox
 
     if dataset == "robot":
         return judge_robot(problems, completions)
@@ -332,7 +332,7 @@ def select_problems(problems: Sequence[str] | None = None, limit: int | None = N
         raise ValueError(f"--limit must be at least 1 (got {limit})")
     if dataset != "humaneval":
         raise ValueError(f"--dataset {dataset}: humaneval or robot")
-    from rewardlang.runtime.datasets.humaneval import load_humaneval
+    from rewardlang.datasets.humaneval import load_humaneval
 
     rows = load_humaneval()
     if problems:
@@ -375,7 +375,7 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
     """Generate (or take the given ``completions``), judge, and return ``(summary, per-problem records)``; the
     records go to ``out_path`` as JSONL when given (written once everything is judged).
 
-    >>> from rewardlang.runtime.datasets.humaneval import load_humaneval
+    >>> from rewardlang.datasets.humaneval import load_humaneval
     >>> rows = load_humaneval()[:2]
     >>> summary, _ = evaluate(rows, completions=[[r["reference"]] for r in rows])   # doctest: +SKIP
     >>> summary["pass@1"]                                                            # doctest: +SKIP

@@ -56,7 +56,7 @@ def _train_bpe(vocab_size: int) -> str:
     """Train the byte-level BPE once per process; returns its JSON (deterministic for a given corpus and size)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from rewardlang.runtime.datasets.humaneval import load_humaneval
+    from rewardlang.datasets.humaneval import load_humaneval
 
     corpus = [row["prompt"] + row["reference"] + row["tests"] for row in load_humaneval()]
     tok = Tokenizer(models.BPE())

@@ -1,5 +1,5 @@
 """Test-only helpers for the translated HumanEval: a type-directed comparator with the contract's rules (until the
-execution engineer's ``rewardlang/runtime/sandbox/values.py`` is merged), and a direct compile-and-run of
+execution engineer's ``rewardlang/sandbox/values.py`` is merged), and a direct compile-and-run of
 ``code + "\\n" + harness`` with the real toolchains (fd 3 a pipe, a timeout), outside the sandbox.
 
 Java compiles go through one JVM (``javax.tools``) for a whole batch: javac's start-up is most of its cost.

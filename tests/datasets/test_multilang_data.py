@@ -302,7 +302,7 @@ def test_renames_avoid_standard_library_names() -> None:
 
 
 def test_python_rows_are_the_original_problems() -> None:
-    from rewardlang.runtime.datasets.humaneval import humaneval_path
+    from rewardlang.datasets.humaneval import humaneval_path
 
     with gzip.open(humaneval_path(), "rt", encoding="utf-8") as fh:
         originals = [json.loads(line) for line in fh if line.strip()]

@@ -1,6 +1,6 @@
 """The two halves of the multi-language work meet: every reference solution written here (tests/datasets/references)
 passes its translated HumanEval row *through the sandbox* (`tests_all_pass(code, tests, entry_point, language=L)`,
-judged by rewardlang/runtime/sandbox/values.py in the trusted process), and each one's mutant does not."""
+judged by rewardlang/sandbox/values.py in the trusted process), and each one's mutant does not."""
 
 from __future__ import annotations
 

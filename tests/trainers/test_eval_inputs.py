@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rewardlang.runtime.datasets.humaneval import load_humaneval
+from rewardlang.datasets.humaneval import load_humaneval
 from rewardlang.trainers.cli import app
 from rewardlang.trainers.evaluate import code_of, program_for
 from rewardlang.trainers.metrics import read_metrics

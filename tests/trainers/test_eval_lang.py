@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from rewardlang.trainers import evaluate as ev
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime", "sandbox"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "sandbox"))
 from lang_programs import LANGS, lang_tests, require, unit  # noqa: E402
 
 #: the line of each unit that opens the function: the prompt ends with it, the completion writes the rest

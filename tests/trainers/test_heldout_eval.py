@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardlang.runtime.datasets.humaneval import load_humaneval
+from rewardlang.datasets.humaneval import load_humaneval
 from rewardlang.trainers.config import ConfigError
 from rewardlang.trainers.data import DataError, build_dataset, leaked_rows, split_heldout
 from rewardlang.trainers.model import build_tokenizer

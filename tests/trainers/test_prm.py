@@ -102,8 +102,8 @@ def test_run_resume_and_metrics(tmp_path) -> None:
 @pytest.mark.slow
 def test_prm_learns_humaneval_steps(tmp_path) -> None:
     """CPU, tiny model: on held-out HumanEval problems the PRM's step accuracy beats the majority baseline."""
-    from rewardlang.runtime.code import label
-    from rewardlang.runtime.datasets.humaneval import load_humaneval
+    from rewardlang.datasets.prm import label
+    from rewardlang.datasets.humaneval import load_humaneval
 
     ops = ["statement_to_pass", "return_none", "zero_iteration", "comparison_flip", "negate_condition",
            "rename_local", "extract_variable", "aug_assign", "swap_if_else", "for_to_while"]

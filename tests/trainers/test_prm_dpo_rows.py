@@ -12,8 +12,8 @@ def test_process_pairs_train_in_trl_dpo(tmp_path) -> None:
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
-    from rewardlang.runtime.code import label
-    from rewardlang.runtime.datasets.humaneval import load_humaneval
+    from rewardlang.datasets.prm import label
+    from rewardlang.datasets.humaneval import load_humaneval
     from rewardlang.trainers.config import TinyModelConfig
     from rewardlang.trainers.model import build_tiny_model, build_tokenizer
 

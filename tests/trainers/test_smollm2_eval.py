@@ -11,7 +11,7 @@ from itertools import combinations
 import pytest
 from typer.testing import CliRunner
 
-from rewardlang.runtime.datasets.humaneval import load_humaneval
+from rewardlang.datasets.humaneval import load_humaneval
 from rewardlang.trainers import evaluate as ev
 from rewardlang.trainers.cli import app
 from rewardlang.trainers.config import ConfigError

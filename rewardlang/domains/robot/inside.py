@@ -1,7 +1,7 @@
 """What the sandbox receives for one robot run: the set-up code (the simulator and a runner) and a probe.
 
 The worker runs a request's program first, then its set-up code in the same globals, then evaluates each
-probe (``rewardlang/runtime/sandbox/_worker.py::_run_program``). The set-up code executes the simulator's
+probe (``rewardlang/sandbox/_worker.py::_run_program``). The set-up code executes the simulator's
 source in a namespace of its own (so no helper name of the simulator can overwrite one of the program's), and
 defines ``__rl_robot_run(world)``, which binds the eight API functions into the program's globals, calls
 ``task_program()`` and returns ``(trace, status, message)`` as plain data (a simulation error's message starts with

@@ -185,8 +185,8 @@ def script_tests(tests: Any, entry_point: str | None) -> list[str]:
 def script_tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
                            params: ExecParams | None, ctx: Context) -> Result:
     from rewardlang.runtime.components.execution import _column, _limits
-    from rewardlang.runtime.sandbox.launch import LevelUnavailable
-    from rewardlang.runtime.sandbox.runner import Task, get_sandbox
+    from rewardlang.sandbox.launch import LevelUnavailable
+    from rewardlang.sandbox.runner import Task, get_sandbox
 
     p = params or ExecParams()
     n = len(code)

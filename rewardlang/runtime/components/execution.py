@@ -35,7 +35,7 @@ Limits: ``timeout`` is CPU seconds per execution (default: the component's ``tim
 wall clock only backs it up (``wall_timeout``, default 2 x timeout + 1 s). With ``reference=`` (the task's
 reference program) and ``time_factor=k``, each program's limit is ``min(timeout, max(time_floor, k x T_ref))``,
 ``T_ref`` the reference's CPU time on the same tests, measured once per task and cached
-(:mod:`rewardlang.runtime.sandbox.reftime`; EvalPlus's rule on CPU time)::
+(:mod:`rewardlang.sandbox.reftime`; EvalPlus's rule on CPU time)::
 
     component correct in [0, 1] = tests_pass_rate(code, tests, entry_point, reference=solution, time_factor=4)
         timeout 10
@@ -110,7 +110,7 @@ class OutcomeParams(ExecParams):
 
 def _check_language(value: Any) -> tuple[str, str] | None:
     """A constant ``language`` is checked when the spec is compiled (a column is checked per row)."""
-    from rewardlang.runtime.sandbox.languages import LANGUAGES, canonical_language, unknown_language_message
+    from rewardlang.sandbox.languages import LANGUAGES, canonical_language, unknown_language_message
 
     if canonical_language(value) is None:
         return unknown_language_message(value), f"write one of {', '.join(repr(x) for x in LANGUAGES)}"
@@ -138,8 +138,8 @@ def forced_level_missing(params: Any) -> tuple[str, str] | None:
     level = os.environ.get("REWARDLANG_SANDBOX_LEVEL")
     if not level or level == "auto":
         return None
-    from rewardlang.runtime.sandbox.launch import LevelUnavailable
-    from rewardlang.runtime.sandbox.runner import get_sandbox
+    from rewardlang.sandbox.launch import LevelUnavailable
+    from rewardlang.sandbox.runner import get_sandbox
 
     how = ("install bubblewrap (apt-get install -y bubblewrap) and see `rewardlang doctor`, or unset "
            "REWARDLANG_SANDBOX_LEVEL to run at the level this machine gives")
@@ -160,7 +160,7 @@ def _column(v: Any, n: int) -> list[Any]:
 
 
 def _limits(params: ExecParams | None, ctx: Context) -> Any:
-    from rewardlang.runtime.sandbox.config import Limits
+    from rewardlang.sandbox.config import Limits
 
     p = params or ExecParams()
     cpu = p.timeout
@@ -175,18 +175,18 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
     """Judge every sample; returns Verdicts (or a str: why the sandbox is unavailable).
 
     With ``reference`` (a per-sample program: the task's reference solution), each sample's CPU limit is
-    :func:`~rewardlang.runtime.sandbox.reftime.relative_limit` of the reference's measured CPU time on the same
+    :func:`~rewardlang.sandbox.reftime.relative_limit` of the reference's measured CPU time on the same
     tests, at most the ``timeout`` (rows without a reference, or whose reference does not pass, keep ``timeout``:
     counted in ``sandbox.limit_no_reference``)."""
-    from rewardlang.runtime.sandbox.config import Limits
-    from rewardlang.runtime.sandbox.judge import Verdict
-    from rewardlang.runtime.sandbox.launch import LevelUnavailable
-    from rewardlang.runtime.sandbox.runner import Task, get_sandbox
+    from rewardlang.sandbox.config import Limits
+    from rewardlang.sandbox.judge import Verdict
+    from rewardlang.sandbox.launch import LevelUnavailable
+    from rewardlang.sandbox.runner import Task, get_sandbox
 
     p = params or ExecParams()
     n = len(code)
     limits: Limits = _limits(p, ctx)
-    from rewardlang.runtime.sandbox.languages import canonical_language, unknown_language_message
+    from rewardlang.sandbox.languages import canonical_language, unknown_language_message
 
     entries = _column(entry, n)
     langs = _column(language, n)
@@ -235,7 +235,7 @@ def _relative_limits(sandbox: Any, tasks: list[Any], refs: list[Any], p: ExecPar
     """``tasks`` with each CPU limit derived from its reference's measured CPU time (see :mod:`reftime`)."""
     from dataclasses import replace
 
-    from rewardlang.runtime.sandbox.reftime import reference_times, relative_limit
+    from rewardlang.sandbox.reftime import reference_times, relative_limit
 
     assert p.time_factor is not None
     run = [i for i, t in enumerate(tasks) if t.code is not None and t.tests is not None]  # others never run

@@ -119,7 +119,7 @@ class _Sample:
 
 
 def _limits(p: RobotParams, ctx: Context) -> Any:
-    from rewardlang.runtime.sandbox.config import Limits
+    from rewardlang.sandbox.config import Limits
 
     cpu = p.timeout if p.timeout is not None else (float(ctx.timeout) if ctx.timeout else DEFAULT_TIMEOUT)
     return Limits(cpu=float(cpu), wall=p.wall_timeout, memory_mb=p.memory_mb, output_bytes=p.max_output_bytes,
@@ -157,7 +157,7 @@ def _decide(raw: Any, world: dict, task: Any) -> tuple[str | None, str]:
 def _decide_line(raw: Any, world: dict, task: Any) -> tuple[str | None, str, int]:
     """(label, detail, line) of one run: ``line`` is the claimed raising line of a simulation error, else 0."""
     from rewardlang.domains.robot.outcome import judge_claim
-    from rewardlang.runtime.sandbox.judge import (
+    from rewardlang.sandbox.judge import (
         RECORD_SLACK,
         MalformedObservation,
         decode_value,
@@ -204,8 +204,8 @@ def run_robot(code: Sequence[str | None], tasks: Sequence[Any], params: RobotPar
     """Run every program on its task's worlds in the sandbox; one :class:`_Sample` per program."""
     from rewardlang.domains.robot import inside
     from rewardlang.domains.robot.tasks import task_from_spec
-    from rewardlang.runtime.sandbox.launch import LevelUnavailable
-    from rewardlang.runtime.sandbox.runner import NPROC_BASE, get_sandbox
+    from rewardlang.sandbox.launch import LevelUnavailable
+    from rewardlang.sandbox.runner import NPROC_BASE, get_sandbox
 
     p = params or RobotParams()
     n = len(code)

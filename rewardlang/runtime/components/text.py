@@ -244,7 +244,7 @@ def _fences(text: str) -> list[tuple[str, int, int, bool]]:
 def _lang_ok(lang: str, want: str | None) -> bool:
     if want is None:
         return True
-    from rewardlang.runtime.sandbox.languages import fence_names  # stdlib-only; the fence names of each language
+    from rewardlang.sandbox.languages import fence_names  # stdlib-only; the fence names of each language
 
     return lang in fence_names(want)
 

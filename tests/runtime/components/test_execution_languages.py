@@ -14,7 +14,7 @@ from rewardlang.diagnostics import SpecError
 from rewardlang.runtime import registry
 from rewardlang.runtime.api import Context
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "sandbox"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "sandbox"))
 from lang_programs import lang_tests, require, unit  # noqa: E402
 
 SQ = "def sq(x):\n    return x * x\n"

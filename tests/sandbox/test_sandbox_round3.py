@@ -491,7 +491,7 @@ def test_a_forced_level_that_cannot_be_had_stops_score_before_any_row(tmp_path: 
     import subprocess
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
     bin_dir = tmp_path / "bin"  # a PATH with the interpreter and no bubblewrap
     bin_dir.mkdir()
     os.symlink(sys.executable, bin_dir / "python3")

@@ -629,6 +629,7 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
 
 def _explain_tokens(prog: Any, row: dict, step: int, tokenizer_path: str | None) -> None:
     """`explain --tokens`: one line per token, its text and each component's value on it, then the total."""
+    _need_train_stack("`explain --tokens` (a tokenizer)")
     from rewardlang.trainers.dense import load_tokenizer, token_table
 
     try:
@@ -826,8 +827,25 @@ def _print_tree(value: Any, indent: str) -> None:
             typer.echo(f"{indent}{k}: {v}")
 
 
+#: the packages only ``rewardlang[train]`` installs (the lean core runs without them)
+_TRAIN_STACK = ("torch", "transformers", "trl", "accelerate", "peft", "matplotlib", "gguf")
+
+
+def _need_train_stack(what: str) -> None:
+    """Exit 1 with the extra to install when the training stack is missing (``pip install rewardlang`` is the
+    core only); checked before importing anything of it, so the message is the same whichever package is absent."""
+    import importlib.util
+
+    missing = [p for p in _TRAIN_STACK if importlib.util.find_spec(p) is None]
+    if missing:
+        _err(f"error: {what} needs the training stack, which is not installed (missing: {', '.join(missing)})\n"
+             "hint: pip install \"rewardlang[train]\" (or bash scripts/install.sh)")
+        raise typer.Exit(1)
+
+
 def _delegate(name: str) -> Any:
     def run(ctx: typer.Context) -> None:
+        _need_train_stack(f"`rewardlang {name}`")
         from rewardlang.trainers import cli as trainers_cli
 
         cmd = typer.main.get_command(trainers_cli.app)

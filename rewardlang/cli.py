@@ -1,4 +1,4 @@
-"""The ``rewardlang`` command line: check | compile | score | pairs | explain | report | fmt | lsp | functions | doctor
+"""The ``rewardlang`` command line: check | compile | score | serve | pairs | explain | report | fmt | lsp | functions | doctor
 | prm-data | data | train | plot | eval.
 
 Bad specs and bad data end in located messages and exit code 1, never a Python traceback (``--debug``
@@ -518,6 +518,29 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
                 for c in comps:
                     times[c] = times.get(c, 0.0) + v / len(comps)
         summ.render(elapsed, times, prog.stats)
+
+
+@app.command()
+def serve(spec: Path = typer.Argument(..., help="spec file"),
+          host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
+          port: int = typer.Option(8000, "--port", help="port (0: any free one, printed)"),
+          window_ms: float = typer.Option(20.0, "--window-ms", help="requests arriving within this window are "
+                                                                   "scored as one batch"),
+          max_batch: int = typer.Option(512, "--max-batch", help="most rows in one batch"),
+          max_pending: int = typer.Option(8192, "--max-pending", help="rows that may wait; beyond, requests are "
+                                                                     "answered 503 overloaded"),
+          set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE")) -> None:
+    """Serve the spec over HTTP: OpenRLHF's remote reward protocol and JSON rows, batched (docs/scale.md)."""
+    if window_ms < 0 or max_batch < 1 or max_pending < 1:
+        _err("error: --window-ms must be >= 0, --max-batch and --max-pending >= 1")
+        raise typer.Exit(1)
+    prog = _load(spec, set_, scoring=True)
+    from rewardlang.integrations.server import serve as run_server
+
+    code = run_server(str(spec), host=host, port=port, program=prog, window_s=window_ms / 1000,
+                      max_batch=max_batch, max_pending=max_pending)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

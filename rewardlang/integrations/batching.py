@@ -27,10 +27,11 @@ import os
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import Any, Sequence
+from typing import Any
 
-__all__ = ["SpecScorer", "Batcher", "Overloaded", "scorer_for", "batcher_for", "result_keys"]
+__all__ = ["Batcher", "Overloaded", "SpecScorer", "batcher_for", "result_keys", "scorer_for"]
 
 log = logging.getLogger("rewardlang.integrations")
 
@@ -56,12 +57,12 @@ class SpecScorer:
     batch and counts ``stats["infra_failures"]``.
     """
 
-    def __init__(self, spec: str, params: dict[str, Any] | None = None) -> None:
+    def __init__(self, spec: str, params: dict[str, Any] | None = None, program: Any = None) -> None:
         from rewardlang.runtime.program import load_program
 
         self.spec = str(spec)
         # a bad spec raises SpecError here: every sample would fail the same way, so the engine must stop
-        self.program = load_program(self.spec, params=params)
+        self.program = program if program is not None else load_program(self.spec, params=params)
         self.program.require_resources()
         self.names = [c.name for c in self.program.components]
         self.keys = result_keys(self.names)
@@ -111,7 +112,7 @@ class SpecScorer:
         if good:
             try:
                 res = prog.score_columns(cols, len(good), step=step, raw=given)
-            except Exception as exc:  # an infrastructure failure: masked and counted, never a 0 trained on
+            except Exception as exc:  # noqa: BLE001 - an infrastructure failure: masked and counted, not a 0
                 self.stats["infra_failures"] += len(good)
                 log.error("rewardlang: scoring a batch of %d failed (%s: %s); masked", len(good),
                           type(exc).__name__, exc)
@@ -225,7 +226,7 @@ class Batcher:
             self.batch_sizes[len(rows)] += 1
             try:
                 results = self.scorer.score_rows(rows)
-            except BaseException as exc:  # never leave a caller waiting forever
+            except BaseException as exc:  # noqa: BLE001 - never leave a caller waiting forever
                 for _, fut, _ in taken:
                     fut.set_exception(exc)
                 continue

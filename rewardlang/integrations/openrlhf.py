@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rewardlang.integrations.batching import SpecScorer, batcher_for
 
-__all__ = ["reward_func", "openrlhf_rows", "to_openrlhf"]
+__all__ = ["openrlhf_rows", "reward_func", "to_openrlhf"]
 
 _STRIP = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<｜end▁of▁sentence｜>")
 
@@ -110,16 +111,22 @@ def to_openrlhf(results: list[dict[str, float]], scalar: bool) -> dict[str, Any]
             "extra_logs": {k: [r[k] for r in results] for k in keys}}
 
 
+def merge_masked(scorer: SpecScorer, rows: Sequence[dict | None], scored: Sequence[dict[str, float]]
+                 ) -> list[dict[str, float]]:
+    """Put the results of the readable rows back in place; an unreadable one is masked and counted."""
+    it = iter(scored)
+    bad = sum(r is None for r in rows)
+    if bad:
+        scorer.stats["bad_rows"] += bad
+    return [next(it) if r is not None else scorer.masked_result() for r in rows]
+
+
 def score_openrlhf(batcher: Any, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any]
                    ) -> list[dict[str, float]]:
     """Result dicts for OpenRLHF samples through ``batcher`` (unreadable samples masked and counted)."""
     rows = openrlhf_rows(batcher.scorer, queries, prompts, labels)
     good = [r for r in rows if r is not None]
-    scored = iter(batcher.score(good) if good else [])
-    bad = sum(r is None for r in rows)
-    if bad:
-        batcher.scorer.stats["bad_rows"] += bad
-    return [next(scored) if r is not None else batcher.scorer.masked_result() for r in rows]
+    return merge_masked(batcher.scorer, rows, batcher.score(good) if good else [])
 
 
 def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **kwargs: Any

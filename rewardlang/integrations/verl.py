@@ -41,7 +41,7 @@ from typing import Any
 
 from rewardlang.integrations.batching import SpecScorer, batcher_for
 
-__all__ = ["compute_score", "verl_row", "RewardlangRewardManager"]
+__all__ = ["compute_score", "verl_row"]  # and RewardlangRewardManager, made on first access (needs verl)
 
 #: keys verl adds to ``extra_info`` itself (not spec columns)
 _VERL_EXTRA = ("num_turns", "rollout_reward_scores")

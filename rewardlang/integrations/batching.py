@@ -14,9 +14,9 @@ Example::
 
     >>> from rewardlang.integrations.batching import SpecScorer
     >>> s = SpecScorer("specs/codepo_text.reward")
-    >>> out = s.score_rows([{"completion": "```python\\ndef f():\\n    return 1\\n```"}])
-    >>> sorted(out[0])[:3], out[0]["rl_masked"]
-    (['rl_masked', 'rl_think_format', 'score'], 0.0)
+    >>> out = s.score_rows([{"prompt": "p", "completion": "```python\\ndef f():\\n    return 1\\n```"}])
+    >>> list(out[0])[:2], out[0]["rl_masked"], s.keys == list(out[0])
+    (['score', 'rl_masked'], 0.0, True)
 """
 
 from __future__ import annotations

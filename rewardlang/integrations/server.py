@@ -15,14 +15,12 @@ program and one sandbox pool. More than ``max_pending`` waiting rows: the reques
 once. A malformed request is answered 400 (bad JSON, with its line and column) or 422 (a field, named). SIGTERM or
 Ctrl-C: no new connection is accepted, every accepted request is answered, then the server exits.
 
-Example (in-process, without a socket)::
+Example (the app without a socket; ``rewardlang serve SPEC --port P`` runs it under uvicorn)::
 
-    >>> from starlette.testclient import TestClient
     >>> from rewardlang.integrations.server import make_app
-    >>> with TestClient(make_app("specs/codepo_text.reward")) as c:
-    ...     r = c.post("/score", json={"rows": [{"completion": "```python\\nx = 1\\n```"}]})
-    ...     r.status_code, sorted(r.json()["results"][0])[:2]
-    (200, ['rl_masked', 'rl_think_format'])
+    >>> app = make_app("specs/codepo_text.reward")
+    >>> [r.path for r in app.routes]
+    ['/', '/get_reward', '/score', '/health', '/metrics']
 """
 
 from __future__ import annotations

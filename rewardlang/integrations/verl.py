@@ -29,7 +29,7 @@ has no mask, so it enters the advantage as a 0 (docs/scale.md).
 Example (the function without verl)::
 
     >>> from rewardlang.integrations.verl import compute_score
-    >>> r = compute_score("humaneval", "```python\\ndef f():\\n    return 1\\n```", None, {},
+    >>> r = compute_score("humaneval", "```python\\ndef f():\\n    return 1\\n```", None, {"prompt": "p"},
     ...                   spec="specs/codepo_text.reward")
     >>> r["rl_masked"], r["score"] > 0
     (0.0, True)
@@ -37,11 +37,15 @@ Example (the function without verl)::
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from rewardlang.integrations.batching import SpecScorer, batcher_for
 
 __all__ = ["compute_score", "verl_row"]  # and RewardlangRewardManager, made on first access (needs verl)
+
+log = logging.getLogger("rewardlang.integrations")
+_WARNED: list[str] = []
 
 #: keys verl adds to ``extra_info`` itself (not spec columns)
 _VERL_EXTRA = ("num_turns", "rollout_reward_scores")
@@ -60,13 +64,17 @@ def verl_row(scorer: SpecScorer, data_source: Any, solution_str: str, ground_tru
         if target is None:
             open_ = [i for i in scorer.inputs if i.name != "completion" and i.column not in row and i.name not in row
                      and i.name != "data_source"]
-            if len(open_) != 1:
+            if len(open_) == 1:
+                target = open_[0].column
+            else:  # the row lacks inputs: it is masked and counted as a bad row (same keys), and said once
                 names = ", ".join(f"`{i.name}`" for i in open_) or "none"
-                raise ValueError(f"rewardlang: verl's ground_truth cannot be mapped: the spec's inputs not given by "
-                                 f"extra_info are {names}; set reward_kwargs.ground_truth_input to one of them, or "
-                                 "make ground_truth a dict of columns")
-            target = open_[0].column
-        row[target] = ground_truth
+                if not _WARNED:
+                    _WARNED.append(names)
+                    log.warning("rewardlang: verl's ground_truth cannot be mapped: the spec's inputs not given by "
+                                "extra_info are %s; set reward_kwargs.ground_truth_input to one of them, or make "
+                                "ground_truth a dict of columns (such samples are masked)", names)
+        if target is not None:
+            row[target] = ground_truth
     row.setdefault("data_source", data_source)
     comp = next(i for i in scorer.program.inputs if i.name == "completion")
     row[comp.column] = solution_str

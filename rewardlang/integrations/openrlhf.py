@@ -23,8 +23,8 @@ Example::
     >>> import os; os.environ["REWARDLANG_SPEC"] = "specs/codepo_text.reward"
     >>> from rewardlang.integrations.openrlhf import reward_func
     >>> out = reward_func(["Q: write f\\n```python\\ndef f():\\n    return 1\\n```</s>"], ["Q: write f\\n"], [{}])
-    >>> out["rewards"] > 0, out["extra_logs"]["rl_masked"]
-    (True, 0.0)
+    >>> out
+    {'rewards': 0.0, 'scores': 0.0, 'extra_logs': {'rl_masked': 0.0, 'rl_format': 0.0, 'rl_reason': 0.0, 'rl_rep': 0.0}}
 """
 
 from __future__ import annotations

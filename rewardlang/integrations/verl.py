@@ -31,8 +31,8 @@ Example (the function without verl)::
     >>> from rewardlang.integrations.verl import compute_score
     >>> r = compute_score("humaneval", "```python\\ndef f():\\n    return 1\\n```", None, {"prompt": "p"},
     ...                   spec="specs/codepo_text.reward")
-    >>> r["rl_masked"], r["score"] > 0
-    (0.0, True)
+    >>> r
+    {'score': 0.0, 'rl_masked': 0.0, 'rl_format': 0.0, 'rl_reason': 0.0, 'rl_rep': 0.0}
 """
 
 from __future__ import annotations

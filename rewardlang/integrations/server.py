@@ -180,7 +180,17 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, program: Any 
     sys.stderr.write(f"rewardlang: serving {spec} on http://{host}:{bound} (POST / or /get_reward, POST /score, "
                      "GET /health, GET /metrics)\n")
     sys.stderr.flush()
+    class _Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            # uvicorn re-raises the signal once it has shut down; a requested stop that answered every accepted
+            # request is a success (exit 0), not an interrupted command (130/143)
+            captured = getattr(self, "_captured_signals", None)
+            if isinstance(captured, list):
+                captured.clear()
+
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-    server = uvicorn.Server(config)
+    server = _Server(config)
     server.run(sockets=[sock])
+    sys.stderr.write("rewardlang: stopped (every accepted request was answered)\n")
     return 0

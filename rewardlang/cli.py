@@ -300,7 +300,11 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
                                                            "work: worker processes only when they repay their "
                                                            "start-up)"),
           progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar on stderr"),
-          summary: bool = typer.Option(True, "--summary/--no-summary", help="summary table on stderr")) -> None:
+          summary: bool = typer.Option(True, "--summary/--no-summary", help="summary table on stderr"),
+          ray: Optional[str] = typer.Option(None, "--ray", help="score on Ray with a pool of actors (one per "
+                                            "--workers, default every CPU): `local` starts a cluster here, `auto` "
+                                            "joins the running one, or ray://HOST:PORT; output identical to a "
+                                            "local run (needs rewardlang[ray])")) -> None:
     """Score a JSONL file; each row gets the total, every component, the advantage when grouped, errors."""
     import contextlib
     import os
@@ -326,6 +330,12 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
         outputs.check_output(output, inputs={"input file": None if stdin else input, "spec": spec})
     else:
         outputs.note_stdout("the rows printed on standard output so far are incomplete")
+    if ray is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            _err('error: --ray needs Ray, which is not installed\nhint: pip install "rewardlang[ray]"')
+            raise typer.Exit(1)
     spooled = ""
     try:
         prog = _load(spec, set_, scoring=True)
@@ -342,8 +352,18 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
             input = Path(spooled)
         # failed, D00x, interrupted: the temporary goes, and nothing half-written is ever under the output's name
         with (outputs.atomic_write(output) if output is not None else contextlib.nullcontext(sys.stdout)) as out_f:
-            _score_file(prog, input, label, out_f, group_by=group_by, on_bad_row=on_bad_row, step=step,
-                        batch_size=batch_size, workers=workers, progress=progress, summary=summary)
+            if ray is not None:
+                from rewardlang.integrations.ray_score import RayScoreError, score_on_ray
+
+                try:
+                    score_on_ray(spec, set_, prog, input, label, out_f, address=ray, group_by=group_by,
+                                 on_bad_row=on_bad_row, step=step, batch_size=batch_size, workers=workers,
+                                 summary=summary)
+                except RayScoreError:
+                    raise typer.Exit(1)
+            else:
+                _score_file(prog, input, label, out_f, group_by=group_by, on_bad_row=on_bad_row, step=step,
+                            batch_size=batch_size, workers=workers, progress=progress, summary=summary)
     finally:
         if spooled:
             os.unlink(spooled)

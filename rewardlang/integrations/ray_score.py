@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["score_on_ray", "blocks"]
+__all__ = ["blocks", "score_on_ray"]
 
 
 class RayScoreError(Exception):

@@ -39,8 +39,9 @@ def _run(venv: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProces
 
 
 def test_core_venv_has_no_training_stack(venv: Path) -> None:
-    r = subprocess.run([str(venv / "bin" / "python"), "-c", "import importlib.util as u; print([m for m in "
-                        "('torch','transformers','trl','accelerate','peft') if u.find_spec(m)])"],
+    code = ("import importlib.util as u; print([m for m in ('torch','transformers','trl','accelerate','peft') "
+            "if u.find_spec(m)])")
+    r = subprocess.run([str(venv / "bin" / "python"), "-c", code],
                        capture_output=True, text=True, check=True, cwd="/")
     assert r.stdout.strip() == "[]"
 
@@ -51,8 +52,7 @@ def test_every_spec_without_a_model_runs(venv: Path, tmp_path: Path) -> None:
     assert _run(venv, "data", "robot", "-o", str(robot)).returncode == 0
     rows = [json.loads(x) for x in robot.read_text().splitlines()]
     with open(robot, "w") as f:
-        for r in rows[:8]:
-            f.write(json.dumps({**r, "completion": f"```python\n{r['canonical']}\n```"}) + "\n")
+        f.writelines(json.dumps({**r, "completion": f"```python\n{r['canonical']}\n```"}) + "\n" for r in rows[:8])
     constructs = tmp_path / "constructs.jsonl"  # the columns constructs.reward reads besides the sample file's
     with open(constructs, "w") as f:
         for line in samples.read_text().splitlines():

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 
 import pytest
-
-from test_server import _start, _stop  # the same server helpers (this directory is on sys.path)
+from test_server import (  # the same server helpers (this directory is on sys.path)
+    _start,
+    _stop,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -93,6 +93,7 @@ class SpecScorer:
         good = list(range(n))
         given = {i.column: [self._row_value(r, i) for r in rows] for i in self.inputs}
         prog = self.program
+        cols: dict[str, list[Any]] = {}
         try:
             cols = prog._columns(n, given, by="column")
         except DataError as exc:
@@ -110,32 +111,45 @@ class SpecScorer:
                 self.stats["bad_rows"] += len(good)
                 good = []
         if good:
-            try:
-                res = prog.score_columns(cols, len(good), step=step, raw=given)
-            except Exception as exc:  # noqa: BLE001 - an infrastructure failure: masked and counted, not a 0
-                self.stats["infra_failures"] += len(good)
-                log.error("rewardlang: scoring a batch of %d failed (%s: %s); masked", len(good),
-                          type(exc).__name__, exc)
-                res = None
-            for j, i in enumerate(good):
-                if res is None:
-                    out[i] = self.masked_result()
-                    continue
-                total = float(res.total[j])
-                masked = not math.isfinite(total)
-                d = {"score": 0.0 if masked else total, MASK_KEY: 1.0 if masked else 0.0}
-                for c in self.names:
-                    d[f"rl_{c}"] = _finite(res.components[c][j])
-                if masked:
-                    self.stats["masked"] += 1
-                    if any(bool(res.infra[c][j]) for c in self.names):
-                        self.stats["infra_failures"] += 1
-                out[i] = d
-            if res is not None:
-                for k, v in res.stats.items():
-                    if k.startswith("sandbox.") and k != "sandbox.isolation_level" and isinstance(v, (int, float)):
-                        self.stats[k] += v
+            self._score_part(good, cols, given, step, out)
         return [o if o is not None else self.masked_result() for o in out]
+
+    def _score_part(self, idx: list[int], cols: dict[str, list[Any]], given: dict[str, list[Any]], step: int,
+                    out: list[dict[str, float] | None], sibling_failed: bool = False) -> bool:
+        """Score rows ``idx`` (``cols``/``given`` aligned with them) into ``out``; False when no row could be scored.
+
+        A call that raises is split in halves, so that one row whose scoring raises masks itself and not the other
+        rows of its batch; when both halves raise too, the failure is the infrastructure's and all are masked."""
+        try:
+            res = self.program.score_columns(cols, len(idx), step=step, raw=given)
+        except Exception as exc:  # noqa: BLE001 - an infrastructure failure: masked and counted, not a 0
+            if len(idx) > 1 and not sibling_failed:
+                h = len(idx) // 2
+                parts = [(idx[:h], slice(0, h)), (idx[h:], slice(h, None))]
+                sub = [({k: v[sl] for k, v in cols.items()}, {k: v[sl] for k, v in given.items()}) for _, sl in parts]
+                ok0 = self._score_part(parts[0][0], sub[0][0], sub[0][1], step, out)
+                ok1 = self._score_part(parts[1][0], sub[1][0], sub[1][1], step, out, sibling_failed=not ok0)
+                return ok0 or ok1
+            self.stats["infra_failures"] += len(idx)
+            log.error("rewardlang: scoring %d row(s) failed (%s: %s); masked", len(idx), type(exc).__name__, exc)
+            for i in idx:
+                out[i] = self.masked_result()
+            return False
+        for j, i in enumerate(idx):
+            total = float(res.total[j])
+            masked = not math.isfinite(total)
+            d = {"score": 0.0 if masked else total, MASK_KEY: 1.0 if masked else 0.0}
+            for c in self.names:
+                d[f"rl_{c}"] = _finite(res.components[c][j])
+            if masked:
+                self.stats["masked"] += 1
+                if any(bool(res.infra[c][j]) for c in self.names):
+                    self.stats["infra_failures"] += 1
+            out[i] = d
+        for k, v in res.stats.items():
+            if k.startswith("sandbox.") and k != "sandbox.isolation_level" and isinstance(v, (int, float)):
+                self.stats[k] += v
+        return True
 
     def sandbox_level(self) -> str | None:
         """The isolation level the sandbox ran at so far (None: nothing ran in it)."""

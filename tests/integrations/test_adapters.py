@@ -125,6 +125,27 @@ def test_infrastructure_failure_masks_the_batch(monkeypatch: pytest.MonkeyPatch)
     assert all(list(o) == s.keys and o["score"] == 0.0 for o in outs)
 
 
+def test_a_row_whose_scoring_raises_masks_only_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = SpecScorer(TEXT)
+    real = s.program.score_columns
+    calls = []
+
+    def hostile(cols, n, **kw):  # a row that makes the whole call raise (whatever the runtime's own isolation)
+        calls.append(n)
+        if any("EVIL" in c for c in cols["completion"]):
+            raise RuntimeError("boom")
+        return real(cols, n, **kw)
+
+    monkeypatch.setattr(s.program, "score_columns", hostile)
+    rows = [{"prompt": "p", "completion": f"<think>a</think> row {i}" + (" EVIL" if i == 5 else "")}
+            for i in range(8)]
+    outs = s.score_rows(rows)
+    assert [o["rl_masked"] for o in outs] == [1.0 if i == 5 else 0.0 for i in range(8)]
+    assert s.stats["infra_failures"] == 1 and len(calls) <= 2 * 4 + 1  # halving, not one call per row
+    want = SpecScorer(TEXT).score_rows([r for i, r in enumerate(rows) if i != 5])
+    assert [o for i, o in enumerate(outs) if i != 5] == want
+
+
 def test_openrlhf_reward_func(monkeypatch: pytest.MonkeyPatch, reference: list[dict]) -> None:
     monkeypatch.setenv("REWARDLANG_SPEC", QUALITY)
     rows = _rows()

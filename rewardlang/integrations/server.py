@@ -172,8 +172,8 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, program: Any 
 
     try:
         sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
-    except OSError as exc:
-        sys.stderr.write(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}\n")
+    except (OSError, OverflowError) as exc:  # in use, not an address here, a port outside 0-65535
+        sys.stderr.write(f"error: cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}\n")
         return 1
     app = make_app(spec, program=program, window_s=window_s, max_batch=max_batch, max_pending=max_pending)
     bound = sock.getsockname()[1]

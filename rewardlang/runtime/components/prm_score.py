@@ -52,8 +52,12 @@ def missing_checkpoint(params: PrmParams) -> tuple[str, str] | None:
     """What is missing for a call with these options (an unset checkpoint, or a directory that holds no model),
     as ``(what, how to get it)``; None when the checkpoint is there. Checked when a program is loaded for scoring,
     so a spec without its PRM is refused (E603) instead of masking every row."""
+    import importlib.util
     import os
 
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
+        return ("torch and transformers, to run the PRM (the core install has no training stack)",
+                'pip install "rewardlang[train]"')
     if not params.checkpoint:
         return ("a PRM checkpoint: `checkpoint` is not set", HOW_TO_TRAIN)
     if not os.path.isfile(os.path.join(params.checkpoint, "config.json")):

@@ -1,0 +1,263 @@
+"""Issue 23's scale figures, each baseline beside ours in one run (docs/scale.md).
+
+    python benchmarks/bench_scale.py [--samples 512] [--ray-rows 20000] [--workers-rows 0] [--runs 3]
+
+1. verl, ``specs/quality_grpo.reward``, ``--samples`` distinct samples: a per-sample ``compute_score`` (one
+   ``Program.score`` call per sample, as verl's reward loop calls a custom function) against the batched manager's
+   path (every sample of the worker's chunk submitted at once to the batcher, as ``RewardlangRewardManager.run_single``
+   tasks are) and against our ``compute_score`` called from verl's default pool of 6 threads. Fresh programs, and each
+   side's samples differ by a comment, so no side reads another's caches.
+2. ``rewardlang serve`` under 16 concurrent clients (one row per request, as OpenRLHF sends) against in-process
+   batch scoring of the same number of rows (one ``Program.score`` call): throughput ratio.
+3. ``rewardlang score --ray local --workers 2`` against the local run on ``--ray-rows`` rows of
+   ``specs/codepo_text.reward`` (outputs compared byte for byte): Ray's overhead. Needs Ray (skipped, said so,
+   without it).
+4. With ``--workers-rows N``: ``rewardlang score specs/codepo.reward --workers 1`` against ``--workers 2`` on N
+   distinct CodePO rows, alternating, ``--runs`` each, medians (the machine's load printed before and after).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+SPEC = os.path.join(ROOT, "specs", "quality_grpo.reward")
+ENV = {**os.environ, "PYTHONPATH": ROOT}
+
+
+TAGS = {"per-sample": "per-samp", "threads": "threads-", "manager": "manager-", "in-process": "in-procs",
+        "server--": "server--", "server-1": "server-1"}
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
+
+
+def samples(n: int, side: str) -> list[dict]:
+    """``n`` distinct quality_grpo rows: the shipped samples with a comment naming the side and the sample."""
+    with open(os.path.join(ROOT, "examples", "code_samples.jsonl"), encoding="utf-8") as f:
+        base = [json.loads(x) for x in f]
+    out = []
+    for i in range(n):
+        r = dict(base[i % len(base)])
+        # the same length on every side, so that the values compare (quality reads comment lines)
+        tag = f"{abs(hash(side)) % 10**8:08d}" if side not in TAGS else TAGS[side]
+        r["completion"] = r["completion"].replace("```python\n", f"```python\n# {tag} sample {i:05d}\n", 1)
+        out.append(r)
+    return out
+
+
+def cols(rows: list[dict]) -> dict:
+    return {k: [r[k] for r in rows] for k in ("completion", "tests", "entry_point", "prompt")}
+
+
+def bench_verl(n: int) -> None:
+    from rewardlang.integrations.batching import Batcher, SpecScorer
+    from rewardlang.integrations.verl import verl_row
+    from rewardlang.runtime.program import load_program
+
+    prog = load_program(SPEC)
+    prog.score(**cols(samples(2, "warm-a")))  # imports, sandbox slots: not timed on either side
+    per = samples(n, "per-sample")
+    t0 = time.perf_counter()
+    base = [prog.score(**cols([r])).total[0] for r in per]
+    t_base = time.perf_counter() - t0
+    prog.close()
+
+    def batched(side: str, submit_all: bool) -> tuple[float, list[float], dict]:
+        b = Batcher(SpecScorer(SPEC), window_s=0.02, max_batch=max(n, 1))
+        b.score([verl_row(b.scorer, "he", r["completion"], r["tests"],
+                          {"entry_point": r["entry_point"], "prompt": r["prompt"]}) for r in samples(2, "warm-" + side)])
+        b.batch_sizes.clear()
+        rows = [verl_row(b.scorer, "he", r["completion"], r["tests"],
+                         {"entry_point": r["entry_point"], "prompt": r["prompt"]}) for r in samples(n, side)]
+        t = time.perf_counter()
+        if submit_all:  # the manager: one run_single task per sample, all started at once
+            async def run() -> list:
+                return await asyncio.gather(*(asyncio.wrap_future(b.submit([row])) for row in rows))
+            res = [x[0] for x in asyncio.run(run())]
+        else:  # compute_score in verl's default executor (min(32, cores + 4) threads)
+            with ThreadPoolExecutor(min(32, (os.cpu_count() or 1) + 4)) as ex:
+                res = [x[0] for x in ex.map(lambda row: b.score([row]), rows)]
+        dt = time.perf_counter() - t
+        sizes = dict(b.batch_sizes)
+        b.close()
+        b.scorer.close()
+        return dt, [x["score"] for x in res], sizes
+
+    t_fn, s_fn, sizes_fn = batched("threads", submit_all=False)
+    t_mgr, s_mgr, sizes_mgr = batched("manager", submit_all=True)
+    nan = [math.isnan(b) for b in base]
+    same = all(abs((0.0 if x else b) - m) < 1e-9 and m == f for b, x, m, f in zip(base, nan, s_mgr, s_fn))
+    print(f"[verl] {n} samples of quality_grpo.reward; scores equal across sides: {same} "
+          f"(masked ones as 0.0: {sum(nan)})")
+    print(f"  per-sample compute_score (one Program.score per sample): {t_base:.2f} s ({n / t_base:.1f} samples/s)")
+    print(f"  our compute_score from {min(32, (os.cpu_count() or 1) + 4)} threads: {t_fn:.2f} s "
+          f"(batches: {sum(sizes_fn.values())}, largest {max(sizes_fn)})  ratio {t_base / t_fn:.1f}x")
+    print(f"  batched manager path: {t_mgr:.2f} s (batches: {sum(sizes_mgr.values())}, largest {max(sizes_mgr)})"
+          f"  ratio {t_base / t_mgr:.1f}x")
+
+
+def bench_server(n: int, clients: int = 16) -> None:
+    from rewardlang.runtime.program import load_program
+
+    prog = load_program(SPEC)
+    prog.score(**cols(samples(2, "warm-b")))
+    rows = samples(n, "in-process")
+    t0 = time.perf_counter()
+    prog.score(**cols(rows))
+    t_in = time.perf_counter() - t0
+    prog.close()
+    p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", SPEC, "--port", "0"], stderr=subprocess.PIPE,
+                         text=True, env=ENV, cwd=ROOT)
+    try:
+        m = re.search(r":(\d+) ", p.stderr.readline())
+        assert m, "the server did not start"
+        url = f"http://127.0.0.1:{m.group(1)}"
+
+        def post(path: str, body: dict) -> dict:
+            req = urllib.request.Request(url + path, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=600) as r:
+                return json.loads(r.read())
+
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(url + "/health", timeout=5)
+                break
+            except OSError:
+                time.sleep(0.1)
+        post("/score", {"rows": samples(2, "warm-c")})
+        print(f"[server] {n} rows of quality_grpo.reward, {clients} concurrent clients")
+        print(f"  in-process batch scoring (one Program.score): {t_in:.2f} s ({n / t_in:.1f} rows/s)")
+        for per_request, side in ((max(1, n // clients), "server--"), (1, "server-1")):
+            srows = samples(n, side)
+            done: list = []
+            before = post_metrics(url)
+
+            def client(k: int, srows: list = srows, per: int = per_request, done: list = done) -> None:
+                mine = srows[k * (n // clients):(k + 1) * (n // clients)] if per > 1 else srows[k::clients]
+                for j in range(0, len(mine), per):
+                    done.extend(x["score"] for x in post("/score", {"rows": mine[j:j + per]})["results"])
+
+            t0 = time.perf_counter()
+            threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            t_srv = time.perf_counter() - t0
+            after = post_metrics(url)
+            batches = after["batches"] - before["batches"]
+            print(f"  rewardlang serve, {per_request} row(s) per request: {t_srv:.2f} s ({len(done) / t_srv:.1f} "
+                  f"rows/s, {len(done)} rows in {batches} batches, largest so far {after['batch_size_max']}); "
+                  f"server / in-process throughput {t_in / t_srv * len(done) / n:.2f}x (target >= 0.8)")
+    finally:
+        p.terminate()
+        p.wait(60)
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def post_metrics(url: str) -> dict:
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as r:
+        return json.loads(r.read())
+
+
+def _codepo_rows(path: str, n: int) -> None:
+    from benchmarks.bench_codepo_full import REASONINGS
+    from benchmarks.corpus import as_completion, load_corpus
+
+    corpus = load_corpus()
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            r = corpus[i % len(corpus)]
+            f.write(json.dumps({"prompt": f"{r.task_id}#{i // len(corpus)}", "reference": r.reference,
+                                "completion": as_completion(r.candidate + f"\n# variant {i}",
+                                                            REASONINGS[i % len(REASONINGS)])}) + "\n")
+
+
+def bench_ray(n: int) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        print("[ray] skipped: Ray is not installed (pip install \"rewardlang[ray]\")")
+        return
+    spec = os.path.join(ROOT, "specs", "codepo_text.reward")
+    with tempfile.TemporaryDirectory() as d:
+        data = os.path.join(d, "rows.jsonl")
+        _codepo_rows(data, n)
+        base = [sys.executable, "-m", "rewardlang", "score", spec, "-i", data, "--no-progress", "--no-summary"]
+        t0 = time.perf_counter()
+        subprocess.run(base + ["-o", os.path.join(d, "local.jsonl")], check=True, env=ENV, capture_output=True)
+        t_local = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        subprocess.run(base + ["-o", os.path.join(d, "ray.jsonl"), "--ray", "local", "--workers", "2"], check=True,
+                       env=ENV, capture_output=True)
+        t_ray = time.perf_counter() - t0
+        same = _read(os.path.join(d, "local.jsonl")) == _read(os.path.join(d, "ray.jsonl"))
+    print(f"[ray] {n} rows of codepo_text.reward, whole commands; outputs byte-identical: {same}")
+    print(f"  rewardlang score (local): {t_local:.2f} s;  --ray local --workers 2: {t_ray:.2f} s;  "
+          f"overhead {t_ray - t_local:+.2f} s ({t_ray / t_local:.2f}x)")
+
+
+def bench_workers(n: int, runs: int) -> None:
+    spec = os.path.join(ROOT, "specs", "codepo.reward")
+    with tempfile.TemporaryDirectory() as d:
+        data = os.path.join(d, "rows.jsonl")
+        _codepo_rows(data, n)
+        times: dict[int, list[float]] = {1: [], 2: []}
+        for _ in range(runs):
+            for w in (1, 2):
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "rewardlang", "score", spec, "-i", data, "-o",
+                                os.path.join(d, f"w{w}.jsonl"), "--workers", str(w), "--no-progress", "--no-summary"],
+                               check=True, env=ENV, capture_output=True)
+                times[w].append(time.perf_counter() - t0)
+        same = _read(os.path.join(d, "w1.jsonl")) == _read(os.path.join(d, "w2.jsonl"))
+    m1, m2 = statistics.median(times[1]), statistics.median(times[2])
+    print(f"[workers] {n} distinct rows of codepo.reward, {runs} alternating runs each; outputs identical: {same}")
+    print(f"  --workers 1: median {m1:.2f} s ({', '.join(f'{t:.1f}' for t in times[1])}); --workers 2: median "
+          f"{m2:.2f} s ({', '.join(f'{t:.1f}' for t in times[2])}); speed-up {m1 / m2:.2f}x (target >= 1.6)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--samples", type=int, default=512)
+    ap.add_argument("--ray-rows", type=int, default=20000)
+    ap.add_argument("--workers-rows", type=int, default=0)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", default="verl,server,ray,workers")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    print(load())
+    if "verl" in only:
+        bench_verl(args.samples)
+    if "server" in only:
+        bench_server(args.samples)
+    if "ray" in only and args.ray_rows:
+        bench_ray(args.ray_rows)
+    if "workers" in only and args.workers_rows:
+        bench_workers(args.workers_rows, args.runs)
+    print(load())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,292 @@
+"""One compiled program per process, fed in batches: what the verl and OpenRLHF adapters and ``rewardlang serve``
+share.
+
+Engines call a reward once per sample, from many threads or tasks at once. :class:`Batcher` parks those calls for
+a short window (or until ``max_batch`` rows wait) and scores them together through one :class:`SpecScorer`: one
+compiled program, one sandbox pool, the row-deduplication and caches of :meth:`Program.score_columns`.
+
+Every sample gets the same keys whatever happens (verl takes the key list from its first sample): ``score`` (always
+finite), ``rl_masked`` (1.0 when rewardlang masks the sample: an infrastructure failure, a component that is none, a
+bad input row) and ``rl_<component>`` for each component (0.0 where the component is masked). A masked sample's
+``score`` is 0.0; see docs/scale.md for what that means for each engine's advantages.
+
+Example::
+
+    >>> from rewardlang.integrations.batching import SpecScorer
+    >>> s = SpecScorer("specs/codepo_text.reward")
+    >>> out = s.score_rows([{"prompt": "p", "completion": "```python\\ndef f():\\n    return 1\\n```"}])
+    >>> list(out[0])[:2], out[0]["rl_masked"], s.keys == list(out[0])
+    (['score', 'rl_masked'], 0.0, True)
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Sequence
+from concurrent.futures import Future
+from typing import Any
+
+__all__ = ["Batcher", "Overloaded", "SpecScorer", "batcher_for", "result_keys", "scorer_for"]
+
+log = logging.getLogger("rewardlang.integrations")
+
+#: key of the mask flag in every result
+MASK_KEY = "rl_masked"
+
+
+def result_keys(component_names: Sequence[str]) -> list[str]:
+    """The keys of every result dict, in order: ``score``, ``rl_masked``, then ``rl_<component>``."""
+    return ["score", MASK_KEY] + [f"rl_{c}" for c in component_names]
+
+
+def _finite(x: Any) -> float:
+    x = float(x)
+    return x if math.isfinite(x) else 0.0
+
+
+class SpecScorer:
+    """A compiled spec that scores lists of row dicts (keys: the spec's input names or their columns).
+
+    A row whose values are bad (a missing column, a wrong type) is masked and counted in ``stats["bad_rows"]``
+    (its reason in ``reasons``), not dropped and not an exception; a failure of the scoring run itself masks the
+    batch and counts ``stats["infra_failures"]``.
+    """
+
+    def __init__(self, spec: str, params: dict[str, Any] | None = None, program: Any = None) -> None:
+        from rewardlang.runtime.program import load_program
+
+        self.spec = str(spec)
+        # a bad spec raises SpecError here: every sample would fail the same way, so the engine must stop
+        self.program = program if program is not None else load_program(self.spec, params=params)
+        self.program.require_resources()
+        self.names = [c.name for c in self.program.components]
+        self.keys = result_keys(self.names)
+        self.stats: Counter = Counter()
+        self.inputs = [i for i in self.program.inputs if i.used or i.name == "completion"]
+
+    def _row_value(self, row: dict[str, Any], inp: Any) -> Any:
+        if inp.column in row:
+            return row[inp.column]
+        return row.get(inp.name)
+
+    def masked_result(self) -> dict[str, float]:
+        """The result of a masked sample (same keys as every other)."""
+        out = dict.fromkeys(self.keys, 0.0)
+        out[MASK_KEY] = 1.0
+        return out
+
+    def score_rows(self, rows: Sequence[dict[str, Any]], step: int = 0) -> list[dict[str, float]]:
+        """Score rows together; one dict per row with :attr:`keys` (see the module docstring)."""
+        from rewardlang.runtime.program import DataError
+
+        n = len(rows)
+        if n == 0:
+            return []
+        self.stats["rows"] += n
+        self.stats["batches"] += 1
+        out: list[dict[str, float] | None] = [None] * n
+        good = list(range(n))
+        given = {i.column: [self._row_value(r, i) for r in rows] for i in self.inputs}
+        prog = self.program
+        cols: dict[str, list[Any]] = {}
+        try:
+            cols = prog._columns(n, given, by="column")
+        except DataError as exc:
+            bad = {r for r, _, _ in exc.problems}
+            for r, c, m in exc.problems:
+                log.warning("rewardlang: row %d of a batch of %d: column `%s` %s (masked)", r, n, c, m)
+            self.stats["bad_rows"] += len(bad)
+            for r in bad:
+                out[r] = self.masked_result()
+            good = [i for i in range(n) if i not in bad]
+            given = {k: [v[i] for i in good] for k, v in given.items()}
+            try:
+                cols = prog._columns(len(good), given, by="column") if good else {}
+            except DataError:  # problems the first pass could not see per row: mask the rest too, counted
+                self.stats["bad_rows"] += len(good)
+                good = []
+        if good:
+            self._score_part(good, cols, given, step, out)
+        return [o if o is not None else self.masked_result() for o in out]
+
+    def _score_part(self, idx: list[int], cols: dict[str, list[Any]], given: dict[str, list[Any]], step: int,
+                    out: list[dict[str, float] | None], sibling_failed: bool = False) -> bool:
+        """Score rows ``idx`` (``cols``/``given`` aligned with them) into ``out``; False when no row could be scored.
+
+        A call that raises is split in halves, so that one row whose scoring raises masks itself and not the other
+        rows of its batch; when both halves raise too, the failure is the infrastructure's and all are masked."""
+        try:
+            res = self.program.score_columns(cols, len(idx), step=step, raw=given)
+        except Exception as exc:  # noqa: BLE001 - an infrastructure failure: masked and counted, not a 0
+            if len(idx) > 1 and not sibling_failed:
+                h = len(idx) // 2
+                parts = [(idx[:h], slice(0, h)), (idx[h:], slice(h, None))]
+                sub = [({k: v[sl] for k, v in cols.items()}, {k: v[sl] for k, v in given.items()}) for _, sl in parts]
+                ok0 = self._score_part(parts[0][0], sub[0][0], sub[0][1], step, out)
+                ok1 = self._score_part(parts[1][0], sub[1][0], sub[1][1], step, out, sibling_failed=not ok0)
+                return ok0 or ok1
+            self.stats["infra_failures"] += len(idx)
+            log.error("rewardlang: scoring %d row(s) failed (%s: %s); masked", len(idx), type(exc).__name__, exc)
+            for i in idx:
+                out[i] = self.masked_result()
+            return False
+        for j, i in enumerate(idx):
+            total = float(res.total[j])
+            masked = not math.isfinite(total)
+            d = {"score": 0.0 if masked else total, MASK_KEY: 1.0 if masked else 0.0}
+            for c in self.names:
+                d[f"rl_{c}"] = _finite(res.components[c][j])
+            if masked:
+                self.stats["masked"] += 1
+                if any(bool(res.infra[c][j]) for c in self.names):
+                    self.stats["infra_failures"] += 1
+            out[i] = d
+        for k, v in res.stats.items():
+            if k.startswith("sandbox.") and k != "sandbox.isolation_level" and isinstance(v, (int, float)):
+                self.stats[k] += v
+        return True
+
+    def sandbox_level(self) -> str | None:
+        """The isolation level the sandbox ran at so far (None: nothing ran in it)."""
+        levels = sorted(k[len("sandbox.level."):] for k in self.stats if k.startswith("sandbox.level."))
+        return "/".join(levels) or None
+
+    def close(self) -> None:
+        self.program.close()
+
+
+class Overloaded(RuntimeError):
+    """The batcher's queue is full: the caller should retry later (the server answers 503)."""
+
+
+class Batcher:
+    """Coalesces concurrent submissions into batches scored by one thread through one :class:`SpecScorer`.
+
+    A batch is scored when ``max_batch`` rows wait or ``window_s`` after its first row arrived. More than
+    ``max_pending`` waiting rows make :meth:`submit` raise :class:`Overloaded` at once (a bounded queue, never an
+    unbounded wait). :meth:`close` stops accepting, scores everything accepted, then returns.
+    """
+
+    def __init__(self, scorer: SpecScorer, *, window_s: float = 0.02, max_batch: int = 512,
+                 max_pending: int = 8192) -> None:
+        self.scorer = scorer
+        self.window_s = window_s
+        self.max_batch = max_batch
+        self.max_pending = max_pending
+        self._queue: deque[tuple[list[dict], Future, float]] = deque()
+        self._pending = 0
+        self._cond = threading.Condition()
+        self._closing = False
+        self.batch_sizes: Counter = Counter()
+        self.latency_sum = 0.0
+        self.latency_n = 0
+        self.requests = 0
+        self.rejected = 0
+        self._thread = threading.Thread(target=self._loop, name="rewardlang-batcher", daemon=True)
+        self._thread.start()
+
+    def submit(self, rows: list[dict]) -> Future:
+        """Queue rows; the future's result is their result dicts, in order."""
+        fut: Future = Future()
+        with self._cond:
+            if self._closing:
+                raise Overloaded("the reward batcher is shutting down")
+            if self._pending + len(rows) > self.max_pending:
+                self.rejected += 1
+                raise Overloaded(f"overloaded: {self._pending} rows already wait (limit {self.max_pending})")
+            self.requests += 1
+            self._queue.append((list(rows), fut, time.perf_counter()))
+            self._pending += len(rows)
+            self._cond.notify()
+        return fut
+
+    def score(self, rows: list[dict]) -> list[dict[str, float]]:
+        """Submit and wait (for callers on threads, such as verl's per-sample ``compute_score``)."""
+        return self.submit(rows).result()
+
+    def _take(self) -> list[tuple[list[dict], Future, float]]:
+        with self._cond:
+            while not self._queue:
+                if self._closing:
+                    return []
+                self._cond.wait()
+            deadline = self._queue[0][2] + self.window_s
+            while self._pending < self.max_batch and not self._closing:
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            taken: list[tuple[list[dict], Future, float]] = []
+            size = 0
+            # whole requests only: a request's rows are scored together (a group is never split)
+            while self._queue and (not taken or size + len(self._queue[0][0]) <= self.max_batch):
+                item = self._queue.popleft()
+                taken.append(item)
+                size += len(item[0])
+            self._pending -= size
+            return taken
+
+    def _loop(self) -> None:
+        while True:
+            taken = self._take()
+            if not taken:
+                return
+            rows = [r for item in taken for r in item[0]]
+            self.batch_sizes[len(rows)] += 1
+            try:
+                results = self.scorer.score_rows(rows)
+            except BaseException as exc:  # noqa: BLE001 - never leave a caller waiting forever
+                for _, fut, _ in taken:
+                    fut.set_exception(exc)
+                continue
+            now = time.perf_counter()
+            k = 0
+            for item_rows, fut, t in taken:
+                fut.set_result(results[k:k + len(item_rows)])
+                k += len(item_rows)
+                self.latency_sum += now - t
+                self.latency_n += 1
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    def close(self, timeout: float | None = None) -> None:
+        """Accept nothing more, finish every accepted submission, stop the thread."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
+
+
+_SCORERS: dict[tuple, SpecScorer] = {}
+_BATCHERS: dict[tuple, Batcher] = {}
+_LOCK = threading.Lock()
+
+
+def _key(spec: str, params: dict[str, Any] | None) -> tuple:
+    return (os.path.abspath(spec), tuple(sorted((params or {}).items())))
+
+
+def scorer_for(spec: str, params: dict[str, Any] | None = None) -> SpecScorer:
+    """The process's scorer for ``spec`` (compiled once per process: engines import the adapter in every worker)."""
+    k = _key(spec, params)
+    with _LOCK:
+        if k not in _SCORERS:
+            _SCORERS[k] = SpecScorer(spec, params)
+        return _SCORERS[k]
+
+
+def batcher_for(spec: str, params: dict[str, Any] | None = None, **kw: Any) -> Batcher:
+    """The process's batcher for ``spec`` (see :class:`Batcher` for ``window_s``, ``max_batch``, ``max_pending``)."""
+    scorer = scorer_for(spec, params)
+    k = _key(spec, params)
+    with _LOCK:
+        if k not in _BATCHERS:
+            _BATCHERS[k] = Batcher(scorer, **kw)
+        return _BATCHERS[k]

@@ -1,0 +1,145 @@
+"""rewardlang in verl (>= 0.7, the reward loop): a custom reward function and a batching reward manager.
+
+**Function** (``reward.custom_reward_function``)::
+
+    reward.custom_reward_function.path=$(python3 -c "import rewardlang.integrations.verl as m; print(m.__file__)")
+    reward.custom_reward_function.name=compute_score
+    +reward.custom_reward_function.reward_kwargs.spec=specs/quality_grpo.reward
+
+**Manager** (``reward.reward_manager.source=importlib``): the same, plus::
+
+    reward.reward_manager.source=importlib
+    reward.reward_manager.name=RewardlangRewardManager
+    reward.reward_manager.module.path=<the same file>
+
+verl calls the function once per sample from a thread pool, and the manager's ``run_single`` once per sample as
+concurrent tasks; both hand the sample to the process's :class:`~rewardlang.integrations.batching.Batcher`, which
+scores the samples that arrive within ``window_s`` (20 ms) together through one compiled program and one sandbox
+pool. The manager also decodes in the batch and needs no thread per sample.
+
+**Inputs.** The completion is ``solution_str``. Every other input the spec reads comes, by its column name (or its
+input name), from ``extra_info`` (a dict) or from ``ground_truth`` when that is a dict; when ``ground_truth`` is not
+a dict it fills the input named by ``reward_kwargs.ground_truth_input``, or else the one input that ``extra_info``
+does not give (``quality_grpo.reward``: ``ground_truth`` = the tests, ``extra_info`` = ``{"entry_point": ...}``).
+
+**Result.** ``{"score", "rl_masked", "rl_<component>"...}``, the same keys on every sample (verl takes the key list
+from sample 0). A masked sample (an infrastructure failure, a bad row) scores 0.0 with ``rl_masked`` = 1.0: verl
+has no mask, so it enters the advantage as a 0 (docs/scale.md).
+
+Example (the function without verl)::
+
+    >>> from rewardlang.integrations.verl import compute_score
+    >>> r = compute_score("humaneval", "```python\\ndef f():\\n    return 1\\n```", None, {"prompt": "p"},
+    ...                   spec="specs/codepo_text.reward")
+    >>> r
+    {'score': 0.0, 'rl_masked': 0.0, 'rl_format': 0.0, 'rl_reason': 0.0, 'rl_rep': 0.0}
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rewardlang.integrations.batching import SpecScorer, batcher_for
+
+__all__ = ["compute_score", "verl_row"]  # and RewardlangRewardManager, made on first access (needs verl)
+
+log = logging.getLogger("rewardlang.integrations")
+_WARNED: list[str] = []
+
+#: keys verl adds to ``extra_info`` itself (not spec columns)
+_VERL_EXTRA = ("num_turns", "rollout_reward_scores")
+
+
+def verl_row(scorer: SpecScorer, data_source: Any, solution_str: str, ground_truth: Any,
+             extra_info: dict | None, ground_truth_input: str | None = None) -> dict[str, Any]:
+    """The spec row of one verl sample (see the module docstring for the mapping)."""
+    row: dict[str, Any] = {}
+    if isinstance(extra_info, dict):
+        row.update({k: v for k, v in extra_info.items() if k not in _VERL_EXTRA})
+    if isinstance(ground_truth, dict):
+        row.update(ground_truth)
+    elif ground_truth is not None:
+        target = ground_truth_input
+        if target is None:
+            open_ = [i for i in scorer.inputs if i.name != "completion" and i.column not in row and i.name not in row
+                     and i.name != "data_source"]
+            if len(open_) == 1:
+                target = open_[0].column
+            else:  # the row lacks inputs: it is masked and counted as a bad row (same keys), and said once
+                names = ", ".join(f"`{i.name}`" for i in open_) or "none"
+                if not _WARNED:
+                    _WARNED.append(names)
+                    log.warning("rewardlang: verl's ground_truth cannot be mapped: the spec's inputs not given by "
+                                "extra_info are %s; set reward_kwargs.ground_truth_input to one of them, or make "
+                                "ground_truth a dict of columns (such samples are masked)", names)
+        if target is not None:
+            row[target] = ground_truth
+    row.setdefault("data_source", data_source)
+    comp = next(i for i in scorer.program.inputs if i.name == "completion")
+    row[comp.column] = solution_str
+    row["completion"] = solution_str
+    return row
+
+
+def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict | None = None, *,
+                  spec: str, ground_truth_input: str | None = None, window_s: float = 0.02,
+                  **kwargs: Any) -> dict[str, float]:
+    """verl's ``compute_score``: one sample in, ``{"score", "rl_masked", "rl_<component>"...}`` out.
+
+    Concurrent calls in one process are scored together (``window_s``). ``kwargs`` that verl adds
+    (``reward_router_address``...) are ignored.
+    """
+    batcher = batcher_for(spec, window_s=window_s)
+    row = verl_row(batcher.scorer, data_source, solution_str, ground_truth, extra_info, ground_truth_input)
+    return batcher.score([row])[0]
+
+
+def _manager_class() -> type:
+    import asyncio
+
+    from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
+
+    class RewardlangRewardManager(RewardManagerBase):
+        """verl reward manager: samples from concurrent ``run_single`` calls are scored in one batch.
+
+        The spec comes from ``reward.custom_reward_function.reward_kwargs.spec`` (or ``REWARDLANG_SPEC``).
+        """
+
+        def __init__(self, config: Any, tokenizer: Any, compute_score: Any = None, reward_router_address: Any = None,
+                     reward_model_tokenizer: Any = None) -> None:
+            import os
+
+            super().__init__(config, tokenizer, compute_score)
+            kw = dict((config.reward.get("custom_reward_function") or {}).get("reward_kwargs") or {})
+            spec = kw.get("spec") or os.environ.get("REWARDLANG_SPEC")
+            if not spec:
+                raise ValueError("rewardlang: set reward.custom_reward_function.reward_kwargs.spec (or the "
+                                 "REWARDLANG_SPEC environment variable) to the .reward file")
+            self.ground_truth_input = kw.get("ground_truth_input")
+            self.batcher = batcher_for(str(spec), window_s=float(kw.get("window_s", 0.02)))
+
+        async def run_single(self, data: Any) -> dict:
+            item = data[-1:][0]
+            ids = item.batch["responses"]
+            n = int(item.batch["attention_mask"][-ids.shape[-1]:].sum())
+            text = self.tokenizer.decode(ids[:n], skip_special_tokens=True)
+            nt = item.non_tensor_batch
+            extra = dict(nt.get("extra_info", {}) or {})
+            row = verl_row(self.batcher.scorer, nt.get("data_source"), text,
+                           (nt.get("reward_model") or {}).get("ground_truth"), extra, self.ground_truth_input)
+            fut = self.batcher.submit([row])
+            result = (await asyncio.wrap_future(fut))[0]
+            return {"reward_score": result["score"], "reward_extra_info": dict(result)}
+
+    return RewardlangRewardManager
+
+
+def __getattr__(name: str) -> Any:
+    # the manager subclasses verl's base class, so it exists only where verl is installed (the function does not
+    # need verl); verl looks it up with getattr on this file's module
+    if name == "RewardlangRewardManager":
+        cls = _manager_class()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(name)

@@ -140,7 +140,11 @@ class _Emitter:
         k = node.kind
         if k == "const":
             v = node.value
+            if v is None:  # none is NaN in these phases (a masked value)
+                return "float('nan')"
             return _lit(float(v) if isinstance(v, bool) else v)
+        if k == "is_none":
+            return f"A.is_none({a[0]})"
         if k == "step":
             return "step"
         if k == "comp":

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["aggregate", "as_float", "where", "math", "minimum", "maximum", "step_fn", "interp", "weighted_sum",
+__all__ = ["aggregate", "as_float", "is_none", "where", "math", "minimum", "maximum", "step_fn", "interp", "weighted_sum",
            "logical_and", "logical_or", "logical_not", "group_codes"]
 
 
@@ -104,6 +104,13 @@ def _rank(x: np.ndarray, codes: np.ndarray, valid: np.ndarray, count: np.ndarray
     n = count[c]
     out[order] = np.where(n > 1, r / np.maximum(n - 1, 1), 0.5)
     return out
+
+
+def is_none(x: Any) -> Any:
+    """`x is none` in the phases over float arrays, where none (masked) is NaN."""
+    if x is None:
+        return True
+    return np.isnan(np.asarray(x, dtype=np.float64))
 
 
 def as_float(x: Any) -> Any:

@@ -141,6 +141,18 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def _tagged(x: Any) -> Any:
+    """A hashable key of a value of an ``any`` input that tells lists, tuples, dicts and scalars apart (a dict and
+    a list of pairs are different rows)."""
+    if isinstance(x, list):
+        return ("list", tuple(_tagged(i) for i in x))
+    if isinstance(x, tuple):
+        return ("tuple", tuple(_tagged(i) for i in x))
+    if isinstance(x, dict):
+        return ("dict", tuple(sorted(((k, _tagged(v)) for k, v in x.items()), key=repr)))
+    return (type(x).__name__, x)
+
+
 def _hashable(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return tuple(_hashable(i) for i in x)
@@ -369,8 +381,10 @@ class Program:
             keys = cols[row_inputs[0]]
         else:
             keys = list(zip(*(cols[k] for k in row_inputs)))
-        if row_inputs and any(self.input(k).type.startswith("list") or self.input(k).type == "group"
-                              for k in row_inputs):
+        if any(self.input(k).type == "any" for k in row_inputs):  # lists, dicts ...: tagged, nothing conflated
+            keys = [_tagged(k) for k in keys]
+        elif row_inputs and any(self.input(k).type.startswith("list") or self.input(k).type == "group"
+                                for k in row_inputs):
             keys = [_hashable(k) for k in keys]
         index: dict[Any, int] = {}
         inverse = np.empty(n, dtype=np.int64)

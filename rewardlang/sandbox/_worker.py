@@ -95,85 +95,113 @@ class _Budget:
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+_DENTS_SIZE = 1 << 16      # one getdents64 buffer, reused and zeroed: names never become Python objects
+_dents_buf = None
+_AT_REMOVEDIR = 0x200
+_DT_DIR = 4
+
+
+def _dents() -> "ctypes.Array[ctypes.c_char]":
+    global _dents_buf
+    if _dents_buf is None:
+        lib = _lib()
+        lib.getdents64.restype = ctypes.c_ssize_t
+        lib.getdents64.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t)
+        lib.unlinkat.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
+        lib.openat.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint)
+        lib.fchmodat.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int)
+        _dents_buf = ctypes.create_string_buffer(_DENTS_SIZE)
+    return _dents_buf
+
+
 def _empty_dir(top: str, budget: _Budget) -> bool:
     """Delete everything inside the directory ``top`` (not ``top`` itself); False when the budget ran out
     or something could not be deleted (the caller then replaces the slot).
 
-    Safe against what a program can leave behind, because every step is relative to a directory fd and
-    never follows a symlink: ``top`` and each subdirectory are opened with ``O_NOFOLLOW | O_DIRECTORY``,
-    entries are removed with ``unlinkat``/``rmdirat`` (``dir_fd=``), a symlink (even one that replaced a
-    run directory) is unlinked, never entered. Iterative (no recursion: any depth), and only single path
-    components are used (names nested past ``PATH_MAX`` are fine). It climbs back with ``..``, which
-    cannot be moved under it: every process of the program is dead before the clean-up starts.
-    Unreadable directories are the slot uid's own and are made readable first."""
-    try:
-        if not os.listdir(top):   # the common case, one call (reading cannot harm: nothing is removed)
-            return True
-    except OSError:
-        pass
+    The names a program gave its files never become Python strings here (a later program forked from this
+    worker could find freed strings in the memory it inherits: issue 19, nothing carried between programs):
+    entries are read with ``getdents64`` into one fixed buffer and removed with ``unlinkat`` straight from it,
+    and the buffer is zeroed before returning. Safe against what a program can leave behind: every step is
+    relative to a directory fd and never follows a symlink (``openat`` with ``O_NOFOLLOW | O_DIRECTORY``; a
+    symlink, even one that replaced a run directory, is unlinked, never entered). Iterative with a stack of
+    directory fds (any depth, no path ever built); a directory is removed by its parent's next pass once it is
+    empty. Unreadable directories are the slot uid's own and are made readable first. Every process of the
+    program is dead before the clean-up starts, so nothing moves under it."""
     try:
         fd = os.open(top, _DIR_FLAGS)
     except FileNotFoundError:
         return True
     except OSError:
         return False
-    names: list[str] = []      # the path from top to the current directory, one component each
-    S_ISDIR = _stat.S_ISDIR
+    lib = _lib()
+    buf = _dents()
+    base = ctypes.addressof(buf)
+    stack = [fd]
     try:
-        while True:
+        while stack:
+            cur = stack[-1]
             if budget.n < 0 or time.monotonic() > budget.deadline:
                 return False
-            sub = None
-            with os.scandir(fd) as it:
-                for e in it:
+            os.lseek(cur, 0, os.SEEK_SET)       # re-read from the start: an emptied child is removed now
+            descend = -1
+            removed_or_entered = False
+            while descend < 0:
+                n = lib.getdents64(cur, base, _DENTS_SIZE)
+                if n < 0:
+                    return False
+                if n == 0:
+                    break
+                pos = 0
+                while pos < n:
+                    reclen = int.from_bytes(ctypes.string_at(base + pos + 16, 2), "little")
+                    dtype = ctypes.string_at(base + pos + 18, 1)[0]
+                    name = base + pos + 19
+                    pos += reclen
+                    c0 = ctypes.string_at(name, 1)[0]
+                    if c0 == 0x2E:  # "." and ".." (only their first bytes are looked at, never the name)
+                        c1 = ctypes.string_at(name + 1, 1)[0]
+                        if c1 == 0 or (c1 == 0x2E and ctypes.string_at(name + 2, 1)[0] == 0):
+                            continue
                     budget.n -= 1
                     if budget.n < 0:
                         return False
-                    name = e.name
-                    try:
-                        if S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
-                            try:
-                                os.rmdir(name, dir_fd=fd)   # empty: done
-                            except OSError:
-                                sub = name
-                                break
-                        else:
-                            os.unlink(name, dir_fd=fd)      # files, symlinks, fifos, sockets
-                    except FileNotFoundError:
-                        pass
-                    except OSError:
-                        return False                        # cannot make progress here
-            if sub is not None:
-                try:
-                    # a directory (lstat), and nothing can swap it now: chmod may follow a path safely
-                    os.chmod(sub, 0o700, dir_fd=fd)
-                except OSError:
-                    pass
-                try:
-                    nfd = os.open(sub, _DIR_FLAGS, dir_fd=fd)
-                except OSError:
-                    return False
-                os.close(fd)
-                fd = nfd
-                names.append(sub)
+                    flags = _AT_REMOVEDIR if dtype == _DT_DIR else 0
+                    if lib.unlinkat(cur, name, flags) == 0:
+                        removed_or_entered = True
+                        continue
+                    err = ctypes.get_errno()
+                    if err == errno.ENOENT:
+                        continue
+                    if flags == 0 and err == errno.EISDIR:        # d_type unknown: a directory after all
+                        if lib.unlinkat(cur, name, _AT_REMOVEDIR) == 0:
+                            removed_or_entered = True
+                            continue
+                        err = ctypes.get_errno()
+                    if err not in (errno.ENOTEMPTY, errno.EEXIST, errno.EACCES, errno.EPERM, errno.EISDIR):
+                        return False                                # cannot make progress here
+                    lib.fchmodat(cur, name, 0o700, 0)               # a directory: make it readable, enter it
+                    nfd = lib.openat(cur, name, _DIR_FLAGS, 0)
+                    if nfd < 0:
+                        return False
+                    descend = nfd
+                    removed_or_entered = True
+                    break
+            if descend >= 0:
+                stack.append(descend)
                 continue
-            if not names:
-                return True
-            name = names.pop()
-            try:
-                pfd = os.open("..", _DIR_FLAGS, dir_fd=fd)
-            except OSError:
-                return False
-            os.close(fd)
-            fd = pfd
-            try:
-                os.rmdir(name, dir_fd=fd)
-            except FileNotFoundError:
-                pass
-            except OSError:
-                return False
+            if cur is fd and len(stack) == 1 and not removed_or_entered:
+                return True                                          # top is empty
+            if len(stack) > 1 and not removed_or_entered:
+                os.close(stack.pop())                                # empty: the parent removes it next pass
+            # else: something was removed; read this directory again (it may hold more than one buffer)
+        return True
     finally:
-        os.close(fd)
+        for d in stack:
+            try:
+                os.close(d)
+            except OSError:
+                pass
+        ctypes.memset(base, 0, _DENTS_SIZE)
 
 
 WIPE_BUDGET = 20_000

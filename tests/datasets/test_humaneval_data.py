@@ -11,7 +11,8 @@ def test_all_rows_present_in_order() -> None:
     rows = load_humaneval()
     assert len(rows) == 164
     assert [r["task_id"] for r in rows] == [f"HumanEval/{i}" for i in range(164)]
-    assert set(rows[0]) == {"task_id", "prompt", "reference", "tests", "entry_point"}
+    assert set(rows[0]) == {"task_id", "prompt", "reference", "solution", "tests", "entry_point"}
+    assert all(r["solution"].startswith(r["prompt"]) for r in rows)
 
 
 def test_rows_are_complete_programs() -> None:

@@ -242,7 +242,7 @@ def _fences(text: str) -> list[tuple[str, int, int, bool]]:
 
 
 def _lang_ok(lang: str, want: str | None) -> bool:
-    if want is None:
+    if not want:
         return True
     from rewardlang.sandbox.languages import fence_names  # stdlib-only; the fence names of each language
 
@@ -254,8 +254,9 @@ class BlockParams(_Opts):
     allow_unclosed: bool = Field(False, description="also return a block whose closing fence is missing")
 
 
-# `lang` may be a column (one language per row: translation data mixes targets) or a constant.
-_LANG = Arg("lang", TEXT.optional(), default=None)
+# `lang` may be a column (one language per row: translation data mixes targets) or a constant; "" (the default)
+# is any language. Not optional: a none argument would make the whole call none (null propagation).
+_LANG = Arg("lang", TEXT, default="")
 
 
 def _langs(lang: Any, n: int) -> list[str | None]:

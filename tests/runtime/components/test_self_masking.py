@@ -42,7 +42,16 @@ COLUMNS: dict[str, Any] = {
 
 
 #: inputs a spec reads in a form of its own (the robot spec's `task` is a task of the robot domain, as JSON)
-SPEC_COLUMNS: dict[str, dict[str, Any]] = {"dense_ppo_robot": {"task": "robot"}}
+SPEC_COLUMNS: dict[str, dict[str, Any]] = {
+    "dense_ppo_robot": {"task": "robot"},
+    # the paper's OORL spec scores translations: structured tests in the target language (docs/languages.md)
+    "oorl": {"language": "js", "tests": json.dumps({
+        "format": "rewardlang-tests/1",
+        "harness": 'const rlFs = require("fs");\nrlFs.writeSync(3, "0 " + JSON.stringify(inc(1)) + "\\n");\n'
+                   'rlFs.writeSync(3, "1 " + JSON.stringify(inc(-1)) + "\\n");\n',
+        "cases": [{"expected": 2, "type": "int", "tolerance": None},
+                  {"expected": 0, "type": "int", "tolerance": None}]})},
+}
 
 
 def _column(spec: str, name: str) -> Any:

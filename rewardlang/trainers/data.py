@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
 __all__ = ["DataError", "prompt_problem", "check_prompts", "prompt_text", "load_rows", "check_columns", "build_dataset", "present", "render_prompt", "leaked_rows",
-           "split_heldout", "RESERVED_COLUMNS"]
+           "split_heldout", "translation_heldout", "RESERVED_COLUMNS"]
 
 #: names TRL passes to reward functions itself; a dataset column with one of these names would be shadowed
 RESERVED_COLUMNS = ("completion", "completions", "prompts", "completion_ids", "trainer_state", "log_extra",
@@ -87,6 +87,56 @@ def check_prompts(rows: Sequence[tuple[Any, dict[str, Any]]], source: str, colum
                 raise DataError(f"{source}:{where}: `{column}`: {problem}")
 
 
+def is_translation(dataset: str | None) -> bool:
+    """Whether ``train.dataset`` names OORL's translation problems (``translate`` or ``translate:cpp,js``).
+
+    >>> is_translation("translate:cpp,js"), is_translation("translate"), is_translation("data.jsonl")
+    (True, True, False)
+    """
+    return dataset is not None and (dataset == "translate" or dataset.startswith("translate:"))
+
+
+def translation_targets(dataset: str) -> list[str]:
+    """The target languages a translation dataset names (the paper's five without a colon).
+
+    >>> translation_targets("translate"), translation_targets("translate:sh, js")
+    (['cpp', 'java', 'php', 'sh', 'js'], ['sh', 'js'])
+    """
+    return [t.strip() for t in dataset.split(":", 1)[1].split(",")] if ":" in dataset else list(OORL_TARGETS)
+
+
+def translation_heldout(dataset: str, n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``train.eval``'s problems for a translation dataset: ``n`` problems of the held-out split (by task id,
+    :func:`rewardlang.datasets.translate.split_of`; training reads the train split only, so nothing is taken out of
+    the training rows), each in every target, chosen by a seeded permutation of the problems held out in all the
+    targets (the same problems in each language, so the per-language figures compare). Rows are ordered by
+    target, then task id.
+
+    >>> rows = translation_heldout("translate:sh,js", 2)
+    >>> [(r["language"], r["split"]) for r in rows]
+    [('sh', 'heldout'), ('sh', 'heldout'), ('js', 'heldout'), ('js', 'heldout')]
+    >>> len({r["task_id"] for r in rows})
+    2
+    """
+    import random
+
+    from rewardlang.datasets.translate import translation_rows
+
+    targets = translation_targets(dataset)
+    try:
+        per = {t: {r["task_id"]: r for r in translation_rows("python", t, "heldout")} for t in targets}
+    except ValueError as exc:
+        raise DataError(f"dataset {dataset}: {exc}") from None
+    common = sorted(set.intersection(*(set(p) for p in per.values())), key=lambda t: int(t.split("/")[-1]))
+    if n > len(common):
+        raise DataError(f"train.eval={n}: the held-out split of {dataset} has {len(common)} problems translated into "
+                        f"every target ({', '.join(targets)}); choose at most {len(common)}")
+    order = list(range(len(common)))
+    random.Random(f"rewardlang-heldout-{seed}").shuffle(order)
+    chosen = sorted(order[:n])
+    return [per[t][common[i]] for t in targets for i in chosen]
+
+
 def load_rows(path: str | None) -> tuple[list[dict[str, Any]], str]:
     """Read the dataset → ``(rows, source description)``; ``None`` is HumanEval, ``"robot"`` the robot tasks' train
     split, ``"translate"`` (or ``"translate:cpp,js"``) OORL's translation problems' train split."""
@@ -98,12 +148,12 @@ def load_rows(path: str | None) -> tuple[list[dict[str, Any]], str]:
         from rewardlang.domains.robot.data import rows as robot_rows
 
         return robot_rows("train"), "robot tasks (train split)"
-    if path == "translate" or path.startswith("translate:"):
+    if is_translation(path):
         # OORL's translation problems (docs/languages.md): Python -> the paper's five targets, or the targets
         # named after the colon (`translate:cpp,js`); the train split (the held-out split is for `eval`)
         from rewardlang.datasets.translate import translation_rows
 
-        targets = path.split(":", 1)[1].split(",") if ":" in path else list(OORL_TARGETS)
+        targets = translation_targets(path)
         try:
             rows = [r for t in targets for r in translation_rows("python", t.strip(), "train")]
         except ValueError as exc:
@@ -247,6 +297,10 @@ def split_heldout(rows: Sequence[dict[str, Any]], n: int, seed: int = 0) -> tupl
     import random
 
     if n <= 0:
+        return list(rows), []
+    if rows and all(r.get("source_language") and r.get("split") == "train" for r in rows):
+        # translation rows are the train split of a fixed split by task id: train.eval's problems come from the
+        # held-out split (translation_heldout), so none is taken out of training here
         return list(rows), []
     if n >= len(rows):
         raise DataError(f"train.eval={n} holds out every one of the {len(rows)} problems; none would be left to train "

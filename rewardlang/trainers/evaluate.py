@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = ["pass_at_k", "program_for", "lang_program_for", "lang_system_prompt", "translated_humaneval",
-           "robot_program", "judge", "judge_robot", "generate", "evaluate", "summarize", "write_jsonl",
+           "translation_code", "robot_program", "judge", "judge_robot", "generate", "evaluate", "summarize", "write_jsonl",
            "load_completions", "select_problems", "load_eval_model", "DEFAULT_SYSTEM_PROMPT"]
 
 #: how a problem is presented when neither a spec nor a run directory says (the shipped specs state their own)
@@ -151,6 +151,28 @@ def lang_program_for(completion: str, prompt: str, language: str) -> str:
     return prompt + code
 
 
+def translation_code(completion: str, language: str) -> str | None:
+    r"""The unit a translation answer holds, by ``specs/oorl.reward``'s format rule: exactly one fenced block in
+    ``language`` (its usual fence names), closed, not empty, and no unclosed fence anywhere; None when the answer
+    does not follow the format (it is not run: the rule reward gives it 0).
+
+        >>> translation_code("```js\nfunction f() { return 1; }\n```", "js")
+        'function f() { return 1; }'
+        >>> translation_code("```python\ndef f():\n    return 1\n```", "js") is None
+        True
+        >>> translation_code("```js\nlet a;\n```\n```js\nlet b;\n```", "js") is None
+        True
+    """
+    from rewardlang.runtime.components.text import _fences, _lang_ok
+
+    fences = _fences(completion)
+    ours = [b for b in fences if _lang_ok(b[0], language)]
+    if len(ours) != 1 or not all(b[3] for b in fences):
+        return None
+    code = completion[ours[0][1]:ours[0][2]]
+    return code if code.strip() else None
+
+
 def translated_humaneval(language: str) -> list[dict[str, Any]]:
     """HumanEval translated into ``language`` (rows with ``task_id``, ``prompt``, structured ``tests``,
     ``entry_point``, ``language``): the one place ``eval --lang`` reads them from."""
@@ -196,7 +218,10 @@ def judge_robot(problems: Sequence[Mapping[str, Any]], completions: Sequence[Seq
 def judge(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[str]], *,
           timeout: float = 10.0, dataset: str = "humaneval") -> list[list[str | None]]:
     """Each completion's outcome class from the sandbox (``"pass"``, ``"fail"``, ``"timeout"`` ...; None for an
-    infrastructure failure), per problem, in order. ``dataset="robot"``: :func:`judge_robot`."""
+    infrastructure failure), per problem, in order. ``dataset="robot"``: :func:`judge_robot`. A translation row
+    (one with a ``source_language``) is judged as ``specs/oorl.reward`` judges it: the answer's one block in the
+    target language (:func:`translation_code`) against the row's tests; an answer out of that format is
+    ``format_error``, never run."""
     from rewardlang.sandbox import Limits, Task, get_sandbox
 
     if dataset == "robot":
@@ -204,20 +229,34 @@ def judge(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[
 
     limits = Limits(cpu=timeout)
     tasks, where = [], []
+    out: list[list[str | None]] = [[] for _ in problems]
+    unformatted: set[tuple[int, int]] = set()
     for i, (row, comps) in enumerate(zip(problems, completions, strict=True)):
         lang = row.get("language") or "python"
-        for comp in comps:
-            if lang == "python":
+        for j, comp in enumerate(comps):
+            if row.get("source_language"):
+                code = translation_code(comp, lang)
+                if code is None:
+                    unformatted.add((i, j))
+                else:
+                    tasks.append(Task(code, row["tests"], row["entry_point"], limits=limits, language=lang))
+                    where.append((i, j))
+            elif lang == "python":
                 tasks.append(Task(program_for(comp, row["prompt"], row["entry_point"]), row["tests"],
                                   row["entry_point"], format="humaneval", limits=limits))
             else:
                 tasks.append(Task(lang_program_for(comp, row["prompt"], lang), row["tests"], row["entry_point"],
                                   limits=limits, language=lang))
-            where.append(i)
-    verdicts = get_sandbox().evaluate(tasks) if tasks else []
-    out: list[list[str | None]] = [[] for _ in problems]
-    for i, v in zip(where, verdicts, strict=True):
-        out[i].append(None if v.infra else v.outcome)
+            if not row.get("source_language"):
+                where.append((i, j))
+    verdicts = dict(zip(where, get_sandbox().evaluate(tasks) if tasks else [], strict=True))
+    for i, comps in enumerate(completions):
+        for j in range(len(comps)):
+            if (i, j) in unformatted:
+                out[i].append("format_error")
+            else:
+                v = verdicts[(i, j)]
+                out[i].append(None if v.infra else v.outcome)
     return out
 
 
@@ -424,6 +463,9 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
         if max(counts) != n:
             summary["n_max"] = max(counts)
     langs = sorted({r.get("language") or "python" for r in problems})
+    if len(langs) > 1:  # several languages (a translation run's targets): each one's figures too
+        summary["by_language"] = {lang: summarize([r for r in records if r["language"] == lang], ks)
+                                  for lang in dict.fromkeys(r.get("language") or "python" for r in problems)}
     summary.update({"dataset": dataset, "language": langs[0] if len(langs) == 1 else langs, "n": n,
                     "temperature": temperature, "generation_s": round(gen_s, 2),
                     "total_s": round(time.perf_counter() - t0, 2)})

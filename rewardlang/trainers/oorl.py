@@ -13,7 +13,8 @@ Each optimizer step adds w_gepo × the GEPO gradient of a batch of groups to the
 once). The groups come from ``train.preference_data`` (``rewardlang pairs --groups``), or, online, from the update's
 own rollout: its samples are scored with the spec and grouped by its ``preference { winners = ... }`` rule
 (winners pass every test). Metrics add ``gepo/loss``, ``pref/accuracy``, ``pref/margin``, ``pref/winner_var`` and
-``pref/groups`` to PPO's.
+``pref/groups`` to PPO's, and the two parts' shares of the loss, ``oorl/rl_share`` and ``oorl/gepo_share``
+(Σ|w_rl·L_rl| and Σ|w_gepo·L_GEPO| over the step's micro-batches, each over their sum).
 
     >>> from rewardlang.trainers.config import TrainConfig
     >>> cfg = TrainConfig()
@@ -66,6 +67,7 @@ class OORLTrainer(PPOTrainer):
         self._update_groups: list[Group] = []
         self._micro = 0
         self._gepo_stats: dict[str, list[float]] = {}
+        self._parts = [0.0, 0.0]   # the step's Σ|w_rl·L_rl| and Σ|w_gepo·L_GEPO| over its micro-batches
 
     # ---- which groups this update trains GEPO on
     def _prompts(self) -> tuple[list[Any], dict[str, list[Any]]]:
@@ -126,17 +128,28 @@ class OORLTrainer(PPOTrainer):
             if groups else []
         self._micro = 0
         self._gepo_stats = {}
+        self._parts = [0.0, 0.0]
         out = super().update(ro)
         for k, v in self._gepo_stats.items():
             out[k] = sum(v) / len(v)
+        # the two parts' shares of the step's OORL loss (issue 21): Σ|w_rl·L_rl| and Σ|w_gepo·L_GEPO| over the
+        # micro-batches, each over their sum. A share of the loss's value, not of the gradient: REINFORCE++'s
+        # surrogate has whitened advantages, so its value is small even when its gradient is not
+        rl, pref = self._parts
+        if rl + pref > 0:
+            out["oorl/rl_share"], out["oorl/gepo_share"] = rl / (rl + pref), pref / (rl + pref)
         out["pref/groups"] = float(len(groups))
         return out
 
     def _loss(self, ro: Mapping[str, Any], idx: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         loss, stats = super()._loss(ro, idx)
+        gepo = 0.0
         if self._slices:
-            self._gepo_backward(self._slices[self._micro % len(self._slices)])
+            gepo = self._gepo_backward(self._slices[self._micro % len(self._slices)])
             self._micro += 1
+        # the two parts' magnitudes in this micro-batch's OORL loss; update() turns the step's sums into shares
+        self._parts[0] += abs(self.cfg.w_rl * float(loss.detach()))
+        self._parts[1] += abs(self.cfg.w_gepo * gepo)
         return self.cfg.w_rl * loss, stats
 
     def _member_logps(self, batch: Mapping[str, torch.Tensor], sl: slice, ref: bool) -> torch.Tensor:
@@ -155,8 +168,9 @@ class OORLTrainer(PPOTrainer):
         lp = torch.log_softmax(logits[:, :-1].float(), dim=-1).gather(2, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
         return (lp * cm[:, 1:].to(lp.dtype)).sum(1)
 
-    def _gepo_backward(self, groups: list[Group]) -> None:
-        """Back-propagate w_gepo · L_GEPO of ``groups`` (chunked, exact) into the current accumulation."""
+    def _gepo_backward(self, groups: list[Group]) -> float:
+        """Back-propagate w_gepo · L_GEPO of ``groups`` (chunked, exact) into the current accumulation; returns
+        L_GEPO (unweighted)."""
         cfg, acc, tok = self.cfg, self.accelerator, self.tokenizer
         texts = [prompt_text(p, tok, self.chat) for p, ms, _ in groups for _ in ms]  # a chat always templated
         members = [m for _, ms, _ in groups for m in ms]
@@ -178,6 +192,7 @@ class OORLTrainer(PPOTrainer):
         for k, v in (("gepo/loss", float(loss.detach())), ("pref/accuracy", float(st["accuracy"].mean())),
                      ("pref/margin", float(st["margin"].mean())), ("pref/winner_var", float(st["winner_var"].mean()))):
             self._gepo_stats.setdefault(k, []).append(v)
+        return float(loss.detach())
 
     @property
     def gepo_beta(self) -> float:

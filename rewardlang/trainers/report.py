@@ -37,10 +37,13 @@ ENDS = 5
 def heldout_rows(cfg: "TrainConfig") -> list[dict[str, Any]]:
     """The problems ``cfg.eval`` holds out of training (empty when it is 0). They need HumanEval-style columns
     (``task_id``, ``prompt``, ``tests``, ``entry_point``), or the robot rows' (``task_id``, ``prompt``, ``task``)."""
-    from rewardlang.trainers.data import DataError, load_rows, split_heldout
+    from rewardlang.trainers.data import DataError, is_translation, load_rows, split_heldout, translation_heldout
 
     if cfg.eval <= 0:
         return []
+    if is_translation(cfg.dataset):
+        # OORL's translation problems: N problems of the held-out split, each in every target (never trained on)
+        return translation_heldout(str(cfg.dataset), cfg.eval)
     rows, source = load_rows(cfg.dataset)
     _, held = split_heldout(rows, cfg.eval)
     # robot rows (a `task` column, docs/robot.md) are judged by the simulator, the others by unit tests
@@ -50,6 +53,10 @@ def heldout_rows(cfg: "TrainConfig") -> list[dict[str, Any]]:
         raise DataError(f"{source}: train.eval needs text columns {', '.join(need)} in every row to run unit tests; "
                         f"missing or not text: {', '.join(bad)} (set train.eval=0 to train without evaluation)")
     return held
+
+
+def _translation(rows: Sequence[dict[str, Any]]) -> bool:
+    return bool(rows) and all(r.get("source_language") for r in rows)
 
 
 def _robot(rows: Sequence[dict[str, Any]]) -> bool:
@@ -63,12 +70,14 @@ def evaluate_heldout(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]],
     from rewardlang.trainers.evaluate import DEFAULT_SYSTEM_PROMPT, ROBOT_SYSTEM_PROMPT, evaluate
 
     robot = _robot(rows)
+    # translation prompts hold their own instruction (the target and the answer's form): shown as in training
+    default = None if _translation(rows) else ROBOT_SYSTEM_PROMPT if robot else DEFAULT_SYSTEM_PROMPT
     summary, _ = evaluate(rows, model=model, tokenizer=tokenizer, n=1, ks=(1,), temperature=0.0,
                           max_new_tokens=cfg.eval_max_new_tokens,
-                          system_prompt=cfg.system_prompt or (ROBOT_SYSTEM_PROMPT if robot else DEFAULT_SYSTEM_PROMPT),
+                          system_prompt=cfg.system_prompt or default,
                           prompt_template=cfg.prompt_template, progress=progress, desc=f"eval {when}",
                           out_path=os.path.join(run_dir, f"eval-{when}.jsonl"),
-                          dataset="robot" if robot else "humaneval")
+                          dataset="robot" if robot else "translation" if _translation(rows) else "humaneval")
     path = os.path.join(run_dir, "eval.json")
     doc: dict[str, Any] = {}
     if os.path.exists(path):
@@ -219,10 +228,15 @@ def summary_lines(run_dir: str) -> list[str]:
     ev = _eval(run_dir)
     if "before" in ev and "after" in ev and "pass@1" in ev["before"] and "pass@1" in ev["after"]:
         b, a = ev["before"], ev["after"]
-        what = "robot tasks" if b.get("dataset") == "robot" else "HumanEval problems"
+        what = {"robot": "robot tasks", "translation": "translation problems"}.get(b.get("dataset"),
+                                                                                  "HumanEval problems")
         out.append(f"held-out pass@1 ({b['scored']} {what} never trained on, greedy): "
                    f"{b['pass@1']:.3f} before -> {a['pass@1']:.3f} after "
                    f"({round(b['pass@1'] * b['scored'])} -> {round(a['pass@1'] * a['scored'])} solved)")
+        lb, la = b.get("by_language") or {}, a.get("by_language") or {}
+        if len(lb) > 1:  # a translation run: each target's pass@1
+            out.append("held-out pass@1 per target language: " + ", ".join(
+                f"{lang} {lb[lang].get('pass@1', 0):.3f} -> {la.get(lang, {}).get('pass@1', 0):.3f}" for lang in lb))
         if "outcome_classes" in b and "outcome_classes" in a:
             out.append("held-out outcome classes before -> after: " + ", ".join(
                 f"{c} {b['outcome_classes'][c]} -> {a['outcome_classes'].get(c, 0)}" for c in b["outcome_classes"]))
@@ -286,7 +300,8 @@ def write_run_readme(run_dir: str) -> str:
     lines += [f"{line}" for line in summary_lines(run_dir)] or ["(no training records)"]
     ev = _eval(run_dir)
     if ev.get("before", {}).get("task_ids"):
-        lines += ["", f"Held-out problems: {', '.join(ev['before']['task_ids'])}"]
+        # a translation run holds each problem out in every target: named once
+        lines += ["", f"Held-out problems: {', '.join(dict.fromkeys(ev['before']['task_ids']))}"]
     if _records(run_dir):
         try:
             plot_run(run_dir)

@@ -55,3 +55,49 @@ def test_the_dataset_names_the_paper_targets() -> None:
     assert all(r["split"] == "train" for r in rows) and "train split" in what
     held = {r["task_id"] for r in translation_rows("python", "cpp", "heldout")}
     assert held and not held & {r["task_id"] for r in rows if r["language"] == "cpp"}
+
+
+@pytest.mark.parametrize("lang", ["cpp", "sh", "js"])
+def test_heldout_eval_judges_as_the_rule_reward(lang: str) -> None:
+    """`train.eval`'s judge on translation rows (trainers/evaluate.py) gives the spec's verdict on the same answers:
+    pass exactly where the rule reward is 1, format_error (never run) where the format fails, compile_error where
+    the block does not compile."""
+    from rewardlang.trainers.evaluate import judge, summarize
+
+    need(lang)
+    code, mut = _refs(lang)["HumanEval_3"]
+    decl = {r["task_id"]: r["prompt"] for r in load_humaneval(lang)}["HumanEval/3"]
+    row = next(r for r in translation_rows("python", lang, "all") if r["task_id"] == "HumanEval/3")
+
+    def answer(body: str, fence: str = FENCE[lang]) -> str:
+        return f"Here it is.\n```{fence}\n{decl}{body}\n```\n"
+
+    completions = [answer(code), answer(code.replace(mut["replace"], mut["with"])), answer(BROKEN[lang]),
+                   answer(code, "python"), answer(code) + answer(code), answer(code)[:-5]]
+    n = len(completions)
+    out = rewardlang.load(SPEC).score(completion=completions, prompt=[row["prompt"]] * n, tests=[row["tests"]] * n,
+                                      entry_point=[row["entry_point"]] * n, language=[lang] * n)
+    (labels,) = judge([row], [completions])
+    assert [int(x == "pass") for x in labels] == [int(t) for t in out.total] == [1, 0, 0, 0, 0, 0]
+    assert labels[0] == "pass" and labels[1] == "fail" and labels[2] == "compile_error"
+    assert labels[3:] == ["format_error"] * 3 and list(out.components["format"])[3:] == [0, 0, 0]
+    rec = {"n": n, "correct": 1, "infra": 0}
+    assert summarize([rec], [1])["pass@1"] == pytest.approx(1 / 6)
+
+
+def test_heldout_problems_of_a_translation_run() -> None:
+    """train.eval = N on `translate:...`: N problems of the held-out split in every target (the same problems),
+    never among the training rows; the training rows lose nothing to the evaluation."""
+    from rewardlang.trainers.data import load_rows, split_heldout, translation_heldout
+
+    held = translation_heldout("translate", 3)
+    assert [r["language"] for r in held] == [t for t in ("cpp", "java", "php", "sh", "js") for _ in range(3)]
+    ids = {r["task_id"] for r in held}
+    assert len(ids) == 3 and all(r["split"] == "heldout" for r in held)
+    assert all({r["task_id"] for r in held if r["language"] == t} == ids for t in ("cpp", "sh"))
+    train, _ = load_rows("translate")
+    assert not ids & {r["task_id"] for r in train}
+    assert split_heldout(train, 3) == (train, [])
+    assert translation_heldout("translate", 3) == held  # fixed: the same problems every run
+    with pytest.raises(Exception, match="choose at most"):
+        translation_heldout("translate", 1000)

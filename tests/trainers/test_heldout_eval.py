@@ -178,3 +178,39 @@ def test_plot_draws_smoothed_reward_per_component_and_the_before_after_pass_at_1
     assert fmt in comp and smooth(fmt) in comp and len(comp) == 4
     bars = axes["held-out pass@1 (greedy)"].patches
     assert [b.get_height() for b in bars] == [0.1, 0.3]
+
+
+@pytest.mark.slow
+def test_oorl_translation_run_records_heldout_eval_per_target(tmp_path: Path) -> None:
+    """specs/oorl.reward on the translation data with train.eval = 2: the held-out split's problems (never in the
+    train split) are evaluated in every target before and after, judged as the rule reward judges them, with
+    pass@1 per target language and overall in eval.json and the run's README."""
+    from rewardlang.trainers.data import load_rows, translation_heldout
+    from rewardlang.trainers.run import train
+
+    dataset = "translate:sh,js"
+    held = translation_heldout(dataset, HELD)
+    ids = {r["task_id"] for r in held}
+    run = tmp_path / "run"
+    res = train("specs/oorl.reward", sets={**SMALL, "train.eval_max_new_tokens": 8},
+                flags={"model": "tiny", "output_dir": str(run), "max_steps": 1, "dataset": dataset}, progress=False)
+    assert res.global_step == 1
+    trained = {r["task_id"] for r in res.trainer.dataset}
+    train_ids = {r["task_id"] for r in load_rows(dataset)[0]}
+    assert trained == train_ids and not trained & ids  # nothing taken out of training, nothing held out trained on
+    doc = json.loads((run / "eval.json").read_text())
+    for when in ("before", "after"):
+        s = doc[when]
+        assert s["dataset"] == "translation" and set(s["by_language"]) == {"sh", "js"}
+        assert s["scored"] == 2 * HELD and all(v["scored"] == HELD for v in s["by_language"].values())
+        rows = [json.loads(line) for line in (run / f"eval-{when}.jsonl").read_text().splitlines()]
+        assert sorted((r["language"], r["task_id"]) for r in rows) == sorted((r["language"], r["task_id"])
+                                                                             for r in held)
+        # the pass@1 figures are those of the per-answer outcomes (8 tokens of a random model: no fenced block)
+        for lang in ("sh", "js"):
+            mine = [r for r in rows if r["language"] == lang]
+            assert s["by_language"][lang]["pass@1"] == sum(r["correct"] for r in mine) / len(mine)
+        assert all(o == "format_error" for r in rows for o in r["outcomes"])
+    readme = (run / "README.md").read_text()
+    assert "translation problems never trained on" in readme and "per target language: sh" in readme
+    assert readme.count(sorted(ids)[0]) == 1

@@ -52,6 +52,9 @@ def test_oorl_trains_with_gepo_each_step_and_the_rule_reward_does_not_fall(tmp_p
     assert res.global_step == 12 and res.config.advantage_estimator == "reinforce_pp"
     rec = [r for r in read_metrics(res.metrics_path) if "reward" in r]
     assert all(r["pref/groups"] == 4 and r["gepo/loss"] > 0 for r in rec)
+    # the two parts' shares of the loss: fractions that sum to 1, both parts present every step
+    assert all(r["oorl/rl_share"] + r["oorl/gepo_share"] == pytest.approx(1.0) for r in rec)
+    assert all(0 < r["oorl/gepo_share"] < 1 for r in rec)
     assert "loss/value" not in rec[0]                      # REINFORCE++: no critic
     first = sum(r["reward"] for r in rec[:4]) / 4
     last = sum(r["reward"] for r in rec[-4:]) / 4

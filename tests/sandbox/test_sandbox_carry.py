@@ -214,9 +214,10 @@ def test_judged_test_leaves_nothing_in_the_worker_or_the_judge_process(sb: Sandb
 
 
 def test_names_of_files_and_xattrs_leave_nothing_in_the_worker(sb: Sandbox) -> None:
-    """The clean-up reads the names a program gave its files and the roots' extended attributes. The xattr
-    names are removed through a zeroed fixed buffer (before: found by B); file names still become strings in
-    the clean-up's directory listing (see docs, Not done): none was found here, but that is not guaranteed."""
+    """The clean-up reads the names a program gave its files and the roots' extended attributes: both go
+    through zeroed fixed buffers (getdents64 + unlinkat, llistxattr + lremovexattr) and never become Python
+    objects. Before that, B found the xattr names, and then (once the worker's heap changed) the file names
+    that an `os.scandir` listing had left in freed memory."""
     m = _markers("file", "xattr")
     code = _d(f'''
         import os

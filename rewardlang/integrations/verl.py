@@ -64,8 +64,14 @@ def verl_row(scorer: SpecScorer, data_source: Any, solution_str: str, ground_tru
         if target is None:
             open_ = [i for i in scorer.inputs if i.name != "completion" and i.column not in row and i.name not in row
                      and i.name != "data_source"]
+            # the one required input left open takes it; optional ones (a reference solution for relative time
+            # limits, say) may stay missing (none)
+            required = [i for i in open_ if not getattr(i, "nullable", False)]
             if len(open_) == 1:
                 target = open_[0].column
+            elif len(required) == 1:
+                target = required[0].column
+                open_ = required
             else:  # the row lacks inputs: it is masked and counted as a bad row (same keys), and said once
                 names = ", ".join(f"`{i.name}`" for i in open_) or "none"
                 if not _WARNED:

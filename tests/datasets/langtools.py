@@ -7,8 +7,6 @@ Java compiles go through one JVM (``javax.tools``) for a whole batch: javac's st
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import shutil
 import subprocess
@@ -20,6 +18,9 @@ from typing import Any
 import pytest
 
 from rewardlang.datasets.targets import FILE_NAMES
+from rewardlang.sandbox.languages import PROFILES
+from rewardlang.sandbox.values import compare, has_value
+from rewardlang.sandbox.values import parse_records as _parse_records
 
 TOOLS = {"c": ["gcc"], "cpp": ["g++"], "java": ["javac", "java"], "js": ["node"], "php": ["php"],
          "sh": ["bash"], "go": ["go"]}
@@ -36,113 +37,27 @@ def need(lang: str) -> None:
         pytest.skip(why)
 
 
-# ---------------------------------------------------------------------------------------------- comparator
-
-def parse_type(text: str) -> Any:
-    """``list[tuple[int,str]]`` -> ``("list", ("tuple", "int", "str"))``."""
-    text = text.replace(" ", "")
-    if "[" not in text:
-        if text not in ("int", "float", "bool", "str", "none"):
-            raise ValueError(f"unknown type {text!r}")
-        return text
-    head, rest = text.split("[", 1)
-    if not rest.endswith("]"):
-        raise ValueError(f"bad type {text!r}")
-    parts, depth, cur = [], 0, ""
-    for ch in rest[:-1]:
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-            continue
-        depth += ch == "["
-        depth -= ch == "]"
-        cur += ch
-    parts.append(cur)
-    arity = {"list": 1, "optional": 1, "dict": 2}
-    if head not in ("list", "optional", "dict", "tuple") or head in arity and len(parts) != arity[head]:
-        raise ValueError(f"bad type {text!r}")
-    return (head,) + tuple(parse_type(p) for p in parts)
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}.get(v) if isinstance(v, str) else None
-
-
-def compare(expected: Any, actual: Any, t: Any, tolerance: float | None) -> bool:
-    """Type-directed equality: int exact (a JSON integer), float within ``tolerance`` (absolute; None: 1e-6
-    relative + absolute), bool strict, str exact, sequences elementwise, dict by keys, optional None-aware."""
-    if isinstance(t, str):
-        t = parse_type(t)
-    if t == "int":
-        return isinstance(actual, int) and not isinstance(actual, bool) and actual == expected
-    if t == "float":
-        e, a = _num(expected), _num(actual)
-        if e is None or a is None:
-            return False
-        if math.isnan(e) or math.isnan(a):
-            return math.isnan(e) and math.isnan(a)
-        if math.isinf(e) or math.isinf(a):
-            return e == a
-        tol = 1e-6 + 1e-6 * abs(e) if tolerance is None else tolerance
-        return abs(a - e) <= tol
-    if t == "bool":
-        return isinstance(actual, bool) and actual == expected
-    if t == "str":
-        return isinstance(actual, str) and actual == expected
-    if t == "none":
-        return actual is None
-    kind = t[0]
-    if kind == "optional":
-        return actual is None if expected is None else actual is not None and compare(expected, actual,
-                                                                                       t[1], tolerance)
-    if not isinstance(actual, list):
-        return False
-    if kind == "list":
-        return len(actual) == len(expected) and all(compare(e, a, t[1], tolerance)
-                                                    for e, a in zip(expected, actual))
-    if kind == "tuple":
-        return len(actual) == len(expected) == len(t) - 1 and all(
-            compare(e, a, x, tolerance) for e, a, x in zip(expected, actual, t[1:]))
-    if kind == "dict":
-        if not all(isinstance(p, list) and len(p) == 2 for p in actual) or len(actual) != len(expected):
-            return False
-        got = {json.dumps(k): v for k, v in actual}
-        if len(got) != len(actual):
-            return False  # a key twice
-        for k, v in expected:
-            key = json.dumps(k)
-            if key not in got or not compare(k, json.loads(key), t[1], tolerance) or \
-                    not compare(v, got[key], t[2], tolerance):
-                return False
-        return True
-    return False
+# ---------------------------------------------------------------------------------------------- judging
+# The trusted process's own decoder and comparator (rewardlang/sandbox/values.py), so these tests judge the
+# references exactly as the sandbox does.
 
 
 def parse_records(data: bytes, n: int) -> list[Any]:
-    """The values of complete records ``<i> <JSON>\\n`` in order; a record out of order, a duplicate, or a
-    malformed line ends the list (what follows cannot be trusted)."""
-    values: list[Any] = []
-    for line in data.split(b"\n")[:-1]:  # an unterminated last line is not a record
-        head, _, body = line.partition(b" ")
-        if head != str(len(values)).encode() or len(values) >= n:
+    """The values of the cases recorded in order, up to the first case without exactly one good record."""
+    values, _ = _parse_records(data, n)
+    out: list[Any] = []
+    for v in values:
+        if not has_value(v):
             break
-        try:
-            values.append(json.loads(body.decode("utf-8")))
-        except ValueError:
-            break
-    return values
-
-
-def judge(tests: dict[str, Any], records: list[Any]) -> list[bool]:
-    """Per case: recorded and equal."""
-    out = []
-    for i, case in enumerate(tests["cases"]):
-        out.append(i < len(records) and compare(case["expected"], records[i], case["type"], case["tolerance"]))
+        out.append(v)
     return out
+
+
+def judge(tests: dict[str, Any], records: list[Any], lang: str | None = None) -> list[bool]:
+    """Per case: recorded and equal (``lang``: its profile says whether ints may arrive as integral floats)."""
+    intf = PROFILES[lang].integral_floats if lang else False
+    return [i < len(records) and compare(c["expected"], records[i], c["type"], c["tolerance"], integral_floats=intf)
+            for i, c in enumerate(tests["cases"])]
 
 
 # ---------------------------------------------------------------------------------------------- running

@@ -255,7 +255,7 @@ def test_hostile_values_round_trip_through_each_toolchain(lang: str) -> None:
         assert ok, diag
         records = parse_records(obs, len(tests["cases"]))
         assert len(records) == len(tests["cases"]), diag
-        bad = [(c["expected"], r) for c, r, v in zip(tests["cases"], records, judge(tests, records)) if not v]
+        bad = [(c["expected"], r) for c, r, v in zip(tests["cases"], records, judge(tests, records, lang)) if not v]
         assert not bad, bad
 
 

@@ -52,12 +52,12 @@ def _check(lang: str, names: tuple[str, ...] | None) -> None:
         assert ok, f"{lang}/{name}: the reference does not compile:\n{diag}"
         records = parse_records(obs, n)
         assert len(records) == n, f"{lang}/{name}: {len(records)} of {n} cases recorded\n{diag}"
-        verdicts = judge(tests, records)
+        verdicts = judge(tests, records, lang)
         bad = [(j, tests["cases"][j]["expected"], records[j]) for j, v in enumerate(verdicts) if not v]
         assert not bad, f"{lang}/{name}: cases (index, expected, got) differ: {bad[:5]}"
         mok, mobs, mdiag = results[len(order) + i]
         assert mok, f"{lang}/{name}: the mutant does not compile (it must fail on values):\n{mdiag}"
-        mverdicts = judge(tests, parse_records(mobs, n))
+        mverdicts = judge(tests, parse_records(mobs, n), lang)
         assert not all(mverdicts), f"{lang}/{name}: the mutant {mut} passes every case"
 
 

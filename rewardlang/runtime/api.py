@@ -45,7 +45,19 @@ from pydantic import BaseModel
 from rewardlang.signature import MISSING, Arg, Signature
 from rewardlang.types import Type, parse_type
 
-__all__ = ["function", "Context", "Result", "Span", "Implementation", "LRUCache", "ComponentError"]
+__all__ = ["function", "Context", "Result", "Span", "Implementation", "LRUCache", "ComponentError", "per_row"]
+
+
+def per_row(v: Any, n: int) -> list[Any]:
+    """A non-static argument as one value per row: it arrives as a column (a list of ``n``) or, when it is a
+    constant or an omitted default, as that one value.
+
+        >>> per_row("cpp", 2), per_row(["c", "go"], 2)
+        (['cpp', 'cpp'], ['c', 'go'])
+    """
+    if isinstance(v, list) and len(v) == n:
+        return v
+    return [v] * n
 
 
 class Span(NamedTuple):

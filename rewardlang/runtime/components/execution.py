@@ -57,7 +57,7 @@ from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rewardlang.runtime.api import Context, Result, function
+from rewardlang.runtime.api import Context, Result, function, per_row
 from rewardlang.signature import Arg
 from rewardlang.types import CODE, TEXT
 
@@ -152,13 +152,6 @@ def forced_level_missing(params: Any) -> tuple[str, str] | None:
     return None
 
 
-def _column(v: Any, n: int) -> list[Any]:
-    """A per-sample argument may arrive as a list, or as one constant (an omitted default)."""
-    if isinstance(v, list) and len(v) == n:
-        return v
-    return [v] * n
-
-
 def _limits(params: ExecParams | None, ctx: Context) -> Any:
     from rewardlang.sandbox.config import Limits
 
@@ -188,8 +181,8 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
     limits: Limits = _limits(p, ctx)
     from rewardlang.sandbox.languages import canonical_language, unknown_language_message
 
-    entries = _column(entry, n)
-    langs = _column(language, n)
+    entries = per_row(entry, n)
+    langs = per_row(language, n)
     tasks = []
     bad_lang: dict[int, str] = {}
     for i in range(n):
@@ -210,7 +203,7 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
         ctx.stats["sandbox.infra_failures"] += n
         return [Verdict("infra", infra=f"no sandbox: {e}") for _ in range(n)]
     if p.time_factor is not None:
-        tasks = _relative_limits(sandbox, tasks, _column(reference, n), p, limits, ctx)
+        tasks = _relative_limits(sandbox, tasks, per_row(reference, n), p, limits, ctx)
     out = []
     missing_tests = {i for i, t in enumerate(tasks) if tests is not None and t.tests is None}
     run = [i for i in range(n) if i not in bad_lang and i not in missing_tests]

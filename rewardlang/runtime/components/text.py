@@ -19,7 +19,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rewardlang.runtime.api import ComponentError, Context, Result, Span, function
+from rewardlang.runtime.api import ComponentError, Context, Result, Span, function, per_row
 from rewardlang.runtime.columns import Col
 from rewardlang.signature import Arg
 from rewardlang.types import NUMBER, REGEX, TEXT
@@ -259,10 +259,6 @@ class BlockParams(_Opts):
 _LANG = Arg("lang", TEXT, default="")
 
 
-def _langs(lang: Any, n: int) -> list[str | None]:
-    return lang if isinstance(lang, list) and len(lang) == n else [lang] * n
-
-
 @function("code_block", args={"text": "text", "lang": _LANG},
           returns="code?", params=BlockParams, spans_of="text", tags=CHEAP,
           doc="The content of the first (or last) fenced ``` block, optionally of one language "
@@ -270,7 +266,7 @@ def _langs(lang: Any, n: int) -> list[str | None]:
 def code_block(text: list[str], lang: Any, *, params: BlockParams, ctx: Context) -> Result:
     out: list[str | None] = []
     offs: list[int | None] = []
-    for t, lg in zip(text, _langs(lang, len(text))):
+    for t, lg in zip(text, per_row(lang, len(text))):
         blocks = [b for b in _fences(t) if _lang_ok(b[0], lg) and (b[3] or params.allow_unclosed)]
         if not blocks:
             out.append(None)
@@ -286,13 +282,13 @@ def code_block(text: list[str], lang: Any, *, params: BlockParams, ctx: Context)
           returns="list[code]", tags=CHEAP, doc="The contents of every closed fenced block (of one language).")
 def code_blocks(text: list[str], lang: Any, *, params: None, ctx: Context) -> list[list[str]]:
     return [[t[b[1]:b[2]] for b in _fences(t) if b[3] and _lang_ok(b[0], lg)]
-            for t, lg in zip(text, _langs(lang, len(text)))]
+            for t, lg in zip(text, per_row(lang, len(text)))]
 
 
 @function("n_code_blocks", args={"text": "text", "lang": _LANG},
           returns="number", tags=CHEAP, doc="How many fenced blocks (closed or not) the text has.")
 def n_code_blocks(text: list[str], lang: Any, *, params: None, ctx: Context) -> list[float]:
-    return [float(sum(1 for b in _fences(t) if _lang_ok(b[0], lg))) for t, lg in zip(text, _langs(lang, len(text)))]
+    return [float(sum(1 for b in _fences(t) if _lang_ok(b[0], lg))) for t, lg in zip(text, per_row(lang, len(text)))]
 
 
 @function("unclosed_fence", args={"text": "text"}, returns="bool", tags=CHEAP,

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rewardlang.runtime.api import Context, Result, Span, function
+from rewardlang.runtime.api import Context, Result, Span, function, per_row
 from rewardlang.runtime.components.execution import ExecParams, forced_level_missing
 from rewardlang.runtime.components.lint import RuffParams, _line_spans, _ruff
 from rewardlang.runtime.components.syntax import DEFAULT_TIMEOUT, SyntaxParams
@@ -184,19 +184,19 @@ def script_tests(tests: Any, entry_point: str | None) -> list[str]:
               "passed. Their semantics, exploitable: a program that exits 0 first passes every test.")
 def script_tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
                            params: ExecParams | None, ctx: Context) -> Result:
-    from rewardlang.runtime.components.execution import _column, _limits
+    from rewardlang.runtime.components.execution import _limits
     from rewardlang.sandbox.launch import LevelUnavailable
     from rewardlang.sandbox.runner import Task, get_sandbox
 
     p = params or ExecParams()
     n = len(code)
     limits = _limits(p, ctx)
-    entries = _column(entry_point, n)
-    per_row: list[list[int]] = []
+    entries = per_row(entry_point, n)
+    of_row: list[list[int]] = []
     tasks: list[Any] = []
     for i in range(n):
         ts = script_tests(tests[i], entries[i]) if code[i] is not None and tests[i] is not None else []
-        per_row.append(list(range(len(tasks), len(tasks) + len(ts))))
+        of_row.append(list(range(len(tasks), len(tasks) + len(ts))))
         tasks.extend(Task(f"{code[i]}\n{t}", None, None, "auto", limits) for t in ts)
     try:
         verdicts = get_sandbox().evaluate(tasks, cache=ctx.cache if ctx.use_cache else None,
@@ -208,7 +208,7 @@ def script_tests_pass_rate(code: list[str | None], tests: list[Any], entry_point
     errors: list[str | None] = []
     infra: list[bool] = []
     for i in range(n):
-        vs = [verdicts[k] for k in per_row[i]]
+        vs = [verdicts[k] for k in of_row[i]]
         bad = next((v for v in vs if v.infra), None)
         if bad is not None:  # a test whose run failed for the machine's reasons: the row is masked, never a 0
             values.append(None)

@@ -1121,15 +1121,17 @@ _guard_commands(app)
 
 
 def main() -> None:
-    from rewardlang.outputs import install_signal_handlers, interrupt_line
+    from rewardlang.outputs import InterruptExit, exit_interrupted, install_signal_handlers, interrupt_line
 
     install_signal_handlers()  # SIGTERM unwinds like Ctrl-C: temporaries removed, the sandbox closed, one line
     try:
         app()
+    except InterruptExit as exc:  # the command said its line: leave with 128 + the signal, not death by SIGINT
+        exit_interrupted(int(exc.code))
     except KeyboardInterrupt as exc:  # one that came between commands (while importing, say)
         line, code = interrupt_line(exc)
         _err(line)
-        sys.exit(code)
+        exit_interrupted(code)
     except BrokenPipeError:
         from rewardlang.outputs import quiet_broken_pipe
 

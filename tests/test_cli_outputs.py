@@ -546,3 +546,31 @@ def test_compile_and_the_compiled_module_piped_to_head_end_quietly(tmp_path) -> 
     p = _closed_pipe_run([sys.executable, "-m", "rewardlang", "score", str(spec), "-i", str(data), "--no-summary",
                           "--no-progress"])
     assert p.returncode == 141 and "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr
+
+
+INTERRUPT_IN_EXEC = r"""
+import sys
+import rewardlang.cli
+import rewardlang.runtime.program as program
+
+def load_program(*args, **kwargs):
+    # Ctrl-C landing while code built by exec() of a string runs (dataclasses and namedtuple make their methods so)
+    exec("import os, signal\nos.kill(os.getpid(), signal.SIGINT)\nfor _ in range(10**8): pass")
+
+program.load_program = load_program
+sys.argv = ["rewardlang", "check", sys.argv[1]]
+rewardlang.cli.main()
+"""
+
+
+def test_an_interrupt_inside_exec_of_a_string_still_ends_with_status_130(tmp_path) -> None:
+    """CPython 3.11 remembers a KeyboardInterrupt that ended an ``exec`` of a string and, at a normal exit, turns
+    the handled interrupt's status 130 into death by SIGINT; the CLI's exit must not depend on that."""
+    spec = tmp_path / "a.reward"
+    spec.write_text("input completion: text\nreward r = 1.0\n")
+    (tmp_path / "drive_interrupt.py").write_text(INTERRUPT_IN_EXEC)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    # run as `python -m`, as `python -m rewardlang` runs: that is the path where the interpreter acts on its flag
+    p = subprocess.run([sys.executable, "-m", "drive_interrupt", str(spec)], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path, env=env)
+    assert (p.returncode, p.stderr.strip()) == (130, "interrupted: nothing written")

@@ -288,10 +288,13 @@ _guard_commands()
 
 def main(argv: list[str] | None = None) -> None:
     """Run the app (``python -m rewardlang.trainers.cli train ...``)."""
-    from rewardlang.outputs import install_signal_handlers
+    from rewardlang.outputs import InterruptExit, exit_interrupted, install_signal_handlers
 
     install_signal_handlers()  # SIGTERM unwinds like Ctrl-C: the last checkpoint and the --resume command are said
-    app(args=argv if argv is not None else sys.argv[1:], prog_name="rewardlang")
+    try:
+        app(args=argv if argv is not None else sys.argv[1:], prog_name="rewardlang")
+    except InterruptExit as exc:  # the command said its line: leave with 128 + the signal, not death by SIGINT
+        exit_interrupted(int(exc.code))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -96,11 +96,61 @@ class Target:
             self.type_name(t)
         self.type_name(result)
 
+    # How scalars are written: the target's name in messages, true/false, the int -2**63 (most targets cannot
+    # write it as a negated literal), an int's suffix, the ints it holds exactly, NaN / +inf / -inf, and None
+    # where the target writes it as a value (the dynamically typed ones; the others use an optional's empty).
+    LANG = ""
+    TRUE_FALSE = ("true", "false")
+    INT_MIN = str(_I64[0])
+    INT_SUFFIX = ""
+    INT_RANGE = _I64
+    NAN, INF, NEG_INF = "NAN", "INFINITY", "(-INFINITY)"
+    NULL: str | None = None
+
     def type_name(self, t: Type) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def literal(self, v: Any, t: Type) -> str:  # pragma: no cover - overridden
+    def string(self, v: str) -> str:  # pragma: no cover - overridden
+        """A string literal of ``v``."""
         raise NotImplementedError
+
+    def compound(self, v: Any, t: tuple) -> str | None:
+        """A literal of a list, tuple, dict or optional type (None: the target has none)."""
+        return None
+
+    def literal(self, v: Any, t: Type) -> str:
+        """The target's source text of the value ``v`` of type ``t`` (:class:`Unsupported` when it has none)."""
+        if v is None and self.NULL is not None:
+            return self.NULL
+        if t == "bool":
+            return self.TRUE_FALSE[0] if v else self.TRUE_FALSE[1]
+        if t == "int":
+            _int_range(v, *self.INT_RANGE)
+            return self.INT_MIN if v == _I64[0] else f"{v}{self.INT_SUFFIX}"
+        if t == "float":
+            f = float(v)
+            if math.isnan(f):
+                return self.NAN
+            if math.isinf(f):
+                return self.INF if f > 0 else self.NEG_INF
+            return _float_text(f)
+        if t == "str":
+            return self.string(v)
+        if isinstance(t, tuple):
+            out = self.compound(v, t)
+            if out is not None:
+                return out
+        raise Unsupported(f"{self.LANG} has no literal of type {type_text(t)}")
+
+    def elements(self, v: Any, t: tuple) -> list[str]:
+        """The literals of a list's or a tuple's elements."""
+        if t[0] == "list":
+            return [self.literal(x, t[1]) for x in v]
+        return [self.literal(x, y) for x, y in zip(v, t[1:])]
+
+    def items(self, v: dict, t: tuple, sep: str) -> list[str]:
+        """A dict's entries as ``key<sep>value`` literals."""
+        return [f"{self.literal(a, t[1])}{sep}{self.literal(b, t[2])}" for a, b in v.items()]
 
     def case_type(self, t: Type) -> str:
         """The ``type`` field of a case (the grammar's text of the result type)."""
@@ -148,6 +198,7 @@ class C(Target):
     returned pointer, its length stored through a last parameter ``size_t *out_len``. Other types are skipped."""
 
     name, ext = "c", "c"
+    LANG, INT_MIN, INT_SUFFIX = "C", "(-9223372036854775807L - 1)", "L"
     renames: ClassVar[dict[str, str]] = {"strlen": "string_length"}
     reserved = frozenset({"auto", "break", "case", "char", "const", "continue", "default", "do", "double",
                           "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
@@ -193,29 +244,17 @@ class C(Target):
         sep = "" if ret.endswith("*") else " "
         return f"{ret}{sep}{self.function_name(entry)}({', '.join(ps) or 'void'})"
 
-    def literal(self, v: Any, t: Type) -> str:
-        if t == "bool":
-            return "true" if v else "false"
-        if t == "int":
-            _int_range(v)
-            return "(-9223372036854775807L - 1)" if v == _I64[0] else f"{v}L"
-        if t == "float":
-            f = float(v)
-            if math.isnan(f):
-                return "NAN"
-            if math.isinf(f):
-                return "INFINITY" if f > 0 else "(-INFINITY)"
-            return _float_text(f)
-        if t == "str":
-            if "\0" in v:
-                raise Unsupported("a string holding NUL (C strings end at NUL)")
-            return _c_string(v)
-        if isinstance(t, tuple) and t[0] == "list":
-            if not v:
-                return "NULL, 0"
-            elems = ", ".join(self.literal(x, t[1]) for x in v)
-            return f"({self._ELEM[t[1]]} const[]){{{elems}}}, {len(v)}"
-        raise Unsupported(f"C has no literal of type {type_text(t)}")
+    def string(self, v: str) -> str:
+        if "\0" in v:
+            raise Unsupported("a string holding NUL (C strings end at NUL)")
+        return _c_string(v)
+
+    def compound(self, v: Any, t: tuple) -> str | None:
+        if t[0] != "list":
+            return None
+        if not v:
+            return "NULL, 0"  # an argument pair: the pointer and the length
+        return f"({self._ELEM[t[1]]} const[]){{{', '.join(self.elements(v, t))}}}, {len(v)}"
 
     def prompt(self, entry: str, doc: str, params: list[tuple[str, Type]], result: Type) -> str:
         note = ["// Return a new array (malloc) and store its length in *out_len."] if isinstance(result, tuple) else []
@@ -300,6 +339,7 @@ class Cpp(Target):
     ``std::tuple``, dict -> ``std::map``, optional -> ``std::optional``."""
 
     name, ext = "cpp", "cpp"
+    LANG, INT_MIN, INT_SUFFIX = "C++", "LONG_MIN", "L"
     renames: ClassVar[dict[str, str]] = {"strlen": "string_length"}
     reserved = C.reserved | {"operator", "class", "new", "delete", "template", "this", "namespace", "private",
                              "public", "protected", "virtual", "friend", "and", "or", "not", "xor"}
@@ -327,33 +367,18 @@ class Cpp(Target):
         ps = ", ".join(f"{self.type_name(t)} {self.param_name(n)}" for n, t in params)
         return f"{self.type_name(result)} {self.function_name(entry)}({ps})"
 
-    def literal(self, v: Any, t: Type) -> str:
-        if t == "bool":
-            return "true" if v else "false"
-        if t == "int":
-            _int_range(v)
-            return "LONG_MIN" if v == _I64[0] else f"{v}L"
-        if t == "float":
-            f = float(v)
-            if math.isnan(f):
-                return "NAN"
-            if math.isinf(f):
-                return "INFINITY" if f > 0 else "(-INFINITY)"
-            return _float_text(f)
-        if t == "str":
-            return f"std::string({_c_string(v)}, {len(_utf8(v))})"
-        if isinstance(t, tuple):
-            tn = self.type_name(t)
-            if t[0] == "list":
-                return f"{tn}{{{', '.join(self.literal(x, t[1]) for x in v)}}}"
-            if t[0] == "tuple":
-                return f"{tn}{{{', '.join(self.literal(x, y) for x, y in zip(v, t[1:]))}}}"
-            if t[0] == "dict":
-                items = ", ".join(f"{{{self.literal(a, t[1])}, {self.literal(b, t[2])}}}" for a, b in v.items())
-                return f"{tn}{{{items}}}"
-            if t[0] == "optional":
-                return "std::nullopt" if v is None else f"{tn}({self.literal(v, t[1])})"
-        raise Unsupported(f"C++ has no literal of type {type_text(t)}")
+    def string(self, v: str) -> str:
+        return f"std::string({_c_string(v)}, {len(_utf8(v))})"  # the length keeps an embedded NUL
+
+    def compound(self, v: Any, t: tuple) -> str | None:
+        tn = self.type_name(t)
+        if t[0] in ("list", "tuple"):
+            return f"{tn}{{{', '.join(self.elements(v, t))}}}"
+        if t[0] == "dict":
+            return f"{tn}{{{', '.join('{' + kv + '}' for kv in self.items(v, t, ', '))}}}"
+        if t[0] == "optional":
+            return "std::nullopt" if v is None else f"{tn}({self.literal(v, t[1])})"
+        return None
 
     def prompt(self, entry: str, doc: str, params: list[tuple[str, Type]], result: Type) -> str:
         return (self.HEADERS + "\n" + "\n".join(_comment_lines(doc, "//")) + "\n"
@@ -467,6 +492,8 @@ class Java(Target):
     tuples of mixed types are skipped (no standard pair type)."""
 
     name, ext = "java", "java"
+    LANG, INT_MIN, INT_SUFFIX = "Java", "Long.MIN_VALUE", "L"
+    NAN, INF, NEG_INF = "Double.NaN", "Double.POSITIVE_INFINITY", "Double.NEGATIVE_INFINITY"
     reserved = frozenset({"abstract", "assert", "boolean", "break", "byte", "case", "catch", "char", "class",
                           "const", "continue", "default", "do", "double", "else", "enum", "extends", "final",
                           "finally", "float", "for", "goto", "if", "implements", "import", "instanceof", "int",
@@ -496,37 +523,25 @@ class Java(Target):
         ps = ", ".join(f"{self.type_name(t)} {self.param_name(n)}" for n, t in params)
         return f"public static {self.type_name(result)} {self.function_name(entry)}({ps})"
 
-    def literal(self, v: Any, t: Type) -> str:
-        if t == "bool":
-            return "true" if v else "false"
-        if t == "int":
-            _int_range(v)
-            return "Long.MIN_VALUE" if v == _I64[0] else f"{v}L"
-        if t == "float":
-            f = float(v)
-            if math.isnan(f):
-                return "Double.NaN"
-            if math.isinf(f):
-                return "Double.POSITIVE_INFINITY" if f > 0 else "Double.NEGATIVE_INFINITY"
-            return _float_text(f)
-        if t == "str":
-            return _java_string(v)
-        if isinstance(t, tuple):
-            if t[0] in ("list", "tuple"):
-                et = t[1] if t[0] == "list" else _homogeneous(t)
-                bt = self.type_name(et, True)
-                if not v:
-                    return f"new ArrayList<{bt}>()"
-                return f"new ArrayList<{bt}>(Arrays.<{bt}>asList({', '.join(self.literal(x, et) for x in v)}))"
-            if t[0] == "dict":
-                kt, vt = self.type_name(t[1], True), self.type_name(t[2], True)
-                items = ", ".join(f"Map.entry({self.literal(a, t[1])}, {self.literal(b, t[2])})"
-                                  for a, b in v.items())
-                return f"new HashMap<{kt}, {vt}>(Map.ofEntries({items}))" if v else f"new HashMap<{kt}, {vt}>()"
-            if t[0] == "optional":
-                return f"Optional.<{self.type_name(t[1], True)}>empty()" if v is None else \
-                    f"Optional.of({self.literal(v, t[1])})"
-        raise Unsupported(f"Java has no literal of type {type_text(t)}")
+    def string(self, v: str) -> str:
+        return _java_string(v)
+
+    def compound(self, v: Any, t: tuple) -> str | None:
+        if t[0] in ("list", "tuple"):
+            bt = self.type_name(t[1] if t[0] == "list" else _homogeneous(t), True)
+            if not v:
+                return f"new ArrayList<{bt}>()"
+            return f"new ArrayList<{bt}>(Arrays.<{bt}>asList({', '.join(self.elements(v, t))}))"
+        if t[0] == "dict":
+            kt, vt = self.type_name(t[1], True), self.type_name(t[2], True)
+            if not v:
+                return f"new HashMap<{kt}, {vt}>()"
+            entries = ", ".join(f"Map.entry({kv})" for kv in self.items(v, t, ", "))
+            return f"new HashMap<{kt}, {vt}>(Map.ofEntries({entries}))"
+        if t[0] == "optional":
+            return (f"Optional.<{self.type_name(t[1], True)}>empty()" if v is None
+                    else f"Optional.of({self.literal(v, t[1])})")
+        return None
 
     def prompt(self, entry: str, doc: str, params: list[tuple[str, Type]], result: Type) -> str:
         # a \u in a Java comment is a Unicode escape even there: double the backslashes of the docstring
@@ -609,6 +624,8 @@ class JS(Target):
     plain objects for dicts with string keys (other keys skipped), ``null`` for None."""
 
     name, ext = "js", "js"
+    LANG, INT_RANGE, NULL = "JavaScript", (-(2 ** 53), 2 ** 53), "null"  # numbers hold ints exactly to 2**53
+    NAN, INF, NEG_INF = "NaN", "Infinity", "-Infinity"
     reserved = frozenset({"break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete",
                           "do", "else", "export", "extends", "finally", "for", "function", "if", "import", "in",
                           "instanceof", "new", "return", "super", "switch", "this", "throw", "try", "typeof",
@@ -623,33 +640,17 @@ class JS(Target):
                 self.type_name(x)
         return type_text(t)
 
-    def literal(self, v: Any, t: Type) -> str:
-        if v is None:
-            return "null"
-        if t == "bool":
-            return "true" if v else "false"
-        if t == "int":
-            _int_range(v, -(2 ** 53), 2 ** 53)
-            return str(v)
-        if t == "float":
-            f = float(v)
-            if math.isnan(f):
-                return "NaN"
-            if math.isinf(f):
-                return "Infinity" if f > 0 else "-Infinity"
-            return _float_text(f)
-        if t == "str":
-            return json.dumps(v, ensure_ascii=True)
-        if isinstance(t, tuple):
-            if t[0] == "list":
-                return "[" + ", ".join(self.literal(x, t[1]) for x in v) + "]"
-            if t[0] == "tuple":
-                return "[" + ", ".join(self.literal(x, y) for x, y in zip(v, t[1:])) + "]"
-            if t[0] == "dict":
-                return "{" + ", ".join(f"{self.literal(a, t[1])}: {self.literal(b, t[2])}" for a, b in v.items()) + "}"
-            if t[0] == "optional":
-                return self.literal(v, t[1])
-        raise Unsupported(f"JavaScript has no literal of type {type_text(t)}")
+    def string(self, v: str) -> str:
+        return json.dumps(v, ensure_ascii=True)
+
+    def compound(self, v: Any, t: tuple) -> str | None:
+        if t[0] in ("list", "tuple"):
+            return "[" + ", ".join(self.elements(v, t)) + "]"
+        if t[0] == "dict":
+            return "{" + ", ".join(self.items(v, t, ": ")) + "}"
+        if t[0] == "optional":
+            return self.literal(v, t[1])
+        return None
 
     def prompt(self, entry: str, doc: str, params: list[tuple[str, Type]], result: Type) -> str:
         ps = ", ".join(self.param_name(n) for n, _ in params)
@@ -713,6 +714,8 @@ class PHP(Target):
     harness is told the type, so a list is emitted in iteration order and a dict as key/value pairs)."""
 
     name, ext = "php", "php"
+    LANG, INT_MIN, NULL = "PHP", "PHP_INT_MIN", "null"
+    NAN, INF, NEG_INF = "NAN", "INF", "-INF"
     renames: ClassVar[dict[str, str]] = {"strlen": "string_length"}
 
     def type_name(self, t: Type) -> str:
@@ -723,35 +726,19 @@ class PHP(Target):
                 self.type_name(x)
         return type_text(t)
 
-    def literal(self, v: Any, t: Type) -> str:
-        if v is None:
-            return "null"
-        if t == "bool":
-            return "true" if v else "false"
-        if t == "int":
-            _int_range(v)
-            return "PHP_INT_MIN" if v == _I64[0] else str(v)
-        if t == "float":
-            f = float(v)
-            if math.isnan(f):
-                return "NAN"
-            if math.isinf(f):
-                return "INF" if f > 0 else "-INF"
-            return _float_text(f)
-        if t == "str":
-            return _php_string(v)
-        if isinstance(t, tuple):
-            if t[0] == "list":
-                return "[" + ", ".join(self.literal(x, t[1]) for x in v) + "]"
-            if t[0] == "tuple":
-                return "[" + ", ".join(self.literal(x, y) for x, y in zip(v, t[1:])) + "]"
-            if t[0] == "dict":
-                if t[1] == "str" and any(re.fullmatch(r"-?[1-9][0-9]*|0", k) for k in v):
-                    raise Unsupported("a string key PHP would turn into an integer")
-                return "[" + ", ".join(f"{self.literal(a, t[1])} => {self.literal(b, t[2])}" for a, b in v.items()) + "]"
-            if t[0] == "optional":
-                return self.literal(v, t[1])
-        raise Unsupported(f"PHP has no literal of type {type_text(t)}")
+    def string(self, v: str) -> str:
+        return _php_string(v)
+
+    def compound(self, v: Any, t: tuple) -> str | None:
+        if t[0] in ("list", "tuple"):
+            return "[" + ", ".join(self.elements(v, t)) + "]"
+        if t[0] == "dict":
+            if t[1] == "str" and any(re.fullmatch(r"-?[1-9][0-9]*|0", k) for k in v):
+                raise Unsupported("a string key PHP would turn into an integer")
+            return "[" + ", ".join(self.items(v, t, " => ")) + "]"
+        if t[0] == "optional":
+            return self.literal(v, t[1])
+        return None
 
     def type_tree(self, t: Type) -> str:
         """The type as a PHP value for the harness's emitter."""
@@ -942,6 +929,8 @@ class Go(Target):
     type -> slices, dict -> ``map[K]V``. Optional, None and tuples of mixed types are skipped."""
 
     name, ext = "go", "go"
+    LANG, INT_MIN = "Go", "math.MinInt64"
+    NAN, INF, NEG_INF = "math.NaN()", "math.Inf(1)", "math.Inf(-1)"
     reserved = frozenset({"break", "case", "chan", "const", "continue", "default", "defer", "else",
                           "fallthrough", "for", "func", "go", "goto", "if", "import", "interface", "map",
                           "package", "range", "return", "select", "struct", "switch", "type", "var", "string",
@@ -969,30 +958,15 @@ class Go(Target):
         ps = ", ".join(f"{self.param_name(n)} {self.type_name(t)}" for n, t in params)
         return f"func {self.function_name(entry)}({ps}) {self.type_name(result)}"
 
-    def literal(self, v: Any, t: Type) -> str:
-        if t == "bool":
-            return "true" if v else "false"
-        if t == "int":
-            _int_range(v)
-            return "math.MinInt64" if v == _I64[0] else str(v)
-        if t == "float":
-            f = float(v)
-            if math.isnan(f):
-                return "math.NaN()"
-            if math.isinf(f):
-                return f"math.Inf({1 if f > 0 else -1})"
-            return _float_text(f)
-        if t == "str":
-            return _go_string(v)
-        if isinstance(t, tuple):
-            tn = self.type_name(t)
-            if t[0] in ("list", "tuple"):
-                et = t[1] if t[0] == "list" else _homogeneous(t)
-                return tn + "{" + ", ".join(self.literal(x, et) for x in v) + "}"
-            if t[0] == "dict":
-                return tn + "{" + ", ".join(f"{self.literal(a, t[1])}: {self.literal(b, t[2])}"
-                                            for a, b in v.items()) + "}"
-        raise Unsupported(f"Go has no literal of type {type_text(t)}")
+    def string(self, v: str) -> str:
+        return _go_string(v)
+
+    def compound(self, v: Any, t: tuple) -> str | None:
+        if t[0] in ("list", "tuple"):
+            return self.type_name(t) + "{" + ", ".join(self.elements(v, t)) + "}"
+        if t[0] == "dict":
+            return self.type_name(t) + "{" + ", ".join(self.items(v, t, ": ")) + "}"
+        return None
 
     def prompt(self, entry: str, doc: str, params: list[tuple[str, Type]], result: Type) -> str:
         imports = "\n".join(f'\t"{m}"' for m in self.IMPORTS)

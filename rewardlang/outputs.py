@@ -44,7 +44,7 @@ from typing import IO, Any, Callable, Iterator, Mapping, NoReturn, Union
 
 __all__ = ["OutputError", "Interrupted", "check_output", "check_output_dir", "atomic_write", "atomic_path",
            "write_text", "sweep", "reason", "same_file", "install_signal_handlers", "interrupt_line",
-           "set_interrupt_note", "note_stdout", "InterruptExit", "exit_interrupted", "committed", "what_was_kept", "guard_command", "quiet_broken_pipe",
+           "set_interrupt_note", "note_stdout", "InterruptExit", "exit_interrupted", "interrupts_deferred", "committed", "what_was_kept", "guard_command", "quiet_broken_pipe",
            "ENVIRONMENT_ERRNOS"]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -96,19 +96,18 @@ class InterruptExit(SystemExit):
 def exit_interrupted(code: int) -> NoReturn:
     """End the process with status ``code`` once an interrupt has been handled (the line said, every ``finally`` run).
 
-    Why not ``sys.exit``: CPython 3.11 notes a ``KeyboardInterrupt`` that ends any ``exec`` of a string (dataclasses
-    and namedtuple build their methods that way, so Ctrl-C during an import lands there) in a process-wide flag
-    that nothing clears, and at exit turns the handled interrupt's status 130 into death by SIGINT. The atexit
-    handlers still run; then the streams are flushed and the process leaves with ``os._exit``."""
-    import atexit
-
+    Why not plain ``sys.exit``: CPython 3.11 notes a ``KeyboardInterrupt`` that ends any ``exec`` of a string
+    (dataclasses and namedtuple build their methods that way, so Ctrl-C during an import lands there) in a
+    process-wide flag that nothing clears, and when run as ``python -m`` turns the handled interrupt's status 130
+    into death by SIGINT at exit. The interrupt was handled, so the flag is cleared first; then the interpreter
+    exits as usual (threads joined, atexit handlers, finalizers)."""
     try:
-        atexit._run_exitfuncs()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(code)
+        import ctypes
+
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
+    except (ImportError, AttributeError, ValueError, OSError):  # pragma: no cover - another interpreter's layout
+        pass
+    sys.exit(code)
 
 
 def _umask() -> int:
@@ -444,6 +443,44 @@ def _reset() -> None:
     _NOTE.clear()
 
 
+_DEFERRING: list[int] = []  # depth of interrupts_deferred blocks (main thread only: handlers run there)
+_PENDING: list[int] = []  # the signal that arrived inside one
+
+
+def _raise_interrupt(signum: int) -> NoReturn:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold an interrupt (Ctrl-C, SIGTERM, SIGHUP) that arrives inside the block until the block ends.
+
+    For the few lines between starting a process and recording it: an exception raised inside
+    ``subprocess.Popen`` (while it waits for the child's exec) leaves a child that nothing knows of, so nothing
+    kills it and it outlives the command. Only the handlers of :func:`install_signal_handlers` defer; under
+    others, and outside the main thread (where no handler runs), the block is plain.
+
+        >>> with interrupts_deferred():
+        ...     pass
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _DEFERRING.append(1)
+    try:
+        yield
+    finally:
+        _DEFERRING.pop()
+        if not _DEFERRING and _PENDING:
+            signum = _PENDING[0]
+            _PENDING.clear()
+            _raise_interrupt(signum)
+
+
 def install_signal_handlers() -> None:
     """SIGTERM and SIGHUP raise :class:`Interrupted` (SIGINT already raises ``KeyboardInterrupt``), so a scheduler's
     stop unwinds like Ctrl-C: temporaries removed, the sandbox closed, one line said. A second signal while the
@@ -454,9 +491,10 @@ def install_signal_handlers() -> None:
     def handler(signum: int, frame: Any) -> None:
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(s, signal.SIG_IGN)
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Interrupted(signum)
+        if _DEFERRING:  # between starting a process and recording it: raised when that block ends
+            _PENDING.append(signum)
+            return
+        _raise_interrupt(signum)
 
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(s) is signal.SIG_IGN and s != signal.SIGTERM:

@@ -574,3 +574,28 @@ def test_an_interrupt_inside_exec_of_a_string_still_ends_with_status_130(tmp_pat
     p = subprocess.run([sys.executable, "-m", "drive_interrupt", str(spec)], capture_output=True, text=True,
                        timeout=120, cwd=tmp_path, env=env)
     assert (p.returncode, p.stderr.strip()) == (130, "interrupted: nothing written")
+
+
+DEFERRED = r"""
+import os, signal
+from rewardlang import outputs
+
+outputs.install_signal_handlers()
+reached = []
+try:
+    with outputs.interrupts_deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):  # the handler runs in here; the block still finishes
+            pass
+        reached.append("end of block")
+    reached.append("after block")
+except outputs.Interrupted as exc:
+    print(reached, exc.signum)
+"""
+
+
+def test_an_interrupt_inside_a_deferred_block_is_raised_when_the_block_ends() -> None:
+    """The few lines between starting a process and recording it (the sandbox's slot start) finish; the
+    interrupt is raised right after them, as the signal that came."""
+    p = subprocess.run([sys.executable, "-c", DEFERRED], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert p.stdout.strip() == f"['end of block'] {int(signal.SIGTERM)}", p.stderr

@@ -182,6 +182,11 @@ class Slot:
         self.starting = True
         try:
             self._start()
+        except BaseException:
+            # an interrupt (Ctrl-C, SIGTERM) while the worker starts, in the thread that started it: nothing
+            # it started may outlive the command (the failures above have killed it already; kill is idempotent)
+            self.kill()
+            raise
         finally:
             self.starting = False
 
@@ -199,18 +204,21 @@ class Slot:
                 raise SlotFailure(f"cannot set up the slot's memory cgroup: {e}") from e
         spec = build_launch(self.level, self.config, self.lease, cgroup_fds=fds)
         errf = tempfile.TemporaryFile()
-        try:
-            proc = subprocess.Popen(spec.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf,
-                                    start_new_session=True, close_fds=True, **spec.popen)
-        except OSError as e:
-            spec.cleanup()
-            errf.close()
-            self._drop_cgroup()
-            raise LevelUnavailable(f"cannot start the {self.level} slot: {e}") from e
+        from rewardlang.outputs import interrupts_deferred
+
+        with interrupts_deferred():  # an interrupt inside Popen would leave a worker that kill() cannot reach
+            try:
+                proc = subprocess.Popen(spec.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf,
+                                        start_new_session=True, close_fds=True, **spec.popen)
+            except OSError as e:
+                spec.cleanup()
+                errf.close()
+                self._drop_cgroup()
+                raise LevelUnavailable(f"cannot start the {self.level} slot: {e}") from e
+            self.spec, self.proc = spec, proc  # recorded at once, so that kill() reaches it from here on
         spec.close_fds()
         if self.cgroup is not None:
             self.cgroup.close_fds()
-        self.spec, self.proc = spec, proc
         self.starts += 1
         try:
             assert proc.stdin is not None and proc.stdout is not None

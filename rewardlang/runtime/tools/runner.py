@@ -32,6 +32,7 @@ pylint"``; the startup allowance with ``REWARDLANG_TOOL_STARTUP_S``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -117,14 +118,17 @@ def startup_allowance(default: float) -> float:
 def run_command(argv: Sequence[str], *, timeout: float, cwd: str | Path | None = None,
                 env: dict[str, str] | None = None) -> Completed:
     """Run ``argv``, capturing its output, killing its whole process group after ``timeout`` seconds."""
+    from rewardlang.outputs import interrupts_deferred
+
     t0 = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True,
-        )
-    except (FileNotFoundError, PermissionError, NotADirectoryError, OSError) as exc:
-        return Completed(list(argv), None, "", f"{type(exc).__name__}: {exc}", missing=True)
+    with interrupts_deferred():  # an interrupt inside Popen would leave a child that nothing kills
+        try:
+            proc = subprocess.Popen(
+                list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True,
+            )
+        except (FileNotFoundError, PermissionError, NotADirectoryError, OSError) as exc:
+            return Completed(list(argv), None, "", f"{type(exc).__name__}: {exc}", missing=True)
     timed_out = False
     try:
         out, err = proc.communicate(timeout=max(timeout, 0.01))
@@ -135,6 +139,11 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: str | Path | None =
             out, err = proc.communicate(timeout=10)
         except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
             out, err = b"", b""
+    except BaseException:  # an interrupt while the tool runs: the tool ends with the command
+        kill_group(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        raise
     return Completed(
         list(argv), proc.returncode, out.decode("utf-8", errors="replace"),
         err.decode("utf-8", errors="replace"), timed_out=timed_out, elapsed=time.monotonic() - t0,

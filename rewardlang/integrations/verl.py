@@ -51,6 +51,7 @@ from rewardlang.integrations.batching import SpecScorer, batcher_for
 from rewardlang.integrations.verl_tokens import (
     TokenScore,
     assemble_rm_scores,
+    per_token_flag,
     token_rewards,
 )
 
@@ -136,6 +137,7 @@ def _manager_class() -> type:
                 raise ValueError("rewardlang: set reward.custom_reward_function.reward_kwargs.spec (or the "
                                  "REWARDLANG_SPEC environment variable) to the .reward file")
             self.ground_truth_input = kw.get("ground_truth_input")
+            self.per_token = per_token_flag(kw)  # false: the total alone, on the last token
             self.batcher = batcher_for(str(spec), window_s=float(kw.get("window_s", 0.02)))
             self.batcher.scorer.keep_places = True
             self._aligner: Any = None
@@ -146,7 +148,7 @@ def _manager_class() -> type:
             n = int(item.batch["attention_mask"][-ids.shape[-1]:].sum())
             valid = ids[:n].tolist()
             scorer = self.batcher.scorer
-            if scorer.dense:  # the text exactly as decoded below, and where each token ends in it
+            if scorer.dense and self.per_token:  # the text exactly as decoded below, and where each token ends in it
                 if self._aligner is None:
                     from rewardlang.trainers.align import TokenAligner
 

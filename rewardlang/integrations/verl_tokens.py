@@ -39,7 +39,7 @@ import numpy as np
 
 from rewardlang.integrations.batching import SpecScorer, batcher_for
 
-__all__ = ["TokenScore", "assemble_rm_scores", "legacy_manager_class", "token_rewards"]
+__all__ = ["TokenScore", "assemble_rm_scores", "legacy_manager_class", "per_token_flag", "token_rewards"]
 
 
 class TokenScore(float):
@@ -109,18 +109,29 @@ def assemble_rm_scores(data: Any, scores: Sequence[Any]) -> Any:
 
 
 def spec_from(kwargs: dict[str, Any], compute_score: Any = None) -> str:
-    """The spec's path: ``reward_kwargs.spec``, else ``REWARDLANG_SPEC``, else the ``spec`` bound to verl's wrapped
-    custom reward function (``custom_reward_function.reward_kwargs.spec``), else a clear error."""
-    spec = kwargs.get("spec") or os.environ.get("REWARDLANG_SPEC")
+    """The spec's path: the manager's ``reward_kwargs.spec``, else the ``spec`` bound to verl's wrapped custom reward
+    function (``custom_reward_function.reward_kwargs.spec``), else ``REWARDLANG_SPEC`` (configuration before the
+    environment), else a clear error."""
+    spec = kwargs.get("spec")
     if not spec and compute_score is not None:
         # verl wraps the custom function as partial(_call_with_kwargs, raw_fn, reward_kwargs)
         for a in getattr(compute_score, "args", ()):
             if isinstance(a, dict) and a.get("spec"):
                 spec = a["spec"]
+    spec = spec or os.environ.get("REWARDLANG_SPEC")
     if not spec:
         raise ValueError("rewardlang: set the reward manager's reward_kwargs.spec (or the REWARDLANG_SPEC environment "
                          "variable) to the .reward file")
     return str(spec)
+
+
+def per_token_flag(kwargs: dict[str, Any]) -> bool:
+    """``reward_kwargs.per_token`` (default true): false puts the total on the last token even for a spec with
+    ``tokens`` clauses (GRPO sums a sample's token rewards into its outcome score, which is then not the total)."""
+    v = kwargs.get("per_token", True)
+    if not isinstance(v, bool):
+        raise TypeError(f"rewardlang: reward_kwargs.per_token must be true or false, not {v!r}")
+    return v
 
 
 _LEGACY: list[type] = []
@@ -146,6 +157,7 @@ def legacy_manager_class() -> type:
             self.num_examine = num_examine
             self.reward_fn_key = reward_fn_key
             self.ground_truth_input = reward_kwargs.get("ground_truth_input")
+            self.per_token = per_token_flag(reward_kwargs)
             self.batcher = batcher_for(spec_from(reward_kwargs, compute_score),
                                        window_s=float(reward_kwargs.get("window_s", 0.02)))
             self.batcher.scorer.keep_places = True
@@ -170,9 +182,10 @@ def legacy_manager_class() -> type:
             responses = data.batch["responses"]
             nt = data.non_tensor_batch
             rows, ends = [], []
+            dense = self.scorer.dense and self.per_token
             for i in range(len(data)):
                 ids = responses[i][:int(valid[i])].tolist()
-                if self.scorer.dense:
+                if dense:
                     text, e = self._aligner.align(ids)
                 else:
                     text, e = self._aligner.decode(ids), list(range(len(ids)))  # only the last index is used
@@ -186,7 +199,8 @@ def legacy_manager_class() -> type:
             reward = torch.zeros_like(responses, dtype=torch.float32)
             for i, (r, e) in enumerate(zip(results, ends)):
                 if e:
-                    reward[i, :len(e)] = torch.as_tensor(token_rewards(r, e), dtype=torch.float32)
+                    per = token_rewards(r if dense else {"score": r["score"]}, e)
+                    reward[i, :len(e)] = torch.as_tensor(per, dtype=torch.float32)
             extra_info = {k: [r[k] for r in results] for k in self.scorer.keys}
             if return_dict:
                 return {"reward_tensor": reward, "reward_extra_info": extra_info}

@@ -154,7 +154,7 @@ def _check_advantages(returns, grpo) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_legacy_manager_through_verls_registry_gives_the_token_reward_tensor(tok, spec: str) -> None:  # type: ignore[no-untyped-def]
+def test_legacy_manager_through_verls_registry_gives_the_token_reward_tensor(tok, spec: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import verl.workers.reward_manager as legacy  # imported first, as verl <= 0.6's trainer does
     from omegaconf import OmegaConf
     from verl.trainer.ppo.reward import get_custom_reward_fn
@@ -165,7 +165,9 @@ def test_legacy_manager_through_verls_registry_gives_the_token_reward_tensor(tok
     compute_score = get_custom_reward_fn(cfg)
     cls = legacy.get_reward_manager_cls("rewardlang")
     assert issubclass(cls, legacy.abstract.AbstractRewardManager)
-    # as verl 0.6's load_reward_manager builds it: the spec comes from the custom function's reward_kwargs
+    # as verl 0.6's load_reward_manager builds it: the spec comes from the custom function's reward_kwargs (the
+    # configuration wins over the environment)
+    monkeypatch.setenv("REWARDLANG_SPEC", str(ROOT / "specs" / "quality_grpo.reward"))
     reward_fn = cls(tokenizer=tok, num_examine=0, compute_score=compute_score, reward_fn_key="data_source")
     data = _data(tok, ["p0", "p1", "p0"])
     out = reward_fn(data, return_dict=True)  # verl 0.6's compute_reward
@@ -173,6 +175,11 @@ def test_legacy_manager_through_verls_registry_gives_the_token_reward_tensor(tok
     assert list(out["reward_extra_info"]) == ["score", "rl_masked", "rl_bad", "rl_short"]
     assert out["reward_extra_info"]["score"] == TOTALS and out["reward_extra_info"]["rl_masked"] == MASKED
     _check_advantages(*_advantages(data, out["reward_tensor"]))
+    # per_token=false: the total on the last valid token, as verl's naive manager puts it
+    seq = cls(tokenizer=tok, num_examine=0, compute_score=compute_score, per_token=False)
+    assert seq(data).tolist() == [[0.0, 0.0, 0.0, 1.5, 0.0, 0.0], [0.0] * 6, [0.0, 0.0, 2.0, 0.0, 0.0, 0.0]]
+    with pytest.raises(TypeError, match="per_token must be true or false"):
+        cls(tokenizer=tok, num_examine=0, compute_score=compute_score, per_token="no")
 
 
 @pytest.mark.integration

@@ -149,7 +149,8 @@ def legacy_manager_class() -> type:
     class RewardlangBatchRewardManager(AbstractRewardManager):
         """verl's legacy reward manager interface: the whole batch scored at once, the spec's per-token rewards in
         ``reward_tensor`` (see the module docstring); ``reward_extra_info`` holds ``score``, ``rl_masked`` and
-        ``rl_<component>`` per sample."""
+        ``rl_<component>`` per sample. ``num_examine`` (verl prints that many samples) is accepted and unused:
+        the per-component values in ``reward_extra_info`` are what verl logs."""
 
         def __init__(self, tokenizer: Any, num_examine: int = 0, compute_score: Any = None,
                      reward_fn_key: str = "data_source", **reward_kwargs: Any) -> None:

@@ -204,9 +204,16 @@ def test_reward_loop_places_token_rewards_through_assemble_rm_scores_on_local_ra
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True,
              runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
     try:
-        out = RewardLoopManager(cfg).compute_rm_score(data)  # 3 samples padded to 4, 2 RewardLoopWorker actors
+        mgr = RewardLoopManager(cfg)
+        out = mgr.compute_rm_score(data)  # 3 samples padded to 4, 2 RewardLoopWorker actors
+        for w in mgr.reward_loop_workers:  # named actors: the next manager's take the same names
+            ray.kill(w)
+        cfg.reward.custom_reward_function.reward_kwargs.per_token = False
+        seq = RewardLoopManager(cfg).compute_rm_score(data).batch["rm_scores"].tolist()
     finally:
         ray.shutdown()
+    # per_token=false: the total on the last valid token (verl's own assemble rule)
+    assert seq == [[0.0, 0.0, 0.0, 1.5, 0.0, 0.0], [0.0] * 6, [0.0, 0.0, 2.0, 0.0, 0.0, 0.0]]
     assert out.batch["rm_scores"].tolist() == WANT
     assert out.non_tensor_batch["score"].tolist() == TOTALS
     assert out.non_tensor_batch["rl_masked"].tolist() == MASKED

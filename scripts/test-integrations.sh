@@ -22,4 +22,5 @@ PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
   codetiming==1.4.0 aiohttp==3.14.5 pylatexenc==2.11
 "${PIP[@]}" --no-deps verl==0.9.1 openrlhf==0.11.2
 export REWARDLANG_INTEGRATION=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-exec "$VENV/bin/python" -m pytest -q tests/integrations "$@"
+# -m "": these tests are also marked slow, which pyproject's addopts (-m 'not slow') would deselect
+exec "$VENV/bin/python" -m pytest -q -m "" tests/integrations "$@"

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["Batcher", "Overloaded", "SpecScorer", "batcher_for", "result_keys", "scorer_for"]
+__all__ = ["Batcher", "Overloaded", "Scored", "SpecScorer", "batcher_for", "result_keys", "scorer_for"]
 
 log = logging.getLogger("rewardlang.integrations")
 
@@ -49,13 +49,26 @@ def _finite(x: Any) -> float:
     return x if math.isfinite(x) else 0.0
 
 
+class Scored(dict):
+    """A result dict (the keys above) that also says where its value reaches the completion's characters:
+    ``places`` is ``[(weight, Placement), ...]``, one per unmasked component (its ``tokens`` clause's placement,
+    or its value on the last token when it has none), for a spec with ``tokens`` clauses whose reward is the
+    weighted sum; None otherwise (the ``score`` goes on the last token). Made only where a scorer's
+    ``keep_places`` is set (the verl managers, which turn it into per-token rewards)."""
+
+    places: list[tuple[float, Any]] | None = None
+
+
 class SpecScorer:
     """A compiled spec that scores lists of row dicts (keys: the spec's input names or their columns).
 
     A row whose values are bad (a missing column, a wrong type) is masked and counted in ``stats["bad_rows"]``
     (its reason in ``reasons``), not dropped and not an exception; a failure of the scoring run itself masks the
-    batch and counts ``stats["infra_failures"]``.
+    batch and counts ``stats["infra_failures"]``. With ``keep_places`` set, results are :class:`Scored`.
     """
+
+    #: return :class:`Scored` results that carry the spec's per-token placement (set by the verl managers)
+    keep_places: bool = False
 
     def __init__(self, spec: str, params: dict[str, Any] | None = None, program: Any = None) -> None:
         from rewardlang.runtime.program import load_program
@@ -68,6 +81,9 @@ class SpecScorer:
         self.keys = result_keys(self.names)
         self.stats: Counter = Counter()
         self.inputs = [i for i in self.program.inputs if i.used or i.name == "completion"]
+        #: the spec places values on tokens (a `tokens` clause) and its reward is their weighted sum
+        self.dense = (any(c.tokens is not None for c in self.program.components)
+                      and bool(self.program.spec.get("reward_is_weighted_sum")))
 
     def _row_value(self, row: dict[str, Any], inp: Any) -> Any:
         if inp.column in row:
@@ -145,11 +161,28 @@ class SpecScorer:
                 self.stats["masked"] += 1
                 if any(bool(res.infra[c][j]) for c in self.names):
                     self.stats["infra_failures"] += 1
+            if self.keep_places:
+                d = Scored(d)
+                if self.dense and not masked:
+                    d.places = self._places(res, j)
             out[i] = d
         for k, v in res.stats.items():
             if k.startswith("sandbox.") and k != "sandbox.isolation_level" and isinstance(v, (int, float)):
                 self.stats[k] += v
         return True
+
+    def _places(self, res: Any, j: int) -> list[tuple[float, Any]]:
+        """Row ``j``'s components as ``(weight, Placement)`` (rewardlang.trainers.dense.DenseRewards's rule)."""
+        from rewardlang.runtime.attribution import Placement
+
+        out = []
+        for c in self.names:
+            w = float(res.weights[c])
+            if res.masked[c][j] or w == 0.0 or not math.isfinite(w):
+                continue  # a component outside the reward may be masked alone: it contributes nothing
+            p = res.attribution[c][j] if c in res.attribution else Placement(last=float(res.components[c][j]))
+            out.append((w, p))
+        return out
 
     def sandbox_level(self) -> str | None:
         """The isolation level the sandbox ran at so far (None: nothing ran in it)."""

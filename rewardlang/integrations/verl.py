@@ -17,6 +17,13 @@ concurrent tasks; both hand the sample to the process's :class:`~rewardlang.inte
 scores the samples that arrive within ``window_s`` (20 ms) together through one compiled program and one sandbox
 pool. The manager also decodes in the batch and needs no thread per sample.
 
+**Per-token rewards** (a spec with ``tokens`` clauses; :mod:`rewardlang.integrations.verl_tokens`): the manager's
+``reward_score`` is the total carrying the per-token rewards, and its ``assemble_rm_scores`` places them on the
+response tokens where verl assembles ``rm_scores`` from them (``RewardLoopManager.compute_rm_score``); verl's agent
+loop, which scores each sample as its rollout ends, takes the total alone (on the last token). verl <= 0.6's
+legacy interface takes them whole: ``RewardlangBatchRewardManager`` scores the batch and returns the
+``reward_tensor`` (``reward_model.reward_manager=rewardlang``, registered when verl imports this file).
+
 **Inputs.** The completion is ``solution_str``. Every other input the spec reads comes, by its column name (or its
 input name), from ``extra_info`` (a dict) or from ``ground_truth`` when that is a dict; when ``ground_truth`` is not
 a dict it fills the input named by ``reward_kwargs.ground_truth_input``, or else the one input that ``extra_info``
@@ -41,8 +48,15 @@ import logging
 from typing import Any
 
 from rewardlang.integrations.batching import SpecScorer, batcher_for
+from rewardlang.integrations.verl_tokens import (
+    TokenScore,
+    assemble_rm_scores,
+    per_token_flag,
+    token_rewards,
+)
 
-__all__ = ["compute_score", "verl_row"]  # and RewardlangRewardManager, made on first access (needs verl)
+# and RewardlangRewardManager, RewardlangBatchRewardManager: made on first access (they need verl)
+__all__ = ["compute_score", "verl_row"]
 
 log = logging.getLogger("rewardlang.integrations")
 _WARNED: list[str] = []
@@ -123,29 +137,71 @@ def _manager_class() -> type:
                 raise ValueError("rewardlang: set reward.custom_reward_function.reward_kwargs.spec (or the "
                                  "REWARDLANG_SPEC environment variable) to the .reward file")
             self.ground_truth_input = kw.get("ground_truth_input")
+            self.per_token = per_token_flag(kw)  # false: the total alone, on the last token
             self.batcher = batcher_for(str(spec), window_s=float(kw.get("window_s", 0.02)))
+            self.batcher.scorer.keep_places = True
+            self._aligner: Any = None
 
         async def run_single(self, data: Any) -> dict:
             item = data[-1:][0]
             ids = item.batch["responses"]
             n = int(item.batch["attention_mask"][-ids.shape[-1]:].sum())
-            text = self.tokenizer.decode(ids[:n], skip_special_tokens=True)
+            valid = ids[:n].tolist()
+            scorer = self.batcher.scorer
+            if scorer.dense and self.per_token:  # the text exactly as decoded below, and where each token ends in it
+                if self._aligner is None:
+                    from rewardlang.trainers.align import TokenAligner
+
+                    self._aligner = TokenAligner(self.tokenizer)
+                text, ends = self._aligner.align(valid)
+            else:
+                text, ends = self.tokenizer.decode(valid, skip_special_tokens=True), None
             nt = item.non_tensor_batch
             extra = dict(nt.get("extra_info", {}) or {})
-            row = verl_row(self.batcher.scorer, nt.get("data_source"), text,
+            row = verl_row(scorer, nt.get("data_source"), text,
                            (nt.get("reward_model") or {}).get("ground_truth"), extra, self.ground_truth_input)
             fut = self.batcher.submit([row])
             result = (await asyncio.wrap_future(fut))[0]
-            return {"reward_score": result["score"], "reward_extra_info": dict(result)}
+            score: float = result["score"]
+            if ends is not None:  # the total, carrying the per-token rewards for assemble_rm_scores
+                score = TokenScore(score, token_rewards(result, ends))
+            return {"reward_score": score, "reward_extra_info": dict(result)}
+
+        @classmethod
+        def assemble_rm_scores(cls, data: Any, scores: list) -> Any:
+            """verl's hook (``RewardLoopManager.compute_rm_score``): per-token rewards where the spec has them."""
+            return assemble_rm_scores(data, scores)
 
     return RewardlangRewardManager
 
 
 def __getattr__(name: str) -> Any:
-    # the manager subclasses verl's base class, so it exists only where verl is installed (the function does not
-    # need verl); verl looks it up with getattr on this file's module
+    # the managers subclass verl's base classes, so they exist only where verl is installed (the function does not
+    # need verl); verl looks them up with getattr on this file's module
     if name == "RewardlangRewardManager":
         cls = _manager_class()
         globals()[name] = cls
         return cls
+    if name == "RewardlangBatchRewardManager":
+        from rewardlang.integrations.verl_tokens import legacy_manager_class
+
+        return legacy_manager_class()
     raise AttributeError(name)
+
+
+def _register_legacy() -> None:
+    """verl <= 0.6 finds a reward manager by name in its legacy registry (``reward_model.reward_manager=rewardlang``),
+    after importing the custom reward function's file: register there when verl is the one importing this file
+    (never otherwise: importing verl would import torch)."""
+    import sys
+
+    if "verl.workers.reward_manager" not in sys.modules:
+        return
+    from verl.workers.reward_manager import registry
+
+    cls = __getattr__("RewardlangBatchRewardManager")
+    if registry.REWARD_MANAGER_REGISTRY.get("rewardlang") is not cls:
+        registry.register("rewardlang")(cls)
+
+
+_register_legacy()

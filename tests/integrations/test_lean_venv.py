@@ -58,11 +58,17 @@ def test_every_spec_without_a_model_runs(venv: Path, tmp_path: Path) -> None:
         for line in samples.read_text().splitlines():
             r = json.loads(line)
             f.write(json.dumps({**r, "task_id": r["prompt_id"], "verified": True, "difficulty": 1}) + "\n")
+    translate = tmp_path / "translate.jsonl"  # oorl.reward: translation problems (language, tests, entry_point)
+    assert _run(venv, "data", "translate", "--target", "cpp", "--split", "heldout", "-o", str(translate)).returncode == 0
+    rows = [json.loads(x) for x in translate.read_text().splitlines()][:4]
+    with open(translate, "w") as f:  # the declarations alone: they compile, and no test passes
+        f.writelines(json.dumps({**r, "completion": f"```cpp\n{r['declaration']}\n```"}) + "\n" for r in rows)
     specs = sorted(p.name for p in (ROOT / "specs").glob("*.reward"))
     assert len(specs) >= 11
     for name in specs:
         spec = f"specs/{name}"
-        data = robot if "robot" in name else constructs if name == "constructs.reward" else samples
+        data = (robot if "robot" in name else constructs if name == "constructs.reward"
+                else translate if name == "oorl.reward" else samples)
         extra: list[str] = []
         assert _run(venv, "check", spec).returncode == 0, name
         r = _run(venv, "score", spec, "-i", str(data), "-o", str(tmp_path / f"{name}.jsonl"), *extra)

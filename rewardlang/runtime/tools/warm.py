@@ -30,6 +30,7 @@ interpreter).
     >>> import sys, tempfile
     >>> from rewardlang.runtime.tools.warm import WarmHelper
     >>> h = WarmHelper(["rewardlang.runtime.tools.pyanalyzers"], warmup=False)
+    >>> h.start()
     >>> d = tempfile.mkdtemp()
     >>> _ = open(f"{d}/m.py", "w").write("import os\\n")
     >>> r = h.run("rewardlang.runtime.tools.pyanalyzers", ["--analyzers", "vulture", "m.py"], cwd=d,
@@ -141,6 +142,12 @@ def _shm_dir() -> str | None:
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
+def _last_line(data: bytes) -> str:
+    """The last line of a stderr (an interpreter's traceback ends with the exception)."""
+    lines = data.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1][:300] if lines else ""
+
+
 class WarmHelper:
     """A helper process for ``modules``; :meth:`run` one ``python -m module args`` in a forked child.
 
@@ -159,6 +166,9 @@ class WarmHelper:
         self.pythonpath = os.environ.get("PYTHONPATH", "")
         self.starts = 0
         self._err: Any = None
+        self._failed: tuple[float, str] | None = None
+        #: seconds after a failed start during which runs fail at once instead of starting it again
+        self.retry_after_s = 10.0
 
     # ------------------------------------------------------------------------------------ lifecycle
     @property
@@ -172,39 +182,66 @@ class WarmHelper:
     def start(self) -> None:
         """Start the helper (a fresh one if one was running) and wait until it has imported and warmed up."""
         with self._lock:
-            self._stop()
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            err = tempfile.TemporaryFile(dir=_shm_dir())  # noqa: SIM115 - kept open: the helper's stderr
-            # Its own directory as cwd, so nothing in the caller's cwd shadows a tool's modules; the package
-            # this module is part of first on its path, as in the caller.
-            root = str(Path(__file__).resolve().parents[3])
-            code = (f"import sys; sys.path.insert(0, {root!r}); "
-                    "from rewardlang.runtime.tools.warm import _helper_main; _helper_main()")
-            argv = [sys.executable, "-c", code, str(theirs.fileno()), json.dumps(self.modules),
-                    "1" if self.warmup else "0"]
+            self._start()
+
+    def ensure(self) -> tuple[int, bool]:
+        """Start the helper unless it runs: (its generation, whether this call started it). Thread-safe: of
+        several threads finding it dead, one starts it. A start that failed less than :attr:`retry_after_s` ago
+        is not retried (every run would wait for it): its error is raised again."""
+        with self._lock:
+            if self._sock is not None and self.alive():
+                return self.starts, False
+            if self._failed is not None and time.monotonic() - self._failed[0] < self.retry_after_s:
+                raise HelperDead(self._failed[1])
             try:
-                self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                              pass_fds=[theirs.fileno()], cwd=tempfile.gettempdir(),
-                                              start_new_session=True)
-            except OSError as exc:
-                ours.close()
-                raise HelperDead(f"the warm analyser helper could not be started: {exc}") from exc
-            finally:
-                theirs.close()
-            ready = select.select([ours], [], [], self.start_timeout)[0]
-            line = ours.recv(64) if ready else b""
-            if line != b"ready\n":
-                self._proc.kill()
-                self._proc.wait()
-                err.seek(0)
-                tail = err.read().decode("utf-8", "replace").strip()[-400:]
-                ours.close()
-                self._proc = None
-                why = "did not start in time" if not ready else f"exited while starting: {tail or 'no message'}"
-                raise HelperDead(f"the warm analyser helper {why}")
-            self._err = err
-            self._sock = ours
-            self.starts += 1
+                self._start()
+            except HelperDead as exc:
+                self._failed = (time.monotonic(), str(exc))
+                raise
+            self._failed = None
+            return self.starts, True
+
+    def discard(self, generation: int) -> None:
+        """Stop the helper if it is still the one of ``generation`` (a run found it dead or broken)."""
+        with self._lock:
+            if self.starts == generation:
+                self._stop()
+
+    def _start(self) -> None:
+        self._stop()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        err = tempfile.TemporaryFile(dir=_shm_dir())  # noqa: SIM115 - kept open: the helper's stderr
+        # Its own directory as cwd, so nothing in the caller's cwd shadows a tool's modules; the package
+        # this module is part of first on its path, as in the caller.
+        root = str(Path(__file__).resolve().parents[3])
+        code = (f"import sys; sys.path.insert(0, {root!r}); "
+                "from rewardlang.runtime.tools.warm import _helper_main; _helper_main()")
+        argv = [sys.executable, "-c", code, str(theirs.fileno()), json.dumps(self.modules),
+                "1" if self.warmup else "0"]
+        try:
+            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                          pass_fds=[theirs.fileno()], cwd=tempfile.gettempdir(),
+                                          start_new_session=True)
+        except OSError as exc:
+            ours.close()
+            raise HelperDead(f"the warm analyser helper could not be started: {exc}") from exc
+        finally:
+            theirs.close()
+        ready = select.select([ours], [], [], self.start_timeout)[0]
+        line = ours.recv(64) if ready else b""
+        if line != b"ready\n":
+            self._proc.kill()
+            self._proc.wait()
+            err.seek(0)
+            tail = _last_line(err.read())
+            err.close()
+            ours.close()
+            self._proc = None
+            why = "did not start in time" if not ready else f"exited while starting: {tail or 'no message'}"
+            raise HelperDead(f"the warm analyser helper {why}")
+        self._err = err
+        self._sock = ours
+        self.starts += 1
 
     def _why(self) -> str:
         """How the helper ended, for the error of the runs it failed: exit status and its stderr's end."""
@@ -213,7 +250,7 @@ class WarmHelper:
         if self._err is not None:
             try:
                 self._err.seek(0)
-                tail = self._err.read().decode("utf-8", "replace").strip()[-300:]
+                tail = _last_line(self._err.read())
             except (OSError, ValueError):
                 pass
         return f"exit status {rc}" + (f": {tail}" if tail else "")
@@ -268,10 +305,15 @@ class WarmHelper:
                     self._send(payload, [out.fileno(), err.fileno(), w])
                 finally:
                     os.close(w)
-                _pid, code, timed_out = self._wait(r, t0 + max(timeout, 0.01))
+                pid, code, timed_out = self._wait(r, t0 + max(timeout, 0.01))
             finally:
                 os.close(r)
             if code is None and not timed_out:
+                if pid is not None:  # the run outlived its helper: end it, nobody is left to report it
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
                 time.sleep(0.05)  # let its exit status arrive
                 raise HelperDead(f"the warm analyser helper died during a run ({self._why()})")
             out.seek(0)
@@ -348,16 +390,16 @@ def run_warm(argv: Sequence[str], *, timeout: float, cwd: str | Path, env: dict[
         return None
     t0 = time.monotonic()
     last = ""
-    for attempt in range(2):
+    for _ in range(2):
+        generation = -1
         try:
-            if not h.alive():
-                if (h.starts or attempt) and stats is not None:
-                    stats["tool.warm.restarts"] += 1
-                h.start()
+            generation, started = h.ensure()
+            if started and generation > 1 and stats is not None:
+                stats["tool.warm.restarts"] += 1
             return h.run(module, argv[3:], cwd=cwd, env=env, timeout=timeout - (time.monotonic() - t0))
         except HelperDead as exc:
             last = str(exc)
-            h.close()
+            h.discard(generation)
     if stats is not None:
         stats["tool.warm.failures"] += 1
     return Completed(list(argv), None, "", last, missing=True, elapsed=time.monotonic() - t0)

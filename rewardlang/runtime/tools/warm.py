@@ -413,11 +413,20 @@ def _helper_main() -> None:
     base_path = [p for p in sys.path[1:] if p != ""]  # without the -c entries: what `python -m` adds is cwd
     import importlib
 
+    loaded = set()
     for m in modules:
-        for name in _PRELOAD.get(m, (m,)):
-            importlib.import_module(name)
-    if warmup and "pylint" in modules:
-        _warm_pylint()
+        try:
+            for name in _PRELOAD.get(m, (m,)):
+                importlib.import_module(name)
+            loaded.add(m)
+        except Exception as exc:  # noqa: BLE001 - a tool that is missing or broken here fails in its runs, as
+            # `python -m` would (and only its runs: the other tools still run warm); said on the helper's stderr
+            sys.stderr.write(f"rewardlang warm helper: {m} not preloaded: {type(exc).__name__}: {exc}\n")
+    if warmup and "pylint" in loaded:
+        try:
+            _warm_pylint()
+        except Exception as exc:  # noqa: BLE001 - no warm cache: pylint's runs build what they need, as cold runs do
+            sys.stderr.write(f"rewardlang warm helper: no pylint warm-up: {type(exc).__name__}: {exc}\n")
     sys.path[:] = base_path
     # every object the children inherit goes to the permanent generation: their collections never walk (and
     # so never copy-on-write) the helper's heap, astroid's trees included

@@ -155,9 +155,26 @@ def test_a_helper_dying_mid_run_is_reported_never_a_result(target: WarmHelper, t
         target.run("rl_warm_target", ["exit", "0"], cwd=tmp_path, env=dict(os.environ), timeout=30)
 
 
-def test_a_helper_that_cannot_start_says_why() -> None:
-    h = WarmHelper(["rl_no_such_module_anywhere"], warmup=False)
-    with pytest.raises(HelperDead, match="exited while starting.*rl_no_such_module_anywhere"):
+def test_a_missing_tool_fails_in_its_runs_as_python_dash_m_does(target: WarmHelper, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    h = WarmHelper(["rl_no_such_module_anywhere", "rl_warm_target"], warmup=False)
+    h.start()  # the missing tool does not keep the helper (and the other tools) from starting
+    try:
+        r = h.run("rl_no_such_module_anywhere", [], cwd=tmp_path, env=dict(os.environ), timeout=30)
+        cold = subprocess.run([sys.executable, "-m", "rl_no_such_module_anywhere"], check=False, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert r.returncode == cold.returncode == 1
+        assert "No module named rl_no_such_module_anywhere" in r.stderr
+        assert h.run("rl_warm_target", ["exit", "0"], cwd=tmp_path, env=dict(os.environ), timeout=30).returncode == 0
+    finally:
+        h.close()
+
+
+def test_a_helper_that_cannot_start_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "rl_warm_dies.py").write_text("import sys\nsys.stderr.write('cannot go on\\n')\nimport os\nos._exit(3)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    h = WarmHelper(["rl_warm_dies"], warmup=False)
+    with pytest.raises(HelperDead, match="exited while starting: cannot go on"):
         h.start()
 
 

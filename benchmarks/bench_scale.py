@@ -1,14 +1,15 @@
 """Issue 23's scale figures, each baseline beside ours in one run (docs/scale.md).
 
-    python benchmarks/bench_scale.py [--samples 512] [--ray-rows 20000] [--workers-rows 0] [--runs 3]
+    python benchmarks/bench_scale.py [--samples 512] [--ray-rows 20000] [--workers-rows 0] [--runs 3] [--server-runs 3]
 
 1. verl, ``specs/quality_grpo.reward``, ``--samples`` distinct samples: a per-sample ``compute_score`` (one
    ``Program.score`` call per sample, as verl's reward loop calls a custom function) against the batched manager's
    path (every sample of the worker's chunk submitted at once to the batcher, as ``RewardlangRewardManager.run_single``
    tasks are) and against our ``compute_score`` called from verl's default pool of 6 threads. Fresh programs, and each
    side's samples differ by a comment, so no side reads another's caches.
-2. ``rewardlang serve`` under 16 concurrent clients (one row per request, as OpenRLHF sends) against in-process
-   batch scoring of the same number of rows (one ``Program.score`` call): throughput ratio.
+2. ``rewardlang serve`` under 16 concurrent clients (32 rows per request, and one row per request as OpenRLHF
+   sends) against in-process batch scoring of the same number of rows (one ``Program.score`` call), in turns
+   (``--server-runs``, fresh rows each time), medians: throughput ratios.
 3. ``rewardlang score --ray local --workers 2`` against the local run on ``--ray-rows`` rows of
    ``specs/codepo_text.reward`` (outputs compared byte for byte): Ray's overhead. Needs Ray (skipped, said so,
    without it).
@@ -112,16 +113,14 @@ def bench_verl(n: int) -> None:
           f"  ratio {t_base / t_mgr:.1f}x")
 
 
-def bench_server(n: int, clients: int = 16) -> None:
+def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
+    """In-process batch scoring, then the server at ``n // clients`` and at 1 row per request, ``runs`` times in
+    turn (fresh rows every time: nothing is read from a cache), medians: the machine's load changes between runs,
+    not within one turn."""
     from rewardlang.runtime.program import load_program
 
     prog = load_program(SPEC)
     prog.score(**cols(samples(2, "warm-b")))
-    rows = samples(n, "in-process")
-    t0 = time.perf_counter()
-    prog.score(**cols(rows))
-    t_in = time.perf_counter() - t0
-    prog.close()
     p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", SPEC, "--port", "0"], stderr=subprocess.PIPE,
                          text=True, env=ENV, cwd=ROOT)
     try:
@@ -142,31 +141,44 @@ def bench_server(n: int, clients: int = 16) -> None:
             except OSError:
                 time.sleep(0.1)
         post("/score", {"rows": samples(2, "warm-c")})
-        print(f"[server] {n} rows of quality_grpo.reward, {clients} concurrent clients")
-        print(f"  in-process batch scoring (one Program.score): {t_in:.2f} s ({n / t_in:.1f} rows/s)")
-        for per_request, side in ((max(1, n // clients), "server--"), (1, "server-1")):
-            srows = samples(n, side)
-            done: list = []
-            before = post_metrics(url)
-
-            def client(k: int, srows: list = srows, per: int = per_request, done: list = done) -> None:
-                mine = srows[k * (n // clients):(k + 1) * (n // clients)] if per > 1 else srows[k::clients]
-                for j in range(0, len(mine), per):
-                    done.extend(x["score"] for x in post("/score", {"rows": mine[j:j + per]})["results"])
-
+        print(f"[server] {n} rows of quality_grpo.reward, {clients} concurrent clients, {runs} turn(s)")
+        times: dict[str, list[float]] = {"in": [], "many": [], "one": []}
+        for turn in range(runs):
+            rows = samples(n, "in-process" if turn == 0 else f"in-process-{turn}")
             t0 = time.perf_counter()
-            threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            t_srv = time.perf_counter() - t0
-            after = post_metrics(url)
-            batches = after["batches"] - before["batches"]
-            print(f"  rewardlang serve, {per_request} row(s) per request: {t_srv:.2f} s ({len(done) / t_srv:.1f} "
-                  f"rows/s, {len(done)} rows in {batches} batches, largest so far {after['batch_size_max']}); "
-                  f"server / in-process throughput {t_in / t_srv * len(done) / n:.2f}x (target >= 0.8)")
+            prog.score(**cols(rows))
+            times["in"].append(time.perf_counter() - t0)
+            line = [f"in-process {times['in'][-1]:.2f} s"]
+            for per_request, side, key in ((max(1, n // clients), "server--", "many"), (1, "server-1", "one")):
+                srows = samples(n, side if turn == 0 else f"{side}-{turn}")
+                done: list = []
+                before = post_metrics(url)
+
+                def client(k: int, srows: list = srows, per: int = per_request, done: list = done) -> None:
+                    mine = srows[k * (n // clients):(k + 1) * (n // clients)] if per > 1 else srows[k::clients]
+                    for j in range(0, len(mine), per):
+                        done.extend(x["score"] for x in post("/score", {"rows": mine[j:j + per]})["results"])
+
+                t0 = time.perf_counter()
+                threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                times[key].append((time.perf_counter() - t0) * n / len(done))
+                after = post_metrics(url)
+                batches = after["batches"] - before["batches"]
+                line.append(f"{per_request} row(s)/request {times[key][-1]:.2f} s ({batches} batches, mean "
+                            f"{len(done) / max(batches, 1):.1f} rows)")
+            print(f"  turn {turn + 1}: " + "; ".join(line) + f"  [{load()}]")
+        t_in = statistics.median(times["in"])
+        print(f"  in-process batch scoring (one Program.score): median {t_in:.2f} s ({n / t_in:.1f} rows/s)")
+        for key, per_request in (("many", max(1, n // clients)), ("one", 1)):
+            t_srv = statistics.median(times[key])
+            print(f"  rewardlang serve, {per_request} row(s) per request: median {t_srv:.2f} s ({n / t_srv:.1f} "
+                  f"rows/s); server / in-process throughput {t_in / t_srv:.2f}x (target >= 0.8)")
     finally:
+        prog.close()
         p.terminate()
         p.wait(60)
 
@@ -244,6 +256,7 @@ def main() -> None:
     ap.add_argument("--ray-rows", type=int, default=20000)
     ap.add_argument("--workers-rows", type=int, default=0)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--server-runs", type=int, default=3, help="turns of the server part (medians)")
     ap.add_argument("--only", default="verl,server,ray,workers")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -251,7 +264,7 @@ def main() -> None:
     if "verl" in only:
         bench_verl(args.samples)
     if "server" in only:
-        bench_server(args.samples)
+        bench_server(args.samples, runs=args.server_runs)
     if "ray" in only and args.ray_rows:
         bench_ray(args.ray_rows)
     if "workers" in only and args.workers_rows:

@@ -102,6 +102,18 @@ def test_concurrent_calls_are_scored_as_one_batch() -> None:
     assert all(o is not None and list(o) == list(outs[0]) and o["rl_masked"] == 0.0 for o in outs)
 
 
+def test_the_window_runs_from_the_last_answer_and_ends_when_its_callers_are_back() -> None:
+    b = Batcher(SpecScorer(TEXT), window_s=60.0, max_batch=4)
+    first = b.submit([{"prompt": "p", "completion": f"```python\nx = {i}\n```"} for i in range(4)])
+    assert len(first.result(timeout=60)) == 4  # closed by max_batch, not the window
+    # the previous batch answered one request: one request waiting is a batch at once (the 60 s window would
+    # otherwise hold it), and it is scored alone
+    nxt = b.submit([{"prompt": "p", "completion": "```python\ny = 1\n```"}])
+    assert len(nxt.result(timeout=30)) == 1
+    b.close()
+    assert dict(b.batch_sizes) == {4: 1, 1: 1}
+
+
 def test_bounded_queue_and_close_finishes_accepted() -> None:
     b = Batcher(SpecScorer(TEXT), window_s=0.5, max_batch=100, max_pending=3)
     fut = b.submit([{"completion": "a"}, {"completion": "b"}])

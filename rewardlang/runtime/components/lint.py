@@ -1,6 +1,6 @@
 """Lint findings as spans: ``ruff``, ``ruff_lines`` (line-level, for dense PPO) and ``pylint``.
 
-Each function lints the whole batch with ONE tool process (pylint with ``--jobs`` over the cores), with an
+Each function lints the whole batch with ONE tool run (pylint: one per core for large batches), with an
 explicit rule selection and no configuration file consulted. Results are spans of the ``code`` argument,
 value -1, label ``"<code>: <message>"``, so ``len(ruff(code))`` is the number of findings::
 
@@ -211,7 +211,7 @@ def ruff_line_spans(code: list[str], *, params: RuffParams | None = None, ctx: C
     "pylint", args={"code": "code"}, returns="spans", params=PylintParams, spans_of="code", in_workers=False,
     tags=("lint", "tool"),
     doc="pylint messages as spans (value -1, label 'W0611: Unused import os'); one pylint run per batch "
-        "with --jobs over the cores. Default enable: E and W. Syntax errors are E0001 findings.",
+        "(one per core for large ones). Default enable: E and W. Syntax errors are E0001 findings.",
 )
 def pylint_spans(code: list[str], *, params: PylintParams | None = None, ctx: Context) -> Result:
     """Lint ``code`` with pylint (``--disable=all --enable=<enable>``).

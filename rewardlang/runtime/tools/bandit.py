@@ -85,7 +85,8 @@ def scan(codes: Sequence[str], *, timeout: float = 30.0, workers: int = 2,
     """Run bandit over every code string; one :class:`FileResult` (findings are dicts) per input."""
     srcs = [SourceText(c) for c in codes]
     names = [file_name_for(s.text) for s in srcs]
-    tool = BanditTool(workers, texts=dict(zip(names, srcs)))
+    # a process per core only from 64 files per process: below that its start costs more than it saves
+    tool = BanditTool(max(1, min(int(workers), len(set(names)) // 64)), texts=dict(zip(names, srcs)))
     results = run_batch(tool, dict(zip(names, (s.text for s in srcs))), timeout=timeout, workers=workers,
                         stats=stats)
     return [results[n] for n in names]

@@ -103,7 +103,8 @@ def analyze(codes: Sequence[str], analyzers: Sequence[str], *, timeout: float = 
     """
     srcs = [SourceText(c) for c in codes]
     names = [file_name_for(s.text) for s in srcs]
-    tool = PyAnalyzersTool(analyzers, timeout, workers, respect_noqa)
+    # a process per core only from 64 files per process: below that its start costs more than it saves
+    tool = PyAnalyzersTool(analyzers, timeout, max(1, min(int(workers), len(set(names)) // 64)), respect_noqa)
     results = run_batch(tool, dict(zip(names, (s.text for s in srcs))), timeout=timeout, workers=workers,
                         stats=stats)
     out: list[dict[str, FileResult]] = []

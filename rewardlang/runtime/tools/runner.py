@@ -21,7 +21,9 @@ The process group of a run that exceeds its deadline is killed.
 
 Which executable runs a tool can be overridden with an environment variable
 ``REWARDLANG_TOOL_<NAME>`` (a shell-quoted command line), e.g. ``REWARDLANG_TOOL_PYLINT="python3.12 -m
-pylint"``; the startup allowance with ``REWARDLANG_TOOL_STARTUP_S``.
+pylint"``; the startup allowance with ``REWARDLANG_TOOL_STARTUP_S``. The default commands of pylint, bandit
+and the in-Python analysers run in a warm helper process (:mod:`~rewardlang.runtime.tools.warm`:
+a forked child per run, same deadlines and kills; ``REWARDLANG_TOOL_WARM=0``: a fresh interpreter each time).
 
     >>> import sys
     >>> from rewardlang.runtime.tools.runner import run_command
@@ -150,6 +152,15 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: str | Path | None =
     )
 
 
+def _launch(argv: Sequence[str], *, timeout: float, cwd: Path, env: dict[str, str], stats: Counter) -> Completed:
+    """One tool run: in the warm helper when the command is one of its tools (no interpreter start, no
+    re-import; :mod:`~rewardlang.runtime.tools.warm`), else a fresh process."""
+    from rewardlang.runtime.tools.warm import run_warm
+
+    run = run_warm(argv, timeout=timeout, cwd=cwd, env=env, stats=stats)
+    return run if run is not None else run_command(argv, timeout=timeout, cwd=cwd, env=env)
+
+
 def file_name_for(text: str, suffix: str = ".py") -> str:
     """A file name derived from the content only, so results never depend on the rest of the batch.
 
@@ -220,8 +231,8 @@ class _Batch:
         if remaining <= 0:
             return {}, exhausted, "budget"
         cut = remaining < limit
-        run = run_command(self.tool.argv(files, self.workdir), timeout=min(limit, remaining), cwd=self.workdir,
-                          env=self.tool.env(self.workdir))
+        run = _launch(self.tool.argv(files, self.workdir), timeout=min(limit, remaining), cwd=self.workdir,
+                      env=self.tool.env(self.workdir), stats=self.stats)
         with self.lock:
             self.stats[f"tool.{self.tool.name}.runs"] += 1
         if run.missing:
@@ -268,7 +279,8 @@ class _Batch:
             name = file_name_for(PROBE_SOURCE)
             (pdir / name).write_text(PROBE_SOURCE, encoding="utf-8")
             limit = startup_allowance(self.tool.startup_s) + self.timeout
-            run = run_command(self.tool.argv([name], pdir), timeout=limit, cwd=pdir, env=self.tool.env(pdir))
+            run = _launch(self.tool.argv([name], pdir), timeout=limit, cwd=pdir, env=self.tool.env(pdir),
+                          stats=self.stats)
             if run.missing or run.timed_out:
                 return False
             try:

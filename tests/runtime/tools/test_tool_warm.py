@@ -1,0 +1,271 @@
+"""The warm analyser helper: every raw result equal to the cold path's on the HumanEval corpus, a run is what
+``python -m`` would be (status, output, cwd, env, argv), runs never see each other's state, deadlines kill the
+whole group, and a dead helper is restarted or, when it cannot be, an infrastructure failure (never a score)."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rewardlang.runtime.api import Context
+from rewardlang.runtime.components.quality import QualityParams, quality_score
+from rewardlang.runtime.tools import codequal, pylint, warm
+from rewardlang.runtime.tools.runner import file_name_for
+from rewardlang.runtime.tools.warm import HelperDead, WarmHelper
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# A stand-in tool module run by a private helper: what it does is chosen by its first argument. Its module-level
+# STATE is the "global state" a run could leave behind for the next one.
+TARGET = textwrap.dedent("""
+    import json, os, signal, subprocess, sys, time
+    STATE = []
+
+    def main():
+        what = sys.argv[1]
+        STATE.append(what)
+        if what == "exit":
+            print("to stdout")
+            print("to stderr", file=sys.stderr)
+            sys.exit(int(sys.argv[2]))
+        if what == "raise":
+            raise ValueError("boom")
+        if what == "message":
+            sys.exit("a message")
+        if what == "segv":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if what == "hang":  # a grandchild in the same group, then hang
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            with open(sys.argv[2], "w") as f:
+                f.write(str(child.pid))
+            time.sleep(120)
+        if what == "where":
+            print(json.dumps({"cwd": os.getcwd(), "env": os.environ.get("RL_WARM_TEST"), "path0": sys.path[0],
+                              "argv": sys.argv, "state": len(STATE), "name": __name__}))
+
+    if __name__ == "__main__":
+        main()
+""")
+
+
+@pytest.fixture()
+def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """A private helper for the stand-in module ``rl_warm_target`` (preloaded, as the tools are)."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "rl_warm_target.py").write_text(TARGET)
+    path = os.pathsep.join([str(lib), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    monkeypatch.setenv("PYTHONPATH", path)
+    h = WarmHelper(["rl_warm_target"], warmup=False)
+    h.start()
+    yield h
+    h.close()
+
+
+def _ends(pid: int, within: float = 10.0) -> bool:
+    """Whether process ``pid`` is gone (or a zombie: killed, waiting for whoever adopted it) within ``within`` s."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _cold(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rl_warm_target", *args], check=False, cwd=cwd,
+                           capture_output=True, text=True,
+                          env=dict(os.environ), timeout=60)
+
+
+# ------------------------------------------------------------------------------- a run is `python -m`
+def test_a_run_is_what_python_dash_m_would_be(target: WarmHelper, tmp_path: Path) -> None:
+    env = {**os.environ, "RL_WARM_TEST": "yes"}
+    r = target.run("rl_warm_target", ["exit", "7"], cwd=tmp_path, env=env, timeout=30)
+    c = _cold(["exit", "7"], tmp_path)
+    assert (r.returncode, r.stdout, r.stderr, r.timed_out) == (c.returncode, c.stdout, c.stderr, False) == \
+        (7, "to stdout\n", "to stderr\n", False)
+    r = target.run("rl_warm_target", ["message"], cwd=tmp_path, env=env, timeout=30)
+    assert (r.returncode, r.stderr) == (1, "a message\n") == (_cold(["message"], tmp_path).returncode, "a message\n")
+    r = target.run("rl_warm_target", ["raise"], cwd=tmp_path, env=env, timeout=30)
+    assert r.returncode == 1 == _cold(["raise"], tmp_path).returncode
+    assert r.stderr.startswith("Traceback") and r.stderr.strip().endswith("ValueError: boom")
+    r = target.run("rl_warm_target", ["segv"], cwd=tmp_path, env=env, timeout=30)
+    assert r.returncode == -signal.SIGSEGV == _cold(["segv"], tmp_path).returncode
+    where = json.loads(target.run("rl_warm_target", ["where"], cwd=tmp_path, env=env, timeout=30).stdout)
+    assert where["cwd"] == str(tmp_path) and where["path0"] == str(tmp_path) and where["env"] == "yes"
+    assert where["argv"][1:] == ["where"] and where["argv"][0].endswith("rl_warm_target.py")
+    assert where["name"] == "__main__"
+    # nothing a run did to the module's state reaches the next run: each starts from the helper's state
+    assert where["state"] == 1
+    assert json.loads(target.run("rl_warm_target", ["where"], cwd=tmp_path, env=env, timeout=30).stdout)["state"] == 1
+
+
+def test_the_deadline_kills_the_run_and_its_group(target: WarmHelper, tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    t0 = time.monotonic()
+    r = target.run("rl_warm_target", ["hang", str(pidfile)], cwd=tmp_path, env=dict(os.environ), timeout=1.5)
+    assert r.timed_out and r.returncode == -signal.SIGKILL
+    assert time.monotonic() - t0 < 20
+    assert _ends(int(pidfile.read_text())), "the run's grandchild survived the deadline"
+    # the helper is unharmed
+    assert target.run("rl_warm_target", ["exit", "0"], cwd=tmp_path, env=dict(os.environ), timeout=30).returncode == 0
+
+
+def test_a_helper_dying_mid_run_is_reported_never_a_result(target: WarmHelper, tmp_path: Path) -> None:
+    import threading
+
+    out: dict = {}
+
+    def call() -> None:
+        try:
+            out["r"] = target.run("rl_warm_target", ["hang", str(tmp_path / "p")], cwd=tmp_path, env=dict(os.environ),
+                                  timeout=60)
+        except HelperDead as exc:
+            out["dead"] = str(exc)
+
+    t = threading.Thread(target=call)
+    t.start()
+    for _ in range(200):
+        if (tmp_path / "p").exists():
+            break
+        time.sleep(0.05)
+    assert target.pid is not None
+    os.kill(target.pid, signal.SIGKILL)
+    t.join(30)
+    assert "r" not in out and "died during a run" in out["dead"] and "-9" in out["dead"]
+    # the orphaned run was killed with its group, not left running
+    assert _ends(int((tmp_path / "p").read_text()))
+    with pytest.raises(HelperDead, match="not running"):
+        target.run("rl_warm_target", ["exit", "0"], cwd=tmp_path, env=dict(os.environ), timeout=30)
+
+
+def test_a_missing_tool_fails_in_its_runs_as_python_dash_m_does(target: WarmHelper, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    h = WarmHelper(["rl_no_such_module_anywhere", "rl_warm_target"], warmup=False)
+    h.start()  # the missing tool does not keep the helper (and the other tools) from starting
+    try:
+        r = h.run("rl_no_such_module_anywhere", [], cwd=tmp_path, env=dict(os.environ), timeout=30)
+        cold = subprocess.run([sys.executable, "-m", "rl_no_such_module_anywhere"], check=False, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert r.returncode == cold.returncode == 1
+        assert "No module named rl_no_such_module_anywhere" in r.stderr
+        assert h.run("rl_warm_target", ["exit", "0"], cwd=tmp_path, env=dict(os.environ), timeout=30).returncode == 0
+    finally:
+        h.close()
+
+
+def test_a_helper_that_cannot_start_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "rl_warm_dies.py").write_text("import sys\nsys.stderr.write('cannot go on\\n')\nimport os\nos._exit(3)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    h = WarmHelper(["rl_warm_dies"], warmup=False)
+    with pytest.raises(HelperDead, match="exited while starting: cannot go on"):
+        h.start()
+
+
+# ------------------------------------------------------------------------------ the process's helper
+P = 'import os\n\n\ndef add(a, b):\n    """Add."""\n    return a + b\n'
+
+
+def test_a_killed_helper_is_restarted_and_counted() -> None:
+    stats: Counter = Counter()
+    first = codequal.analyze([P], timeout=20, stats=stats)
+    h = warm.helper()
+    assert h.alive(), (dict(stats), first)
+    os.kill(h.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    h._proc.wait()  # type: ignore[union-attr]
+    stats.clear()
+    again = codequal.analyze([P + "\n"], timeout=20, stats=stats)
+    assert stats["tool.warm.restarts"] >= 1 and stats["tool.warm.failures"] == 0
+    assert h.alive()
+    assert [r.findings for r in first[0].values()] == [r.findings for r in again[0].values()]
+    assert all(r.ok for r in again[0].values())
+
+
+def test_a_helper_that_cannot_run_is_an_infrastructure_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = WarmHelper(warm.TOOL_MODULES, start_timeout=0.0)  # it never answers in time
+    monkeypatch.setattr(warm, "helper", lambda: broken)
+    ctx = Context(use_cache=False)
+    r = quality_score.fn([P, "x = 1\n"], params=QualityParams(), ctx=ctx)
+    broken.close()
+    assert r.infra == [True, True] and all(math.isnan(v) for v in r.values)
+    assert all("warm analyser helper did not start in time" in e for e in r.errors)
+    assert ctx.stats["tool.warm.failures"] >= 3 and ctx.stats["quality.infra"] == 2
+
+
+def test_an_override_or_warm_off_runs_a_fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = [sys.executable, "-m", "pylint", "--version"]
+    assert warm._warm_module(argv) == "pylint"
+    assert warm._warm_module(["/usr/bin/pylint", "--version"]) is None
+    monkeypatch.setenv("REWARDLANG_TOOL_WARM", "0")
+    assert not warm.enabled()
+    assert warm.run_warm(argv, timeout=30, cwd=".", env=dict(os.environ)) is None
+
+
+def test_no_run_sees_another_runs_files() -> None:
+    # B imports the module A was linted as; A's tree must not be in the cache B's run starts from (cold: an
+    # import-error, since A's file is not in B's batch)
+    a = "def secret():\n    return 42\n"
+    b = f"import {file_name_for(a)[:-3]}\n\nprint({file_name_for(a)[:-3]}.secret())\n"
+    pylint.lint([a], enable=["E"], timeout=20)
+    res = pylint.lint([b], enable=["E"], timeout=20)
+    assert [f.name for f in res[0].findings] == ["import-error"]
+
+
+# ------------------------------------------------------------------------------------ parity
+def _corpus_codes(step: int) -> list[str]:
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks.corpus import load_corpus
+    finally:
+        sys.path.remove(str(ROOT))
+    rows = load_corpus()
+    return sorted({r.candidate for r in rows} | {r.reference for r in rows})[::step]
+
+
+def _parity(codes: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    def both(flag: str) -> tuple:
+        monkeypatch.setenv("REWARDLANG_TOOL_WARM", flag)
+        stats: Counter = Counter()
+        raw = codequal.analyze(codes, timeout=30, stats=stats)
+        ew = pylint.lint(codes, enable=("E", "W"), timeout=30, stats=stats)
+        scores = quality_score.fn(codes, params=QualityParams(), ctx=Context(use_cache=False))
+        assert not any(k.endswith((".crashes", ".timeouts", ".bisections")) for k in stats), dict(stats)
+        return raw, ew, scores
+
+    cold, hot = both("0"), both("1")
+    assert hot[0] == cold[0]          # every analyzer's raw result, findings and errors, per code
+    assert hot[1] == cold[1]          # pylint with E and W (the `pylint` reward function's default)
+    assert hot[2].values == cold[2].values and hot[2].errors == cold[2].errors and hot[2].infra == cold[2].infra
+    assert sum(1 for r in cold[0] for x in r.values() if x.findings) > len(codes)  # there was something to find
+
+
+def test_parity_with_the_cold_path_on_humaneval(monkeypatch: pytest.MonkeyPatch) -> None:
+    codes = _corpus_codes(8)  # 124 programs of every kind: references, broken, renamed, reordered, ...
+    assert len(codes) > 100
+    _parity(codes, monkeypatch)
+
+
+@pytest.mark.slow
+def test_parity_with_the_cold_path_on_the_whole_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    _parity(_corpus_codes(1), monkeypatch)
+
+
+def test_docstring_examples() -> None:
+    result = doctest.testmod(warm, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

@@ -366,7 +366,18 @@ def helper() -> WarmHelper:
         if _HELPER is None or _HELPER_PID != os.getpid():
             _HELPER = WarmHelper(TOOL_MODULES)
             _HELPER_PID = os.getpid()
+            import atexit
+
+            # stopped and reaped before this process ends (it would exit on its own at the socket's EOF, but
+            # after us: a command would leave a process behind for a moment, and a subreaper would see it)
+            atexit.register(_close_helper)
         return _HELPER
+
+
+def _close_helper() -> None:
+    with _HELPER_LOCK:
+        if _HELPER is not None and _HELPER_PID == os.getpid():
+            _HELPER.close()
 
 
 def _warm_module(argv: Sequence[str]) -> str | None:

@@ -718,6 +718,8 @@ READY_FD = 4
 SETUP_FAILED = 121  # the child's exit status when its set-up fails (informational only, never trusted)
 #: observation bytes of a stdin/stdout or script run (its runner writes a few records of at most ~300 bytes)
 PROCESS_OBS_CAP = 1 << 16
+#: the step launcher (launcher.c), built by scripts/install.sh; under /usr, which every slot sees read-only
+LAUNCHER = "/usr/local/lib/rewardlang/rl-launch"
 
 
 # The program shares this process: bind what the runner needs now, so patching builtins or modules
@@ -1459,6 +1461,17 @@ class Worker:
         self.prctl = _lib().prctl
         self.landlock_paths = cfg.get("landlock_read")
         self.require_landlock = bool(cfg.get("require_landlock", False))
+        # argv steps are started by posix_spawn of the launcher (launcher.c: the same set-up as _child, in C)
+        # where it is installed under /usr and /usr is the host's, read-only (bwrap, namespaces: a program
+        # cannot replace it) and no Landlock rule is needed: a fork of this Python process costs more than
+        # a cheap toolchain's whole step (the page tables copied, copy-on-write faults on both sides while
+        # the child lives, the child's Python set-up and its exec tear-down). Elsewhere: the fork.
+        self.launcher = None
+        if self.level in ("bwrap", "namespaces") and self.landlock_paths is None and os.access(LAUNCHER, os.X_OK):
+            self.launcher = LAUNCHER
+            tpl = self.program_filter.template if self.program_filter is not None else None
+            self.launch_filter = tpl.raw.hex() if tpl is not None else "-"   # the marker pid at the sites
+            self.launch_sites = (",".join(f"{o}:{g}" for o, g in tpl.sites) or "-") if tpl is not None else "-"
         self._codes: dict = {}
         self.me = os.getpid()
         self.runs = 0
@@ -1773,10 +1786,15 @@ class Worker:
         judge = self._start_judge(req, limits) if req.get("mode") == "call" and req.get("judged") else None
         if judge is not None and lim.get("nproc"):
             limits = _limit_plan(dict(lim, nproc=int(lim["nproc"]) + 1))  # the judge process is one of the uid's
-        pid = os.fork()
-        if pid == 0:
-            _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir, step)
-            os._exit(SETUP_FAILED)
+        pid = None
+        if step is not None and self.launcher is not None and judge is None:
+            pid = self._spawn(step, limits, stdin_path, out_w, res_w, ready_w, rundir)
+        spawned = pid is not None
+        if pid is None:
+            pid = os.fork()
+            if pid == 0:
+                _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir, step)
+                os._exit(SETUP_FAILED)
         os.close(out_w)
         os.close(res_w)
         os.close(ready_w)
@@ -1941,6 +1959,7 @@ class Worker:
             "recycle": not wiped,
             "oom": oom,
             "exec_failed": exec_failed,
+            "spawn": "launcher" if spawned else "fork",
             "t": [round(t0 - t_start, 5), round(t_end - t0, 5), round(t_kill - t_end, 5),
                   round(time.monotonic() - t_kill, 5)],
         }
@@ -1954,6 +1973,27 @@ class Worker:
             if self.judge_buf.view[:len(_JUDGE_READY)] != _JUDGE_READY:
                 head["setup_failed"] = True     # the judge process could not be set up: masked, slot replaced
         return head
+
+    def _spawn(self, step: dict, limits: list[tuple[int, int]], stdin_path: str, out_w: int, res_w: int,
+               ready_w: int, rundir: str) -> int | None:
+        """Start one argv step through the launcher (posix_spawn: a vfork-style clone that only places the
+        step's stdio, result and set-up fds, then execs the launcher, which applies the rest of the set-up
+        and execs the step). None when it cannot be used for this step (the caller forks instead)."""
+        # the file actions run in order onto fds 0-4: a source among the targets would be overwritten first
+        if min(out_w, res_w, ready_w) <= READY_FD or self.devnull <= 2:
+            return None
+        argv = [self.launcher, rundir, str(self.cg_procs) if self.cg_procs is not None else "-",
+                ",".join(f"{r}:{v}" for r, v in limits), self.launch_filter, self.launch_sites, "--",
+                *step["argv"]]
+        actions = [(os.POSIX_SPAWN_OPEN, 0, stdin_path, os.O_RDONLY, 0),
+                   (os.POSIX_SPAWN_DUP2, out_w, 1),
+                   (os.POSIX_SPAWN_DUP2, out_w if step.get("stderr") else self.devnull, 2),
+                   (os.POSIX_SPAWN_DUP2, res_w, RES_FD),
+                   (os.POSIX_SPAWN_DUP2, ready_w, READY_FD)]
+        try:
+            return os.posix_spawn(self.launcher, argv, step["_env"], file_actions=actions)
+        except OSError:
+            return None
 
     def _compiled(self, src: str, mode: str) -> object:
         """Trusted test code (probes, set-up) compiled here once and cached: a GRPO group

@@ -1967,12 +1967,20 @@ class Worker:
         if keep:
             wiped = clean      # the next step runs in the same directory; nothing of this step runs on
         else:
+            budget = _Budget(WIPE_BUDGET)
             if clean:
                 try:
                     os.rmdir(rundir)  # the common case, one call (rmdir never follows a symlink)
                 except OSError:
-                    pass
-            wiped = clean and self._wipe(_Budget(WIPE_BUDGET))
+                    # an argv program's files are there (its source, what it compiled): emptied first (the
+                    # same safe walk, which enters no symlink), so that the roots are then proven untouched
+                    # with a stat (_root_untouched) instead of a walk of /tmp; anything else is left to _wipe
+                    if step is not None and _empty_dir(rundir, budget):
+                        try:
+                            os.rmdir(rundir)
+                        except OSError:
+                            pass
+            wiped = clean and self._wipe(budget)
         if reason == "wall" and cpu >= cpu_limit:
             reason = "cpu"
         # Read after every process of the program is gone (the counter moves when the kill is decided):

@@ -3,7 +3,7 @@
  *
  * A fork of the worker copies its page tables, every page either side writes while both live is a
  * copy-on-write fault, the child runs Python to set itself up and its exec tears the copied address space
- * down: ~0.5 ms of CPU per step on this machine, more than Bash's whole step (shared/design: issue 20). Here
+ * down: ~1 ms of CPU per step on this machine, worker and child together (benchmarks/README.md, issue 20). Here
  * the worker calls rl_spawn (ctypes), which clones a child that shares the worker's memory and stops the
  * worker until the child has exec'd or exited (CLONE_VM | CLONE_VFORK, as glibc's posix_spawn does). The
  * child runs only this C code, on its own stack, and writes nothing of the worker's memory; it does exactly

@@ -117,6 +117,37 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes:
     return b"".join(chunks)
 
 
+class _Reader:
+    """Reads one response: as much as has arrived per ``read`` (the worker writes each run's frame and its
+    bytes with one ``writev``, so a run usually costs one ``select`` and one ``read``, not one per field). It
+    lives for one request only: the worker writes nothing past a response's last frame until the next
+    request, so bytes left over at the end are a protocol violation (:meth:`done`)."""
+
+    def __init__(self, fd: int, deadline: float) -> None:
+        self.fd, self.deadline = fd, deadline
+        self.buf = bytearray()
+
+    def take(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise SlotFailure("slot did not answer in time (hung or frozen)")
+            r, _, _ = select.select([self.fd], [], [], left)
+            if not r:
+                continue
+            b = os.read(self.fd, max(n - len(self.buf), 1 << 16) if n - len(self.buf) < 1 << 20 else 1 << 20)
+            if not b:
+                raise SlotFailure("slot exited")
+            self.buf += b
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def done(self) -> None:
+        if self.buf:
+            raise SlotFailure("bytes past the end of the worker's response")
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -273,29 +304,30 @@ class Slot:
             _write_all(self.proc.stdin.fileno(), b"".join(_worker.pack_frame(f) for f in _frames(req)))
         except OSError as e:
             raise SlotFailure(f"cannot write to slot: {e}") from e
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + hard_timeout
+        rd = _Reader(self.proc.stdout.fileno(), time.monotonic() + hard_timeout)
         runs: list[dict[str, Any]] = []
         blobs: list[bytes] = []
         while True:
-            n = struct.unpack("<I", _read_exact(fd, 4, deadline))[0]
+            n = struct.unpack("<I", rd.take(4))[0]
             if n > 1 << 24:
                 raise SlotFailure("malformed response header")
             try:
-                head = json.loads(_read_exact(fd, n, deadline))
+                head = json.loads(rd.take(n))
             except ValueError as e:
                 raise SlotFailure("malformed response") from e
             run = head.get("run") if isinstance(head, dict) else None
             if not isinstance(run, dict):
                 break
             runs.append(run)
-            blobs.append(_read_exact(fd, int(run["res_len"]), deadline) if run["res_len"] else b"")
-            blobs.append(_read_exact(fd, int(run["out_len"]), deadline) if run["out_len"] else b"")
+            blobs.append(rd.take(int(run["res_len"])) if run["res_len"] else b"")
+            blobs.append(rd.take(int(run["out_len"])) if run["out_len"] else b"")
             if "judge_len" in run:   # the judge process's records: kept beside the run, not in `blobs`
                 n_j = int(run["judge_len"])
-                run["judge_bytes"] = _read_exact(fd, n_j, deadline) if n_j else b""
+                run["judge_bytes"] = rd.take(n_j) if n_j else b""
             if run.get("last"):
+                rd.done()
                 return {"ok": True, "runs": runs}, blobs
+        rd.done()
         if not isinstance(head, dict) or not head.get("ok"):
             raise SlotFailure(f"worker error: {head.get('error') if isinstance(head, dict) else head}")
         head["runs"] = runs

@@ -765,15 +765,16 @@ READY_FD = 4
 SETUP_FAILED = 121  # the child's exit status when its set-up fails (informational only, never trusted)
 #: observation bytes of a stdin/stdout or script run (its runner writes a few records of at most ~300 bytes)
 PROCESS_OBS_CAP = 1 << 16
-#: the argv steps' spawner (spawn.c), built by scripts/install.sh; under /usr, which every slot sees read-only
-SPAWN_LIB = "/usr/local/lib/rewardlang/librlspawn.so"
-SPAWN_VERSION = 1   # rl_spawn_version() of the spawn.c this file calls
+#: rl_spawn_version() of the spawn.c this file calls. The trusted side names the library by a digest of the
+#: spawn.c it carries (spawnlib.py), so a library from another source is never even found; this is a second
+#: check of the interface
+SPAWN_VERSION = 1
 
 
-def _spawner(path: str = SPAWN_LIB) -> ctypes._CFuncPtr | None:
-    """``rl_spawn`` of the library at ``path`` with its argument types, or None where it is not installed
-    (or was built from another version of spawn.c)."""
-    if not os.path.exists(path):
+def _spawner(path: str | None) -> ctypes._CFuncPtr | None:
+    """``rl_spawn`` of the library at ``path`` (the cfg's ``spawn_lib``, see spawnlib.py) with its argument
+    types, or None where there is none (or it was built for another interface): the steps then fork."""
+    if not path or not os.path.exists(path):
         return None
     try:
         lib = ctypes.CDLL(path)
@@ -1533,7 +1534,8 @@ class Worker:
         # namespaces: a program cannot replace it) and no Landlock rule is needed: a fork of this Python
         # process costs more than a cheap toolchain's whole step (page tables copied, copy-on-write faults on
         # both sides while the child lives, the child's Python set-up, its exec's tear-down). Else: the fork.
-        self.spawner = _spawner() if self.level in ("bwrap", "namespaces") and self.landlock_paths is None else None
+        self.spawner = (_spawner(cfg.get("spawn_lib")) if self.level in ("bwrap", "namespaces")
+                        and self.landlock_paths is None else None)
         if self.spawner is not None:
             tpl = self.program_filter.template if self.program_filter is not None else None
             self.spawn_filter = bytes(tpl.raw) if tpl is not None else None   # the marker pid at the sites

@@ -23,7 +23,7 @@ import sys
 
 import pytest
 
-from rewardlang.sandbox import _worker
+from rewardlang.sandbox import _worker, spawnlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPAWN_C = os.path.join(HERE, "..", "..", "rewardlang", "sandbox", "spawn.c")
@@ -149,14 +149,11 @@ def test_the_filter_tree_decides_every_call_as_the_chain(arch: str) -> None:
 # -- the spawner --------------------------------------------------------------------------------------------
 
 def _build(tmp_path: object) -> str:
-    gcc = shutil.which("gcc")
-    if gcc is None:
+    if shutil.which("gcc") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("gcc is missing (scripts/install.sh installs it): the spawner cannot be built")
         pytest.skip("gcc is missing")
-    out = os.path.join(str(tmp_path), "librlspawn.so")
-    subprocess.run([gcc, "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", out, SPAWN_C], check=True)
-    return out
+    return spawnlib.build(os.path.join(str(tmp_path), "librlspawn.so"))
 
 
 # Run in a child process: it sets no_new_privs (needed by seccomp), which this process must not keep.
@@ -236,11 +233,89 @@ def test_a_failed_exec_is_reported_on_the_set_up_channel(tmp_path: object) -> No
     assert r["ready"] == "RE" and r["exit"] == _worker.SETUP_FAILED, r
 
 
-def test_the_installed_spawner_is_used_and_current() -> None:
-    """Where scripts/install.sh built it, the worker loads it (the same interface version); under CI it must
-    be there. Elsewhere the worker forks, with the same set-up in Python."""
-    if not os.path.exists(_worker.SPAWN_LIB):
+def test_the_installed_spawner_is_the_one_built_from_this_source() -> None:
+    """Where scripts/install.sh built it, the library for this very spawn.c is there and loads (the same
+    interface version); under CI it must be there. Elsewhere the worker forks, with the same set-up in Python."""
+    path = spawnlib.installed()
+    if path is None:
         if os.environ.get("CI") == "true":
-            pytest.fail(f"{_worker.SPAWN_LIB} is missing: scripts/install.sh builds it")
+            pytest.fail(f"{spawnlib.library_path()} is missing: scripts/install.sh builds it")
         pytest.skip("the spawner is not installed here")
-    assert _worker._spawner() is not None, "installed from another version of spawn.c: rerun scripts/install.sh"
+    assert _worker._spawner(path) is not None
+
+
+def test_a_library_from_another_source_is_never_found(tmp_path: object) -> None:
+    """The library's name carries the digest of the spawn.c it was built from: one built from an edited
+    source is not the one this package looks for (a stale library is ignored, never called)."""
+    lib = _build(tmp_path)
+    assert spawnlib.installed(str(tmp_path)) is None            # built, but not under this source's name
+    os.rename(lib, spawnlib.library_path(str(tmp_path)))
+    assert spawnlib.installed(str(tmp_path)) == spawnlib.library_path(str(tmp_path))
+    assert _worker._spawner(None) is None and _worker._spawner(str(tmp_path) + "/absent.so") is None
+    other = tmp_path / "other"                                   # type: ignore[operator]
+    os.mkdir(other)
+    shutil.copy(spawnlib.SOURCE, other / "spawn.c")
+    with open(other / "spawn.c", "a") as fh:
+        fh.write("/* edited */\n")
+    old, spawnlib.SOURCE = spawnlib.SOURCE, str(other / "spawn.c")
+    spawnlib.source_digest.cache_clear()
+    try:
+        assert spawnlib.installed(str(tmp_path)) is None         # the edited source's library is not there
+    finally:
+        spawnlib.SOURCE = old
+        spawnlib.source_digest.cache_clear()
+
+
+def _spawns(monkeypatch: pytest.MonkeyPatch, lib: str | None) -> tuple[list, list[str | None]]:
+    """Verdicts of a passing Bash program, a failing one, and two that `bash -n` rejects (one writes a
+    marker before its syntax error), through a bwrap slot whose worker gets ``lib`` as its spawner; and how
+    each step was started ("clone": the spawner, "fork": the worker forked)."""
+    from lang_programs import lang_tests, require, unit
+
+    from rewardlang.sandbox import pool
+    from rewardlang.sandbox.config import SandboxConfig
+    from rewardlang.sandbox.runner import Sandbox, Task
+
+    require("sh")
+    monkeypatch.setattr(spawnlib, "installed", lambda lib_dir=spawnlib.LIB_DIR: lib)
+    seen: list[str | None] = []
+    request = pool.Slot.request
+
+    def spy(self: pool.Slot, req: object, hard: float) -> tuple:
+        head, blobs = request(self, req, hard)
+        if isinstance(req, tuple) and b'"mode": "argv"' in req[0]:   # not the start-up probe (Python)
+            seen.extend(r.get("spawn") for r in head["runs"])
+        return head, blobs
+
+    monkeypatch.setattr(pool.Slot, "request", spy)
+    tests = lang_tests("sh")
+    with Sandbox(SandboxConfig(slots=1, level="bwrap")) as sb:
+        vs = sb.evaluate([Task(unit("sh", True), tests, language="sh"), Task(unit("sh", False), tests, language="sh"),
+                          Task("echo ran >&3\necho ran\nevens() { if then; }\n", tests, language="sh"),
+                          Task("evens( {\n", tests, language="sh")], use_cache=False)
+    return vs, seen
+
+
+@pytest.mark.parametrize("installed", [True, False], ids=["spawner", "missing-library-forks"])
+def test_steps_without_the_library_fork_with_the_same_verdicts(monkeypatch: pytest.MonkeyPatch,
+                                                               installed: bool) -> None:
+    """A missing library is a correct fallback, not a weaker one: the worker forks each step (the set-up in
+    Python) and every verdict is the same; `bash -n` still gates the run (the line before the syntax error
+    never runs: no record reaches the result channel)."""
+    from rewardlang.sandbox.config import SandboxConfig
+    from rewardlang.sandbox.launch import find_bwrap
+
+    if find_bwrap(SandboxConfig()) is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("bwrap is missing (scripts/install.sh installs it)")
+        pytest.skip("bwrap is missing")
+    lib = spawnlib.installed() if installed else None
+    if installed and lib is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{spawnlib.library_path()} is missing: scripts/install.sh builds it")
+        pytest.skip("the spawner is not installed here")
+    vs, seen = _spawns(monkeypatch, lib)
+    assert [v.outcome for v in vs] == ["pass", "fail", "compile_error", "compile_error"], [v.details() for v in vs]
+    assert [t.status for t in vs[2].tests] == ["compile_error"] * 3
+    # two steps for each program that compiled, one (the syntax check) for each that did not
+    assert seen == ["clone" if installed else "fork"] * 6, seen

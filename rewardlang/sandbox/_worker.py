@@ -1542,6 +1542,7 @@ class Worker:
             sites = [x for site in (tpl.sites if tpl is not None else ()) for x in site]
             self.spawn_sites = (ctypes.c_int * max(1, len(sites)))(*sites)
             self.n_sites = len(sites) // 2
+            self._spawn_args: dict[tuple, tuple] = {}
         self._codes: dict = {}
         self.me = os.getpid()
         self.runs = 0
@@ -1612,6 +1613,14 @@ class Worker:
 
     def _kill_everything(self, pid: int) -> bool:
         """SIGKILL every process the program created and reap them all (we are a subreaper)."""
+        # The program's process is reaped, so every process it left is a child of ours by now (we are a
+        # subreaper: an orphan is reparented before its parent can be reaped). No child at all, then, means
+        # nothing is left to kill: the common case costs one wait instead of a kill(-1), which walks every
+        # process of the machine.
+        try:
+            os.waitpid(-1, os.WNOHANG)     # a zombie reaped or one still running: the kill below
+        except ChildProcessError:
+            return True
         deadline = time.monotonic() + 3.0
         while True:
             try:
@@ -1877,9 +1886,15 @@ class Worker:
             os.set_blocking(fd, False)
         pidfd = os.pidfd_open(pid)
         poller = select.poll()
-        poller.register(out_r, select.POLLIN)
-        poller.register(res_r, select.POLLIN)
         poller.register(pidfd, select.POLLIN)
+        # An argv step's pipes are first left to fill (a pipe holds 64 KiB) and read when it exits or from the
+        # first tick on: a short step (a syntax check, a small program) then wakes this process once, at its
+        # exit, instead of once per write. A step that fills a pipe sleeps until that tick (20 ms), where
+        # the pipes join the poll and the caps are checked as before.
+        quiet = step is not None and judge is None
+        if not quiet:
+            poller.register(out_r, select.POLLIN)
+            poller.register(res_r, select.POLLIN)
         if judge is not None:
             poller.register(judge["v"], select.POLLIN)
         cap_out, cap_res = int(lim["out"]), int(lim["obs"])
@@ -1936,6 +1951,10 @@ class Worker:
                 break
             now = time.monotonic()
             if now >= next_tick or now - t0 >= hard_wall:
+                if quiet:
+                    quiet = False
+                    poller.register(out_r, select.POLLIN)
+                    poller.register(res_r, select.POLLIN)
                 tree, dbusy = self._tree_cpu(pid, waits)
                 if judge is not None:   # the program waits for the judge process: neither is idle then
                     dbusy += self._judge_busy(judge)
@@ -2057,17 +2076,28 @@ class Worker:
                ready_w: int, rundir: str) -> int | None:
         """Start one argv step through ``rl_spawn`` (spawn.c); its pid, or None when no child could be made
         that way (the caller forks instead: the same set-up, in Python)."""
-        def strings(xs: list[str]) -> ctypes.Array:
-            return (ctypes.c_char_p * (len(xs) + 1))(*[x.encode("utf-8", "surrogateescape") for x in xs], None)
+        argv, env, stderr = step["argv"], step["_env"], bool(step.get("stderr"))
+        # The ctypes arrays of a step are built once per distinct (argv, environment, rlimits) and kept: the
+        # steps of a batch repeat the same few (one profile per language; the run directory is fixed), and
+        # building them (encodes, three arrays, ~20 us) was a visible part of a cheap step's bookkeeping.
+        key = (tuple(argv), tuple(env.items()), tuple(limits))
+        args = self._spawn_args.get(key)
+        if args is None:
+            def strings(xs: list[str]) -> ctypes.Array:
+                return (ctypes.c_char_p * (len(xs) + 1))(*[x.encode("utf-8", "surrogateescape") for x in xs], None)
 
-        argv = [str(x) for x in step["argv"]]
-        env = [f"{k}={v}" for k, v in step["_env"].items()]
-        rl = (ctypes.c_longlong * (2 * len(limits)))(*[x for pair in limits for x in pair])
+            argv_s = [str(x) for x in argv]
+            rl = (ctypes.c_longlong * (2 * len(limits)))(*[x for pair in limits for x in pair])
+            args = (argv_s[0].encode("utf-8", "surrogateescape"), strings(argv_s),
+                    strings([f"{k}={v}" for k, v in env.items()]), rl, len(limits))
+            if len(self._spawn_args) >= 64:
+                self._spawn_args.clear()
+            self._spawn_args[key] = args
+        exe, c_argv, c_env, rl, n_rl = args
         filt = self.spawn_filter
-        pid = self.spawner(argv[0].encode("utf-8", "surrogateescape"), strings(argv), strings(env),
-                           stdin_path.encode(), out_w, out_w if step.get("stderr") else self.devnull, res_w,
+        pid = self.spawner(exe, c_argv, c_env, stdin_path.encode(), out_w, out_w if stderr else self.devnull, res_w,
                            ready_w, -1 if self.cg_procs is None else int(self.cg_procs), rundir.encode(), rl,
-                           len(limits), filt, len(filt) if filt is not None else 0, self.spawn_sites, self.n_sites)
+                           n_rl, filt, len(filt) if filt is not None else 0, self.spawn_sites, self.n_sites)
         return pid if pid > 0 else None
 
     def _compiled(self, src: str, mode: str) -> object:
@@ -2134,6 +2164,10 @@ class Worker:
         that does not end cleanly (exit status 0, no limit met) ends the program: a failed compile is
         never followed by a run. The clean-up of the slot runs after the last step that ran."""
         steps = req["steps"]
+        # the frames of the steps that went well and are not the last: sent with the next one, so that a
+        # program costs the trusted side one wake-up and one read, not one per step (a step's bytes are
+        # copied out of the buffers here, the next step reuses them)
+        held: list[bytes] = []
         for i, step in enumerate(steps):
             last = i == len(steps) - 1
             try:
@@ -2145,7 +2179,10 @@ class Worker:
                     head["recycle"] = not (head["clean"] and self._wipe(_Budget(WIPE_BUDGET)))
                     last = True
                 head["last"] = last
-                self._relay(head)
+                if last:
+                    self._relay(head, held)
+                else:
+                    held += [bytes(p) for p in self._frame_parts(head)]
             finally:
                 self.out_buf.clear()
                 self.res_buf.clear()
@@ -2173,14 +2210,20 @@ class Worker:
         finally:
             os.close(fd)
 
-    def _relay(self, head: dict) -> None:
-        """Write one run's frame and its bytes from the buffers in one ``writev`` (no joined copy)."""
-        parts = [pack_frame(dumps({"run": head}).encode())]
+    def _frame_parts(self, head: dict) -> list:
+        """One run's frame and its bytes, as views of the buffers (valid until they are cleared)."""
+        parts: list = [pack_frame(dumps({"run": head}).encode())]
         for buf, n in ((self.res_buf, head["res_len"]), (self.out_buf, head["out_len"]),
                        (self.judge_buf, head.get("judge_len", 0))):
             if n:
                 assert buf.view is not None
                 parts.append(buf.view[:n])
+        return parts
+
+    def _relay(self, head: dict, before: list[bytes] | None = None) -> None:
+        """Write one run's frame and its bytes from the buffers in one ``writev`` (no joined copy), after
+        ``before`` (earlier runs' frames held back, see :meth:`run_steps`)."""
+        parts = (before or []) + self._frame_parts(head)
         while parts:
             k = os.writev(self.wfd, parts)
             while parts and k >= len(parts[0]):

@@ -2023,12 +2023,21 @@ class Worker:
                 except OSError:
                     # an argv program's files are there (its source, what it compiled): emptied first (the
                     # same safe walk, which enters no symlink), so that the roots are then proven untouched
-                    # with a stat (_root_untouched) instead of a walk of /tmp; anything else is left to _wipe
-                    if step is not None and _empty_dir(rundir, budget):
+                    # with a stat (_root_untouched) instead of a walk of /tmp; anything else is left to _wipe.
+                    # An interpreted language's program leaves only the source this worker wrote (a name of
+                    # ours, never the program's): that one unlink and rmdir come first, the walk only when
+                    # more is there. (Path-based: a program that replaced the directory by a symlink can
+                    # only point it at places of its own uid, and the roots are checked below all the same.)
+                    if step is not None:
                         try:
+                            os.unlink(os.path.join(rundir, req["file"]))
                             os.rmdir(rundir)
                         except OSError:
-                            pass
+                            if _empty_dir(rundir, budget):
+                                try:
+                                    os.rmdir(rundir)
+                                except OSError:
+                                    pass
             wiped = clean and self._wipe(budget)
         if reason == "wall" and cpu >= cpu_limit:
             reason = "cpu"

@@ -2173,9 +2173,11 @@ class Worker:
         that does not end cleanly (exit status 0, no limit met) ends the program: a failed compile is
         never followed by a run. The clean-up of the slot runs after the last step that ran."""
         steps = req["steps"]
-        # the frames of the steps that went well and are not the last: sent with the next one, so that a
-        # program costs the trusted side one wake-up and one read, not one per step (a step's bytes are
-        # copied out of the buffers here, the next step reuses them)
+        # the frame of a step that went well, is not the last and wrote nothing (the usual compile step or
+        # syntax check): sent with the next one, so that a program costs the trusted side one wake-up and
+        # one read, not one per step. A step that wrote anything is relayed at once, straight from the
+        # buffers: no byte of a program's output is ever copied into this process's heap (which later forks
+        # inherit; issue 19, nothing carried between programs)
         held: list[bytes] = []
         for i, step in enumerate(steps):
             last = i == len(steps) - 1
@@ -2188,10 +2190,11 @@ class Worker:
                     head["recycle"] = not (head["clean"] and self._wipe(_Budget(WIPE_BUDGET)))
                     last = True
                 head["last"] = last
-                if last:
-                    self._relay(head, held)
+                if not last and not (head["res_len"] or head["out_len"] or head.get("judge_len")):
+                    held.append(pack_frame(dumps({"run": head}).encode()))
                 else:
-                    held += [bytes(p) for p in self._frame_parts(head)]
+                    self._relay(head, held)
+                    held = []
             finally:
                 self.out_buf.clear()
                 self.res_buf.clear()
@@ -2219,20 +2222,15 @@ class Worker:
         finally:
             os.close(fd)
 
-    def _frame_parts(self, head: dict) -> list:
-        """One run's frame and its bytes, as views of the buffers (valid until they are cleared)."""
-        parts: list = [pack_frame(dumps({"run": head}).encode())]
+    def _relay(self, head: dict, before: list[bytes] | None = None) -> None:
+        """Write one run's frame and its bytes from the buffers in one ``writev`` (no joined copy), after
+        ``before`` (frames of earlier runs that had no bytes, held back: see :meth:`run_steps`)."""
+        parts: list = [*(before or ()), pack_frame(dumps({"run": head}).encode())]
         for buf, n in ((self.res_buf, head["res_len"]), (self.out_buf, head["out_len"]),
                        (self.judge_buf, head.get("judge_len", 0))):
             if n:
                 assert buf.view is not None
                 parts.append(buf.view[:n])
-        return parts
-
-    def _relay(self, head: dict, before: list[bytes] | None = None) -> None:
-        """Write one run's frame and its bytes from the buffers in one ``writev`` (no joined copy), after
-        ``before`` (earlier runs' frames held back, see :meth:`run_steps`)."""
-        parts = (before or []) + self._frame_parts(head)
         while parts:
             k = os.writev(self.wfd, parts)
             while parts and k >= len(parts[0]):

@@ -319,3 +319,9 @@ def test_steps_without_the_library_fork_with_the_same_verdicts(monkeypatch: pyte
     assert [t.status for t in vs[2].tests] == ["compile_error"] * 3
     # two steps for each program that compiled, one (the syntax check) for each that did not
     assert seen == ["clone" if installed else "fork"] * 6, seen
+
+
+def test_spawnlib_examples() -> None:
+    import doctest
+
+    assert doctest.testmod(spawnlib).failed == 0

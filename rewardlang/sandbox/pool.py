@@ -534,28 +534,47 @@ class SlotPool:
         return [f.result() for f in futs]
 
     def stream(self, requests: Iterable[tuple[K, Any, float]], settle: Callable[[K, RawResult], None]) -> None:
-        """Run ``(key, request, hard_timeout)`` items and call ``settle(key, raw)`` for each as it completes, with
-        at most ``2 * slots`` requests in flight: a caller that judges and drops each raw result in ``settle``
-        holds a bounded amount of program output whatever the number of requests (``pool.run`` keeps them all).
+        """Run ``(key, request, hard_timeout)`` items and call ``settle(key, raw)`` for each as it completes.
+
+        ``settle`` runs on the slot thread that completed the request, as soon as it completes, one call at a
+        time (under a lock): a caller that judges and drops each raw result in ``settle`` holds no program
+        output past its judging, whatever the number of requests (``pool.run`` keeps them all). The calling
+        thread only feeds the queue, at most ``max(64, 4 * slots)`` requests ahead (a lazy ``requests`` is
+        never read whole), and sleeps until every request is settled: it wakes about once per half window,
+        not once per program (a thread hand-off costs a cheap program's judging as much again: issue 20).
+        The first exception ``settle`` raises is raised here once every request has ended.
         """
-        window = 2 * max(1, len(self.slots))
-        todo = iter(requests)
-        inflight: dict[Future[RawResult], K] = {}
-        # Completions arrive on a queue (the slot thread puts the future as it sets its result): one wake-up
-        # per program, where `wait(FIRST_COMPLETED)` installed and removed a waiter on every future in flight
-        # for each completion.
-        finished: queue.SimpleQueue[Future[RawResult]] = queue.SimpleQueue()
-        while True:
-            for key, req, hard in todo:
-                fut = self.submit(req, hard)
-                inflight[fut] = key
-                fut.add_done_callback(finished.put)
-                if len(inflight) >= window:
-                    break
-            if not inflight:
-                return
-            fut = finished.get()
-            settle(inflight.pop(fut), fut.result())
+        window = max(64, 4 * max(1, len(self.slots)))
+        low = window // 2
+        lock = threading.Lock()
+        room = threading.Condition(lock)
+        state = {"left": 0, "fed": False}
+        errors: list[BaseException] = []
+
+        def finish(key: K, fut: Future[RawResult]) -> None:
+            with lock:
+                try:
+                    if not errors:
+                        settle(key, fut.result())
+                except BaseException as e:  # noqa: BLE001 (raised in the caller's thread, below)
+                    errors.append(e)
+                state["left"] -= 1
+                if state["left"] <= low or (state["fed"] and state["left"] == 0):
+                    room.notify()
+
+        for key, req, hard in requests:
+            with lock:
+                while state["left"] >= window:
+                    room.wait()
+                state["left"] += 1
+            fut = self.submit(req, hard)
+            fut.add_done_callback(lambda f, k=key: finish(k, f))
+        with lock:
+            state["fed"] = True
+            while state["left"] > 0:
+                room.wait()
+        if errors:
+            raise errors[0]
 
     def uids(self) -> list[int]:
         return [s.uid for s in self.slots if s.uid is not None]

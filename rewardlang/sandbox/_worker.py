@@ -644,6 +644,11 @@ class _Wiped:
             pass   # an old kernel: the buffer is emptied after every run all the same
         self.view = memoryview(self.mm)
         self.size = size
+        # the mapping's address, for rl_wait_short (spawn.c) to read into; the ctypes view is dropped at once
+        # (it would pin the mapping), the address stays valid as long as this mapping does
+        c = ctypes.c_char.from_buffer(self.mm)
+        self.addr = ctypes.addressof(c)
+        del c
 
     def clear(self) -> None:
         if self.used and self.mm is not None:
@@ -768,7 +773,10 @@ PROCESS_OBS_CAP = 1 << 16
 #: rl_spawn_version() of the spawn.c this file calls. The trusted side names the library by a digest of the
 #: spawn.c it carries (spawnlib.py), so a library from another source is never even found; this is a second
 #: check of the interface
-SPAWN_VERSION = 1
+SPAWN_VERSION = 2
+
+
+_WAIT_SHORT: dict[str, ctypes._CFuncPtr] = {}
 
 
 def _spawner(path: str | None) -> ctypes._CFuncPtr | None:
@@ -783,6 +791,12 @@ def _spawner(path: str | None) -> ctypes._CFuncPtr | None:
     except (OSError, AttributeError):
         return None
     fn = lib.rl_spawn
+    # the short-step wait (rl_wait_short), same library: kept on the spawner (see Worker.run_once)
+    w = lib.rl_wait_short
+    w.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_long, ctypes.c_int,
+                  ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
+    w.restype = ctypes.c_int
+    _WAIT_SHORT[path] = w
     p, i = ctypes.c_char_p, ctypes.c_int
     fn.argtypes = [p, ctypes.POINTER(p), ctypes.POINTER(p), p, i, i, i, i, i, p, ctypes.POINTER(ctypes.c_longlong),
                    i, p, i, ctypes.POINTER(i), i]
@@ -1536,6 +1550,8 @@ class Worker:
         # both sides while the child lives, the child's Python set-up, its exec's tear-down). Else: the fork.
         self.spawner = (_spawner(cfg.get("spawn_lib")) if self.level in ("bwrap", "namespaces")
                         and self.landlock_paths is None else None)
+        self.wait_short = _WAIT_SHORT.get(cfg.get("spawn_lib") or "") if self.spawner is not None else None
+        self._wait_r = (ctypes.c_longlong * 5)()
         if self.spawner is not None:
             tpl = self.program_filter.template if self.program_filter is not None else None
             self.spawn_filter = bytes(tpl.raw) if tpl is not None else None   # the marker pid at the sites
@@ -1881,22 +1897,6 @@ class Worker:
         if judge is not None:
             for fd in req.pop("_calls"):
                 os.close(fd)
-        os.set_blocking(ready_r, False)  # read after the child is reaped: the byte is there or never comes
-        for fd in (out_r, res_r):
-            os.set_blocking(fd, False)
-        pidfd = os.pidfd_open(pid)
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        # An argv step's pipes are first left to fill (a pipe holds 64 KiB) and read when it exits or from the
-        # first tick on: a short step (a syntax check, a small program) then wakes this process once, at its
-        # exit, instead of once per write. A step that fills a pipe sleeps until that tick (20 ms), where
-        # the pipes join the poll and the caps are checked as before.
-        quiet = step is not None and judge is None
-        if not quiet:
-            poller.register(out_r, select.POLLIN)
-            poller.register(res_r, select.POLLIN)
-        if judge is not None:
-            poller.register(judge["v"], select.POLLIN)
         cap_out, cap_res = int(lim["out"]), int(lim["obs"])
         if req["mode"] not in ("call", "argv"):
             # a whole-program run's channel carries three short records at most (compile error, exit, done):
@@ -1911,87 +1911,124 @@ class Worker:
         hard_wall = float(lim.get("hard_wall", 3 * wall_limit))
         reason = None
         exited = False
-        open_fds = {out_r, res_r}
-        next_tick = t0 + 0.02
-        cpu = 0.0
-        # The wall-clock backstop counts only time in which the program was neither running nor waiting
-        # for a CPU (sleeping, stopped, blocked): each tick subtracts the largest busy time (run + run-queue
-        # wait, /proc/<tid>/schedstat) of its threads. A CPU-bound program, on a quiet or a saturated
-        # machine, thus meets its CPU limit, never the backstop, and a verdict does not depend on load.
-        # Past `hard_wall` of real time without either limit met, the machine is too loaded to decide: an
-        # infrastructure outcome.
-        # (Busy time is credited when the kernel updates it, e.g. a run-queue wait when the thread next
-        # runs: so the total is compared with the elapsed time, never clamped per tick.)
-        idle_wall = 0.0
-        busy = 0.0
-        waits: dict = {}
-        while True:
-            now = time.monotonic()
-            timeout_ms = max(0, int((min(next_tick, t0 + hard_wall) - now) * 1000) + 1)
-            for fd, _ev in poller.poll(timeout_ms):
-                if fd == pidfd:
-                    exited = True
-                    continue
-                ent = into.get(fd)
-                try:
-                    if ent is None:     # the judge process's verdict pipe
-                        if not self._judge_read(fd, judge):   # type: ignore[arg-type]
-                            poller.unregister(fd)
+        got: bytes | None = None   # the set-up channel's bytes, once the short-step path has read them
+        pidfd = -1
+        cpu = idle_wall = 0.0
+        if spawned and judge is None and self.wait_short is not None:
+            # The short-step path (rl_wait_short in spawn.c): wait up to the first tick for the step's exit;
+            # if it came, the step is reaped and its pipes and set-up channel read there (up to each cap + 1,
+            # as below), and none of the loop below runs. Else nothing was reaped or read: the loop below
+            # takes over, its first tick due.
+            r = self._wait_r
+            k = self.wait_short(pid, 20, out_r, self.out_buf.addr, cap_out + 1, res_r, self.res_buf.addr,
+                                cap_res + 1, ready_r, r)
+            if k == 1:
+                status, exited = int(r[0]), True
+                for fd, n in ((out_r, int(r[1])), (res_r, int(r[2]))):
+                    ent = into[fd]
+                    ent[1] = n
+                    ent[0].used = max(ent[0].used, n)
+                    if n > ent[2]:
+                        reason = reason or ent[3]
+                got = bytes((int(r[4]) & 0xFF, int(r[4]) >> 8))[:int(r[3])]
+        if got is None:
+            os.set_blocking(ready_r, False)  # read after the child is reaped: the byte is there or never comes
+            for fd in (out_r, res_r):
+                os.set_blocking(fd, False)
+            pidfd = os.pidfd_open(pid)
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            # An argv step's pipes are first left to fill (a pipe holds 64 KiB) and read when it exits or from
+            # the first tick on: a short step (a syntax check, a small program) then wakes this process once,
+            # at its exit, instead of once per write. A step that fills a pipe sleeps until that tick (20 ms),
+            # where the pipes join the poll and the caps are checked as before.
+            quiet = step is not None and judge is None
+            if not quiet:
+                poller.register(out_r, select.POLLIN)
+                poller.register(res_r, select.POLLIN)
+            if judge is not None:
+                poller.register(judge["v"], select.POLLIN)
+            open_fds = {out_r, res_r}
+            next_tick = t0 + 0.02
+            cpu = 0.0
+            # The wall-clock backstop counts only time in which the program was neither running nor waiting
+            # for a CPU (sleeping, stopped, blocked): each tick subtracts the largest busy time (run +
+            # run-queue wait, /proc/<tid>/schedstat) of its threads. A CPU-bound program, on a quiet or a
+            # saturated machine, thus meets its CPU limit, never the backstop, and a verdict does not depend
+            # on load. Past `hard_wall` of real time without either limit met, the machine is too loaded to
+            # decide: an infrastructure outcome.
+            # (Busy time is credited when the kernel updates it, e.g. a run-queue wait when the thread next
+            # runs: so the total is compared with the elapsed time, never clamped per tick.)
+            idle_wall = 0.0
+            busy = 0.0
+            waits: dict = {}
+            while True:
+                now = time.monotonic()
+                timeout_ms = max(0, int((min(next_tick, t0 + hard_wall) - now) * 1000) + 1)
+                for fd, _ev in poller.poll(timeout_ms):
+                    if fd == pidfd:
+                        exited = True
                         continue
-                    k = _read_capped(fd, ent)
-                except BlockingIOError:
-                    continue
-                if not k:
-                    poller.unregister(fd)
-                    open_fds.discard(fd)
-                    continue
-                if ent[1] > ent[2]:
-                    reason = ent[3]
-            if exited or reason:
-                break
-            now = time.monotonic()
-            if now >= next_tick or now - t0 >= hard_wall:
-                if quiet:
-                    quiet = False
-                    poller.register(out_r, select.POLLIN)
-                    poller.register(res_r, select.POLLIN)
-                tree, dbusy = self._tree_cpu(pid, waits)
-                if judge is not None:   # the program waits for the judge process: neither is idle then
-                    dbusy += self._judge_busy(judge)
-                cpu = tree + (self._children_cpu() - c0)
-                busy += dbusy
-                idle_wall = max(0.0, (now - t0) - busy)
-                if cpu >= cpu_limit:
-                    reason = "cpu"
+                    ent = into.get(fd)
+                    try:
+                        if ent is None:     # the judge process's verdict pipe
+                            if not self._judge_read(fd, judge):   # type: ignore[arg-type]
+                                poller.unregister(fd)
+                            continue
+                        k = _read_capped(fd, ent)
+                    except BlockingIOError:
+                        continue
+                    if not k:
+                        poller.unregister(fd)
+                        open_fds.discard(fd)
+                        continue
+                    if ent[1] > ent[2]:
+                        reason = ent[3]
+                if exited or reason:
                     break
-                if idle_wall >= wall_limit:
-                    reason = "wall"
-                    break
-                if now - t0 >= hard_wall:
-                    reason = "overload"
-                    break
-                next_tick = now + (0.02 if now - t0 < 0.5 else 0.05)
-        if reason is not None:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
-            status = 0
-        wall = time.monotonic() - t0
-        # drain what the program wrote before it ended (not waiting for EOF: a grandchild may hold the pipe)
-        for fd in (out_r, res_r):
-            ent = into[fd]
-            while fd in open_fds and ent[1] <= ent[2]:
-                try:
-                    if not _read_capped(fd, ent):
+                now = time.monotonic()
+                if now >= next_tick or now - t0 >= hard_wall:
+                    if quiet:
+                        quiet = False
+                        poller.register(out_r, select.POLLIN)
+                        poller.register(res_r, select.POLLIN)
+                    tree, dbusy = self._tree_cpu(pid, waits)
+                    if judge is not None:   # the program waits for the judge process: neither is idle then
+                        dbusy += self._judge_busy(judge)
+                    cpu = tree + (self._children_cpu() - c0)
+                    busy += dbusy
+                    idle_wall = max(0.0, (now - t0) - busy)
+                    if cpu >= cpu_limit:
+                        reason = "cpu"
                         break
-                except (BlockingIOError, OSError):
-                    break
-                if ent[1] > ent[2]:
-                    reason = reason or ent[3]
+                    if idle_wall >= wall_limit:
+                        reason = "wall"
+                        break
+                    if now - t0 >= hard_wall:
+                        reason = "overload"
+                        break
+                    next_tick = now + (0.02 if now - t0 < 0.5 else 0.05)
+            if reason is not None:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                status = 0
+            # drain what the program wrote before it ended (not waiting for EOF: a grandchild may hold the pipe)
+            for fd in (out_r, res_r):
+                ent = into[fd]
+                while fd in open_fds and ent[1] <= ent[2]:
+                    try:
+                        if not _read_capped(fd, ent):
+                            break
+                    except (BlockingIOError, OSError):
+                        break
+                    if ent[1] > ent[2]:
+                        reason = reason or ent[3]
+        wall = time.monotonic() - t0
         jcpu = 0.0   # the judge process's CPU (reaped: in the children's times, never the program's)
         if judge is not None:
             jcpu = self._finish_judge(judge, pid, reason == "overload", t0 + hard_wall)
@@ -2003,14 +2040,16 @@ class Worker:
         if reason is None and os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGKILL, signal.SIGXCPU) \
                 and cpu >= cpu_limit:
             reason = "cpu"  # the kernel's RLIMIT_CPU backstop ended it between two of our samples
-        try:
-            got = os.read(ready_r, 2)   # written by the child before any program code ran
-        except OSError:
-            got = b""
+        if got is None:
+            try:
+                got = os.read(ready_r, 2)   # written by the child before any program code ran
+            except OSError:
+                got = b""
         ready = got[:1] == b"R"
         exec_failed = got == b"RE"
         for fd in (out_r, res_r, pidfd, ready_r):
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
         # Clean-up only when every process is gone (nothing can then move files under us); what cannot be
         # finished leaves the verdict as it is and replaces the slot.
         if keep:

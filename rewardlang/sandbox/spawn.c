@@ -39,7 +39,10 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define RES_FD 3
@@ -143,7 +146,7 @@ static char *stack;
 
 /* The interface's version: the worker uses an installed library only when it matches its own RL_SPAWN_VERSION
  * (a library built from an older spawn.c is ignored, never called with the wrong arguments). */
-int rl_spawn_version(void) { return 1; }
+int rl_spawn_version(void) { return 2; }
 
 /* Start the step; returns its pid, or -errno when no child could be made (the caller then forks). The
  * child has exec'd (or exited) when this returns. */
@@ -169,4 +172,61 @@ int rl_spawn(const char *exe, char *const *argv, char *const *envp, const char *
     int err = errno;
     pthread_sigmask(SIG_SETMASK, &j.mask, NULL);
     return pid < 0 ? -err : pid;
+}
+
+/* Read what the pipe holds now, up to room bytes, without ever blocking (FIONREAD: the bytes it holds; a
+ * process left behind by the step may still hold its write end, so a read of more could wait). */
+static long drain(int fd, unsigned char *buf, long room) {
+    long got = 0;
+    while (got < room) {
+        int avail = 0;
+        if (ioctl(fd, FIONREAD, &avail) != 0 || avail <= 0) break;
+        long want = room - got < avail ? room - got : avail;
+        ssize_t n = read(fd, buf + got, (size_t)want);
+        if (n <= 0) break;
+        got += n;
+    }
+    return got;
+}
+
+/* The short-step path of the worker's wait (run_once in _worker.py), for a step rl_spawn started: wait up to
+ * timeout_ms (the worker's first tick) for it to exit. If it did: reap it, read what its stdout and
+ * result-channel pipes hold (at most out_room / res_room bytes: the caller's cap + 1, so a step past its cap
+ * is seen as before) and its set-up channel (at most 2 bytes; no process can hold that channel's write end
+ * once the step is reaped: it was close-on-exec and the step could not fork before its exec). Nothing else
+ * of the worker's bookkeeping is done here: the caller kills what is left, counts the CPU, cleans up.
+ *   r[0] the wait status, r[1] bytes read into out_buf, r[2] into res_buf, r[3] set-up bytes read (0-2),
+ *   r[4] those bytes (first | second << 8).
+ * Returns 1 when the step was reaped, 0 when it still runs at the timeout (nothing reaped or read: the
+ * caller's loop takes over, with its CPU and wall checks), or -errno. */
+int rl_wait_short(int pid, int timeout_ms, int out_r, unsigned char *out_buf, long out_room, int res_r,
+                  unsigned char *res_buf, long res_room, int ready_r, long long *r) {
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) return -errno;
+    struct pollfd p = {pidfd, POLLIN, 0};
+    int k;
+    do {
+        k = poll(&p, 1, timeout_ms);
+    } while (k < 0 && errno == EINTR);   /* a signal: the timeout restarts, at most one tick more */
+    int err = errno;
+    close(pidfd);
+    if (k < 0) return -err;
+    if (k == 0) return 0;
+    int status = 0;
+    pid_t w;
+    do {
+        w = waitpid(pid, &status, 0);
+    } while (w < 0 && errno == EINTR);
+    if (w != pid) return -ECHILD;
+    r[0] = status;
+    r[1] = drain(out_r, out_buf, out_room);
+    r[2] = drain(res_r, res_buf, res_room);
+    unsigned char b[2] = {0, 0};
+    ssize_t n;
+    do {
+        n = read(ready_r, b, 2);
+    } while (n < 0 && errno == EINTR);
+    r[3] = n > 0 ? n : 0;
+    r[4] = b[0] | (b[1] << 8);
+    return 1;
 }

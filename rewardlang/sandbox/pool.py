@@ -559,7 +559,8 @@ class SlotPool:
                 except BaseException as e:  # noqa: BLE001 (raised in the caller's thread, below)
                     errors.append(e)
                 state["left"] -= 1
-                if state["left"] <= low or (state["fed"] and state["left"] == 0):
+                # the caller waits for room while feeding (woken at the low mark), then for the end
+                if state["left"] == 0 or (not state["fed"] and state["left"] == low):
                     room.notify()
 
         for key, req, hard in requests:

@@ -325,3 +325,54 @@ def test_spawnlib_examples() -> None:
     import doctest
 
     assert doctest.testmod(spawnlib).failed == 0
+
+
+WAIT_DRIVER = r"""
+import ctypes, json, os, sys
+from rewardlang.sandbox import _worker as w
+lib = sys.argv[1]
+spawn = w._spawner(lib)
+wait = w._WAIT_SHORT[lib]
+low = [os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC) for _ in range(10)]
+devnull = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
+strings = lambda xs: (ctypes.c_char_p * (len(xs) + 1))(*[x.encode() for x in xs], None)
+out = {}
+for name, script, room in (("quick", "printf hello; printf 'res\\n' >&3", 3), ("slow", "sleep 1; printf late", 64),
+                           ("absent", None, 64)):
+    pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]
+    (out_r, out_w), (res_r, res_w), (ready_r, ready_w) = pipes
+    exe = "/bin/sh" if script is not None else "/nonexistent/toolchain"
+    pid = spawn(exe.encode(), strings([exe, "-c", script or ""]), strings(["PATH=/usr/bin:/bin"]), b"/dev/null",
+                out_w, devnull, res_w, ready_w, -1, b"/", (ctypes.c_longlong * 0)(), 0, None, 0,
+                (ctypes.c_int * 1)(), 0)
+    for fd in (out_w, res_w, ready_w):
+        os.close(fd)
+    ob, rb = ctypes.create_string_buffer(64), ctypes.create_string_buffer(64)
+    r = (ctypes.c_longlong * 5)()
+    k = wait(pid, 20, out_r, ctypes.addressof(ob), room, res_r, ctypes.addressof(rb), 64, ready_r, r)
+    rec = {"k": k}
+    if k == 1:
+        rec.update(status=r[0], out=ob.raw[:r[1]].decode(), res=rb.raw[:r[2]].decode(),
+                   ready=bytes((r[4] & 0xFF, r[4] >> 8))[:r[3]].decode())
+    else:
+        _, status = os.waitpid(pid, 0)       # not reaped by the short wait: still ours to reap
+        rec.update(status=status, later=os.read(out_r, 64).decode())
+    out[name] = rec
+print(json.dumps(out))
+"""
+
+
+def test_the_short_wait_reaps_a_quick_step_and_leaves_a_slow_one(tmp_path: object) -> None:
+    """rl_wait_short: a step that exits within the timeout is reaped, its pipes read up to the room given
+    (the caller's cap + 1) and its set-up bytes returned; one that outlives it is neither reaped nor read
+    (the worker's loop takes over); a failed exec reports "RE" as on the Python path."""
+    lib = _build(tmp_path)
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", ".."))
+    r = subprocess.run([sys.executable, "-c", WAIT_DRIVER, lib], capture_output=True, text=True, check=False,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["quick"] == {"k": 1, "status": 0, "out": "hel", "res": "res\n", "ready": "R"}
+    assert got["slow"] == {"k": 0, "status": 0, "later": "late"}
+    assert got["absent"]["k"] == 1 and got["absent"]["ready"] == "RE"
+    assert os.waitstatus_to_exitcode(got["absent"]["status"]) == _worker.SETUP_FAILED

@@ -43,20 +43,26 @@ def program(lang: str, k: int) -> str:
     return unit(lang) + COMMENT.get(lang, "// {k}\n").format(k=k)
 
 
-def cpu_seconds(sb: Sandbox) -> float:
-    """CPU seconds so far of the slots (the worker and everything it reaped) and this whole process."""
+def cpu_seconds(sb: Sandbox) -> tuple[float, float]:
+    """CPU seconds so far: (the slot's own processes (its init and worker, not what they reaped) + this whole
+    process, in nanoseconds and microseconds; the same + everything the slot reaped, in the kernel's clock
+    ticks). The programs' CPU, which the first leaves out, is the kernel's rusage of the children the worker
+    reaped, in microseconds: each verdict's ``cpu`` (see main)."""
     tck = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    fine = ticks = 0.0
     for slot in sb.pool.slots:
         for pid in slot.worker_pids():
             try:
                 with open(f"/proc/{pid}/stat") as fh:
                     f = fh.read().rsplit(")", 1)[1].split()
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+                        fine += int(fh.read().split()[0]) / 1e9
             except OSError:
                 continue
-            total += sum(int(x) for x in f[11:15]) / tck
+            ticks += sum(int(x) for x in f[11:15]) / tck
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return total + r.ru_utime + r.ru_stime
+    return fine + r.ru_utime + r.ru_stime, ticks + r.ru_utime + r.ru_stime
 
 
 def bare(lang: str, k: int) -> tuple[float, float, bool]:
@@ -159,7 +165,7 @@ def main() -> None:
             # warm both sides once (page cache, the slot's first fork of a toolchain)
             bare(lang, -1)
             sb.evaluate([Task(program(lang, -1), lang_tests(lang), language=lang)], use_cache=False)
-            b_cpu, b_wall, s_cpu, s_wall = [], [], [], []
+            b_cpu, b_wall, s_cpu, s_wall, s_ticks = [], [], [], [], []
             for r in range(args.rounds):   # interleaved rounds: a change of the machine's load hits both sides
                 progs = [program(lang, r * n + k) for k in range(n)]
                 cpu = wall = 0.0
@@ -170,17 +176,22 @@ def main() -> None:
                     wall += w
                 b_cpu.append(cpu / n)
                 b_wall.append(wall / n)
-                c0, t0 = cpu_seconds(sb), time.perf_counter()
+                (c0, k0), t0 = cpu_seconds(sb), time.perf_counter()
                 vs = sb.evaluate([Task(code, lang_tests(lang), language=lang, limits=Limits(cpu=10))
                                   for code in progs], use_cache=False)
                 s_wall.append((time.perf_counter() - t0) / n)
-                s_cpu.append((cpu_seconds(sb) - c0) / n)
+                c1, k1 = cpu_seconds(sb)
+                s_cpu.append((c1 - c0 + sum(v.cpu for v in vs)) / n)
+                s_ticks.append((k1 - k0) / n)
                 assert all(v.outcome == "pass" for v in vs), (lang, [v.details() for v in vs if v.outcome != "pass"])
             bc, sc = statistics.median(b_cpu), statistics.median(s_cpu)
             ratio = sc / bc
             worst = max(worst, ratio)
             print(f"{lang:5s} {1e3 * bc:12.1f} {1e3 * sc:15.1f} {ratio:5.2f}x {1e3 * statistics.median(b_wall):13.1f} "
                   f"{1e3 * statistics.median(s_wall):16.1f}")
+            print(f"      (the sandbox's CPU in clock ticks, a cross-check of what the verdicts report: "
+                  f"{1e3 * statistics.mean(s_ticks):.1f} ms per program against {1e3 * statistics.mean(s_cpu):.1f}; "
+                  f"{len(s_ticks)} rounds of {n}, a tick is {1e3 / os.sysconf('SC_CLK_TCK'):.0f} ms)")
             if args.json:
                 print(json.dumps({"lang": lang, "bare_cpu_ms": 1e3 * bc, "sandbox_cpu_ms": 1e3 * sc, "ratio": ratio,
                                   "bare_wall_ms": 1e3 * statistics.median(b_wall),

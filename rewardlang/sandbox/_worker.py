@@ -339,13 +339,32 @@ def build_filter(deny: tuple[str, ...], pid: int | None = None, arch: str | None
     if pid is not None:
         special = {"kill": "kill", "tgkill": "tgkill", "prlimit64": "prlimit", "clone": "clone",
                    "clone3": "enosys", "prctl": "prctl"}
+    target_of: dict[int, str] = {}
     for name, target in special.items():
-        emit(_JEQ, table[name], jt=target, jf=0)
+        target_of.setdefault(table[name], target)
     for name in deny:
         if name in table and name not in special:
-            emit(_JEQ, table[name], jt="eperm", jf=0)
-    label("allow")
-    emit(_RET, _RET_ALLOW)
+            target_of.setdefault(table[name], "eperm")
+    # A binary search over the sorted numbers, not a chain of ~100 compares: every system call a program
+    # makes walks the filter, and so does the kernel when it installs it (it runs the filter once per
+    # system call number to find the ones it may allow without running it: ~0.1 ms per installation with
+    # the chain, one per step). Leaves of up to 4 numbers are compared in turn; any other number is allowed.
+    keys = sorted(target_of)
+
+    def tree(lo: int, hi: int) -> None:
+        if hi - lo <= 4:
+            for nr in keys[lo:hi]:
+                emit(_JEQ, nr, jt=target_of[nr], jf=0)
+            emit(_RET, _RET_ALLOW)
+            return
+        mid = (lo + hi) // 2
+        right = f"ge{keys[mid]}"
+        emit(_JGE, keys[mid], jt=right, jf=0)
+        tree(lo, mid)
+        label(right)
+        tree(mid, hi)
+
+    tree(0, len(keys))
     if pid is not None:
         label("kill")
         emit(_LD_ABS_W, 16)                              # args[0], low 32 bits
@@ -625,6 +644,11 @@ class _Wiped:
             pass   # an old kernel: the buffer is emptied after every run all the same
         self.view = memoryview(self.mm)
         self.size = size
+        # the mapping's address, for rl_wait_short (spawn.c) to read into; the ctypes view is dropped at once
+        # (it would pin the mapping), the address stays valid as long as this mapping does
+        c = ctypes.c_char.from_buffer(self.mm)
+        self.addr = ctypes.addressof(c)
+        del c
 
     def clear(self) -> None:
         if self.used and self.mm is not None:
@@ -746,6 +770,38 @@ READY_FD = 4
 SETUP_FAILED = 121  # the child's exit status when its set-up fails (informational only, never trusted)
 #: observation bytes of a stdin/stdout or script run (its runner writes a few records of at most ~300 bytes)
 PROCESS_OBS_CAP = 1 << 16
+#: rl_spawn_version() of the spawn.c this file calls. The trusted side names the library by a digest of the
+#: spawn.c it carries (spawnlib.py), so a library from another source is never even found; this is a second
+#: check of the interface
+SPAWN_VERSION = 2
+
+
+_WAIT_SHORT: dict[str, ctypes._CFuncPtr] = {}
+
+
+def _spawner(path: str | None) -> ctypes._CFuncPtr | None:
+    """``rl_spawn`` of the library at ``path`` (the cfg's ``spawn_lib``, see spawnlib.py) with its argument
+    types, or None where there is none (or it was built for another interface): the steps then fork."""
+    if not path or not os.path.exists(path):
+        return None
+    try:
+        lib = ctypes.CDLL(path)
+        if lib.rl_spawn_version() != SPAWN_VERSION:
+            return None
+    except (OSError, AttributeError):
+        return None
+    fn = lib.rl_spawn
+    # the short-step wait (rl_wait_short), same library: kept on the spawner (see Worker.run_once)
+    w = lib.rl_wait_short
+    w.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_long, ctypes.c_int,
+                  ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
+    w.restype = ctypes.c_int
+    _WAIT_SHORT[path] = w
+    p, i = ctypes.c_char_p, ctypes.c_int
+    fn.argtypes = [p, ctypes.POINTER(p), ctypes.POINTER(p), p, i, i, i, i, i, p, ctypes.POINTER(ctypes.c_longlong),
+                   i, p, i, ctypes.POINTER(i), i]
+    fn.restype = i
+    return fn
 
 
 # The program shares this process: bind what the runner needs now, so patching builtins or modules
@@ -1487,6 +1543,22 @@ class Worker:
         self.prctl = _lib().prctl
         self.landlock_paths = cfg.get("landlock_read")
         self.require_landlock = bool(cfg.get("require_landlock", False))
+        # argv steps are started by rl_spawn (spawn.c: a vfork-style clone running the set-up of _child in C,
+        # then exec) where its library is installed under /usr and /usr is the host's, read-only (bwrap,
+        # namespaces: a program cannot replace it) and no Landlock rule is needed: a fork of this Python
+        # process costs more than a cheap toolchain's whole step (page tables copied, copy-on-write faults on
+        # both sides while the child lives, the child's Python set-up, its exec's tear-down). Else: the fork.
+        self.spawner = (_spawner(cfg.get("spawn_lib")) if self.level in ("bwrap", "namespaces")
+                        and self.landlock_paths is None else None)
+        self.wait_short = _WAIT_SHORT.get(cfg.get("spawn_lib") or "") if self.spawner is not None else None
+        self._wait_r = (ctypes.c_longlong * 5)()
+        if self.spawner is not None:
+            tpl = self.program_filter.template if self.program_filter is not None else None
+            self.spawn_filter = bytes(tpl.raw) if tpl is not None else None   # the marker pid at the sites
+            sites = [x for site in (tpl.sites if tpl is not None else ()) for x in site]
+            self.spawn_sites = (ctypes.c_int * max(1, len(sites)))(*sites)
+            self.n_sites = len(sites) // 2
+            self._spawn_args: dict[tuple, tuple] = {}
         self._codes: dict = {}
         self.me = os.getpid()
         self.runs = 0
@@ -1551,11 +1623,20 @@ class Worker:
         return int(data[i + 9:data.index(b"\n", i)]) if i >= 0 else 0
 
     def _children_cpu(self) -> float:
-        t = os.times()
-        return t.children_user + t.children_system
+        # getrusage, not os.times(): microseconds, not clock ticks (a 3 ms step would read 0 or 10 ms)
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
 
     def _kill_everything(self, pid: int) -> bool:
         """SIGKILL every process the program created and reap them all (we are a subreaper)."""
+        # The program's process is reaped, so every process it left is a child of ours by now (we are a
+        # subreaper: an orphan is reparented before its parent can be reaped). No child at all, then, means
+        # nothing is left to kill: the common case costs one wait instead of a kill(-1), which walks every
+        # process of the machine.
+        try:
+            os.waitpid(-1, os.WNOHANG)     # a zombie reaped or one still running: the kill below
+        except ChildProcessError:
+            return True
         deadline = time.monotonic() + 3.0
         while True:
             try:
@@ -1801,26 +1882,21 @@ class Worker:
         judge = self._start_judge(req, limits) if req.get("mode") == "call" and req.get("judged") else None
         if judge is not None and lim.get("nproc"):
             limits = _limit_plan(dict(lim, nproc=int(lim["nproc"]) + 1))  # the judge process is one of the uid's
-        pid = os.fork()
-        if pid == 0:
-            _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir, step)
-            os._exit(SETUP_FAILED)
+        pid = None
+        if step is not None and self.spawner is not None and judge is None:
+            pid = self._spawn(step, limits, stdin_path, out_w, res_w, ready_w, rundir)
+        spawned = pid is not None
+        if pid is None:
+            pid = os.fork()
+            if pid == 0:
+                _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir, step)
+                os._exit(SETUP_FAILED)
         os.close(out_w)
         os.close(res_w)
         os.close(ready_w)
         if judge is not None:
             for fd in req.pop("_calls"):
                 os.close(fd)
-        os.set_blocking(ready_r, False)  # read after the child is reaped: the byte is there or never comes
-        for fd in (out_r, res_r):
-            os.set_blocking(fd, False)
-        pidfd = os.pidfd_open(pid)
-        poller = select.poll()
-        poller.register(out_r, select.POLLIN)
-        poller.register(res_r, select.POLLIN)
-        poller.register(pidfd, select.POLLIN)
-        if judge is not None:
-            poller.register(judge["v"], select.POLLIN)
         cap_out, cap_res = int(lim["out"]), int(lim["obs"])
         if req["mode"] not in ("call", "argv"):
             # a whole-program run's channel carries three short records at most (compile error, exit, done):
@@ -1835,83 +1911,124 @@ class Worker:
         hard_wall = float(lim.get("hard_wall", 3 * wall_limit))
         reason = None
         exited = False
-        open_fds = {out_r, res_r}
-        next_tick = t0 + 0.02
-        cpu = 0.0
-        # The wall-clock backstop counts only time in which the program was neither running nor waiting
-        # for a CPU (sleeping, stopped, blocked): each tick subtracts the largest busy time (run + run-queue
-        # wait, /proc/<tid>/schedstat) of its threads. A CPU-bound program, on a quiet or a saturated
-        # machine, thus meets its CPU limit, never the backstop, and a verdict does not depend on load.
-        # Past `hard_wall` of real time without either limit met, the machine is too loaded to decide: an
-        # infrastructure outcome.
-        # (Busy time is credited when the kernel updates it, e.g. a run-queue wait when the thread next
-        # runs: so the total is compared with the elapsed time, never clamped per tick.)
-        idle_wall = 0.0
-        busy = 0.0
-        waits: dict = {}
-        while True:
-            now = time.monotonic()
-            timeout_ms = max(0, int((min(next_tick, t0 + hard_wall) - now) * 1000) + 1)
-            for fd, _ev in poller.poll(timeout_ms):
-                if fd == pidfd:
-                    exited = True
-                    continue
-                ent = into.get(fd)
-                try:
-                    if ent is None:     # the judge process's verdict pipe
-                        if not self._judge_read(fd, judge):   # type: ignore[arg-type]
-                            poller.unregister(fd)
+        got: bytes | None = None   # the set-up channel's bytes, once the short-step path has read them
+        pidfd = -1
+        cpu = idle_wall = 0.0
+        if spawned and judge is None and self.wait_short is not None:
+            # The short-step path (rl_wait_short in spawn.c): wait up to the first tick for the step's exit;
+            # if it came, the step is reaped and its pipes and set-up channel read there (up to each cap + 1,
+            # as below), and none of the loop below runs. Else nothing was reaped or read: the loop below
+            # takes over, its first tick due.
+            r = self._wait_r
+            k = self.wait_short(pid, 20, out_r, self.out_buf.addr, cap_out + 1, res_r, self.res_buf.addr,
+                                cap_res + 1, ready_r, r)
+            if k == 1:
+                status, exited = int(r[0]), True
+                for fd, n in ((out_r, int(r[1])), (res_r, int(r[2]))):
+                    ent = into[fd]
+                    ent[1] = n
+                    ent[0].used = max(ent[0].used, n)
+                    if n > ent[2]:
+                        reason = reason or ent[3]
+                got = bytes((int(r[4]) & 0xFF, int(r[4]) >> 8))[:int(r[3])]
+        if got is None:
+            os.set_blocking(ready_r, False)  # read after the child is reaped: the byte is there or never comes
+            for fd in (out_r, res_r):
+                os.set_blocking(fd, False)
+            pidfd = os.pidfd_open(pid)
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            # An argv step's pipes are first left to fill (a pipe holds 64 KiB) and read when it exits or from
+            # the first tick on: a short step (a syntax check, a small program) then wakes this process once,
+            # at its exit, instead of once per write. A step that fills a pipe sleeps until that tick (20 ms),
+            # where the pipes join the poll and the caps are checked as before.
+            quiet = step is not None and judge is None
+            if not quiet:
+                poller.register(out_r, select.POLLIN)
+                poller.register(res_r, select.POLLIN)
+            if judge is not None:
+                poller.register(judge["v"], select.POLLIN)
+            open_fds = {out_r, res_r}
+            next_tick = t0 + 0.02
+            cpu = 0.0
+            # The wall-clock backstop counts only time in which the program was neither running nor waiting
+            # for a CPU (sleeping, stopped, blocked): each tick subtracts the largest busy time (run +
+            # run-queue wait, /proc/<tid>/schedstat) of its threads. A CPU-bound program, on a quiet or a
+            # saturated machine, thus meets its CPU limit, never the backstop, and a verdict does not depend
+            # on load. Past `hard_wall` of real time without either limit met, the machine is too loaded to
+            # decide: an infrastructure outcome.
+            # (Busy time is credited when the kernel updates it, e.g. a run-queue wait when the thread next
+            # runs: so the total is compared with the elapsed time, never clamped per tick.)
+            idle_wall = 0.0
+            busy = 0.0
+            waits: dict = {}
+            while True:
+                now = time.monotonic()
+                timeout_ms = max(0, int((min(next_tick, t0 + hard_wall) - now) * 1000) + 1)
+                for fd, _ev in poller.poll(timeout_ms):
+                    if fd == pidfd:
+                        exited = True
                         continue
-                    k = _read_capped(fd, ent)
-                except BlockingIOError:
-                    continue
-                if not k:
-                    poller.unregister(fd)
-                    open_fds.discard(fd)
-                    continue
-                if ent[1] > ent[2]:
-                    reason = ent[3]
-            if exited or reason:
-                break
-            now = time.monotonic()
-            if now >= next_tick or now - t0 >= hard_wall:
-                tree, dbusy = self._tree_cpu(pid, waits)
-                if judge is not None:   # the program waits for the judge process: neither is idle then
-                    dbusy += self._judge_busy(judge)
-                cpu = tree + (self._children_cpu() - c0)
-                busy += dbusy
-                idle_wall = max(0.0, (now - t0) - busy)
-                if cpu >= cpu_limit:
-                    reason = "cpu"
+                    ent = into.get(fd)
+                    try:
+                        if ent is None:     # the judge process's verdict pipe
+                            if not self._judge_read(fd, judge):   # type: ignore[arg-type]
+                                poller.unregister(fd)
+                            continue
+                        k = _read_capped(fd, ent)
+                    except BlockingIOError:
+                        continue
+                    if not k:
+                        poller.unregister(fd)
+                        open_fds.discard(fd)
+                        continue
+                    if ent[1] > ent[2]:
+                        reason = ent[3]
+                if exited or reason:
                     break
-                if idle_wall >= wall_limit:
-                    reason = "wall"
-                    break
-                if now - t0 >= hard_wall:
-                    reason = "overload"
-                    break
-                next_tick = now + (0.02 if now - t0 < 0.5 else 0.05)
-        if reason is not None:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
-            status = 0
-        wall = time.monotonic() - t0
-        # drain what the program wrote before it ended (not waiting for EOF: a grandchild may hold the pipe)
-        for fd in (out_r, res_r):
-            ent = into[fd]
-            while fd in open_fds and ent[1] <= ent[2]:
-                try:
-                    if not _read_capped(fd, ent):
+                now = time.monotonic()
+                if now >= next_tick or now - t0 >= hard_wall:
+                    if quiet:
+                        quiet = False
+                        poller.register(out_r, select.POLLIN)
+                        poller.register(res_r, select.POLLIN)
+                    tree, dbusy = self._tree_cpu(pid, waits)
+                    if judge is not None:   # the program waits for the judge process: neither is idle then
+                        dbusy += self._judge_busy(judge)
+                    cpu = tree + (self._children_cpu() - c0)
+                    busy += dbusy
+                    idle_wall = max(0.0, (now - t0) - busy)
+                    if cpu >= cpu_limit:
+                        reason = "cpu"
                         break
-                except (BlockingIOError, OSError):
-                    break
-                if ent[1] > ent[2]:
-                    reason = reason or ent[3]
+                    if idle_wall >= wall_limit:
+                        reason = "wall"
+                        break
+                    if now - t0 >= hard_wall:
+                        reason = "overload"
+                        break
+                    next_tick = now + (0.02 if now - t0 < 0.5 else 0.05)
+            if reason is not None:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                status = 0
+            # drain what the program wrote before it ended (not waiting for EOF: a grandchild may hold the pipe)
+            for fd in (out_r, res_r):
+                ent = into[fd]
+                while fd in open_fds and ent[1] <= ent[2]:
+                    try:
+                        if not _read_capped(fd, ent):
+                            break
+                    except (BlockingIOError, OSError):
+                        break
+                    if ent[1] > ent[2]:
+                        reason = reason or ent[3]
+        wall = time.monotonic() - t0
         jcpu = 0.0   # the judge process's CPU (reaped: in the children's times, never the program's)
         if judge is not None:
             jcpu = self._finish_judge(judge, pid, reason == "overload", t0 + hard_wall)
@@ -1923,25 +2040,44 @@ class Worker:
         if reason is None and os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGKILL, signal.SIGXCPU) \
                 and cpu >= cpu_limit:
             reason = "cpu"  # the kernel's RLIMIT_CPU backstop ended it between two of our samples
-        try:
-            got = os.read(ready_r, 2)   # written by the child before any program code ran
-        except OSError:
-            got = b""
+        if got is None:
+            try:
+                got = os.read(ready_r, 2)   # written by the child before any program code ran
+            except OSError:
+                got = b""
         ready = got[:1] == b"R"
         exec_failed = got == b"RE"
         for fd in (out_r, res_r, pidfd, ready_r):
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
         # Clean-up only when every process is gone (nothing can then move files under us); what cannot be
         # finished leaves the verdict as it is and replaces the slot.
         if keep:
             wiped = clean      # the next step runs in the same directory; nothing of this step runs on
         else:
+            budget = _Budget(WIPE_BUDGET)
             if clean:
                 try:
                     os.rmdir(rundir)  # the common case, one call (rmdir never follows a symlink)
                 except OSError:
-                    pass
-            wiped = clean and self._wipe(_Budget(WIPE_BUDGET))
+                    # an argv program's files are there (its source, what it compiled): emptied first (the
+                    # same safe walk, which enters no symlink), so that the roots are then proven untouched
+                    # with a stat (_root_untouched) instead of a walk of /tmp; anything else is left to _wipe.
+                    # An interpreted language's program leaves only the source this worker wrote (a name of
+                    # ours, never the program's): that one unlink and rmdir come first, the walk only when
+                    # more is there. (Path-based: a program that replaced the directory by a symlink can
+                    # only point it at places of its own uid, and the roots are checked below all the same.)
+                    if step is not None:
+                        try:
+                            os.unlink(os.path.join(rundir, req["file"]))
+                            os.rmdir(rundir)
+                        except OSError:
+                            if _empty_dir(rundir, budget):
+                                try:
+                                    os.rmdir(rundir)
+                                except OSError:
+                                    pass
+            wiped = clean and self._wipe(budget)
         if reason == "wall" and cpu >= cpu_limit:
             reason = "cpu"
         # Read after every process of the program is gone (the counter moves when the kill is decided):
@@ -1969,6 +2105,7 @@ class Worker:
             "recycle": not wiped,
             "oom": oom,
             "exec_failed": exec_failed,
+            "spawn": "clone" if spawned else "fork",
             "t": [round(t0 - t_start, 5), round(t_end - t0, 5), round(t_kill - t_end, 5),
                   round(time.monotonic() - t_kill, 5)],
         }
@@ -1982,6 +2119,34 @@ class Worker:
             if self.judge_buf.view[:len(_JUDGE_READY)] != _JUDGE_READY:
                 head["setup_failed"] = True     # the judge process could not be set up: masked, slot replaced
         return head
+
+    def _spawn(self, step: dict, limits: list[tuple[int, int]], stdin_path: str, out_w: int, res_w: int,
+               ready_w: int, rundir: str) -> int | None:
+        """Start one argv step through ``rl_spawn`` (spawn.c); its pid, or None when no child could be made
+        that way (the caller forks instead: the same set-up, in Python)."""
+        argv, env, stderr = step["argv"], step["_env"], bool(step.get("stderr"))
+        # The ctypes arrays of a step are built once per distinct (argv, environment, rlimits) and kept: the
+        # steps of a batch repeat the same few (one profile per language; the run directory is fixed), and
+        # building them (encodes, three arrays, ~20 us) was a visible part of a cheap step's bookkeeping.
+        key = (tuple(argv), tuple(env.items()), tuple(limits))
+        args = self._spawn_args.get(key)
+        if args is None:
+            def strings(xs: list[str]) -> ctypes.Array:
+                return (ctypes.c_char_p * (len(xs) + 1))(*[x.encode("utf-8", "surrogateescape") for x in xs], None)
+
+            argv_s = [str(x) for x in argv]
+            rl = (ctypes.c_longlong * (2 * len(limits)))(*[x for pair in limits for x in pair])
+            args = (argv_s[0].encode("utf-8", "surrogateescape"), strings(argv_s),
+                    strings([f"{k}={v}" for k, v in env.items()]), rl, len(limits))
+            if len(self._spawn_args) >= 64:
+                self._spawn_args.clear()
+            self._spawn_args[key] = args
+        exe, c_argv, c_env, rl, n_rl = args
+        filt = self.spawn_filter
+        pid = self.spawner(exe, c_argv, c_env, stdin_path.encode(), out_w, out_w if stderr else self.devnull, res_w,
+                           ready_w, -1 if self.cg_procs is None else int(self.cg_procs), rundir.encode(), rl,
+                           n_rl, filt, len(filt) if filt is not None else 0, self.spawn_sites, self.n_sites)
+        return pid if pid > 0 else None
 
     def _compiled(self, src: str, mode: str) -> object:
         """Trusted test code (probes, set-up) compiled here once and cached: a GRPO group
@@ -2047,6 +2212,12 @@ class Worker:
         that does not end cleanly (exit status 0, no limit met) ends the program: a failed compile is
         never followed by a run. The clean-up of the slot runs after the last step that ran."""
         steps = req["steps"]
+        # the frame of a step that went well, is not the last and wrote nothing (the usual compile step or
+        # syntax check): sent with the next one, so that a program costs the trusted side one wake-up and
+        # one read, not one per step. A step that wrote anything is relayed at once, straight from the
+        # buffers: no byte of a program's output is ever copied into this process's heap (which later forks
+        # inherit; issue 19, nothing carried between programs)
+        held: list[bytes] = []
         for i, step in enumerate(steps):
             last = i == len(steps) - 1
             try:
@@ -2058,7 +2229,11 @@ class Worker:
                     head["recycle"] = not (head["clean"] and self._wipe(_Budget(WIPE_BUDGET)))
                     last = True
                 head["last"] = last
-                self._relay(head)
+                if not last and not (head["res_len"] or head["out_len"] or head.get("judge_len")):
+                    held.append(pack_frame(dumps({"run": head}).encode()))
+                else:
+                    self._relay(head, held)
+                    held = []
             finally:
                 self.out_buf.clear()
                 self.res_buf.clear()
@@ -2086,9 +2261,10 @@ class Worker:
         finally:
             os.close(fd)
 
-    def _relay(self, head: dict) -> None:
-        """Write one run's frame and its bytes from the buffers in one ``writev`` (no joined copy)."""
-        parts = [pack_frame(dumps({"run": head}).encode())]
+    def _relay(self, head: dict, before: list[bytes] | None = None) -> None:
+        """Write one run's frame and its bytes from the buffers in one ``writev`` (no joined copy), after
+        ``before`` (frames of earlier runs that had no bytes, held back: see :meth:`run_steps`)."""
+        parts: list = [*(before or ()), pack_frame(dumps({"run": head}).encode())]
         for buf, n in ((self.res_buf, head["res_len"]), (self.out_buf, head["out_len"]),
                        (self.judge_buf, head.get("judge_len", 0))):
             if n:

@@ -37,7 +37,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardlang.sandbox import _worker
+from rewardlang.sandbox import _worker, spawnlib
 from rewardlang.sandbox.config import SandboxConfig
 
 __all__ = ["LaunchSpec", "UidLease", "build_launch", "bwrap_argv", "processes_of_uid", "kill_uid",
@@ -369,6 +369,9 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
     uid = lease.uid if lease is not None else None
     env: dict[str, str] = {"PYTHONHASHSEED": "0"}  # the worker clears it for programs; stable set order
     base_cfg: dict[str, Any] = {"level": level, "seccomp": _worker._machine() in _worker.AUDIT_ARCH}
+    if level in ("bwrap", "namespaces"):
+        # the step spawner built from this package's spawn.c (None: the worker forks each step instead)
+        base_cfg["spawn_lib"] = spawnlib.installed()
     if config.site_packages:
         base_cfg["sys_path"] = _site_dirs(python)
     popen: dict[str, Any] = {"env": env, "cwd": "/"}

@@ -117,6 +117,37 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes:
     return b"".join(chunks)
 
 
+class _Reader:
+    """Reads one response: as much as has arrived per ``read`` (the worker writes each run's frame and its
+    bytes with one ``writev``, so a run usually costs one ``select`` and one ``read``, not one per field). It
+    lives for one request only: the worker writes nothing past a response's last frame until the next
+    request, so bytes left over at the end are a protocol violation (:meth:`done`)."""
+
+    def __init__(self, fd: int, deadline: float) -> None:
+        self.fd, self.deadline = fd, deadline
+        self.buf = bytearray()
+
+    def take(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise SlotFailure("slot did not answer in time (hung or frozen)")
+            r, _, _ = select.select([self.fd], [], [], left)
+            if not r:
+                continue
+            b = os.read(self.fd, max(n - len(self.buf), 1 << 16) if n - len(self.buf) < 1 << 20 else 1 << 20)
+            if not b:
+                raise SlotFailure("slot exited")
+            self.buf += b
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def done(self) -> None:
+        if self.buf:
+            raise SlotFailure("bytes past the end of the worker's response")
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -281,29 +312,30 @@ class Slot:
             _write_all(self.proc.stdin.fileno(), b"".join(_worker.pack_frame(f) for f in _frames(req)))
         except OSError as e:
             raise SlotFailure(f"cannot write to slot: {e}") from e
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + hard_timeout
+        rd = _Reader(self.proc.stdout.fileno(), time.monotonic() + hard_timeout)
         runs: list[dict[str, Any]] = []
         blobs: list[bytes] = []
         while True:
-            n = struct.unpack("<I", _read_exact(fd, 4, deadline))[0]
+            n = struct.unpack("<I", rd.take(4))[0]
             if n > 1 << 24:
                 raise SlotFailure("malformed response header")
             try:
-                head = json.loads(_read_exact(fd, n, deadline))
+                head = json.loads(rd.take(n))
             except ValueError as e:
                 raise SlotFailure("malformed response") from e
             run = head.get("run") if isinstance(head, dict) else None
             if not isinstance(run, dict):
                 break
             runs.append(run)
-            blobs.append(_read_exact(fd, int(run["res_len"]), deadline) if run["res_len"] else b"")
-            blobs.append(_read_exact(fd, int(run["out_len"]), deadline) if run["out_len"] else b"")
+            blobs.append(rd.take(int(run["res_len"])) if run["res_len"] else b"")
+            blobs.append(rd.take(int(run["out_len"])) if run["out_len"] else b"")
             if "judge_len" in run:   # the judge process's records: kept beside the run, not in `blobs`
                 n_j = int(run["judge_len"])
-                run["judge_bytes"] = _read_exact(fd, n_j, deadline) if n_j else b""
+                run["judge_bytes"] = rd.take(n_j) if n_j else b""
             if run.get("last"):
+                rd.done()
                 return {"ok": True, "runs": runs}, blobs
+        rd.done()
         if not isinstance(head, dict) or not head.get("ok"):
             raise SlotFailure(f"worker error: {head.get('error') if isinstance(head, dict) else head}")
         head["runs"] = runs
@@ -510,28 +542,48 @@ class SlotPool:
         return [f.result() for f in futs]
 
     def stream(self, requests: Iterable[tuple[K, Any, float]], settle: Callable[[K, RawResult], None]) -> None:
-        """Run ``(key, request, hard_timeout)`` items and call ``settle(key, raw)`` for each as it completes, with
-        at most ``2 * slots`` requests in flight: a caller that judges and drops each raw result in ``settle``
-        holds a bounded amount of program output whatever the number of requests (``pool.run`` keeps them all).
+        """Run ``(key, request, hard_timeout)`` items and call ``settle(key, raw)`` for each as it completes.
+
+        ``settle`` runs on the slot thread that completed the request, as soon as it completes, one call at a
+        time (under a lock): a caller that judges and drops each raw result in ``settle`` holds no program
+        output past its judging, whatever the number of requests (``pool.run`` keeps them all). The calling
+        thread only feeds the queue, at most ``max(64, 4 * slots)`` requests ahead (a lazy ``requests`` is
+        never read whole), and sleeps until every request is settled: it wakes about once per half window,
+        not once per program (a thread hand-off costs a cheap program's judging as much again: issue 20).
+        The first exception ``settle`` raises is raised here once every request has ended.
         """
-        window = 2 * max(1, len(self.slots))
-        todo = iter(requests)
-        inflight: dict[Future[RawResult], K] = {}
-        # Completions arrive on a queue (the slot thread puts the future as it sets its result): one wake-up
-        # per program, where `wait(FIRST_COMPLETED)` installed and removed a waiter on every future in flight
-        # for each completion.
-        finished: queue.SimpleQueue[Future[RawResult]] = queue.SimpleQueue()
-        while True:
-            for key, req, hard in todo:
-                fut = self.submit(req, hard)
-                inflight[fut] = key
-                fut.add_done_callback(finished.put)
-                if len(inflight) >= window:
-                    break
-            if not inflight:
-                return
-            fut = finished.get()
-            settle(inflight.pop(fut), fut.result())
+        window = max(64, 4 * max(1, len(self.slots)))
+        low = window // 2
+        lock = threading.Lock()
+        room = threading.Condition(lock)
+        state = {"left": 0, "fed": False}
+        errors: list[BaseException] = []
+
+        def finish(key: K, fut: Future[RawResult]) -> None:
+            with lock:
+                try:
+                    if not errors:
+                        settle(key, fut.result())
+                except BaseException as e:  # noqa: BLE001 (raised in the caller's thread, below)
+                    errors.append(e)
+                state["left"] -= 1
+                # the caller waits for room while feeding (woken at the low mark), then for the end
+                if state["left"] == 0 or (not state["fed"] and state["left"] == low):
+                    room.notify()
+
+        for key, req, hard in requests:
+            with lock:
+                while state["left"] >= window:
+                    room.wait()
+                state["left"] += 1
+            fut = self.submit(req, hard)
+            fut.add_done_callback(lambda f, k=key: finish(k, f))
+        with lock:
+            state["fed"] = True
+            while state["left"] > 0:
+                room.wait()
+        if errors:
+            raise errors[0]
 
     def uids(self) -> list[int]:
         return [s.uid for s in self.slots if s.uid is not None]

@@ -278,9 +278,9 @@ class Sandbox:
         Two tasks share a run and a cached verdict only when everything the verdict depends on is equal: the
         request sent into the sandbox (program, test calls, limits), the level, *and* the answer key that
         never enters it (the tests as given, whose expected values and judge expressions the request leaves
-        out, the entry point, the format and the stdout comparison). Raw results are judged as they complete
-        and released at once; at most ``2 * slots`` requests are in flight, so the trusted process holds a
-        bounded amount of program output whatever the batch size.
+        out, the entry point, the format and the stdout comparison). Raw results are judged as they complete,
+        on the slot thread that completed them, and released at once: at most one unjudged raw result per
+        slot, so the trusted process holds a bounded amount of program output whatever the batch size.
         """
         cache = cache if cache is not None else self.cache
         counts: Counter[str] = Counter()

@@ -111,6 +111,14 @@ int forced = R<0>::v;
     Case("php_network", "php", unit("php").replace("$out = [];", """$out = [];
     if (@fsockopen("127.0.0.1", PORT, $errno, $errstr, 1) !== false) $out[] = 99;"""), "pass", ("pass",) * 3,
          slow=True),
+    # The run directory's clean-up first unlinks the source it wrote and removes the directory (the walk only
+    # when more is there): a program that leaves files and directories beside its source, and one that
+    # replaced its run directory by a symlink into /dev/shm holding a file of the source's name, leave
+    # nothing for the next program (the probe after it) and cost no respawn.
+    Case("sh_run_dir_left_files", "sh", unit("sh") + "mkdir -p d/e && touch d/e/f x .y main.sh.1\n", "pass",
+         ("pass",) * 3),
+    Case("sh_run_dir_replaced", "sh", unit("sh") + "cd / && mv /tmp/run /tmp/gone && ln -s /dev/shm /tmp/run"
+         " && echo x > /dev/shm/main.sh && mkdir /dev/shm/d\n", "pass", ("pass",) * 3),
     Case("sh_output_flood", "sh", unit("sh") + "yes | head -c 100000000\n", "output_limit", ("output_limit",) * 3,
          slow=True),
     Case("go_forged_records", "go", unit("go") + """func init() { os.NewFile(3, "r").WriteString("0 [0,2,4]\\n1 [0]\\n2 []\\n") }

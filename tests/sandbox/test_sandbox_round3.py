@@ -400,17 +400,27 @@ def test_a_huge_string_against_a_numeric_judge_costs_little_memory(sb: tuple[San
 
 def test_raw_results_are_judged_as_they_complete_and_released(sb: tuple[Sandbox, Any],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each raw result is judged on the slot thread that completed it, before that thread takes the next
+    request: at most one raw result per slot exists unjudged (the program output the trusted process holds
+    does not grow with the batch); requests wait in the queue at most a window ahead."""
     s, _ = sb
-    outstanding, peak = [0], [0]
+    unjudged, peak, queued, peak_queued = [0], [0], [0], [0]
     submit, real_judge = s.pool.submit, runner.judge
 
+    def completed(_fut: Any) -> None:
+        unjudged[0] += 1
+        peak[0] = max(peak[0], unjudged[0])
+
     def counting_submit(*a: Any, **k: Any) -> Any:
-        outstanding[0] += 1
-        peak[0] = max(peak[0], outstanding[0])
-        return submit(*a, **k)
+        queued[0] += 1
+        peak_queued[0] = max(peak_queued[0], queued[0])
+        fut = submit(*a, **k)
+        fut.add_done_callback(completed)     # runs before the stream's own callback (the order they were added)
+        return fut
 
     def counting_judge(*a: Any, **k: Any) -> Any:
-        outstanding[0] -= 1
+        unjudged[0] -= 1
+        queued[0] -= 1
         return real_judge(*a, **k)
 
     monkeypatch.setattr(s.pool, "submit", counting_submit)
@@ -419,7 +429,8 @@ def test_raw_results_are_judged_as_they_complete_and_released(sb: tuple[Sandbox,
              for i in range(12)]
     v = s.evaluate(tasks, use_cache=False)
     assert [x.outcome for x in v] == ["pass"] + ["fail"] * 11
-    assert peak[0] <= 2 * len(s.pool.slots)
+    assert peak[0] <= len(s.pool.slots)
+    assert peak_queued[0] <= max(64, 4 * len(s.pool.slots))
 
 
 # ------------------------------------------------------------------------------------------------------

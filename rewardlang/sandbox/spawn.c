@@ -1,0 +1,232 @@
+/* librlspawn: start one step of an argv program (a compile or run step, see _worker.py) without forking the
+ * Python worker, for a cheap toolchain's step costs less than that fork.
+ *
+ * A fork of the worker copies its page tables, every page either side writes while both live is a
+ * copy-on-write fault, the child runs Python to set itself up and its exec tears the copied address space
+ * down: ~1 ms of CPU per step on this machine, worker and child together (benchmarks/README.md, issue 20). Here
+ * the worker calls rl_spawn (ctypes), which clones a child that shares the worker's memory and stops the
+ * worker until the child has exec'd or exited (CLONE_VM | CLONE_VFORK, as glibc's posix_spawn does). The
+ * child runs only this C code, on its own stack, and writes nothing of the worker's memory; it does exactly
+ * what the forked child (_child in _worker.py) does before exec, in the same order:
+ *
+ *   1. signals: every handled signal back to its default, then the worker's mask (all were blocked around
+ *      the clone, so no handler of the worker ever runs in the child);
+ *   2. into the program's memory cgroup (cg_fd >= 0: the group's cgroup.procs) before exec allocates
+ *      anything for the program (the shared memory is charged to the worker's owner until the exec);
+ *   3. its own session; stdin from stdin_path, stdout, stderr, the result channel (3) and the set-up
+ *      channel (4) placed; every other fd closed; the run directory;
+ *   4. the rlimits (soft = hard), the OOM-killer preference (oom_score_adj 1000: a vfork child's own value,
+ *      the worker's is left as it is; dumpable only for the write, the worker stopped meanwhile);
+ *   5. the program seccomp filter (the worker's prepared BPF, copied onto this stack with the child's pid
+ *      patched into its sites); no_new_privs is inherited from the worker;
+ *   6. the set-up byte 'R' on fd 4 (close-on-exec), then execve; if the exec fails, 'E' (an absent
+ *      toolchain or binary) and exit 121.
+ * Any other failure exits 121 without the byte: the worker then reports a set-up failure (masked, the slot
+ * is replaced), never a verdict.
+ *
+ * Built by scripts/install.sh into /usr/local/lib/rewardlang/librlspawn.so (every slot sees /usr read-only):
+ *     gcc -O2 -shared -fPIC -o /usr/local/lib/rewardlang/librlspawn.so rewardlang/sandbox/spawn.c
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define RES_FD 3
+#define READY_FD 4
+#define SETUP_FAILED 121
+#define MAX_INSNS 1024
+#define STACK_SIZE (256 * 1024)
+
+struct job {
+    const char *exe;
+    char *const *argv;
+    char *const *envp;
+    const char *stdin_path;
+    int out_w, err_w, res_w, ready_w, cg_fd;
+    const char *rundir;
+    const long long *rl;        /* resource, value pairs (value < 0: unlimited) */
+    int n_rl;
+    const unsigned char *filter;  /* raw struct sock_filter array, or NULL */
+    int filter_len;
+    const int *sites;           /* byte offset, sign (1: the pid, -1: its negation) pairs */
+    int n_sites;
+    sigset_t mask;              /* the worker's signal mask before the clone */
+};
+
+static void fail(void) { syscall(SYS_exit_group, SETUP_FAILED); for (;;) {} }
+
+static void place(int src, int dst) {
+    if (src != dst && dup2(src, dst) != dst) fail();
+}
+
+static int child(void *arg) {
+    const struct job *j = arg;
+    struct sock_filter insns[MAX_INSNS];
+
+    for (int s = 1; s < NSIG; s++) {
+        struct sigaction sa;
+        if (s == SIGKILL || s == SIGSTOP || sigaction(s, NULL, &sa) != 0) continue;
+        if (sa.sa_handler == SIG_IGN || sa.sa_handler == SIG_DFL) continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        if (sigaction(s, &sa, NULL) != 0) fail();
+    }
+    if (sigprocmask(SIG_SETMASK, &j->mask, NULL) != 0) fail();
+
+    if (j->cg_fd >= 0 && write(j->cg_fd, "0", 1) != 1) fail();
+    if (setsid() < 0) fail();
+    int fd = open(j->stdin_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail();
+    place(fd, 0);
+    place(j->out_w, 1);
+    place(j->err_w, 2);
+    place(j->res_w, RES_FD);
+    place(j->ready_w, READY_FD);
+    if (syscall(SYS_close_range, READY_FD + 1, ~0U, 0) != 0) {
+        for (int k = READY_FD + 1; k < 65536; k++) close(k);   /* kernels before 5.9 */
+    }
+    if (chdir(j->rundir) != 0) fail();
+
+    for (int i = 0; i < j->n_rl; i++) {
+        long long v = j->rl[2 * i + 1];
+        struct rlimit r = {(rlim_t)v, (rlim_t)v};
+        if (v < 0) r.rlim_cur = r.rlim_max = RLIM_INFINITY;
+        if (setrlimit((int)j->rl[2 * i], &r) != 0) fail();
+    }
+
+    /* best effort, as in the forked child: the memory group's limit does not depend on it */
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0) {
+        int o = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (o >= 0) {
+            ssize_t k = write(o, "1000", 4);
+            (void)k;
+            close(o);
+        }
+    }
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) fail();
+
+    if (j->filter != NULL) {
+        if (j->filter_len <= 0 || j->filter_len % 8 != 0 || j->filter_len / 8 > MAX_INSNS) fail();
+        memcpy(insns, j->filter, (size_t)j->filter_len);
+        uint32_t pid = (uint32_t)syscall(SYS_getpid);
+        for (int i = 0; i < j->n_sites; i++) {
+            int off = j->sites[2 * i], sign = j->sites[2 * i + 1];
+            if (off < 0 || off + 4 > j->filter_len || (sign != 1 && sign != -1)) fail();
+            uint32_t k = sign == 1 ? pid : (uint32_t)(0u - pid);
+            memcpy((unsigned char *)insns + off, &k, 4);
+        }
+        struct sock_fprog prog = {(unsigned short)(j->filter_len / 8), insns};
+        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) fail();
+    }
+
+    if (fcntl(READY_FD, F_SETFD, FD_CLOEXEC) != 0) fail();
+    if (write(READY_FD, "R", 1) != 1) fail();
+    execve(j->exe, j->argv, j->envp);
+    ssize_t k = write(READY_FD, "E", 1);
+    (void)k;
+    fail();
+    return 0;
+}
+
+static char *stack;
+
+/* The interface's version: the worker uses an installed library only when it matches its own RL_SPAWN_VERSION
+ * (a library built from an older spawn.c is ignored, never called with the wrong arguments). */
+int rl_spawn_version(void) { return 2; }
+
+/* Start the step; returns its pid, or -errno when no child could be made (the caller then forks). The
+ * child has exec'd (or exited) when this returns. */
+int rl_spawn(const char *exe, char *const *argv, char *const *envp, const char *stdin_path, int out_w, int err_w,
+             int res_w, int ready_w, int cg_fd, const char *rundir, const long long *rl, int n_rl,
+             const unsigned char *filter, int filter_len, const int *sites, int n_sites) {
+    /* the descriptors are placed onto 0-4 in order: a source among the targets would be overwritten */
+    if (out_w <= READY_FD || res_w <= READY_FD || ready_w <= READY_FD || err_w <= 2 ||
+        (cg_fd >= 0 && cg_fd <= READY_FD))
+        return -EBADF;
+    if (stack == NULL) {
+        void *m = mmap(NULL, STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (m == MAP_FAILED) return -errno;
+        madvise(m, STACK_SIZE, MADV_WIPEONFORK);   /* a later fork of the worker inherits none of it */
+        stack = m;
+    }
+    struct job j = {exe, argv, envp, stdin_path, out_w, err_w, res_w, ready_w, cg_fd, rundir, rl, n_rl,
+                    filter, filter_len, sites, n_sites, {{0}}};
+    sigset_t all;
+    sigfillset(&all);
+    if (pthread_sigmask(SIG_BLOCK, &all, &j.mask) != 0) return -EINVAL;
+    int pid = clone(child, stack + STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &j);
+    int err = errno;
+    pthread_sigmask(SIG_SETMASK, &j.mask, NULL);
+    return pid < 0 ? -err : pid;
+}
+
+/* Read what the pipe holds now, up to room bytes, without ever blocking (FIONREAD: the bytes it holds; a
+ * process left behind by the step may still hold its write end, so a read of more could wait). */
+static long drain(int fd, unsigned char *buf, long room) {
+    long got = 0;
+    while (got < room) {
+        int avail = 0;
+        if (ioctl(fd, FIONREAD, &avail) != 0 || avail <= 0) break;
+        long want = room - got < avail ? room - got : avail;
+        ssize_t n = read(fd, buf + got, (size_t)want);
+        if (n <= 0) break;
+        got += n;
+    }
+    return got;
+}
+
+/* The short-step path of the worker's wait (run_once in _worker.py), for a step rl_spawn started: wait up to
+ * timeout_ms (the worker's first tick) for it to exit. If it did: reap it, read what its stdout and
+ * result-channel pipes hold (at most out_room / res_room bytes: the caller's cap + 1, so a step past its cap
+ * is seen as before) and its set-up channel (at most 2 bytes; no process can hold that channel's write end
+ * once the step is reaped: it was close-on-exec and the step could not fork before its exec). Nothing else
+ * of the worker's bookkeeping is done here: the caller kills what is left, counts the CPU, cleans up.
+ *   r[0] the wait status, r[1] bytes read into out_buf, r[2] into res_buf, r[3] set-up bytes read (0-2),
+ *   r[4] those bytes (first | second << 8).
+ * Returns 1 when the step was reaped, 0 when it still runs at the timeout (nothing reaped or read: the
+ * caller's loop takes over, with its CPU and wall checks), or -errno. */
+int rl_wait_short(int pid, int timeout_ms, int out_r, unsigned char *out_buf, long out_room, int res_r,
+                  unsigned char *res_buf, long res_room, int ready_r, long long *r) {
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) return -errno;
+    struct pollfd p = {pidfd, POLLIN, 0};
+    int k;
+    do {
+        k = poll(&p, 1, timeout_ms);
+    } while (k < 0 && errno == EINTR);   /* a signal: the timeout restarts, at most one tick more */
+    int err = errno;
+    close(pidfd);
+    if (k < 0) return -err;
+    if (k == 0) return 0;
+    int status = 0;
+    pid_t w;
+    do {
+        w = waitpid(pid, &status, 0);
+    } while (w < 0 && errno == EINTR);
+    if (w != pid) return -ECHILD;
+    r[0] = status;
+    r[1] = drain(out_r, out_buf, out_room);
+    r[2] = drain(res_r, res_buf, res_room);
+    unsigned char b[2] = {0, 0};
+    ssize_t n;
+    do {
+        n = read(ready_r, b, 2);
+    } while (n < 0 && errno == EINTR);
+    r[3] = n > 0 ? n : 0;
+    r[4] = b[0] | (b[1] << 8);
+    return 1;
+}

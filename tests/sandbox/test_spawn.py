@@ -1,0 +1,378 @@
+"""The argv steps' spawner (rewardlang/sandbox/spawn.c) and the program filter's search tree.
+
+The spawner replaces the worker's fork for the compile and run steps of an argv program; it must leave a
+step exactly as the forked child does (_child in _worker.py): its own session, stdio and the two channels
+on fds 0-4 and nothing else open, the run directory, the rlimits, oom_score_adj 1000 (and the worker's own
+unchanged), the program seccomp filter with its pid, the memory cgroup's fd written first, the set-up byte
+before exec and the exec-failure byte after a failed exec. The library is built here from the tree's
+spawn.c (gcc) and driven in a separate process (it sets no_new_privs, which cannot be undone).
+
+The filter is now a binary search over the denied numbers; it must decide every system call number,
+architecture and argument exactly as the chain of compares it replaced (kept below as the reference).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from rewardlang.sandbox import _worker, spawnlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPAWN_C = os.path.join(HERE, "..", "..", "rewardlang", "sandbox", "spawn.c")
+
+
+# -- the filter ---------------------------------------------------------------------------------------------
+
+def chain_filter(deny: tuple[str, ...], pid: int | None, arch: str) -> bytes:
+    """The program filter as it was built before the search tree: one compare per number, in order."""
+    w = _worker
+    table = w.SYSCALLS[arch]
+    prog: list[tuple] = []
+    labels: dict[str, int] = {}
+
+    def emit(code: int, k: int = 0, jt: object = 0, jf: object = 0) -> None:
+        prog.append((code, jt, jf, k & 0xFFFFFFFF))
+
+    def label(name: str) -> None:
+        labels[name] = len(prog)
+
+    emit(w._LD_ABS_W, 4)
+    emit(w._JEQ, w.AUDIT_ARCH[arch], jt=1, jf=0)
+    emit(w._RET, w._RET_KILL_PROCESS)
+    emit(w._LD_ABS_W, 0)
+    if arch == "x86_64":
+        emit(w._JGE, 0x40000000, jt="eperm", jf=0)
+    special = {}
+    if pid is not None:
+        special = {"kill": "kill", "tgkill": "tgkill", "prlimit64": "prlimit", "clone": "clone",
+                   "clone3": "enosys", "prctl": "prctl"}
+    for name, target in special.items():
+        emit(w._JEQ, table[name], jt=target, jf=0)
+    for name in deny:
+        if name in table and name not in special:
+            emit(w._JEQ, table[name], jt="eperm", jf=0)
+    emit(w._RET, w._RET_ALLOW)
+    if pid is not None:
+        label("kill")
+        emit(w._LD_ABS_W, 16)
+        emit(w._JEQ, pid, jt="allow2", jf=0)
+        emit(w._JEQ, 0, jt="allow2", jf=0)
+        emit(w._JEQ, -pid, jt="allow2", jf="eperm")
+        label("tgkill")
+        emit(w._LD_ABS_W, 16)
+        emit(w._JEQ, pid, jt="allow2", jf="eperm")
+        label("prlimit")
+        emit(w._LD_ABS_W, 16)
+        emit(w._JEQ, 0, jt="allow2", jf=0)
+        emit(w._JEQ, pid, jt="allow2", jf="eperm")
+        label("clone")
+        emit(w._LD_ABS_W, 16)
+        emit(w._JSET, w.CLONE_NS_FLAGS, jt="eperm", jf="allow2")
+        label("enosys")
+        emit(w._RET, w._RET_ERRNO | errno.ENOSYS)
+        label("prctl")
+        emit(w._LD_ABS_W, 16)
+        emit(w._JEQ, w.PR_SET_DUMPABLE, jt="dumpable", jf=0)
+        emit(w._JEQ, w.PR_SCHED_CORE, jt="eperm", jf="allow2")
+        label("dumpable")
+        emit(w._LD_ABS_W, 24)
+        emit(w._JEQ, 0, jt=0, jf="eperm")
+        emit(w._LD_ABS_W, 28)
+        emit(w._JEQ, 0, jt="allow2", jf="eperm")
+    label("eperm")
+    emit(w._RET, w._RET_ERRNO | errno.EPERM)
+    label("allow2")
+    emit(w._RET, w._RET_ALLOW)
+    out = bytearray()
+    for i, (code, jt, jf, k) in enumerate(prog):
+        offs = [labels[j] - i - 1 if isinstance(j, str) else j for j in (jt, jf)]
+        out += struct.pack("=HBBI", code, offs[0], offs[1], k)
+    return bytes(out)
+
+
+def run_bpf(raw: bytes, nr: int, arch: int, args: tuple[int, ...]) -> tuple[int, int]:
+    """(return value, instructions executed) of a classic-BPF seccomp filter on one seccomp_data."""
+    data = struct.pack("=iIQ", nr, arch, 0) + b"".join(struct.pack("=Q", a & (2 ** 64 - 1)) for a in args)
+    insns = [struct.unpack_from("=HBBI", raw, i) for i in range(0, len(raw), 8)]
+    pc = acc = steps = 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        steps += 1
+        if code == 0x20:
+            acc = struct.unpack_from("=I", data, k)[0]
+            pc += 1
+        elif code in (0x15, 0x35, 0x45):
+            taken = acc == k if code == 0x15 else acc >= k if code == 0x35 else bool(acc & k)
+            pc += 1 + (jt if taken else jf)
+        elif code == 0x06:
+            return k, steps
+        else:
+            raise AssertionError(f"unexpected instruction {code:#x}")
+
+
+@pytest.mark.parametrize("arch", sorted(_worker.AUDIT_ARCH))
+def test_the_filter_tree_decides_every_call_as_the_chain(arch: str) -> None:
+    pid = 4242
+    argsets = [(pid, 0), (0, 0), (-pid, 0), (17, 0), (_worker.CLONE_NS_FLAGS, 0), (0x11, 0),
+               (_worker.PR_SET_DUMPABLE, 1), (_worker.PR_SET_DUMPABLE, 0), (_worker.PR_SET_DUMPABLE, 2 ** 32),
+               (_worker.PR_SCHED_CORE, 0)]
+    numbers = [*range(1100), *range(0x40000000, 0x40000000 + 600, 7), -1, 2 ** 31 - 1]
+    steps = [0, 0]
+    checked = {_worker.SYSCALLS[arch][n] for n in ("kill", "tgkill", "prlimit64", "clone", "clone3", "prctl")}
+    for deny in (_worker.PROGRAM_DENY, _worker.PROGRAM_DENY + _worker.FALLBACK_DENY, _worker.SLOT_DENY):
+        for p in (None, pid):
+            old, new = chain_filter(deny, p, arch), _worker.build_filter(deny, pid=p, arch=arch)
+            for nr in numbers:
+                for audit in (_worker.AUDIT_ARCH[arch], 0x40000003):
+                    # the arguments are read only for the argument-checked calls
+                    for args in argsets if nr in checked else argsets[:1]:
+                        (a, sa), (b, sb) = run_bpf(old, nr, audit, args), run_bpf(new, nr, audit, args)
+                        assert a == b, (deny is _worker.SLOT_DENY, p, nr, hex(audit), args, hex(a), hex(b))
+                        steps[0] += sa
+                        steps[1] += sb
+    # a denied call is still denied, an allowed one allowed (not merely "the same as before")
+    f = _worker.build_filter(_worker.PROGRAM_DENY, pid=pid, arch=arch)
+    table = _worker.SYSCALLS[arch]
+    assert run_bpf(f, table["ptrace"], _worker.AUDIT_ARCH[arch], (0,))[0] == _worker._RET_ERRNO | errno.EPERM
+    assert run_bpf(f, 0 if arch == "x86_64" else 63, _worker.AUDIT_ARCH[arch], (0,))[0] == _worker._RET_ALLOW
+    assert steps[1] * 3 < steps[0]   # the point of the tree: far fewer instructions per call
+
+
+# -- the spawner --------------------------------------------------------------------------------------------
+
+def _build(tmp_path: object) -> str:
+    if shutil.which("gcc") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("gcc is missing (scripts/install.sh installs it): the spawner cannot be built")
+        pytest.skip("gcc is missing")
+    return spawnlib.build(os.path.join(str(tmp_path), "librlspawn.so"))
+
+
+# Run in a child process: it sets no_new_privs (needed by seccomp), which this process must not keep.
+DRIVER = r"""
+import json, os, resource, sys
+from rewardlang.sandbox import _worker as w
+spawn = w._spawner(sys.argv[1])
+assert spawn is not None
+assert w._lib().prctl(w.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+rundir, exe = sys.argv[2], sys.argv[3]
+tpl = w.FilterTemplate(w.PROGRAM_DENY)
+# fds 0-9 taken, as in the worker (the spawner refuses a source fd among the targets 0-4: -EBADF)
+low = [os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC) for _ in range(10)]
+sites = [x for s in tpl.sites for x in s]
+import ctypes
+out_r, out_w = os.pipe2(os.O_CLOEXEC)
+res_r, res_w = os.pipe2(os.O_CLOEXEC)
+ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
+cg_r, cg_w = os.pipe2(os.O_CLOEXEC)
+stray = os.open("/dev/null", os.O_RDONLY)   # inheritable: must still not reach the step
+os.set_inheritable(stray, True)
+devnull = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
+script = ("echo session=$(cut -d' ' -f6 /proc/$$/stat) pid=$$; echo fds=$(ls /proc/$$/fd | sort -n | tr '\n' ,); "
+          "echo cwd=$(pwd); echo nofile=$(ulimit -n) cpu=$(ulimit -t); echo oom=$(cat /proc/$$/oom_score_adj); "
+          "grep -E '^(Seccomp|NoNewPrivs):' /proc/$$/status | tr -d '\t' | tr '\n' ' '; echo; "
+          "kill -0 1 2>/dev/null && echo kill1=allowed || echo kill1=denied; echo res >&3; echo err >&2")
+argv = [exe, "-c", script]
+strings = lambda xs: (ctypes.c_char_p * (len(xs) + 1))(*[x.encode() for x in xs], None)
+limits = [(resource.RLIMIT_NOFILE, 77), (resource.RLIMIT_CPU, 5)]
+rl = (ctypes.c_longlong * 4)(*[x for p in limits for x in p])
+raw = bytes(tpl.raw)
+pid = spawn(exe.encode(), strings(argv), strings(["PATH=/usr/bin:/bin", "HOME=" + rundir]), b"/dev/null", out_w,
+            devnull, res_w, ready_w, cg_w, rundir.encode(), rl, 2, raw, len(raw), (ctypes.c_int * len(sites))(*sites),
+            len(sites) // 2)
+for fd in (out_w, res_w, ready_w, cg_w):
+    os.close(fd)
+_, status = os.waitpid(pid, 0) if pid > 0 else (0, -1)
+read = lambda fd: os.read(fd, 65536).decode()
+print(json.dumps({"pid": pid, "exit": os.waitstatus_to_exitcode(status) if pid > 0 else None, "out": read(out_r),
+                  "res": read(res_r), "ready": read(ready_r), "cg": read(cg_r),
+                  "own_oom": open("/proc/self/oom_score_adj").read().strip()}))
+"""
+
+
+def _drive(lib: str, rundir: str, exe: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", ".."))
+    r = subprocess.run([sys.executable, "-c", DRIVER, lib, rundir, exe], capture_output=True, text=True, check=False,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.mark.skipif(_worker._machine() not in _worker.AUDIT_ARCH, reason="no program filter on this architecture")
+def test_the_spawner_sets_a_step_up_as_the_forked_child_does(tmp_path: object) -> None:
+    lib = _build(tmp_path)
+    rundir = os.path.join(str(tmp_path), "run")
+    os.mkdir(rundir)
+    r = _drive(lib, rundir, "/bin/sh")
+    assert r["pid"] > 0 and r["exit"] == 0, r
+    fields = dict(kv.split("=", 1) for line in r["out"].splitlines() for kv in line.split() if "=" in kv)
+    assert fields["session"] == fields["pid"]           # its own session
+    assert fields["fds"] == "0,1,2,3,4,"                # nothing of the worker's but the five
+    assert fields["cwd"] == rundir
+    assert (fields["nofile"], fields["cpu"]) == ("77", "5")
+    assert fields["oom"] == "1000" and r["own_oom"] == "0"   # the step's own value; the spawner's unchanged
+    assert "Seccomp:2" in r["out"] and "NoNewPrivs:1" in r["out"]
+    assert fields["kill1"] == "denied"                   # the program filter, with the step's pid
+    assert r["res"] == "res\n"                           # the result channel on fd 3
+    assert r["ready"] == "R"                             # the set-up byte, nothing after a good exec
+    assert r["cg"] == "0"                                # into the memory group first
+    assert "err" not in r["out"]                         # stderr went where it was told (/dev/null)
+
+
+def test_a_failed_exec_is_reported_on_the_set_up_channel(tmp_path: object) -> None:
+    lib = _build(tmp_path)
+    r = _drive(lib, str(tmp_path), "/nonexistent/toolchain")
+    assert r["ready"] == "RE" and r["exit"] == _worker.SETUP_FAILED, r
+
+
+def test_the_installed_spawner_is_the_one_built_from_this_source() -> None:
+    """Where scripts/install.sh built it, the library for this very spawn.c is there and loads (the same
+    interface version); under CI it must be there. Elsewhere the worker forks, with the same set-up in Python."""
+    path = spawnlib.installed()
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{spawnlib.library_path()} is missing: scripts/install.sh builds it")
+        pytest.skip("the spawner is not installed here")
+    assert _worker._spawner(path) is not None
+
+
+def test_a_library_from_another_source_is_never_found(tmp_path: object) -> None:
+    """The library's name carries the digest of the spawn.c it was built from: one built from an edited
+    source is not the one this package looks for (a stale library is ignored, never called)."""
+    lib = _build(tmp_path)
+    assert spawnlib.installed(str(tmp_path)) is None            # built, but not under this source's name
+    os.rename(lib, spawnlib.library_path(str(tmp_path)))
+    assert spawnlib.installed(str(tmp_path)) == spawnlib.library_path(str(tmp_path))
+    assert _worker._spawner(None) is None and _worker._spawner(str(tmp_path) + "/absent.so") is None
+    other = tmp_path / "other"                                   # type: ignore[operator]
+    os.mkdir(other)
+    shutil.copy(spawnlib.SOURCE, other / "spawn.c")
+    with open(other / "spawn.c", "a") as fh:
+        fh.write("/* edited */\n")
+    old, spawnlib.SOURCE = spawnlib.SOURCE, str(other / "spawn.c")
+    spawnlib.source_digest.cache_clear()
+    try:
+        assert spawnlib.installed(str(tmp_path)) is None         # the edited source's library is not there
+    finally:
+        spawnlib.SOURCE = old
+        spawnlib.source_digest.cache_clear()
+
+
+def _spawns(monkeypatch: pytest.MonkeyPatch, lib: str | None) -> tuple[list, list[str | None]]:
+    """Verdicts of a passing Bash program, a failing one, and two that `bash -n` rejects (one writes a
+    marker before its syntax error), through a bwrap slot whose worker gets ``lib`` as its spawner; and how
+    each step was started ("clone": the spawner, "fork": the worker forked)."""
+    from lang_programs import lang_tests, require, unit
+
+    from rewardlang.sandbox import pool
+    from rewardlang.sandbox.config import SandboxConfig
+    from rewardlang.sandbox.runner import Sandbox, Task
+
+    require("sh")
+    monkeypatch.setattr(spawnlib, "installed", lambda lib_dir=spawnlib.LIB_DIR: lib)
+    seen: list[str | None] = []
+    request = pool.Slot.request
+
+    def spy(self: pool.Slot, req: object, hard: float) -> tuple:
+        head, blobs = request(self, req, hard)
+        if isinstance(req, tuple) and b'"mode": "argv"' in req[0]:   # not the start-up probe (Python)
+            seen.extend(r.get("spawn") for r in head["runs"])
+        return head, blobs
+
+    monkeypatch.setattr(pool.Slot, "request", spy)
+    tests = lang_tests("sh")
+    with Sandbox(SandboxConfig(slots=1, level="bwrap")) as sb:
+        vs = sb.evaluate([Task(unit("sh", True), tests, language="sh"), Task(unit("sh", False), tests, language="sh"),
+                          Task("echo ran >&3\necho ran\nevens() { if then; }\n", tests, language="sh"),
+                          Task("evens( {\n", tests, language="sh")], use_cache=False)
+    return vs, seen
+
+
+@pytest.mark.parametrize("installed", [True, False], ids=["spawner", "missing-library-forks"])
+def test_steps_without_the_library_fork_with_the_same_verdicts(monkeypatch: pytest.MonkeyPatch,
+                                                               installed: bool) -> None:
+    """A missing library is a correct fallback, not a weaker one: the worker forks each step (the set-up in
+    Python) and every verdict is the same; `bash -n` still gates the run (the line before the syntax error
+    never runs: no record reaches the result channel)."""
+    from rewardlang.sandbox.config import SandboxConfig
+    from rewardlang.sandbox.launch import find_bwrap
+
+    if find_bwrap(SandboxConfig()) is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("bwrap is missing (scripts/install.sh installs it)")
+        pytest.skip("bwrap is missing")
+    lib = spawnlib.installed() if installed else None
+    if installed and lib is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{spawnlib.library_path()} is missing: scripts/install.sh builds it")
+        pytest.skip("the spawner is not installed here")
+    vs, seen = _spawns(monkeypatch, lib)
+    assert [v.outcome for v in vs] == ["pass", "fail", "compile_error", "compile_error"], [v.details() for v in vs]
+    assert [t.status for t in vs[2].tests] == ["compile_error"] * 3
+    # two steps for each program that compiled, one (the syntax check) for each that did not
+    assert seen == ["clone" if installed else "fork"] * 6, seen
+
+
+def test_spawnlib_examples() -> None:
+    import doctest
+
+    assert doctest.testmod(spawnlib).failed == 0
+
+
+WAIT_DRIVER = r"""
+import ctypes, json, os, sys
+from rewardlang.sandbox import _worker as w
+lib = sys.argv[1]
+spawn = w._spawner(lib)
+wait = w._WAIT_SHORT[lib]
+low = [os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC) for _ in range(10)]
+devnull = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
+strings = lambda xs: (ctypes.c_char_p * (len(xs) + 1))(*[x.encode() for x in xs], None)
+out = {}
+for name, script, room in (("quick", "printf hello; printf 'res\\n' >&3", 3), ("slow", "sleep 1; printf late", 64),
+                           ("absent", None, 64)):
+    pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]
+    (out_r, out_w), (res_r, res_w), (ready_r, ready_w) = pipes
+    exe = "/bin/sh" if script is not None else "/nonexistent/toolchain"
+    pid = spawn(exe.encode(), strings([exe, "-c", script or ""]), strings(["PATH=/usr/bin:/bin"]), b"/dev/null",
+                out_w, devnull, res_w, ready_w, -1, b"/", (ctypes.c_longlong * 0)(), 0, None, 0,
+                (ctypes.c_int * 1)(), 0)
+    for fd in (out_w, res_w, ready_w):
+        os.close(fd)
+    ob, rb = ctypes.create_string_buffer(64), ctypes.create_string_buffer(64)
+    r = (ctypes.c_longlong * 5)()
+    k = wait(pid, 20, out_r, ctypes.addressof(ob), room, res_r, ctypes.addressof(rb), 64, ready_r, r)
+    rec = {"k": k}
+    if k == 1:
+        rec.update(status=r[0], out=ob.raw[:r[1]].decode(), res=rb.raw[:r[2]].decode(),
+                   ready=bytes((r[4] & 0xFF, r[4] >> 8))[:r[3]].decode())
+    else:
+        _, status = os.waitpid(pid, 0)       # not reaped by the short wait: still ours to reap
+        rec.update(status=status, later=os.read(out_r, 64).decode())
+    out[name] = rec
+print(json.dumps(out))
+"""
+
+
+def test_the_short_wait_reaps_a_quick_step_and_leaves_a_slow_one(tmp_path: object) -> None:
+    """rl_wait_short: a step that exits within the timeout is reaped, its pipes read up to the room given
+    (the caller's cap + 1) and its set-up bytes returned; one that outlives it is neither reaped nor read
+    (the worker's loop takes over); a failed exec reports "RE" as on the Python path."""
+    lib = _build(tmp_path)
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", ".."))
+    r = subprocess.run([sys.executable, "-c", WAIT_DRIVER, lib], capture_output=True, text=True, check=False,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["quick"] == {"k": 1, "status": 0, "out": "hel", "res": "res\n", "ready": "R"}
+    assert got["slow"] == {"k": 0, "status": 0, "later": "late"}
+    assert got["absent"]["k"] == 1 and got["absent"]["ready"] == "RE"
+    assert os.waitstatus_to_exitcode(got["absent"]["status"]) == _worker.SETUP_FAILED

@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from rewardlang.runtime.columns import Col
 
-__all__ = ["RowPool"]
+__all__ = ["Batch", "RowPool"]
 
 _PROGRAM: Any = None
 
@@ -111,11 +112,30 @@ def _concat(parts: list[Any]) -> Any:
 
 
 class RowPool:
-    """``workers`` cores for the per-sample phase: the calling process scores one share itself (its caches are
-    warm, and it would otherwise sit waiting) and ``workers - 1`` spawned processes score the rest.
+    """``workers`` cores for the per-sample phase: ``workers - 1`` spawned processes and the calling process.
 
-    With a process per core the caller idled while the workers ran, each worker paid its own start-up (imports,
-    compiled kernels: ~1 s of CPU) and started with cold caches, and on 2 cores 2 workers were slower than 1."""
+    A batch is cut into chunks (:meth:`submit`); the workers take them from the front, and the caller, whenever it
+    waits for a batch (:meth:`Batch.result`), scores the chunks no worker has started from the back. The shares
+    therefore follow each side's speed: a worker still starting (imports, compiled kernels: ~1 s), a caller busy
+    reading and writing JSONL, a machine whose other core is taken. With fixed shares (half each) the faster side
+    idled at every batch, and with a process per core the caller idled while the workers ran.
+
+    >>> import rewardlang
+    >>> prog = rewardlang.loads('component n = len(completion)')
+    >>> pool = RowPool(prog.python_source, prog.name, 2)
+    >>> cols = {"completion": ["ab", None, "abcd"] * 100}
+    >>> out = pool.submit(cols, 300, 0, lambda c, m, step: prog._row_phase_local(c, m, step, workers=1)).result()
+    >>> out["n"][0].v[:3].tolist(), bool(out["n"][0].none[1])
+    ([2.0, 0.0, 4.0], True)
+    >>> pool.close()
+    """
+
+    #: rows of the smallest chunk: below it a chunk's fixed cost (pickling, the call, the program's per-call work)
+    #: is no longer small against its rows'
+    MIN_CHUNK = 64
+    #: chunks per core in a batch: enough that the sides finish close together (the caller waits at most for the
+    #: chunk a worker is running and the one queued behind it), few enough that the fixed costs stay small
+    CHUNKS_PER_CORE = 8
 
     def __init__(self, source: str, name: str, workers: int) -> None:
         self.workers = workers
@@ -127,27 +147,57 @@ class RowPool:
         """Spawn every worker now without waiting: each imports and warms up while the caller goes on."""
         self._started = [self.pool.submit(_ready) for _ in range(self.procs)]
 
-    def run(self, cols: dict[str, list[Any]], m: int, step: int, stats: Any = None, local: Any = None
+    def submit(self, cols: dict[str, list[Any]], m: int, step: int, local: Callable[..., Any],
+               stats: Any = None) -> Batch:
+        """Hand ``m`` unique rows to the workers now, in chunks; ``local(cols, m, step)`` (the caller's in-process
+        phase) scores the chunks the caller takes back. The workers' counters are added to ``stats``."""
+        size = max(self.MIN_CHUNK, -(-m // (self.CHUNKS_PER_CORE * self.workers)))
+        bounds = [(a, min(a + size, m)) for a in range(0, m, size)]
+        return Batch(self.pool, cols, bounds, step, local, stats)
+
+    def run(self, cols: dict[str, list[Any]], m: int, step: int, local: Callable[..., Any], stats: Any = None
             ) -> dict[str, tuple[Col, Col | None]]:
-        """Score ``m`` unique rows; ``local(cols, m, step)`` (the caller's own in-process phase) takes the first
-        ``m / workers`` rows while the worker processes score the rest in chunks."""
-        own = m // self.workers if local is not None and self.workers > 1 else 0
-        chunks = max(self.procs * 4, 1)
-        bounds = np.linspace(own, m, chunks + 1).astype(int)
-        futures = []
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            if b > a:
-                futures.append(self.pool.submit(_work, {k: v[a:b] for k, v in cols.items()}, int(b - a), step))
-        mine = local({k: v[:own] for k, v in cols.items()}, own, step) if own else None
-        results = [f.result() for f in futures]
-        if stats is not None:
-            for _, s in results:
-                stats.update(s)
-        if mine is not None:
-            results.insert(0, (mine, {}))
-        names = results[0][0].keys()
-        return {k: (_concat([r[0][k][0] for r in results]),
-                    None if results[0][0][k][1] is None else _concat([r[0][k][1] for r in results])) for k in names}
+        """Score ``m`` unique rows at once: :meth:`submit` then :meth:`Batch.result`."""
+        return self.submit(cols, m, step, local, stats).result()
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class Batch:
+    """One batch in flight: its chunks' futures in row order and the results gathered so far."""
+
+    def __init__(self, pool: ProcessPoolExecutor, cols: dict[str, list[Any]], bounds: list[tuple[int, int]],
+                 step: int, local: Callable[..., Any], stats: Any) -> None:
+        self.cols, self.bounds, self.step, self.local, self.stats = cols, bounds, step, local, stats
+        self.futures = [pool.submit(_work, {k: v[a:b] for k, v in cols.items()}, b - a, step) for a, b in bounds]
+        self.results: list[Any] = [None] * len(bounds)
+        self.tail = len(bounds) - 1  # the last chunk the caller may still take back
+
+    def steal(self) -> bool:
+        """Score here the last chunk no worker has started; False when there is none (the executor hands chunks
+        out in order, so once one cannot be cancelled, none before it can)."""
+        if self.tail < 0 or not self.futures[self.tail].cancel():
+            self.tail = -1
+            return False
+        i, self.tail = self.tail, self.tail - 1
+        a, b = self.bounds[i]
+        self.results[i] = (self.local({k: v[a:b] for k, v in self.cols.items()}, b - a, self.step), {})
+        return True
+
+    def result(self, helper: Batch | None = None) -> dict[str, tuple[Col, Col | None]]:
+        """Every chunk's results joined in row order. The caller scores what no worker has started, then, while
+        it waits for the workers' chunks, takes chunks of ``helper`` (the next batch) rather than idle."""
+        while self.steal():
+            pass
+        for i, f in enumerate(self.futures):
+            if self.results[i] is None:
+                while not f.done() and helper is not None and helper.steal():
+                    pass
+                self.results[i] = f.result()
+                if self.stats is not None:
+                    self.stats.update(self.results[i][1])
+        names = self.results[0][0].keys()
+        return {k: (_concat([r[0][k][0] for r in self.results]),
+                    None if self.results[0][0][k][1] is None else _concat([r[0][k][1] for r in self.results]))
+                for k in names}

@@ -83,6 +83,15 @@ class _Scorer:
         self.prog = _load(Path(spec), sets, scoring=True)
         self.prog.workers = 1  # one core per actor: Ray runs one actor per CPU
         self.options = options
+        # what the functions load on first use (compiled kernels: ~0.5 s) is loaded once, now, as a local run's
+        # worker processes load it (rewardlang.runtime.parallel): the actor is for large files, and it starts while
+        # the driver is still handing out the first batches
+        from rewardlang.runtime import registry
+
+        impls = registry.load_all()
+        for warm in dict.fromkeys(impls[f].warm for f in self.prog.spec["functions"]):
+            if warm is not None:
+                warm()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         import typer

@@ -1,16 +1,17 @@
 """The per-sample phase of a large batch on every core.
 
 Worker processes are started by spawn (never fork: the caller may be a trainer holding CUDA contexts and
-threads), each builds the program from its generated source once, and scores a contiguous chunk of the unique
-rows. Only programs whose functions all declare ``in_workers=True`` run here; tools and sandboxes that manage their
-own parallelism keep the batch in the calling process.
+threads), each builds the program from its generated source once (and loads its compiled kernels), and scores
+chunks of a batch's unique rows; the calling process scores the chunks no worker has started whenever it waits
+(:class:`RowPool`). Rows travel through the pool's pipe, pickled: ~1 ms of the caller's CPU per 1,000 CodePO rows
+(1.2 KB each), against ~400 ms to score them. Only programs whose functions all declare ``in_workers=True`` run
+here; tools and sandboxes that manage their own parallelism keep the batch in the calling process.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -41,50 +42,7 @@ def _init(source: str, name: str) -> None:
             warm()
 
 
-class _Texts:
-    """A text column on its way to a worker: one UTF-8 file in shared memory (tmpfs) plus offsets.
-
-    Pickling ~100 MB of strings through the pool's single pipe costs the parent several times more CPU than
-    writing them once, and the second worker waits until the first one's chunk has passed through the pipe.
-    """
-
-    __slots__ = ("path", "offsets", "none")
-
-    def __init__(self, values: list[str | None], directory: str) -> None:
-        enc = [b"" if v is None else v.encode("utf-8", "surrogatepass") for v in values]
-        self.offsets = np.zeros(len(enc) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=self.offsets[1:])
-        self.none = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
-        fd, self.path = tempfile.mkstemp(prefix="rewardlang-rows-", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(b"".join(enc))
-        except BaseException:
-            os.unlink(self.path)
-            raise
-
-    def load(self) -> list[str | None]:
-        with open(self.path, "rb") as f:
-            data = f.read()
-        o, none = self.offsets, self.none
-        return [None if none[i] else data[o[i]:o[i + 1]].decode("utf-8", "surrogatepass") for i in range(len(none))]
-
-
-def _shm_dir() -> str:
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
-
-
-def _pack(values: list[Any], directory: str) -> Any:
-    if len(values) >= 256 and all(type(v) is str or v is None for v in values):
-        try:
-            return _Texts(values, directory)
-        except OSError:  # a small or full /dev/shm (containers default to 64 MB): the pipe still works
-            return values
-    return values
-
-
 def _work(cols: dict[str, Any], m: int, step: int) -> tuple[dict[str, tuple[Col, Col | None]], dict]:
-    cols = {k: v.load() if isinstance(v, _Texts) else v for k, v in cols.items()}
     out = _PROGRAM._row_phase_local(cols, m, step)
     stats = dict(_PROGRAM.stats)
     _PROGRAM.stats.clear()
@@ -154,11 +112,6 @@ class RowPool:
         size = max(self.MIN_CHUNK, -(-m // (self.CHUNKS_PER_CORE * self.workers)))
         bounds = [(a, min(a + size, m)) for a in range(0, m, size)]
         return Batch(self.pool, cols, bounds, step, local, stats)
-
-    def run(self, cols: dict[str, list[Any]], m: int, step: int, local: Callable[..., Any], stats: Any = None
-            ) -> dict[str, tuple[Col, Col | None]]:
-        """Score ``m`` unique rows at once: :meth:`submit` then :meth:`Batch.result`."""
-        return self.submit(cols, m, step, local, stats).result()
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)

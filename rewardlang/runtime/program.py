@@ -500,16 +500,6 @@ class Program:
                     for i in range(n)]
         return ScoreResult(total, values, masked, errors, infra, spans, adv, W, dict(stats), attribution)
 
-    def _row_phase(self, cols: dict[str, list[Any]], m: int, step: int) -> dict[str, tuple[Col, Col | None]]:
-        if self.in_workers and self.workers > 1 and m >= self.pool_min_rows:
-            stats: Counter = Counter()
-            batch = self._pool_submit(cols, m, step, stats)
-            out = (self._pool_collect(batch, None, cols, m, step, stats) if batch is not None else
-                   self._row_phase_local(cols, m, step, stats=stats))
-            self.stats.update(stats)
-            return out
-        return self._row_phase_local(cols, m, step)
-
     def _row_phase_local(self, cols: dict[str, list[Any]], m: int, step: int, trace: dict | None = None,
                          workers: int | None = None, stats: Counter | None = None
                          ) -> dict[str, tuple[Col, Col | None]]:

@@ -63,32 +63,6 @@ def test_workers_equal_in_process(programs) -> None:
     assert b.stats["unique_rows"] == a.stats["unique_rows"]
 
 
-def test_no_transfer_files_left(programs) -> None:
-    _, pooled = programs
-    comps, notes = _rows(1000)
-    pooled.score(completion=comps, note=notes)
-    left = [f for f in os.listdir(parallel._shm_dir()) if f.startswith("rewardlang-rows-")]
-    assert left == []
-
-
-def test_text_transfer_round_trips() -> None:
-    values = ["a", None, "", "é😀\u2028", "x" * 1000] * 100
-    t = parallel._Texts(values, parallel._shm_dir())
-    try:
-        assert t.load() == values
-    finally:
-        os.unlink(t.path)
-
-
-def test_falls_back_to_the_pipe_when_shared_memory_fails(programs, monkeypatch, tmp_path) -> None:
-    local, pooled = programs
-    monkeypatch.setattr(parallel, "_shm_dir", lambda: str(tmp_path / "missing"))  # every write fails
-    comps, notes = _rows(1000)
-    a, b = local.score(completion=comps, note=notes), pooled.score(completion=comps, note=notes)
-    np.testing.assert_array_equal(a.total, b.total)
-    assert a.spans == b.spans
-
-
 def test_a_dead_worker_is_counted_and_the_batch_scored_here(programs) -> None:
     import signal
 

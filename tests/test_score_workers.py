@@ -109,3 +109,31 @@ def test_a_data_error_under_workers_stops_where_one_process_stops(tmp_path: Path
     assert one[2] == two[2] and "error[D00" in two[2]
     assert ":361" in two[2] or "rows of group 'p0' are not contiguous" in two[2]
     assert one[3] is None and two[3] is None
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_interrupted_with_workers_leaves_no_output_and_no_process(tmp_path: Path, monkeypatch, sig: str) -> None:
+    # signalled once the temporary holds rows (batches are in flight on the worker): one line, 143/130, no output
+    # or temporary, and no worker process left behind (the driver of test_cli_outputs counts re-parented ones)
+    import subprocess
+    import sys
+
+    from test_cli_outputs import DRIVER, ROOT
+
+    monkeypatch.setenv("REWARDLANG_POOL_MIN_ROWS", "1")
+    spec = tmp_path / "par.reward"
+    spec.write_text(SPEC)
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(x + "\n" for x in _rows(40_000)), encoding="utf-8")
+    d = tmp_path / "w"
+    d.mkdir()
+    argv = [sys.executable, "-m", "rewardlang", "score", str(spec), "-i", str(data), "-o", str(d / "out.jsonl"),
+            "--batch-size", "100", "--workers", "2", "--no-summary", "--no-progress"]
+    p = subprocess.run([sys.executable, "-c", DRIVER, "data", sig, str(d / ".out.jsonl.*.partial"), json.dumps(argv)],
+                       check=False, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    assert res["landed"] and res["rc"] == {"SIGTERM": 143, "SIGINT": 130}[sig], res
+    by = " by SIGTERM" if sig == "SIGTERM" else ""
+    assert res["stderr"].splitlines()[-1] == f"interrupted{by}: nothing written", res  # after the spec's warning
+    assert list(d.iterdir()) == [] and res["left"] == [], res

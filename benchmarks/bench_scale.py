@@ -219,23 +219,33 @@ def bench_ray(n: int) -> None:
 
 
 def bench_workers(n: int, runs: int) -> None:
+    import resource
+
     spec = os.path.join(ROOT, "specs", "codepo.reward")
     with tempfile.TemporaryDirectory() as d:
         data = os.path.join(d, "rows.jsonl")
         _codepo_rows(data, n)
         times: dict[int, list[float]] = {1: [], 2: []}
+        cpu: dict[int, list[float]] = {1: [], 2: []}
         for _ in range(runs):
             for w in (1, 2):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 subprocess.run([sys.executable, "-m", "rewardlang", "score", spec, "-i", data, "-o",
                                 os.path.join(d, f"w{w}.jsonl"), "--workers", str(w), "--no-progress", "--no-summary"],
                                check=True, env=ENV, capture_output=True)
                 times[w].append(time.perf_counter() - t0)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the command and its worker processes
+                cpu[w].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+            print(f"  ({load()})", flush=True)
         same = _read(os.path.join(d, "w1.jsonl")) == _read(os.path.join(d, "w2.jsonl"))
     m1, m2 = statistics.median(times[1]), statistics.median(times[2])
+    c1, c2 = statistics.median(cpu[1]), statistics.median(cpu[2])
     print(f"[workers] {n} distinct rows of codepo.reward, {runs} alternating runs each; outputs identical: {same}")
     print(f"  --workers 1: median {m1:.2f} s ({', '.join(f'{t:.1f}' for t in times[1])}); --workers 2: median "
           f"{m2:.2f} s ({', '.join(f'{t:.1f}' for t in times[2])}); speed-up {m1 / m2:.2f}x (target >= 1.6)")
+    print(f"  CPU (user + sys, the command and its workers): --workers 1 median {c1:.2f} s, --workers 2 median "
+          f"{c2:.2f} s ({c2 / c1:.2f}x: what the second worker costs beyond the work)")
 
 
 def main() -> None:

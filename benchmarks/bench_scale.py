@@ -13,7 +13,8 @@
    ``specs/codepo_text.reward`` (outputs compared byte for byte): Ray's overhead. Needs Ray (skipped, said so,
    without it).
 4. With ``--workers-rows N``: ``rewardlang score specs/codepo.reward --workers 1`` against ``--workers 2`` on N
-   distinct CodePO rows, alternating, ``--runs`` each, medians (the machine's load printed before and after).
+   distinct CodePO rows, alternating, ``--runs`` each, medians of wall time and of CPU time (the command and its
+   worker processes; the machine's load printed after each pair of runs).
 """
 
 from __future__ import annotations

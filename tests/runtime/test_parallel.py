@@ -82,39 +82,42 @@ def test_a_dead_worker_is_counted_and_the_batch_scored_here(programs) -> None:
     np.testing.assert_array_equal(a.total, c.total)
 
 
-def test_the_caller_takes_back_every_chunk_no_worker_has_started(programs, tmp_path) -> None:
-    # the worker is held on a FIFO until the caller releases it, so what it takes does not depend on timing: the
+def test_the_caller_takes_back_every_chunk_no_worker_has_started(programs) -> None:
+    # the worker is held on an event until the caller releases it, so what it takes does not depend on timing: the
     # executor commits at most two calls to a busy worker (the one it runs and one queued), the caller scores the
     # rest of batch A from the end, and, waiting for A's committed chunks, every chunk of batch B
-    from pathlib import Path
+    import multiprocessing as mp
 
     local, pooled = programs
     comps, notes = _rows(3000)
     pooled.score(completion=comps[:300], note=notes[:300])  # the pool is up
     pool = pooled._pool
-    fifo = tmp_path / "hold"
-    os.mkfifo(fifo)
-    held = pool.pool.submit(Path.read_text, fifo)
-    ran_here: list[tuple[str, int]] = []
+    with mp.get_context("spawn").Manager() as manager:
+        go = manager.Event()
+        held = pool.pool.submit(go.wait)
+        ran_here: list[tuple[str, int]] = []
 
-    def here(name: str, release: bool = False):
-        def run(c, m, step):
-            ran_here.append((name, m))
-            if release and sum(1 for x, _ in ran_here if x == name) == len(b.bounds):
-                fifo.write_text("go")  # B's last chunk: the worker may now go on with A's committed chunks
-            return pooled._row_phase_local(c, m, step, workers=1)
-        return run
+        def here(name: str):
+            def run(c, m, step):
+                ran_here.append((name, m))
+                if name == "b" and sum(1 for x, _ in ran_here if x == "b") == len(b.bounds):
+                    go.set()  # B's last chunk: the worker may now go on with A's committed chunks
+                return pooled._row_phase_local(c, m, step, workers=1)
+            return run
 
-    cols_a = {"completion": comps[:1500], "note": notes[:1500]}
-    cols_b = {"completion": comps[1500:], "note": notes[1500:]}
-    a = pool.submit(cols_a, 1500, 0, here("a"))
-    b = pool.submit(cols_b, 1500, 0, here("b", release=True))
-    assert len(a.bounds) == len(b.bounds) == 16
-    out_a = a.result(helper=b)
-    assert held.result() == "go"
-    assert sum(1 for x, _ in ran_here if x == "a") >= len(a.bounds) - 2
-    assert [x for x, _ in ran_here if x == "b"] == ["b"] * len(b.bounds) and b.tail == -1
-    out_b = b.result()
+        try:
+            cols_a = {"completion": comps[:1500], "note": notes[:1500]}
+            cols_b = {"completion": comps[1500:], "note": notes[1500:]}
+            a = pool.submit(cols_a, 1500, 0, here("a"))
+            b = pool.submit(cols_b, 1500, 0, here("b"))
+            assert len(a.bounds) == len(b.bounds) == 16
+            out_a = a.result(helper=b)
+            assert held.result() is True
+        finally:
+            go.set()  # never leave the worker held (the fixture's pool must close)
+        assert sum(1 for x, _ in ran_here if x == "a") >= len(a.bounds) - 2
+        assert [x for x, _ in ran_here if x == "b"] == ["b"] * len(b.bounds) and b.tail == -1
+        out_b = b.result()
     for cols, out in ((cols_a, out_a), (cols_b, out_b)):
         ref = local._row_phase_local(cols, 1500, 0)
         for k in ref:

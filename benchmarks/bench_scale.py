@@ -225,8 +225,9 @@ def _run_timed(argv: list[str]) -> tuple[float, float]:
     (``/proc/PID/task/TID/schedstat``, polled every 0.2 s, summed over the command's process tree): held by other
     jobs, or by more of its own threads than there are cores; on a quiet machine ~0 for one worker."""
     waits: dict[tuple[int, int], float] = {}
+    err_f = tempfile.TemporaryFile()  # not a pipe: nothing reads it while the command runs
     t0 = time.perf_counter()
-    p = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=err_f)
 
     def tree(root: int) -> list[int]:
         kids: dict[int, list[int]] = {}
@@ -245,7 +246,12 @@ def _run_timed(argv: list[str]) -> tuple[float, float]:
             todo.extend(kids.get(x, []))
         return out
 
-    while p.poll() is None:
+    def poll() -> None:
+        while p.poll() is None:
+            sample()
+            time.sleep(0.2)  # a scan costs ~1.5 ms of this process's CPU: under 1% of a core
+
+    def sample() -> None:
         for pid in tree(p.pid):
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
@@ -257,9 +263,15 @@ def _run_timed(argv: list[str]) -> tuple[float, float]:
                         waits[(pid, int(tid))] = int(f.read().split()[1]) / 1e9
                 except (OSError, ValueError, IndexError):
                     pass
-        time.sleep(0.2)  # a scan costs ~1.5 ms of this process's CPU: under 1% of a core
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    p.wait()  # the wall time is taken here, not at the watcher's next poll
     wall = time.perf_counter() - t0
-    err = p.stderr.read().decode() if p.stderr else ""
+    watcher.join()
+    err_f.seek(0)
+    err = err_f.read().decode(errors="replace")
+    err_f.close()
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}):\n{err}")
     return wall, sum(waits.values())

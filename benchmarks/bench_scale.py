@@ -225,9 +225,20 @@ def _run_timed(argv: list[str]) -> tuple[float, float]:
     (``/proc/PID/task/TID/schedstat``, polled every 0.2 s, summed over the command's process tree): held by other
     jobs, or by more of its own threads than there are cores; on a quiet machine ~0 for one worker."""
     waits: dict[tuple[int, int], float] = {}
-    err_f = tempfile.TemporaryFile()  # not a pipe: nothing reads it while the command runs
-    t0 = time.perf_counter()
-    p = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=err_f)
+    with tempfile.TemporaryFile() as err_f:  # not a pipe: nothing reads it while the command runs
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=err_f)
+        _watch(p, waits)
+        wall = time.perf_counter() - t0  # at the command's exit (the poller runs beside the wait)
+        err_f.seek(0)
+        err = err_f.read().decode(errors="replace")
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}):\n{err}")
+    return wall, sum(waits.values())
+
+
+def _watch(p: subprocess.Popen, waits: dict[tuple[int, int], float]) -> None:
+    """Wait for ``p``, sampling its process tree's schedstat into ``waits`` meanwhile."""
 
     def tree(root: int) -> list[int]:
         kids: dict[int, list[int]] = {}
@@ -266,15 +277,8 @@ def _run_timed(argv: list[str]) -> tuple[float, float]:
 
     watcher = threading.Thread(target=poll, daemon=True)
     watcher.start()
-    p.wait()  # the wall time is taken here, not at the watcher's next poll
-    wall = time.perf_counter() - t0
+    p.wait()
     watcher.join()
-    err_f.seek(0)
-    err = err_f.read().decode(errors="replace")
-    err_f.close()
-    if p.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}):\n{err}")
-    return wall, sum(waits.values())
 
 
 def bench_workers(n: int, runs: int) -> None:

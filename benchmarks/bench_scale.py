@@ -313,7 +313,7 @@ def bench_workers(n: int, runs: int) -> None:
     print(f"  CPU (user + sys, the command and its workers): --workers 1 median {c1:.2f} s, --workers 2 median "
           f"{c2:.2f} s ({c2 / c1:.2f}x: what the second worker costs beyond the work)")
     print(f"  ready but waiting for a CPU (median): --workers 1 {statistics.median(wait[1]):.2f} s, --workers 2 "
-          f"{statistics.median(wait[2]):.2f} s (other jobs' share of the cores; a quiet machine: ~0)")
+          f"{statistics.median(wait[2]):.2f} s (other jobs', or the command's own threads beyond the cores)")
 
 
 def main() -> None:

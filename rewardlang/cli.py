@@ -565,6 +565,11 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
     finally:
         if bar is not None:
             bar.stop()
+        if prog._pool is not None:
+            from rewardlang.runtime.parallel import stop_tracker
+
+            prog.close()
+            stop_tracker()  # the command ends here: its pool's resource tracker goes with it
         prog.close()
     elapsed = time.perf_counter() - t0
     if summary:

@@ -123,6 +123,18 @@ class RowPool:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+def stop_tracker() -> None:
+    """Stop multiprocessing's resource tracker (a process the pool's queues start) and wait for it, for a process
+    about to exit: otherwise it outlives its parent by a moment and reads, to whoever watches the process tree, as
+    a process left behind. Call it only where nothing else in the process uses multiprocessing any more (the CLI's
+    last step): the tracker cleans up what is still registered with it."""
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    if tracker is not None and getattr(tracker, "_pid", None) is not None and hasattr(tracker, "_stop"):
+        tracker._stop()
+
+
 class Batch:
     """One batch in flight: its chunks' futures in row order and the results gathered so far."""
 

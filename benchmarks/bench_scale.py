@@ -14,7 +14,9 @@
    ``specs/codepo_text.reward`` (outputs compared byte for byte): Ray's overhead. Needs Ray (skipped, said so,
    without it).
 4. With ``--workers-rows N``: ``rewardlang score specs/codepo.reward --workers 1`` against ``--workers 2`` on N
-   distinct CodePO rows, alternating, ``--runs`` each, medians (the machine's load printed before and after).
+   distinct CodePO rows, alternating, ``--runs`` each, medians of wall time and of CPU time (the command and its
+   worker processes), and each run's time spent ready to run but waiting for a CPU another job held (a quiet
+   machine: ~0; on a shared machine it says which pairs were disturbed).
 """
 
 from __future__ import annotations
@@ -230,24 +232,100 @@ def bench_ray(n: int) -> None:
           f"overhead {t_ray - t_local:+.2f} s ({t_ray / t_local:.2f}x)")
 
 
+def _run_timed(argv: list[str]) -> tuple[float, float]:
+    """Run a command; its wall time and the seconds its processes' threads were ready to run but waited for a CPU
+    (``/proc/PID/task/TID/schedstat``, polled every 0.2 s, summed over the command's process tree): held by other
+    jobs, or by more of its own threads than there are cores; on a quiet machine ~0 for one worker."""
+    waits: dict[tuple[int, int], float] = {}
+    with tempfile.TemporaryFile() as err_f:  # not a pipe: nothing reads it while the command runs
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=err_f)
+        _watch(p, waits)
+        wall = time.perf_counter() - t0  # at the command's exit (the poller runs beside the wait)
+        err_f.seek(0)
+        err = err_f.read().decode(errors="replace")
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}):\n{err}")
+    return wall, sum(waits.values())
+
+
+def _watch(p: subprocess.Popen, waits: dict[tuple[int, int], float]) -> None:
+    """Wait for ``p``, sampling its process tree's schedstat into ``waits`` meanwhile."""
+
+    def tree(root: int) -> list[int]:
+        kids: dict[int, list[int]] = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open(f"/proc/{d}/stat") as f:
+                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+                kids.setdefault(ppid, []).append(int(d))
+        out, todo = [], [root]
+        while todo:
+            x = todo.pop()
+            out.append(x)
+            todo.extend(kids.get(x, []))
+        return out
+
+    def poll() -> None:
+        while p.poll() is None:
+            sample()
+            time.sleep(0.2)  # a scan costs ~1.5 ms of this process's CPU: under 1% of a core
+
+    def sample() -> None:
+        for pid in tree(p.pid):
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                        waits[(pid, int(tid))] = int(f.read().split()[1]) / 1e9
+                except (OSError, ValueError, IndexError):
+                    pass
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    p.wait()
+    watcher.join()
+
+
 def bench_workers(n: int, runs: int) -> None:
+    import resource
+
     spec = os.path.join(ROOT, "specs", "codepo.reward")
     with tempfile.TemporaryDirectory() as d:
         data = os.path.join(d, "rows.jsonl")
         _codepo_rows(data, n)
         times: dict[int, list[float]] = {1: [], 2: []}
+        cpu: dict[int, list[float]] = {1: [], 2: []}
+        wait: dict[int, list[float]] = {1: [], 2: []}
         for _ in range(runs):
             for w in (1, 2):
-                t0 = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "rewardlang", "score", spec, "-i", data, "-o",
-                                os.path.join(d, f"w{w}.jsonl"), "--workers", str(w), "--no-progress", "--no-summary"],
-                               check=True, env=ENV, capture_output=True)
-                times[w].append(time.perf_counter() - t0)
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t, q = _run_timed([sys.executable, "-m", "rewardlang", "score", spec, "-i", data, "-o",
+                                   os.path.join(d, f"w{w}.jsonl"), "--workers", str(w), "--no-progress",
+                                   "--no-summary"])
+                times[w].append(t)
+                wait[w].append(q)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the command and its worker processes
+                cpu[w].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+            print(f"  pair: --workers 1 {times[1][-1]:.2f} s (waited for a CPU {wait[1][-1]:.2f} s), --workers 2 "
+                  f"{times[2][-1]:.2f} s (waited {wait[2][-1]:.2f} s): {times[1][-1] / times[2][-1]:.2f}x  ({load()})",
+                  flush=True)
         same = _read(os.path.join(d, "w1.jsonl")) == _read(os.path.join(d, "w2.jsonl"))
     m1, m2 = statistics.median(times[1]), statistics.median(times[2])
+    c1, c2 = statistics.median(cpu[1]), statistics.median(cpu[2])
     print(f"[workers] {n} distinct rows of codepo.reward, {runs} alternating runs each; outputs identical: {same}")
     print(f"  --workers 1: median {m1:.2f} s ({', '.join(f'{t:.1f}' for t in times[1])}); --workers 2: median "
           f"{m2:.2f} s ({', '.join(f'{t:.1f}' for t in times[2])}); speed-up {m1 / m2:.2f}x (target >= 1.6)")
+    print(f"  CPU (user + sys, the command and its workers): --workers 1 median {c1:.2f} s, --workers 2 median "
+          f"{c2:.2f} s ({c2 / c1:.2f}x: what the second worker costs beyond the work)")
+    print(f"  ready but waiting for a CPU (median): --workers 1 {statistics.median(wait[1]):.2f} s, --workers 2 "
+          f"{statistics.median(wait[2]):.2f} s (other jobs', or the command's own threads beyond the cores)")
 
 
 def main() -> None:

@@ -388,6 +388,8 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
     names = [c.name for c in prog.components]
     summ = _Summary(names)
     total_lines = _count_lines(input)
+    if not auto and workers > 1 and total_lines >= prog.pool_min_rows:
+        prog.start_pool()  # the workers import and load while this process reads the first batch
     prog.run_rows = total_lines  # the whole run's size: one-off loads (Numba kernels) only where they repay
     keys = _group_keys(prog, group_by)
     # a group key that --group-by replaces is not read when the per-sample phase does not need it
@@ -414,7 +416,8 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
                 hint += f', or read `{inp.name}` from another column: `input {inp.name}: {inp.type} from "<column>"`'
         _err(hint)
 
-    def flush(batch: list[tuple[int, dict]]) -> Any:
+    def prepare(batch: list[tuple[int, dict]]) -> Any:
+        """Check the batch's rows and begin scoring it (on the workers, when it goes to them)."""
         if not batch:
             return None
         rows = [r for _, r in batch]
@@ -465,7 +468,13 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
             warned_cols.update(clash)
             _err(f"warning: input column(s) {', '.join(f'`{k}`' for k in clash)} are replaced in the output by "
                  "the scores of the same name; rename them to keep them")
-        res = prog.score_columns(cols, n, step=step, group=group, raw=given)
+        return batch, prog._score_begin(cols, n, step=step, group=group, raw=given)
+
+    def emit(prepared: Any, helper: Any = None) -> Any:
+        """Finish scoring a prepared batch (while waiting for the workers, this process scores chunks of
+        ``helper``, the batch prepared after it) and write its rows."""
+        batch, pending = prepared
+        res = prog._score_finish(pending, None if helper is None else helper[1])
         summ.add(res)
         for i, (lineno, row) in enumerate(batch):
             rec = dict(row)
@@ -495,6 +504,26 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
             prog.start_pool()  # the workers start while the input is read and parsed
             return True
         return False
+
+    in_flight: Any = None  # a batch on the workers, written once the next one has been read and handed out
+
+    def flush(batch: list[tuple[int, dict]]) -> Any:
+        """Score and write the batches up to this one; the result of the batch written last, if any.
+
+        With workers, a batch is written only after the next one has been read and handed out: the workers score
+        while this process parses and writes JSON, instead of waiting for it between batches."""
+        nonlocal in_flight
+        prepared = prepare(batch)
+        res = None
+        if in_flight is not None:
+            done, in_flight = in_flight, None
+            res = emit(done, prepared)
+        if prepared is not None:
+            if prepared[1].batch is None:  # scored here: nothing to overlap
+                res = emit(prepared)
+            else:
+                in_flight = prepared
+        return res
 
     bar = None
     if progress and total_lines > 2000:
@@ -527,9 +556,20 @@ def _score_file(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
             batch.append((lineno, row))
             last = g
         flush(batch)
+        flush([])
+    except typer.Exit:
+        if in_flight is not None:  # the rows before the bad one are written, as a run without workers writes them
+            done, in_flight = in_flight, None
+            emit(done)
+        raise
     finally:
         if bar is not None:
             bar.stop()
+        if prog._pool is not None:
+            from rewardlang.runtime.parallel import stop_tracker
+
+            prog.close()
+            stop_tracker()  # the command ends here: its pool's resource tracker goes with it
         prog.close()
     elapsed = time.perf_counter() - t0
     if summary:

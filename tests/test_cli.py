@@ -435,8 +435,8 @@ def test_score_failed_run_leaves_the_previous_output_untouched(tmp_path: Path, m
                 raise exc
             return real(self, *a, **k)
 
-        real = P.score_columns
-        monkeypatch.setattr(P, "score_columns", fail)
+        real = P._score_finish  # where every batch is scored (score_columns and the CLI's pipelined batches)
+        monkeypatch.setattr(P, "_score_finish", fail)
     r = invoke("score", _lenadv(tmp_path), "-i", data, "-o", out, "--batch-size", 2, "--no-summary")
     assert r.exit_code != 0
     assert out.read_text() == "previous\n"

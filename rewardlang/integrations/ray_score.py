@@ -83,6 +83,15 @@ class _Scorer:
         self.prog = _load(Path(spec), sets, scoring=True)
         self.prog.workers = 1  # one core per actor: Ray runs one actor per CPU
         self.options = options
+        # what the functions load on first use (compiled kernels: ~0.5 s) is loaded once, now, as a local run's
+        # worker processes load it (rewardlang.runtime.parallel): the actor is for large files, and it starts while
+        # the driver is still handing out the first batches
+        from rewardlang.runtime import registry
+
+        impls = registry.load_all()
+        for warm in dict.fromkeys(impls[f].warm for f in self.prog.spec["functions"]):
+            if warm is not None:
+                warm()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         import typer
@@ -120,10 +129,16 @@ def score_on_ray(spec: Path, sets: list[str] | None, prog: Any, input: Path, lab
                  summary: bool) -> None:
     """Score ``input`` on Ray (see the module docstring); raises :class:`RayScoreError` after writing a located
     message when a batch fails as a local run would."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from rewardlang.cli import _err
 
     t0 = time.perf_counter()
-    parts = blocks(prog, input, label, group_by=group_by, batch_size=batch_size)
+    # the file is cut into batches (every line parsed for its group keys) while Ray starts: the cluster's start is
+    # mostly waiting for its processes, so the two overlap
+    cutter = ThreadPoolExecutor(1, thread_name_prefix="rewardlang-blocks")
+    cut = cutter.submit(blocks, prog, input, label, group_by=group_by, batch_size=batch_size)
+    cutter.shutdown(wait=False)
     import ray
 
     env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
@@ -139,6 +154,7 @@ def score_on_ray(spec: Path, sets: list[str] | None, prog: Any, input: Path, lab
         else:
             ray.init(address=address, **kw)
     try:
+        parts = cut.result()  # RayScoreError (rows of a group apart) after its located message
         import ray.data
 
         ctx = ray.data.DataContext.get_current()

@@ -161,6 +161,19 @@ def _hashable(x: Any) -> Any:
     return x
 
 
+class _PendingScore:
+    """A batch between :meth:`Program._score_begin` and :meth:`Program._score_finish`."""
+
+    def __init__(self, cols: dict[str, list[Any]], n: int, step: int, group: Sequence[Any] | None,
+                 raw: Mapping[str, Sequence[Any]] | None, inverse: np.ndarray, m: int,
+                 uniq: dict[str, list[Any]]) -> None:
+        self.cols, self.n, self.step, self.group, self.raw = cols, n, step, group, raw
+        self.inverse, self.m, self.uniq = inverse, m, uniq
+        self.batch: Any = None  # the rows on the worker processes (parallel.Batch), or None: scored at finish
+        self.stats: Counter = Counter()  # what scoring this batch's rows counted in this process and the workers
+        self.time_dedup = self.time_rows = 0.0
+
+
 class Program:
     """A compiled reward spec, ready to score batches. Build it with :func:`rewardlang.load`."""
 
@@ -369,10 +382,15 @@ class Program:
 
     def score_columns(self, cols: dict[str, list[Any]], n: int, step: int = 0, group: Sequence[Any] | None = None,
                       raw: Mapping[str, Sequence[Any]] | None = None) -> ScoreResult:
+        return self._score_finish(self._score_begin(cols, n, step, group, raw))
+
+    def _score_begin(self, cols: dict[str, list[Any]], n: int, step: int = 0, group: Sequence[Any] | None = None,
+                     raw: Mapping[str, Sequence[Any]] | None = None) -> _PendingScore:
+        """The first half of :meth:`score_columns`: the batch's unique rows, handed to the worker processes now
+        when it goes to them (they score it while the caller reads and writes other batches). Finished, in the
+        order begun, by :meth:`_score_finish`."""
         self.require_resources()  # once: a missing model is refused, not a mask on every row
         t0 = time.perf_counter()
-        stats: Counter = Counter()
-        before = Counter(self.stats)  # what functions add to ctx.stats during this call is reported with it
         # identical rows (GRPO groups often repeat) are computed once
         row_inputs = [k for k in cols if k in self.row_inputs]
         if not row_inputs:  # nothing per-sample is read: every row is the same row
@@ -396,12 +414,31 @@ class Program:
                 first.append(i)
             inverse[i] = u
         m = len(first)
-        stats["rows"] = n
-        stats["unique_rows"] = m
         row_cols = {k: v for k, v in cols.items() if k in self.row_inputs}
         uniq = {k: [v[i] for i in first] for k, v in row_cols.items()} if m < n else row_cols
+        p = _PendingScore(cols, n, step, group, raw, inverse, m, uniq)
         t1 = time.perf_counter()
-        raw_cols = self._row_phase(uniq, m, step)
+        p.time_dedup = t1 - t0
+        if self.in_workers and self.workers > 1 and m >= self.pool_min_rows:
+            p.batch = self._pool_submit(uniq, m, step, p.stats)
+        p.time_rows = time.perf_counter() - t1
+        return p
+
+    def _score_finish(self, p: _PendingScore, helper: _PendingScore | None = None) -> ScoreResult:
+        """The second half of :meth:`score_columns`: the per-sample phase's results (scored here, or collected
+        from the workers while this process scores the chunks they have not started, then, while it waits,
+        chunks of ``helper``, the batch begun after this one), the policies, the reward, the advantages."""
+        cols, n, step, group, raw, inverse, m = p.cols, p.n, p.step, p.group, p.raw, p.inverse, p.m
+        stats: Counter = Counter()
+        before = Counter(self.stats)  # what functions add to ctx.stats during this call is reported with it
+        stats["rows"] = n
+        stats["unique_rows"] = m
+        t1 = time.perf_counter()
+        if p.batch is not None:
+            raw_cols = self._pool_collect(p.batch, None if helper is None else helper.batch, p.uniq, m, step, p.stats)
+        else:
+            raw_cols = self._row_phase_local(p.uniq, m, step)
+        self.stats.update(p.stats)  # what this process counted while scoring the batch's chunks
         t2 = time.perf_counter()
         values: dict[str, np.ndarray] = {}
         masked: dict[str, np.ndarray] = {}
@@ -444,7 +481,7 @@ class Program:
             else:
                 stats["advantage_skipped_no_groups"] += 1
         t4 = time.perf_counter()
-        stats.update({"time_dedup": t1 - t0, "time_rows": t2 - t1, "time_policy_reward": t3 - t2,
+        stats.update({"time_dedup": p.time_dedup, "time_rows": p.time_rows + t2 - t1, "time_policy_reward": t3 - t2,
                       "time_advantage": t4 - t3})
         # counters the functions added to ctx.stats (sandbox executions, isolation level, tool time) this call
         delta = {k: v - before.get(k, 0) for k, v in self.stats.items()
@@ -463,13 +500,9 @@ class Program:
                     for i in range(n)]
         return ScoreResult(total, values, masked, errors, infra, spans, adv, W, dict(stats), attribution)
 
-    def _row_phase(self, cols: dict[str, list[Any]], m: int, step: int) -> dict[str, tuple[Col, Col | None]]:
-        if self.in_workers and self.workers > 1 and m >= self.pool_min_rows:
-            return self._row_phase_parallel(cols, m, step)
-        return self._row_phase_local(cols, m, step)
-
     def _row_phase_local(self, cols: dict[str, list[Any]], m: int, step: int, trace: dict | None = None,
-                         workers: int | None = None) -> dict[str, tuple[Col, Col | None]]:
+                         workers: int | None = None, stats: Counter | None = None
+                         ) -> dict[str, tuple[Col, Col | None]]:
         I: dict[str, Any] = {}
         for k, v in cols.items():
             t = self.input(k).type
@@ -484,32 +517,49 @@ class Program:
                 off = np.zeros(m, dtype=np.int64) if k == "completion" else None
                 I[k] = Col(v, none, off=off, kind="obj")
         ctx = Context(step=step, workers=self.workers if workers is None else workers, cache=self.cache,
-                      stats=self.stats)
+                      stats=self.stats if stats is None else stats)
         if self.run_rows is not None:
             ctx.extra["run_rows"] = self.run_rows
         if trace is not None:
             ctx.extra["explain"] = True
         return self.module.rows(I, ctx, step) if trace is None else self.module.rows(I, ctx, step, trace)
 
-    def _row_phase_parallel(self, cols: dict[str, list[Any]], m: int, step: int) -> dict[str, tuple[Col, Col | None]]:
+    def _pool_submit(self, cols: dict[str, list[Any]], m: int, step: int, stats: Counter) -> Any:
+        """Hand the unique rows to the worker processes (:class:`parallel.Batch`), or None when the pool cannot
+        take them (counted, warned: the caller scores them itself)."""
         from concurrent.futures.process import BrokenProcessPool
 
         from rewardlang.runtime import parallel
 
-        if self._pool is None:
-            self._pool = parallel.RowPool(self.python_source, self.name, self.workers)
         try:
-            # this process scores one share itself, on one core (the worker processes have the others)
-            return self._pool.run(cols, m, step, self.stats,
-                                  local=lambda c, n, st: self._row_phase_local(c, n, st, workers=1))
+            if self._pool is None:
+                self._pool = parallel.RowPool(self.python_source, self.name, self.workers)
+            # this process scores the chunks it takes back on one core (the worker processes have the others)
+            return self._pool.submit(cols, m, step,
+                                     lambda c, n, st: self._row_phase_local(c, n, st, workers=1, stats=stats), stats)
         except (BrokenProcessPool, OSError) as exc:
+            self._pool_failed(exc, stats)
+            return None
+
+    def _pool_collect(self, batch: Any, helper: Any, cols: dict[str, list[Any]], m: int, step: int,
+                      stats: Counter) -> dict[str, tuple[Col, Col | None]]:
+        from concurrent.futures import CancelledError
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return batch.result(helper)
+        except (BrokenProcessPool, OSError, CancelledError) as exc:
             # a worker died (killed, out of memory) or could not start: an infrastructure failure. The batch is
             # scored here instead (the same values), counted, and the next large batch starts fresh workers.
-            self.close()
-            self.stats["pool_failures"] += 1
-            warnings.warn(f"rewardlang: a scoring worker process failed ({type(exc).__name__}: {exc}); "
-                          "this batch is scored in the calling process", RuntimeWarning, stacklevel=3)
-            return self._row_phase_local(cols, m, step)
+            # (CancelledError: a batch handed out before the pool failed was cancelled when it was shut down.)
+            self._pool_failed(exc, stats)
+            return self._row_phase_local(cols, m, step, stats=stats)
+
+    def _pool_failed(self, exc: BaseException, stats: Counter) -> None:
+        self.close()
+        stats["pool_failures"] += 1  # the batch's counters: reported with it
+        warnings.warn(f"rewardlang: a scoring worker process failed ({type(exc).__name__}: {exc}); "
+                      "this batch is scored in the calling process", RuntimeWarning, stacklevel=4)
 
     def start_pool(self) -> None:
         """Start the worker processes now (they load in the background) rather than at the first large batch."""

@@ -63,32 +63,6 @@ def test_workers_equal_in_process(programs) -> None:
     assert b.stats["unique_rows"] == a.stats["unique_rows"]
 
 
-def test_no_transfer_files_left(programs) -> None:
-    _, pooled = programs
-    comps, notes = _rows(1000)
-    pooled.score(completion=comps, note=notes)
-    left = [f for f in os.listdir(parallel._shm_dir()) if f.startswith("rewardlang-rows-")]
-    assert left == []
-
-
-def test_text_transfer_round_trips() -> None:
-    values = ["a", None, "", "é😀\u2028", "x" * 1000] * 100
-    t = parallel._Texts(values, parallel._shm_dir())
-    try:
-        assert t.load() == values
-    finally:
-        os.unlink(t.path)
-
-
-def test_falls_back_to_the_pipe_when_shared_memory_fails(programs, monkeypatch, tmp_path) -> None:
-    local, pooled = programs
-    monkeypatch.setattr(parallel, "_shm_dir", lambda: str(tmp_path / "missing"))  # every write fails
-    comps, notes = _rows(1000)
-    a, b = local.score(completion=comps, note=notes), pooled.score(completion=comps, note=notes)
-    np.testing.assert_array_equal(a.total, b.total)
-    assert a.spans == b.spans
-
-
 def test_a_dead_worker_is_counted_and_the_batch_scored_here(programs) -> None:
     import signal
 
@@ -106,3 +80,52 @@ def test_a_dead_worker_is_counted_and_the_batch_scored_here(programs) -> None:
     c = pooled.score(completion=comps, note=notes)  # fresh workers
     assert pooled._pool is not None and "pool_failures" not in c.stats
     np.testing.assert_array_equal(a.total, c.total)
+
+
+def test_the_caller_takes_back_every_chunk_no_worker_has_started(programs) -> None:
+    # the worker is held on an event until the caller releases it, so what it takes does not depend on timing: the
+    # executor commits at most two calls to a busy worker (the one it runs and one queued), the caller scores the
+    # rest of batch A from the end, and, waiting for A's committed chunks, every chunk of batch B
+    import multiprocessing as mp
+
+    local, pooled = programs
+    comps, notes = _rows(3000)
+    pooled.score(completion=comps[:300], note=notes[:300])  # the pool is up
+    pool = pooled._pool
+    with mp.get_context("spawn").Manager() as manager:
+        go = manager.Event()
+        held = pool.pool.submit(go.wait)
+        ran_here: list[tuple[str, int]] = []
+
+        def here(name: str):
+            def run(c, m, step):
+                ran_here.append((name, m))
+                if name == "b" and sum(1 for x, _ in ran_here if x == "b") == len(b.bounds):
+                    go.set()  # B's last chunk: the worker may now go on with A's committed chunks
+                return pooled._row_phase_local(c, m, step, workers=1)
+            return run
+
+        try:
+            cols_a = {"completion": comps[:1500], "note": notes[:1500]}
+            cols_b = {"completion": comps[1500:], "note": notes[1500:]}
+            a = pool.submit(cols_a, 1500, 0, here("a"))
+            b = pool.submit(cols_b, 1500, 0, here("b"))
+            assert len(a.bounds) == len(b.bounds) == 16
+            out_a = a.result(helper=b)
+            assert held.result() is True
+        finally:
+            go.set()  # never leave the worker held (the fixture's pool must close)
+        assert sum(1 for x, _ in ran_here if x == "a") >= len(a.bounds) - 2
+        assert [x for x, _ in ran_here if x == "b"] == ["b"] * len(b.bounds) and b.tail == -1
+        out_b = b.result()
+    for cols, out in ((cols_a, out_a), (cols_b, out_b)):
+        ref = local._row_phase_local(cols, 1500, 0)
+        for k in ref:
+            np.testing.assert_array_equal(ref[k][0].v, out[k][0].v)
+            assert (ref[k][0].err or [None] * 1500) == (out[k][0].err or [None] * 1500)
+
+
+def test_doctests() -> None:
+    import doctest
+
+    assert doctest.testmod(parallel).failed == 0

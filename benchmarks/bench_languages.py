@@ -20,21 +20,19 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "sandbox"))  # the programs of the tests
 
 from lang_programs import LANGS, lang_tests, unit  # noqa: E402
+import bare_toolchain  # noqa: E402 (benchmarks/, the baseline both benchmarks share)
 
 from rewardlang.sandbox.config import Limits, SandboxConfig  # noqa: E402
-from rewardlang.sandbox.languages import BASE_ENV, PROFILES, language_plan  # noqa: E402
+from rewardlang.sandbox.languages import PROFILES  # noqa: E402
 from rewardlang.sandbox.runner import Sandbox, Task  # noqa: E402
-from rewardlang.sandbox.values import compare, has_value, parse_records  # noqa: E402
 
 COMMENT = {"sh": "# {k}\n", "php": "\n// {k}\n"}
 
@@ -67,43 +65,7 @@ def cpu_seconds(sb: Sandbox) -> tuple[float, float]:
 
 def bare(lang: str, k: int) -> tuple[float, float, bool]:
     """(CPU s, wall s, all cases pass) of one program run by its toolchain directly."""
-    plan = language_plan(lang, lang_tests(lang))
-    p = plan.profile
-    # a tmpfs, as the slot's /tmp is (the host's /tmp may be a disk: Go's build cache then costs more CPU there)
-    d = tempfile.mkdtemp(prefix="rl-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    try:
-        with open(os.path.join(d, p.file), "w") as fh:
-            fh.write(plan.source(program(lang, k)))
-        env = {key: val.replace("{run}", d) for key, val in BASE_ENV + p.env}
-        rec = os.path.join(d, ".records")
-        cpu = 0.0
-        t0 = time.perf_counter()
-        for argv in (p.compile, p.run):
-            if argv is None:
-                continue
-            exe = argv[0] if argv[0].startswith("/") else os.path.join(d, argv[0])
-            cwd0 = os.getcwd()
-            os.chdir(d)
-            try:
-                pid = os.posix_spawn(exe, list(argv), env, file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 3, rec, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
-                    (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
-                    (os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)])
-            finally:
-                os.chdir(cwd0)
-            _, status, ru = os.wait4(pid, 0)
-            cpu += ru.ru_utime + ru.ru_stime
-            if os.waitstatus_to_exitcode(status) != 0:
-                return cpu, time.perf_counter() - t0, False
-        wall = time.perf_counter() - t0
-        with open(rec, "rb") as fh:
-            values, _ = parse_records(fh.read(), plan.n)
-        ok = all(has_value(v) and compare(c.expected, v, c.type, c.tolerance,
-                                          integral_floats=p.integral_floats)
-                 for v, c in zip(values, plan.tests.cases))
-        return cpu, wall, ok
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    return bare_toolchain.run(lang, program(lang, k), lang_tests(lang))
 
 
 def bench_pch(sb: Sandbox, n: int) -> None:

@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,9 +29,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "datasets"))  # the reference tra
 from test_multilang_references import _refs  # noqa: E402
 
 import rewardlang  # noqa: E402
+import bare_toolchain  # noqa: E402 (benchmarks/, the baseline both benchmarks share)
 from rewardlang.datasets import load_humaneval, translation_rows  # noqa: E402
-from rewardlang.sandbox.languages import BASE_ENV, PROFILES, language_plan  # noqa: E402
-from rewardlang.sandbox.values import compare, has_value, parse_records  # noqa: E402
+from rewardlang.sandbox.languages import PROFILES  # noqa: E402
 
 SPEC = os.path.join(ROOT, "specs", "oorl.reward")
 TARGETS = ("cpp", "java", "php", "sh", "js")
@@ -59,36 +57,7 @@ def batch(lang: str, size: int, offset: int = 0) -> list[dict[str, str]]:
 
 def bare(lang: str, unit: str, tests: str) -> bool:
     """Compile and run one unit with its language profile's argv directly; True when every case passes."""
-    plan = language_plan(lang, tests)
-    p = plan.profile
-    d = tempfile.mkdtemp(prefix="rl-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    try:
-        with open(os.path.join(d, p.file), "w") as fh:
-            fh.write(plan.source(unit))
-        env = {key: val.replace("{run}", d) for key, val in BASE_ENV + p.env}
-        rec = os.path.join(d, ".records")
-        for argv in (p.compile, p.run):
-            if argv is None:
-                continue
-            exe = argv[0] if argv[0].startswith("/") else os.path.join(d, argv[0])
-            cwd0 = os.getcwd()
-            os.chdir(d)
-            try:
-                pid = os.posix_spawn(exe, list(argv), env, file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 3, rec, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
-                    (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
-                    (os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)])
-            finally:
-                os.chdir(cwd0)
-            _, status, _ = os.wait4(pid, 0)
-            if os.waitstatus_to_exitcode(status) != 0:
-                return False
-        with open(rec, "rb") as fh:
-            values, _ = parse_records(fh.read(), plan.n)
-        return all(has_value(v) and compare(c.expected, v, c.type, c.tolerance, integral_floats=p.integral_floats)
-                   for v, c in zip(values, plan.tests.cases, strict=True))
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    return bare_toolchain.run(lang, unit, tests)[2]
 
 
 def ours(prog: rewardlang.Program, answers: list[dict[str, str]], lang: str) -> list[float]:

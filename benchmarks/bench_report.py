@@ -18,17 +18,16 @@ import argparse
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks.corpus import load_corpus
+from benchmarks import timing  # noqa: E402
 
 SPEC = os.path.join(ROOT, "specs", "quality_grpo.reward")
 
@@ -64,16 +63,7 @@ def main() -> None:
         cmds = {"score": base + ["score", SPEC, "-i", data, "-o", os.path.join(d, "scored.jsonl"), "--no-progress",
                                  "--no-summary"],
                 "report": base + ["report", SPEC, "-i", data, "-o", os.path.join(d, "report.html")]}
-        times: dict[str, list[float]] = {k: [] for k in cmds}
-        cpu: dict[str, list[float]] = {k: [] for k in cmds}
-        for _ in range(args.runs):
-            for k, cmd in cmds.items():
-                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                t0 = time.perf_counter()
-                subprocess.run(cmd, check=True, capture_output=True, env=env)
-                times[k].append(time.perf_counter() - t0)
-                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu[k].append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+        times, cpu = timing.interleaved(cmds, args.runs, env)  # CPU: the command's and its children's
         # the same figures: the report's JSON twin against score's rows
         rep = json.loads(subprocess.run(base + ["report", SPEC, "-i", data, "--format", "json"], check=True,
                                         capture_output=True, text=True, env=env).stdout)

@@ -17,18 +17,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks.bench_codepo_full import REASONINGS  # noqa: E402
 from benchmarks.corpus import as_completion, load_corpus  # noqa: E402
+from benchmarks import timing  # noqa: E402
 
 # The per-sample script a user would write: read the JSONL, score each row (codebleu package), write the JSONL.
 BASELINE = """
@@ -77,16 +76,7 @@ def main() -> None:
         subprocess.run(cmds["workers1"], check=True, capture_output=True, env=env)
         if args.no_baseline:
             del cmds["baseline"]
-        times: dict[str, list[float]] = {k: [] for k in cmds}
-        cpu: dict[str, list[float]] = {k: [] for k in cmds}  # CPU seconds of the command and its children
-        for _ in range(args.runs):
-            for k, cmd in cmds.items():
-                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                t0 = time.perf_counter()
-                subprocess.run(cmd, check=True, capture_output=True, env=env)
-                times[k].append(time.perf_counter() - t0)
-                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu[k].append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+        times, cpu = timing.interleaved(cmds, args.runs, env)  # CPU: the command's and its children's
         outs = {k: [json.loads(x) for x in open(os.path.join(d, f"{'base' if k == 'baseline' else k}.jsonl"))]
                 for k in cmds}
     base, ours = outs.get("baseline", outs["workers1"]), outs["default"]

@@ -62,21 +62,8 @@ def bench_ours(sb: Sandbox, n: int, offset: int) -> tuple[float, int]:
 
 def cpu_seconds(sb: Sandbox) -> float:
     """CPU seconds used so far by the slots (worker, and the programs it reaped) and this process: a
-    figure that, unlike executions per second, hardly moves with the machine's load."""
-    import resource
-
-    tck = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for slot in sb.pool.slots:
-        for pid in slot.worker_pids():
-            try:
-                with open(f"/proc/{pid}/stat") as fh:
-                    f = fh.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            total += sum(int(x) for x in f[11:15]) / tck
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return total + r.ru_utime + r.ru_stime
+    figure that, unlike executions per second, hardly moves with the machine's load (:func:`cpu_split`, summed)."""
+    return sum(cpu_split(sb).values())
 
 
 def bench_human_eval(n: int, offset: int, workers: int) -> tuple[float, int]:

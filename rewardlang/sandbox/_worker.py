@@ -345,26 +345,47 @@ def build_filter(deny: tuple[str, ...], pid: int | None = None, arch: str | None
     for name in deny:
         if name in table and name not in special:
             target_of.setdefault(table[name], "eperm")
-    # A binary search over the sorted numbers, not a chain of ~100 compares: every system call a program
-    # makes walks the filter, and so does the kernel when it installs it (it runs the filter once per
-    # system call number to find the ones it may allow without running it: ~0.1 ms per installation with
-    # the chain, one per step). Leaves of up to 4 numbers are compared in turn; any other number is allowed.
-    keys = sorted(target_of)
+    # A binary search over the number line, not a chain of ~100 compares: every system call a program makes
+    # walks the filter, and so does the kernel when it installs it (it runs the filter once per system call
+    # number to find the ones it may allow without running it). The line is cut into segments of one
+    # decision each (a run of consecutive denied numbers is one segment: x86_64's 91 denied numbers make 46
+    # runs), and the tree compares only at segment boundaries, jumping straight to the decision: one JGE per
+    # boundary and no leaf instructions. Its size matters as much as its depth: the kernel converts and
+    # JIT-compiles the filter at every installation, once per step (perf: ~75 us of a Bash step's set-up
+    # with the tree of leaves of 4 numbers, 186 instructions; issue 20).
+    segs: list[list] = []     # [first number, decision label], ascending; past the last one: allowed
+    for nr in sorted(target_of):
+        t = target_of[nr]
+        if segs and segs[-1][1] == t and segs[-1][2] == nr:
+            segs[-1][2] = nr + 1            # extends the run
+            continue
+        if (segs[-1][2] if segs else 0) < nr:
+            segs.append([segs[-1][2] if segs else 0, "allow2", nr])     # the allowed gap before it
+        segs.append([nr, t, nr + 1])
+    segs.append([segs[-1][2] if segs else 0, "allow2", None])
+    if segs[0][0] != 0:
+        segs.insert(0, [0, "allow2", segs[0][0]])
 
-    def tree(lo: int, hi: int) -> None:
-        if hi - lo <= 4:
-            for nr in keys[lo:hi]:
-                emit(_JEQ, nr, jt=target_of[nr], jf=0)
-            emit(_RET, _RET_ALLOW)
-            return
+    def node(lo: int, hi: int) -> object:
+        """Emit the subtree deciding segments ``lo:hi`` here; its entry (a label, or 0: right here)."""
+        if hi - lo == 1:
+            return segs[lo][1]              # one decision: the parent jumps to it
         mid = (lo + hi) // 2
-        right = f"ge{keys[mid]}"
-        emit(_JGE, keys[mid], jt=right, jf=0)
-        tree(lo, mid)
-        label(right)
-        tree(mid, hi)
+        at = len(prog)
+        emit(_JGE, segs[mid][0])            # patched below: the subtrees' entries
+        left = node(lo, mid)
+        if isinstance(left, int):
+            left = 0                         # emitted right after this compare
+        rname = f"seg{mid}_{hi}"
+        label(rname)
+        right = node(mid, hi)
+        if isinstance(right, int):
+            right = rname
+        prog[at] = (_JGE, right, left, segs[mid][0])
+        return 0
 
-    tree(0, len(keys))
+    if node(0, len(segs)) != 0:             # nothing denied at all: every number is allowed
+        emit(_RET, _RET_ALLOW)
     if pid is not None:
         label("kill")
         emit(_LD_ABS_W, 16)                              # args[0], low 32 bits

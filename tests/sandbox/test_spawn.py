@@ -7,7 +7,7 @@ unchanged), the program seccomp filter with its pid, the memory cgroup's fd writ
 before exec and the exec-failure byte after a failed exec. The library is built here from the tree's
 spawn.c (gcc) and driven in a separate process (it sets no_new_privs, which cannot be undone).
 
-The filter is now a binary search over the denied numbers; it must decide every system call number,
+The filter is a binary search over segments of the number line (one decision each); it must decide every system call number,
 architecture and argument exactly as the chain of compares it replaced (kept below as the reference).
 """
 

@@ -107,8 +107,32 @@ class Target:
     NAN, INF, NEG_INF = "NAN", "INFINITY", "(-INFINITY)"
     NULL: str | None = None
 
-    def type_name(self, t: Type) -> str:  # pragma: no cover - overridden
-        raise NotImplementedError
+    # How a statically typed target names types: its scalars, the boxed form a scalar takes inside a generic type
+    # (Java), and a format per compound kind over its element types' names ({0}, {1}; {all}: a tuple's, comma
+    # separated). A target without a heterogeneous tuple type writes a tuple of one element type as that kind's
+    # format with the one type; a kind missing from the table has no sound rendering there. Targets whose names
+    # depend on more than the type (C, Bash) or that only check it (JS, PHP) override :meth:`type_name`.
+    SCALARS: ClassVar[dict[str, str]] = {}
+    BOXED: ClassVar[dict[str, str]] = {}
+    COMPOUNDS: ClassVar[dict[str, str]] = {}
+    HOMOGENEOUS_TUPLES = False
+
+    def type_name(self, t: Type, inner: bool = False) -> str:
+        """The target's name of type ``t`` (``inner``: as an element of a compound type).
+
+        >>> Cpp().type_name(("dict", "str", ("list", "int")))
+        'std::map<std::string, std::vector<long>>'
+        >>> Java().type_name(("list", ("tuple", "int", "int")))
+        'List<List<Long>>'
+        """
+        if isinstance(t, str) and t in self.SCALARS:
+            n = self.SCALARS[t]
+            return self.BOXED.get(n, n) if inner else n
+        if isinstance(t, tuple) and t[0] in self.COMPOUNDS:
+            args = (_homogeneous(t),) if t[0] == "tuple" and self.HOMOGENEOUS_TUPLES else t[1:]
+            names = [self.type_name(x, True) for x in args]
+            return self.COMPOUNDS[t[0]].format(*names, all=", ".join(names))
+        raise Unsupported(f"{self.LANG} has no sound rendering of {type_text(t)}")
 
     def string(self, v: str) -> str:  # pragma: no cover - overridden
         """A string literal of ``v``."""
@@ -347,21 +371,9 @@ class Cpp(Target):
                "#include <cmath>\n#include <cstdint>\n#include <cstdlib>\n#include <map>\n#include <numeric>\n"
                "#include <optional>\n#include <set>\n#include <sstream>\n#include <string>\n#include <tuple>\n"
                "#include <unordered_map>\n#include <unordered_set>\n#include <vector>\n")
-
-    def type_name(self, t: Type) -> str:
-        scalars = {"int": "long", "float": "double", "bool": "bool", "str": "std::string"}
-        if t in scalars:
-            return scalars[t]
-        if isinstance(t, tuple):
-            if t[0] == "list":
-                return f"std::vector<{self.type_name(t[1])}>"
-            if t[0] == "tuple":
-                return f"std::tuple<{', '.join(self.type_name(x) for x in t[1:])}>"
-            if t[0] == "dict":
-                return f"std::map<{self.type_name(t[1])}, {self.type_name(t[2])}>"
-            if t[0] == "optional":
-                return f"std::optional<{self.type_name(t[1])}>"
-        raise Unsupported(f"C++ has no rendering of {type_text(t)}")
+    SCALARS: ClassVar[dict[str, str]] = {"int": "long", "float": "double", "bool": "bool", "str": "std::string"}
+    COMPOUNDS: ClassVar[dict[str, str]] = {"list": "std::vector<{0}>", "tuple": "std::tuple<{all}>",
+                                           "dict": "std::map<{0}, {1}>", "optional": "std::optional<{0}>"}
 
     def declaration(self, entry: str, params: list[tuple[str, Type]], result: Type) -> str:
         ps = ", ".join(f"{self.type_name(t)} {self.param_name(n)}" for n, t in params)
@@ -501,23 +513,11 @@ class Java(Target):
                           "return", "short", "static", "strictfp", "super", "switch", "synchronized", "this",
                           "throw", "throws", "transient", "try", "void", "volatile", "while", "var", "record",
                           "yield", "true", "false", "null"})
-    _BOX: ClassVar[dict[str, str]] = {"long": "Long", "double": "Double", "boolean": "Boolean"}
-
-    def type_name(self, t: Type, boxed: bool = False) -> str:
-        scalars = {"int": "long", "float": "double", "bool": "boolean", "str": "String"}
-        if t in scalars:
-            n = scalars[t]
-            return self._BOX.get(n, n) if boxed else n
-        if isinstance(t, tuple):
-            if t[0] == "list":
-                return f"List<{self.type_name(t[1], True)}>"
-            if t[0] == "tuple":
-                return f"List<{self.type_name(_homogeneous(t), True)}>"
-            if t[0] == "dict":
-                return f"Map<{self.type_name(t[1], True)}, {self.type_name(t[2], True)}>"
-            if t[0] == "optional":
-                return f"Optional<{self.type_name(t[1], True)}>"
-        raise Unsupported(f"Java has no rendering of {type_text(t)}")
+    SCALARS: ClassVar[dict[str, str]] = {"int": "long", "float": "double", "bool": "boolean", "str": "String"}
+    BOXED: ClassVar[dict[str, str]] = {"long": "Long", "double": "Double", "boolean": "Boolean"}
+    COMPOUNDS: ClassVar[dict[str, str]] = {"list": "List<{0}>", "tuple": "List<{0}>", "dict": "Map<{0}, {1}>",
+                                           "optional": "Optional<{0}>"}
+    HOMOGENEOUS_TUPLES = True
 
     def declaration(self, entry: str, params: list[tuple[str, Type]], result: Type) -> str:
         ps = ", ".join(f"{self.type_name(t)} {self.param_name(n)}" for n, t in params)
@@ -940,19 +940,9 @@ class Go(Target):
     IMPORTS = ("encoding/json", "fmt", "math", "os", "reflect", "sort", "strconv", "strings", "unicode")
     USES = ("json.Marshal", "fmt.Sprint", "math.Abs", "os.Exit", "reflect.ValueOf", "sort.Ints", "strconv.Itoa",
             "strings.Split", "unicode.IsUpper")
-
-    def type_name(self, t: Type) -> str:
-        scalars = {"int": "int", "float": "float64", "bool": "bool", "str": "string"}
-        if t in scalars:
-            return scalars[t]
-        if isinstance(t, tuple):
-            if t[0] == "list":
-                return "[]" + self.type_name(t[1])
-            if t[0] == "tuple":
-                return "[]" + self.type_name(_homogeneous(t))
-            if t[0] == "dict":
-                return f"map[{self.type_name(t[1])}]{self.type_name(t[2])}"
-        raise Unsupported(f"Go has no sound rendering of {type_text(t)}")
+    SCALARS: ClassVar[dict[str, str]] = {"int": "int", "float": "float64", "bool": "bool", "str": "string"}
+    COMPOUNDS: ClassVar[dict[str, str]] = {"list": "[]{0}", "tuple": "[]{0}", "dict": "map[{0}]{1}"}
+    HOMOGENEOUS_TUPLES = True
 
     def declaration(self, entry: str, params: list[tuple[str, Type]], result: Type) -> str:
         ps = ", ".join(f"{self.param_name(n)} {self.type_name(t)}" for n, t in params)

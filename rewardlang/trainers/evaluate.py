@@ -333,56 +333,53 @@ def write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
             fh.write(json.dumps(r) + "\n")
 
 
+def _named(rows: list[dict[str, Any]], problems: Sequence[str], unknown: Callable[[str], str],
+           prefix: str = "HumanEval/") -> list[dict[str, Any]]:
+    """The rows named by ``problems`` in that order (``0`` stands for ``{prefix}0``); ValueError(``unknown(p)``) for
+    the first name that is not among them."""
+    by_id = {r["task_id"]: r for r in rows}
+    chosen = []
+    for p in problems:
+        key = p if not prefix or p.startswith(prefix) else prefix + p
+        if key not in by_id:
+            raise ValueError(unknown(p))
+        chosen.append(by_id[key])
+    return chosen
+
+
 def select_problems(problems: Sequence[str] | None = None, limit: int | None = None,
                     dataset: str = "humaneval", language: str = "python") -> list[dict[str, Any]]:
     """HumanEval rows: those named (``HumanEval/0`` or ``0``), else all, then the first ``limit``. ``robot``: the
     robot tasks' rows (:func:`rewardlang.domains.robot.data.rows`), those named by task id, else the held-out
     split. ``language`` other than python: the translated HumanEval of that language
     (:func:`translated_humaneval`; a problem that could not be translated is not there)."""
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be at least 1 (got {limit})")
     if language != "python":
         if dataset != "humaneval":
             raise ValueError(f"--lang {language}: only the HumanEval dataset is translated (not {dataset})")
         rows = [dict(r, language=language) for r in translated_humaneval(language)]
         if problems:
-            by_id = {r["task_id"]: r for r in rows}
-            chosen = []
-            for p in problems:
-                key = p if p.startswith("HumanEval/") else f"HumanEval/{p}"
-                if key not in by_id:
-                    raise ValueError(f"--problems: {p!r} is not among the {len(rows)} problems translated into "
-                                     f"{language}")
-                chosen.append(by_id[key])
-            rows = chosen
-        return rows[:limit] if limit else rows
-    if dataset == "robot":
+            rows = _named(rows, problems, lambda p: f"--problems: {p!r} is not among the {len(rows)} problems "
+                                                    f"translated into {language}")
+    elif dataset == "robot":
         from rewardlang.domains.robot.data import rows as robot_rows
 
         every = robot_rows()
         if problems:
-            by_id = {r["task_id"]: r for r in every}
-            unknown = [p for p in problems if p not in by_id]
-            if unknown:
-                raise ValueError(f"--problems: unknown robot task {unknown[0]!r} (e.g. {every[0]['task_id']})")
-            chosen = [by_id[p] for p in problems]
+            rows = _named(every, problems, lambda p: f"--problems: unknown robot task {p!r} (e.g. "
+                                                     f"{every[0]['task_id']})", prefix="")
         else:
-            chosen = [r for r in every if r["split"] == "heldout"]
-        return chosen[:limit] if limit else chosen
-    if limit is not None and limit < 1:
-        raise ValueError(f"--limit must be at least 1 (got {limit})")
-    if dataset != "humaneval":
+            rows = [r for r in every if r["split"] == "heldout"]
+    elif dataset != "humaneval":
         raise ValueError(f"--dataset {dataset}: humaneval or robot")
-    from rewardlang.datasets.humaneval import load_humaneval
+    else:
+        from rewardlang.datasets.humaneval import load_humaneval
 
-    rows = load_humaneval()
-    if problems:
-        by_id = {r["task_id"]: r for r in rows}
-        chosen = []
-        for p in problems:
-            key = p if p.startswith("HumanEval/") else f"HumanEval/{p}"
-            if key not in by_id:
-                raise ValueError(f"--problems: unknown problem {p!r} (HumanEval/0 .. HumanEval/{len(rows) - 1})")
-            chosen.append(by_id[key])
-        rows = chosen
+        rows = load_humaneval()
+        if problems:
+            rows = _named(rows, problems, lambda p: f"--problems: unknown problem {p!r} (HumanEval/0 .. "
+                                                    f"HumanEval/{len(rows) - 1})")
     return rows[:limit] if limit else rows
 
 

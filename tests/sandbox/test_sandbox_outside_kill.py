@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -24,22 +23,12 @@ from rewardlang.sandbox.config import Limits, SandboxConfig
 from rewardlang.sandbox.judge import judge
 from rewardlang.sandbox.pool import RawResult, RawRun
 from rewardlang.sandbox.runner import Sandbox, Task
+from shared_programs import FOLLOW
 
 LIMITS = Limits(cpu=3.0, wall=8.0, memory_mb=256, processes=12)
 TESTS = ["assert f(2) == 4", "assert f(5) == 10"]
 #: correct, and asleep long enough for the test to find and kill its process (once)
 SLOW_GOOD = "import time\ndef f(x):\n    time.sleep(0.6)\n    return 2 * x\n"
-FOLLOW = textwrap.dedent("""
-    import multiprocessing, os, tempfile
-    def double(x):
-        lock = multiprocessing.Lock()
-        with lock, tempfile.TemporaryDirectory() as d:
-            p = os.path.join(d, "v")
-            with open(p, "w") as fh:
-                fh.write(str(2 * x))
-            with open(p) as fh:
-                return int(fh.read())
-    """)
 
 
 @pytest.fixture()

@@ -30,6 +30,7 @@ from rewardlang.sandbox.judge import RECORD_SLACK, _worst, judge
 from rewardlang.sandbox.launch import LevelUnavailable
 from rewardlang.sandbox.pool import RawResult, RawRun
 from rewardlang.sandbox.runner import Sandbox, Task, expected_level
+from shared_programs import FOLLOW, FOLLOW_TESTS
 
 LIMITS = Limits(cpu=3.0, wall=8.0, memory_mb=256, processes=12)
 
@@ -38,19 +39,6 @@ def _d(s: str) -> str:
     return textwrap.dedent(s).lstrip("\n")
 
 
-#: the program that must pass on the same slot right after every attack
-FOLLOW = _d("""
-    import multiprocessing, os, tempfile
-    def double(x):
-        lock = multiprocessing.Lock()
-        with lock, tempfile.TemporaryDirectory() as d:
-            p = os.path.join(d, "v")
-            with open(p, "w") as fh:
-                fh.write(str(2 * x))
-            with open(p) as fh:
-                return int(fh.read())
-    """)
-FOLLOW_TESTS = ["assert double(2) == 4", "assert double(21) == 42"]
 
 #: what the next program can see of the roots: mode, owner, extended attributes, times, contents
 ROOTS = _d("""

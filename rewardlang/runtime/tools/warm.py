@@ -1,11 +1,16 @@
-"""Warm analysers: one long-lived helper process that has imported pylint, bandit and the in-Python analysers
-(radon, vulture, the AST checks) once, and forks a fresh child for every tool run.
+"""Warm analysers: long-lived helper processes that have imported pylint, bandit and the in-Python analysers
+(radon, vulture, the AST checks) once, and fork a fresh child for every tool run. pylint has a helper of its own
+(astroid's warm cache makes it ~90 MB, and a fork costs in proportion); bandit and the analysers share a small one.
 
 Why: a small batch of ``quality_score`` used to pay ~0.45 s of CPU per call however few rows it had, because
 every call started three interpreters that imported the tools again, and pylint's astroid rebuilt the trees of
 the standard-library modules the code imports (``typing`` alone is most of a one-file pylint run). The helper
 pays that once: at start it imports the tools and lints a warm-up file that imports the modules code commonly
 uses, so astroid's module cache holds their trees; each run then costs a ``fork`` and the analysis itself.
+pylint's own set-up (registering ~45 checkers, building its argument parser, parsing the options: ~2/3 of a
+small run's CPU after the warm-up) is done once per option set too: the helper keeps a linter that pylint's
+``Run`` configured for those options (an empty configuration file only), and a run only checks its files with it
+(:func:`_run_prepared_pylint`: what ``Run`` does after configuring, with the run's own directory and stdout).
 
 Each run is what ``python -m <tool> <args>`` in the run's directory would be, in a forked child of the helper:
 its own session (the caller kills its whole process group on a deadline, pylint's ``--jobs`` workers

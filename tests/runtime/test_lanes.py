@@ -143,6 +143,56 @@ def test_a_failing_lane_is_raised_once_every_lane_has_finished() -> None:
     assert list(out) == ["b", "a"] and out["a"] == (math.pi, None)
 
 
+def test_the_lanes_run_at_the_same_time() -> None:
+    # lane 0 finishes only once lane 1 has started: one after the other, it would wait for ever (here: 30 s, a failure)
+    started = threading.Event()
+
+    def first(I, ctx, step=0, trace=None, shared=None):  # type: ignore[no-untyped-def]
+        return {"a": (1.0 if started.wait(30) else 0.0, None)}
+
+    def second(I, ctx, step=0, trace=None, shared=None):  # type: ignore[no-untyped-def]
+        started.set()
+        return {"b": (2.0, None)}
+
+    out = lanes.Lanes([first, second], [("a",), ("b",)], ["a", "b"]).run({}, Context(stats=Counter()))
+    assert out == {"a": (1.0, None), "b": (2.0, None)}
+
+
+def test_an_interrupt_in_the_calling_thread_is_raised_at_once() -> None:
+    release = threading.Event()
+    done = threading.Event()
+
+    def interrupted(I, ctx, step=0, trace=None, shared=None):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    def other(I, ctx, step=0, trace=None, shared=None):  # type: ignore[no-untyped-def]
+        release.wait(30)  # still running when the interrupt is raised: it is not waited for
+        done.set()
+        return {"b": (1.0, None)}
+
+    with pytest.raises(KeyboardInterrupt):
+        lanes.Lanes([interrupted, other], [("a",), ("b",)], ["a", "b"]).run({}, Context(stats=Counter()))
+    assert not done.is_set()
+    release.set()
+    assert done.wait(30)
+
+
+def test_what_two_lanes_read_is_computed_once_before_them() -> None:
+    # `code` (a code block both components read) is in the shared part; each lane unpacks it
+    prog = rewardlang.loads(HEAD + "component ok = tests_pass_rate(code, tests, entry_point)\n"
+                                   "component q = quality_score(code)\n")
+    plan = lanes.plan(prog.python_source, prog.module)
+    assert plan is not None and plan.shared is not None
+
+    def called(f) -> set[str]:  # type: ignore[no-untyped-def]
+        return {getattr(prog.module, n).signature.name for n in f.__code__.co_names
+                if hasattr(getattr(prog.module, n, None), "signature")}
+
+    assert called(plan.shared) == {"code_block"}
+    assert [called(f) for f in plan.functions] == [{"tests_pass_rate"}, {"quality_score"}]
+    assert all("code" in f.__code__.co_varnames for f in plan.functions)  # each lane reads the shared value
+
+
 def test_lanes_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REWARDLANG_COMPONENT_LANES", "0")
     assert not lanes.enabled()

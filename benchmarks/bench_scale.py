@@ -115,10 +115,39 @@ def bench_verl(n: int) -> None:
           f"  ratio {t_base / t_mgr:.1f}x")
 
 
+def _tree_cpu(root: int, exclude: tuple[int, ...] = ()) -> float:
+    """CPU seconds (user + system) of process ``root`` and its descendants, with what each has reaped of its own
+    children (``/proc/PID/stat``: utime, stime, cutime, cstime), leaving out the subtrees of ``exclude``."""
+    kids: dict[int, list[tuple[int, float]]] = {}
+    tck = os.sysconf("SC_CLK_TCK")
+    own = 0.0
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            cpu = sum(int(x) for x in fields[11:15]) / tck
+            if int(d) == root:
+                own = cpu
+            kids.setdefault(int(fields[1]), []).append((int(d), cpu))
+    total, todo = own, [root]
+    while todo:
+        for pid, cpu in kids.get(todo.pop(), []):
+            if pid not in exclude:
+                total += cpu
+                todo.append(pid)
+    return total
+
+
 def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
     """In-process batch scoring, then the server at ``n // clients`` and at 1 row per request, ``runs`` times in
     turn (fresh rows every time: nothing is read from a cache), medians: the machine's load changes between runs,
-    not within one turn."""
+    not within one turn. Each side's CPU time is measured beside its wall time: the in-process scoring's (this
+    process and its sandbox and analyser processes), the server's (its process tree), and the clients' (this
+    process's threads: urllib, a new connection per request as OpenRLHF's ``requests.post``), which share the
+    machine's cores with the server here as they would not in a real run."""
     from rewardlang.runtime.program import load_program
 
     prog = load_program(SPEC)
@@ -145,12 +174,16 @@ def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
         post("/score", {"rows": samples(2, "warm-c")})
         print(f"[server] {n} rows of quality_grpo.reward, {clients} concurrent clients, {runs} turn(s)")
         times: dict[str, list[float]] = {"in": [], "many": [], "one": []}
+        cpu: dict[str, list[tuple[float, float]]] = {"in": [], "many": [], "one": []}  # (scoring side, clients)
+        me = os.getpid()
         for turn in range(runs):
             rows = samples(n, "in-process" if turn == 0 else f"in-process-{turn}")
+            c0 = _tree_cpu(me, exclude=(p.pid,))
             t0 = time.perf_counter()
             prog.score(**cols(rows))
             times["in"].append(time.perf_counter() - t0)
-            line = [f"in-process {times['in'][-1]:.2f} s"]
+            cpu["in"].append((_tree_cpu(me, exclude=(p.pid,)) - c0, 0.0))
+            line = [f"in-process {times['in'][-1]:.2f} s (CPU {cpu['in'][-1][0]:.2f} s)"]
             for per_request, side, key in ((max(1, n // clients), "server--", "many"), (1, "server-1", "one")):
                 srows = samples(n, side if turn == 0 else f"{side}-{turn}")
                 done: list = []
@@ -161,6 +194,7 @@ def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
                     for j in range(0, len(mine), per):
                         done.extend(x["score"] for x in post("/score", {"rows": mine[j:j + per]})["results"])
 
+                s0, k0 = _tree_cpu(p.pid), _tree_cpu(me, exclude=(p.pid,))
                 t0 = time.perf_counter()
                 threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
                 for t in threads:
@@ -168,17 +202,23 @@ def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
                 for t in threads:
                     t.join()
                 times[key].append((time.perf_counter() - t0) * n / len(done))
+                cpu[key].append(((_tree_cpu(p.pid) - s0) * n / len(done),
+                                 (_tree_cpu(me, exclude=(p.pid,)) - k0) * n / len(done)))
                 after = post_metrics(url)
                 batches = after["batches"] - before["batches"]
                 line.append(f"{per_request} row(s)/request {times[key][-1]:.2f} s ({batches} batches, mean "
-                            f"{len(done) / max(batches, 1):.1f} rows)")
+                            f"{len(done) / max(batches, 1):.1f} rows; CPU: server {cpu[key][-1][0]:.2f} s, "
+                            f"clients {cpu[key][-1][1]:.2f} s)")
             print(f"  turn {turn + 1}: " + "; ".join(line) + f"  [{load()}]")
         t_in = statistics.median(times["in"])
-        print(f"  in-process batch scoring (one Program.score): median {t_in:.2f} s ({n / t_in:.1f} rows/s)")
+        print(f"  in-process batch scoring (one Program.score): median {t_in:.2f} s ({n / t_in:.1f} rows/s), CPU "
+              f"median {statistics.median(c for c, _ in cpu['in']):.2f} s")
         for key, per_request in (("many", max(1, n // clients)), ("one", 1)):
             t_srv = statistics.median(times[key])
             print(f"  rewardlang serve, {per_request} row(s) per request: median {t_srv:.2f} s ({n / t_srv:.1f} "
-                  f"rows/s); server / in-process throughput {t_in / t_srv:.2f}x (target >= 0.8)")
+                  f"rows/s); server / in-process throughput {t_in / t_srv:.2f}x (target >= 0.8); CPU medians: "
+                  f"server {statistics.median(c for c, _ in cpu[key]):.2f} s, clients "
+                  f"{statistics.median(c for _, c in cpu[key]):.2f} s")
     finally:
         prog.close()
         p.terminate()

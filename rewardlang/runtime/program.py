@@ -522,7 +522,19 @@ class Program:
             ctx.extra["run_rows"] = self.run_rows
         if trace is not None:
             ctx.extra["explain"] = True
-        return self.module.rows(I, ctx, step) if trace is None else self.module.rows(I, ctx, step, trace)
+            return self.module.rows(I, ctx, step, trace)
+        lanes = self._lanes()
+        return self.module.rows(I, ctx, step) if lanes is None else lanes.run(I, ctx, step)
+
+    def _lanes(self) -> Any:
+        """Independent components that run out of process at the same time (:mod:`rewardlang.runtime.lanes`)."""
+        from rewardlang.runtime import lanes
+
+        if not lanes.enabled():
+            return None
+        if not hasattr(self, "_lanes_plan"):
+            self._lanes_plan = lanes.plan(self.python_source, self.module) if self.python_source else None
+        return self._lanes_plan
 
     def _pool_submit(self, cols: dict[str, list[Any]], m: int, step: int, stats: Counter) -> Any:
         """Hand the unique rows to the worker processes (:class:`parallel.Batch`), or None when the pool cannot

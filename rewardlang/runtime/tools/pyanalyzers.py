@@ -222,13 +222,21 @@ def _analyze_file(path: Path, analyzers: Sequence[str], respect_noqa: bool) -> d
     return results
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pyanalyzers")
     parser.add_argument("--analyzers", required=True)
     parser.add_argument("--timeout", type=float, default=30.0)
     parser.add_argument("--respect-noqa", action="store_true")
     parser.add_argument("files", nargs="*")
-    args = parser.parse_args(argv)
+    return parser
+
+
+#: built once where the module is imported (the warm helper's runs only parse their arguments)
+_PARSER = _parser()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _PARSER.parse_args(argv)
     analyzers = [a for a in args.analyzers.split(",") if a]
     unknown = set(analyzers) - set(NAMES)
     if unknown:

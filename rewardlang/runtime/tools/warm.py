@@ -1,11 +1,16 @@
-"""Warm analysers: one long-lived helper process that has imported pylint, bandit and the in-Python analysers
-(radon, vulture, the AST checks) once, and forks a fresh child for every tool run.
+"""Warm analysers: long-lived helper processes that have imported pylint, bandit and the in-Python analysers
+(radon, vulture, the AST checks) once, and fork a fresh child for every tool run. pylint has a helper of its own
+(astroid's warm cache makes it ~90 MB, and a fork costs in proportion); bandit and the analysers share a small one.
 
 Why: a small batch of ``quality_score`` used to pay ~0.45 s of CPU per call however few rows it had, because
 every call started three interpreters that imported the tools again, and pylint's astroid rebuilt the trees of
 the standard-library modules the code imports (``typing`` alone is most of a one-file pylint run). The helper
 pays that once: at start it imports the tools and lints a warm-up file that imports the modules code commonly
 uses, so astroid's module cache holds their trees; each run then costs a ``fork`` and the analysis itself.
+pylint's own set-up (registering ~45 checkers, building its argument parser, parsing the options: ~2/3 of a
+small run's CPU after the warm-up) is done once per option set too: the helper keeps a linter that pylint's
+``Run`` configured for those options (an empty configuration file only), and a run only checks its files with it
+(:func:`_run_prepared_pylint`: what ``Run`` does after configuring, with the run's own directory and stdout).
 
 Each run is what ``python -m <tool> <args>`` in the run's directory would be, in a forked child of the helper:
 its own session (the caller kills its whole process group on a deadline, pylint's ``--jobs`` workers
@@ -124,6 +129,9 @@ def warm(n: int, xs: Tuple[int, ...] = (), d: Optional[Dict[str, List[int]]] = N
     it: Iterable[int] = reduce(f, xs, 0), functools.partial(f, 1)(2)
     return m + len(a) + len(list(it))
 '''
+#: rewardlang's own tool modules whose ``__main__`` block is exactly ``sys.exit(main())``: a run calls the preloaded
+#: module's ``main`` (``python -m`` would compile the module's source again and re-run its top level: ~3 ms)
+_DIRECT_MAIN = frozenset({"rewardlang.runtime.tools.pyanalyzers"})
 _ENV_OFF = "REWARDLANG_TOOL_WARM"
 _HEADER = struct.Struct("!I")
 _MAX_REQUEST = 64 << 20
@@ -354,30 +362,41 @@ class WarmHelper:
 
 
 # ----------------------------------------------------------------------------------- the process's helper
-_HELPER: WarmHelper | None = None
+#: which helper process runs which modules. pylint has its own: its warm astroid cache makes it ~90 MB, and a fork
+#: (and the child's exit) costs in proportion, ~5 ms of CPU against ~2 ms from the light tools' helper, which
+#: never holds it. Every run of the light tools would pay the difference.
+HELPER_GROUPS: tuple[tuple[str, ...], ...] = (("pylint",), ("bandit", "rewardlang.runtime.tools.pyanalyzers"))
+_HELPERS: dict[tuple[str, ...], WarmHelper] = {}
 _HELPER_PID = -1
 _HELPER_LOCK = threading.Lock()
 
 
-def helper() -> WarmHelper:
-    """This process's helper for :data:`TOOL_MODULES` (started on first use; a forked child starts its own)."""
-    global _HELPER, _HELPER_PID
+def helper(module: str = "pylint") -> WarmHelper:
+    """This process's helper for ``module`` (one of :data:`TOOL_MODULES`; started on first use; a forked child
+    starts its own)."""
+    global _HELPER_PID
+    group = next((g for g in HELPER_GROUPS if module in g), None)
+    if group is None:
+        raise ValueError(f"{module!r} is not one of the helpers' modules {TOOL_MODULES}")
     with _HELPER_LOCK:
-        if _HELPER is None or _HELPER_PID != os.getpid():
-            _HELPER = WarmHelper(TOOL_MODULES)
+        if _HELPER_PID != os.getpid():
+            _HELPERS.clear()  # a forked child's copies are its parent's helpers, not its own
             _HELPER_PID = os.getpid()
             import atexit
 
             # stopped and reaped before this process ends (it would exit on its own at the socket's EOF, but
             # after us: a command would leave a process behind for a moment, and a subreaper would see it)
             atexit.register(_close_helper)
-        return _HELPER
+        if group not in _HELPERS:
+            _HELPERS[group] = WarmHelper(group)
+        return _HELPERS[group]
 
 
 def _close_helper() -> None:
     with _HELPER_LOCK:
-        if _HELPER is not None and _HELPER_PID == os.getpid():
-            _HELPER.close()
+        if _HELPER_PID == os.getpid():
+            for h in _HELPERS.values():
+                h.close()
 
 
 def _warm_module(argv: Sequence[str]) -> str | None:
@@ -396,7 +415,7 @@ def run_warm(argv: Sequence[str], *, timeout: float, cwd: str | Path, env: dict[
     module = _warm_module(argv)
     if module is None or not enabled():
         return None
-    h = helper()
+    h = helper(module)
     if env.get("PYTHONPATH", "") != h.pythonpath:  # the helper's path is not the one asked for
         return None
     t0 = time.monotonic()
@@ -423,6 +442,8 @@ def _helper_main() -> None:
     sock = socket.socket(fileno=fd)
     base_path = [p for p in sys.path[1:] if p != ""]  # without the -c entries: what `python -m` adds is cwd
     import importlib
+    import runpy  # noqa: F401 - what every run's child uses, imported once here
+    import traceback  # noqa: F401
 
     loaded = set()
     for m in modules:
@@ -438,6 +459,11 @@ def _helper_main() -> None:
             _warm_pylint()
         except Exception as exc:  # noqa: BLE001 - no warm cache: pylint's runs build what they need, as cold runs do
             sys.stderr.write(f"rewardlang warm helper: no pylint warm-up: {type(exc).__name__}: {exc}\n")
+    if warmup and "rewardlang.runtime.tools.pyanalyzers" in loaded:
+        try:
+            _warm_analyzers()
+        except Exception as exc:  # noqa: BLE001 - the runs compile what they need, as cold runs do
+            sys.stderr.write(f"rewardlang warm helper: no analyzer warm-up: {type(exc).__name__}: {exc}\n")
     sys.path[:] = base_path
     # every object the children inherit goes to the permanent generation: their collections never walk (and
     # so never copy-on-write) the helper's heap, astroid's trees included
@@ -462,6 +488,8 @@ def _helper_main() -> None:
                 if req is None:  # the caller closed the socket (or is gone): stop
                     return
                 data, fds = req
+                if data.get("module") == "pylint":
+                    _prepare_pylint(data)  # configured here once per option set: each run only checks its files
                 pid = _fork_run(data, fds, sock, (rfd, wfd), status)
                 os.close(fds[0])
                 os.close(fds[1])
@@ -557,17 +585,31 @@ def _child(data: dict[str, Any]) -> int:
 
     cwd = data["cwd"]
     os.chdir(cwd)
-    os.environ.clear()
-    os.environ.update(data["env"])
+    env = data["env"]
+    # the run's environment exactly; only what differs is changed (the run's is the helper's but for a few
+    # variables: setting each of ~40 again costs ~0.6 ms of a run)
+    for k in [k for k in os.environ if k not in env]:
+        del os.environ[k]
+    for k, v in env.items():
+        if os.environ.get(k) != v:
+            os.environ[k] = v
     sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
     sys.path.insert(0, os.getcwd())  # as `python -m` does
     module = data["module"]
     if module == "pylint":  # read from the environment at import time: the run's own PYLINTHOME
         _repoint_pylint_home()
-    if module in sys.modules and not hasattr(sys.modules[module], "__path__"):
+    if module in sys.modules and not hasattr(sys.modules[module], "__path__") and module not in _DIRECT_MAIN:
         del sys.modules[module]  # preloaded for its imports; `python -m` executes it afresh as __main__
     sys.argv = [module, *data["args"]]  # run_module puts the module's file in sys.argv[0], as `-m` does
     try:
+        linter = _PREPARED.get(data.get("prepared"))  # type: ignore[arg-type]
+        if linter is not None:
+            sys.argv[0] = sys.modules["pylint"].__file__ or module
+            _run_prepared_pylint(linter, data["args"])
+        main = getattr(sys.modules.get(module), "main", None) if module in _DIRECT_MAIN else None
+        if main is not None:  # its `__main__` block is `sys.exit(main())`: no need to compile and run it again
+            sys.argv[0] = sys.modules[module].__file__ or module
+            sys.exit(main())
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         return 0
     except SystemExit as exc:
@@ -592,6 +634,24 @@ def _repoint_pylint_home() -> None:
     utils.PYLINT_HOME = home
     caching.PYLINT_HOME = home
     caching.PYLINT_HOME_AS_PATH = Path(home)
+
+
+def _warm_analyzers() -> None:
+    """Analyse :data:`WARMUP_SOURCE` once with every in-Python analyzer, so that what they build on first use
+    (the tokenizer's and radon's compiled patterns, lazily imported parts) is built here once, not in every run.
+    With ``respect_noqa``: the run without it replaces vulture's ``# noqa`` parser, which must stay vulture's own
+    in the helper (a run that respects ``noqa`` uses it)."""
+    import shutil
+
+    from rewardlang.runtime.tools import pyanalyzers
+
+    d = tempfile.mkdtemp(prefix="rewardlang-warmup-", dir=_shm_dir())
+    try:
+        path = Path(d, "rewardlang_warmup_module.py")
+        path.write_text(WARMUP_SOURCE, encoding="utf-8")
+        pyanalyzers._analyze_file(path, pyanalyzers.NAMES, respect_noqa=True)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _warm_pylint() -> None:
@@ -637,3 +697,162 @@ def _warm_pylint() -> None:
 
     for finder in astroid_spec._SPEC_FINDERS:
         finder.find_module.cache_clear()
+
+
+# ------------------------------------------------------------------------------ pylint, configured once
+#: the options a configured linter is kept for: those :class:`~rewardlang.runtime.tools.pylint.PylintTool`
+#: passes. A run with any other option (or a configuration file that is not empty) runs ``python -m pylint``.
+_PYLINT_OPTIONS = ("--output-format=", "--persistent=", "--score=", "--reports=", "--jobs=1", "--disable=",
+                   "--enable=")
+#: environment variables pylint reads while it is configured (colour handling of its reporters)
+_PYLINT_ENV = ("NO_COLOR", "FORCE_COLOR", "TERM")
+#: configured linters by (options, values of _PYLINT_ENV); None: that option set could not be prepared
+_PREPARED: dict[Any, Any] = {}
+_PREPARED_MAX = 16
+
+
+def _pylint_split(args: Sequence[str]) -> tuple[str, tuple[str, ...], list[str]] | None:
+    """``(rcfile, options, files)`` of a ``--rcfile=F OPTION... -- FILE...`` command line whose options are all
+    :data:`_PYLINT_OPTIONS`; None for any other."""
+    args = list(args)
+    if "--" not in args:
+        return None
+    k = args.index("--")
+    opts, files = args[:k], args[k + 1:]
+    if not opts or not opts[0].startswith("--rcfile=") or not files:
+        return None
+    rest = tuple(opts[1:])
+    if not all(o.startswith(_PYLINT_OPTIONS) for o in rest) or any(o.startswith("--jobs=1") and o != "--jobs=1"
+                                                                    for o in rest):
+        return None
+    return opts[0][len("--rcfile="):], rest, files
+
+
+def _prepare_pylint(data: dict[str, Any]) -> None:
+    """Give a pylint run (``data``) a linter configured for its options, built here in the helper the first
+    time they are seen, so that the forked run only checks its files (pylint's own set-up -- registering ~45
+    checkers, building its argument parser, parsing the options -- is most of a small run's CPU). Sets
+    ``data["prepared"]`` to the key of :data:`_PREPARED`; leaves it unset where the run must be ``python -m
+    pylint`` (another option, a non-empty configuration file, a set-up that printed or failed)."""
+    split = _pylint_split(data.get("args") or [])
+    if split is None:
+        return
+    rcfile, opts, _ = split
+    try:
+        if os.path.getsize(os.path.join(data["cwd"], rcfile)) != 0:  # only an empty configuration file
+            return
+    except OSError:
+        return
+    env = data.get("env") or {}
+    key = (opts, tuple(env.get(k) for k in _PYLINT_ENV))
+    if key not in _PREPARED:
+        if len(_PREPARED) >= _PREPARED_MAX:
+            return
+        _PREPARED[key] = _configure_pylint(opts, {k: env.get(k) for k in _PYLINT_ENV})
+        gc.freeze()  # the new linter too: the children's collections never walk it
+    if _PREPARED[key] is not None:
+        data["prepared"] = key
+
+
+def _configure_pylint(opts: tuple[str, ...], env: dict[str, str | None]) -> Any:
+    """A linter that pylint's own ``Run`` configured with ``opts`` (and an empty configuration file), stopped
+    where ``Run`` starts checking; None when that set-up printed anything, emitted a message or exited (the
+    runs then go through ``python -m pylint``, which does the same again in front of the caller)."""
+    import contextlib
+    import shutil
+
+    from pylint.lint import PyLinter, Run
+    from pylint.reporters import MultiReporter
+
+    class _Configured(Exception):
+        pass
+
+    box: list[Any] = []
+
+    class _Linter(PyLinter):
+        def check(self, files_or_modules: Any) -> None:
+            box.append(self)
+            raise _Configured
+
+    class _Run(Run):
+        LinterClass = _Linter
+
+    saved_env = {k: os.environ.get(k) for k in env}
+    saved_cwd, saved_path = os.getcwd(), list(sys.path)
+    d = tempfile.mkdtemp(prefix="rewardlang-pylint-config-", dir=_shm_dir())
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        Path(d, "rc").write_text("", encoding="utf-8")
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        os.chdir(d)
+        prefix = os.getcwd() + os.sep
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                _Run([f"--rcfile={d}/rc", *opts, "--", "placeholder.py"], exit=False)
+            except _Configured:
+                pass
+    except BaseException as exc:  # noqa: BLE001 - SystemExit included: this option set runs as `python -m pylint`
+        sys.stderr.write(f"rewardlang warm helper: pylint not configured for {opts}: {type(exc).__name__}: {exc}\n")
+        return None
+    finally:
+        os.chdir(saved_cwd)
+        sys.path[:] = saved_path
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(d, ignore_errors=True)
+    if not box or out.getvalue() or err.getvalue():
+        return None
+    linter = box[0]
+    reporter = linter.reporter
+    # what configuring recorded of the directory and the streams it ran in, the run replaces with its own:
+    # the reporter's output and the prefix it strips from paths, and the directory of the base configuration
+    if (linter.msg_status or getattr(reporter, "messages", None) or getattr(reporter, "out", None) is not out
+            or isinstance(reporter, MultiReporter) or getattr(reporter, "path_strip_prefix", None) != prefix
+            or len(linter._directory_namespaces) != 1 or linter.config.jobs != 1):
+        return None
+    linter.__class__ = PyLinter
+    return linter
+
+
+def _run_prepared_pylint(linter: Any, args: Sequence[str]) -> None:
+    """The rest of ``python -m pylint ARGS`` for a linter configured with ARGS' options: what
+    ``pylint/__main__.py`` and ``pylint.lint.Run`` do after configuring (pylint 4.1), in this run's directory.
+    Ends with ``SystemExit`` and pylint's exit status."""
+    from glob import glob
+    from itertools import chain
+
+    import pylint
+
+    pylint.modify_sys_path()
+    split = _pylint_split(args)
+    assert split is not None  # prepared only for such a command line
+    linter.reporter.out = sys.stdout  # the run's own stdout, as a reporter `python -m pylint` makes writes to
+    linter.reporter.path_strip_prefix = os.getcwd() + os.sep  # its paths relative to the run's directory
+    (namespace,) = linter._directory_namespaces.values()
+    linter._directory_namespaces = {Path.cwd(): namespace}  # what configuring in this directory records
+    linter.config.files = list(chain.from_iterable(glob(a, recursive=True) or [a] for a in split[2]))
+    try:
+        linter.check(linter.config.files)
+        score_value = linter.generate_reports(verbose=False)
+        if linter.config.clear_cache_post_run:
+            from astroid import MANAGER
+            from pylint.checkers.clear_lru_cache import clear_lru_caches
+
+            clear_lru_caches()
+            MANAGER.clear_cache()
+        if linter.config.exit_zero:
+            sys.exit(0)
+        elif linter.any_fail_on_issues():
+            sys.exit(linter.msg_status or 1)
+        elif score_value is not None:
+            sys.exit(0 if score_value >= linter.config.fail_under else (linter.msg_status or 1))
+        sys.exit(linter.msg_status)
+    except KeyboardInterrupt:  # pylint.run_pylint's
+        sys.exit(1)

@@ -182,10 +182,11 @@ def test_a_helper_that_cannot_start_says_why(tmp_path: Path, monkeypatch: pytest
 P = 'import os\n\n\ndef add(a, b):\n    """Add."""\n    return a + b\n'
 
 
-def test_a_killed_helper_is_restarted_and_counted() -> None:
+@pytest.mark.parametrize("module", ["pylint", "bandit"])
+def test_a_killed_helper_is_restarted_and_counted(module: str) -> None:
     stats: Counter = Counter()
     first = codequal.analyze([P], timeout=20, stats=stats)
-    h = warm.helper()
+    h = warm.helper(module)
     assert h.alive(), (dict(stats), first)
     os.kill(h.pid, signal.SIGKILL)  # type: ignore[arg-type]
     h._proc.wait()  # type: ignore[union-attr]
@@ -197,9 +198,18 @@ def test_a_killed_helper_is_restarted_and_counted() -> None:
     assert all(r.ok for r in again[0].values())
 
 
+def test_pylint_has_a_helper_of_its_own_and_the_light_tools_share_one() -> None:
+    # the light tools fork from a process without astroid's cache (a fork costs in proportion to its size)
+    assert warm.helper("bandit") is warm.helper("rewardlang.runtime.tools.pyanalyzers")
+    assert warm.helper("pylint") is not warm.helper("bandit")
+    assert warm.helper("pylint").modules == ("pylint",)
+    with pytest.raises(ValueError, match="not one of"):
+        warm.helper("ruff")
+
+
 def test_a_helper_that_cannot_run_is_an_infrastructure_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     broken = WarmHelper(warm.TOOL_MODULES, start_timeout=0.0)  # it never answers in time
-    monkeypatch.setattr(warm, "helper", lambda: broken)
+    monkeypatch.setattr(warm, "helper", lambda module="pylint": broken)
     ctx = Context(use_cache=False)
     r = quality_score.fn([P, "x = 1\n"], params=QualityParams(), ctx=ctx)
     broken.close()
@@ -269,3 +279,100 @@ def test_parity_with_the_cold_path_on_the_whole_corpus(monkeypatch: pytest.Monke
 def test_docstring_examples() -> None:
     result = doctest.testmod(warm, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+# ------------------------------------------------------------------------ pylint configured once in the helper
+def _forked_child(data: dict, tmp_path: Path) -> tuple[int, str, str]:
+    """Run ``warm._child(data)`` in a forked child as the helper does: (status, stdout, stderr)."""
+    out, err = tmp_path / "child.out", tmp_path / "child.err"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            fo, fe = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(fo, 1)
+            os.dup2(fe, 2)
+            # the helper's streams are the interpreter's own, on descriptors 1 and 2 (not pytest's capture)
+            sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)  # noqa: SIM115
+            code = warm._child(data)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code & 0xFF)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out.read_text(), err.read_text()
+
+
+def _pylint_data(tmp_path: Path, files: dict[str, str], enable: list[str], rc: str = "") -> dict:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    tool = pylint.PylintTool(enable)
+    tool.prepare(work)
+    (work / "empty-pylintrc").write_text(rc)
+    for name, text in files.items():
+        (work / name).write_text(text)
+    argv = tool.argv(sorted(files), work)
+    assert warm._warm_module(argv) == "pylint"
+    return {"module": "pylint", "args": argv[3:], "cwd": str(work), "env": tool.env(work)}
+
+
+CASES = {
+    "clean": {"m_clean.py": '"""Doc."""\n\n\ndef add(a, b):\n    """Add."""\n    return a + b\n'},
+    "findings": {"m_a.py": "import os\nimport sys\n\n\ndef f(x, y):\n    z = 1\n    return undefined_name\n",
+                 "m_b.py": "from typing import List\n\n\ndef g(xs: List[int]) -> int:\n    return len(xs) + 'a'\n"},
+    "syntax error": {"m_bad.py": "def f(:\n    pass\n"},
+    "a file that is not there": {},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_run_of_the_configured_linter_is_what_python_dash_m_pylint_prints(case: str, tmp_path: Path) -> None:
+    files = CASES[case] or {}
+    data = _pylint_data(tmp_path, files or {"m_placeholder.py": "x = 1\n"}, ["E", "W", "unused-import"])
+    if not files:  # the command line names a file the directory does not hold
+        (Path(data["cwd"]) / "m_placeholder.py").unlink()
+    warm._prepare_pylint(data)
+    assert data.get("prepared") is not None  # this run goes through the configured linter
+    hot = _forked_child(data, tmp_path)
+    cold = subprocess.run([sys.executable, "-m", "pylint", *data["args"]], cwd=data["cwd"], env=data["env"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert hot == (cold.returncode, cold.stdout, cold.stderr)
+    report = json.loads(hot[1])
+    assert (len(report["messages"]) > 0) == (case != "clean")
+
+
+def test_a_run_that_the_configured_linter_does_not_fit_runs_as_python_dash_m(tmp_path: Path) -> None:
+    files = {"m_a.py": "import os\n"}
+    # a configuration file with something in it: read by the run itself
+    data = _pylint_data(tmp_path, files, ["unused-import"], rc="[MAIN]\nignore-patterns=^m_a\\.py$\n")
+    warm._prepare_pylint(data)
+    assert "prepared" not in data
+    assert json.loads(_forked_child(data, tmp_path)[1])["messages"] == []  # the file's setting applied (ignored)
+    # an option the configured linter is not kept for
+    data = _pylint_data(tmp_path, files, ["unused-import"])
+    data["args"].insert(1, "--load-plugins=pylint.extensions.docparams")
+    warm._prepare_pylint(data)
+    assert "prepared" not in data
+    # a set-up that emits a message (an unknown message name) is not kept: `python -m pylint` says it each time
+    data = _pylint_data(tmp_path, files, ["unused-import", "no-such-message"])
+    warm._prepare_pylint(data)
+    assert "prepared" not in data
+    hot = _forked_child(data, tmp_path)
+    cold = subprocess.run([sys.executable, "-m", "pylint", *data["args"]], cwd=data["cwd"], env=data["env"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert hot == (cold.returncode, cold.stdout, cold.stderr)
+    assert "no-such-message" in hot[1]
+
+
+def test_each_run_of_a_configured_linter_starts_from_the_same_state(tmp_path: Path) -> None:
+    # the first run's findings (and the files it linted) are not in the second's report
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = _pylint_data(tmp_path / "a", {"m_a.py": "import os\n"}, ["unused-import"])
+    b = _pylint_data(tmp_path / "b", {"m_b.py": "import sys\n"}, ["unused-import"])
+    warm._prepare_pylint(a)
+    warm._prepare_pylint(b)
+    assert a["prepared"] == b["prepared"]  # one linter for both: same options
+    ra, rb = _forked_child(a, tmp_path), _forked_child(b, tmp_path)
+    assert [m["path"] for m in json.loads(ra[1])["messages"]] == ["m_a.py"]
+    assert [m["path"] for m in json.loads(rb[1])["messages"]] == ["m_b.py"]

@@ -7,7 +7,7 @@
    path (every sample of the worker's chunk submitted at once to the batcher, as ``RewardlangRewardManager.run_single``
    tasks are) and against our ``compute_score`` called from verl's default pool of 6 threads. Fresh programs, and each
    side's samples differ by a comment, so no side reads another's caches.
-2. ``rewardlang serve`` under 16 concurrent clients (32 rows per request, and one row per request as OpenRLHF
+2. ``rewardlang serve`` under 16 concurrent clients (``--clients``) (32 rows per request, and one row per request as OpenRLHF
    sends) against in-process batch scoring of the same number of rows (one ``Program.score`` call), in turns
    (``--server-runs``, fresh rows each time), medians: throughput ratios.
 3. ``rewardlang score --ray local --workers 2`` against the local run on ``--ray-rows`` rows of
@@ -375,6 +375,8 @@ def main() -> None:
     ap.add_argument("--workers-rows", type=int, default=0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--server-runs", type=int, default=3, help="turns of the server part (medians)")
+    ap.add_argument("--clients", type=int, default=16,
+                    help="concurrent clients of the server part (OpenRLHF has one per rollout in flight)")
     ap.add_argument("--only", default="verl,server,ray,workers")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -382,7 +384,7 @@ def main() -> None:
     if "verl" in only:
         bench_verl(args.samples)
     if "server" in only:
-        bench_server(args.samples, runs=args.server_runs)
+        bench_server(args.samples, clients=args.clients, runs=args.server_runs)
     if "ray" in only and args.ray_rows:
         bench_ray(args.ray_rows)
     if "workers" in only and args.workers_rows:

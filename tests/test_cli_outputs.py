@@ -377,6 +377,8 @@ landed = False
 while p.poll() is None and time.monotonic() < deadline:  # a point of progress, never a sleep
     if how == "child":
         landed = bool(children(p.pid))
+    elif how.startswith("children:"):  # at least that many at once (e.g. sandbox slots beside tool helpers)
+        landed = len(children(p.pid)) >= int(how.split(":")[1])
     else:
         tmp = [f for f in glob.glob(pattern) if how == "temp" or os.path.getsize(f) > 0]
         landed = bool(tmp)
@@ -471,6 +473,28 @@ def test_pairs_and_eval_interrupted_while_judging_end_cleanly(tmp_path, sandboxe
                                                          for i in range(40)])
         argv = ["eval", "--completions", str(comp), "--limit", "40", "-o", str(out), "--no-progress"]
     res = _drive("child", sig, "", [sys.executable, "-m", "rewardlang", *argv])
+    assert res["landed"], res
+    code = {"SIGTERM": 143, "SIGINT": 130}[sig]
+    by = " by SIGTERM" if sig == "SIGTERM" else ""
+    assert res["rc"] == code and res["stderr"].strip().endswith(f"interrupted{by}: nothing written"), res
+    assert "Traceback" not in res["stderr"] and res["left"] == [], res
+    assert not out.exists() and not list(tmp_path.glob(".out.jsonl*"))
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_score_interrupted_while_components_run_side_by_side_ends_cleanly(tmp_path, sig: str) -> None:
+    """quality_grpo's ``correct`` (the sandbox) and ``quality`` (the analysers' helpers) run in lanes, one thread
+    each (rewardlang.runtime.lanes): a signal once either has a child process still ends with one line, 143/130,
+    no output and no process left (the other lane's runs are not orphaned)."""
+    rows = [{"prompt": f"p{i}", "completion": f"```python\ndef inc(x):\n    # {i}\n    return x + 1\n```",
+             "tests": "def check(candidate):\n    assert candidate(1) == 2\n", "entry_point": "inc"}
+            for i in range(120)]
+    data = _write_jsonl(tmp_path / "rows.jsonl", rows)
+    out = tmp_path / "out.jsonl"
+    argv = [sys.executable, "-m", "rewardlang", "score", str(ROOT / "specs" / "quality_grpo.reward"), "-i",
+            str(data), "-o", str(out), "--batch-size", "40", "--no-summary", "--no-progress"]
+    # two sandbox slots and the two analyser helpers: both lanes are at work
+    res = _drive("children:4", sig, "", argv)
     assert res["landed"], res
     code = {"SIGTERM": 143, "SIGINT": 130}[sig]
     by = " by SIGTERM" if sig == "SIGTERM" else ""

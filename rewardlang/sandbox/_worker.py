@@ -794,10 +794,21 @@ PROCESS_OBS_CAP = 1 << 16
 #: rl_spawn_version() of the spawn.c this file calls. The trusted side names the library by a digest of the
 #: spawn.c it carries (spawnlib.py), so a library from another source is never even found; this is a second
 #: check of the interface
-SPAWN_VERSION = 2
+SPAWN_VERSION = 3
 
 
 _WAIT_SHORT: dict[str, ctypes._CFuncPtr] = {}
+_STEP: dict[str, ctypes._CFuncPtr] = {}
+
+
+class _StepCfg(ctypes.Structure):
+    """``struct rl_step_cfg`` of spawn.c: what ``rl_step`` needs of a step that does not change between
+    programs (built once per distinct step, see Worker._step_cfg)."""
+
+    _fields_ = [("exe", ctypes.c_char_p), ("argv", ctypes.c_void_p), ("envp", ctypes.c_void_p),
+                ("stdin_path", ctypes.c_char_p), ("rundir", ctypes.c_char_p), ("rl", ctypes.c_void_p),
+                ("n_rl", ctypes.c_int), ("stderr_out", ctypes.c_int), ("filter", ctypes.c_void_p),
+                ("filter_len", ctypes.c_int), ("sites", ctypes.c_void_p), ("n_sites", ctypes.c_int)]
 
 
 def _spawner(path: str | None) -> ctypes._CFuncPtr | None:
@@ -818,6 +829,13 @@ def _spawner(path: str | None) -> ctypes._CFuncPtr | None:
                   ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
     w.restype = ctypes.c_int
     _WAIT_SHORT[path] = w
+    # a whole short step in one call (rl_step: pipes, spawn, short wait, reads, children's CPU, whether any
+    # process is left), same library (see Worker._step)
+    st = lib.rl_step
+    st.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_long,
+                   ctypes.c_void_p, ctypes.c_long, ctypes.c_void_p]
+    st.restype = ctypes.c_int
+    _STEP[path] = st
     p, i = ctypes.c_char_p, ctypes.c_int
     fn.argtypes = [p, ctypes.POINTER(p), ctypes.POINTER(p), p, i, i, i, i, i, p, ctypes.POINTER(ctypes.c_longlong),
                    i, p, i, ctypes.POINTER(i), i]
@@ -1585,6 +1603,12 @@ class Worker:
             self.spawn_sites = (ctypes.c_int * max(1, len(sites)))(*sites)
             self.n_sites = len(sites) // 2
             self._spawn_args: dict[tuple, tuple] = {}
+        # a whole short argv step in one call (rl_step, same library): its step configurations, result array
+        self.step_fn = _STEP.get(cfg.get("spawn_lib") or "") if self.spawner is not None else None
+        self._step_cfgs: dict[tuple, tuple] = {}
+        self._step_r = (ctypes.c_longlong * 14)()
+        self._step_r_addr = ctypes.addressof(self._step_r)
+        self.cg_fd = -1 if self.cg_procs is None else int(self.cg_procs)
         self._codes: dict = {}
         self.me = os.getpid()
         self.runs = 0
@@ -1894,33 +1918,46 @@ class Worker:
             fd = os.open(stdin_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
             with open(fd, "w", encoding="utf-8", errors="surrogatepass") as fh:
                 fh.write(stdin_data)
-        out_r, out_w = os.pipe2(os.O_CLOEXEC)
-        res_r, res_w = os.pipe2(os.O_CLOEXEC)
-        ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
-        t0 = time.monotonic()
-        c0 = self._children_cpu()
-        limits = _limit_plan(lim)
-        # the counter as the previous program left it: between two programs no process is in the program
-        # group (the worker and the judge process's parent never are), so it cannot have moved
-        oom0 = self.oom_seen
-        judge = self._start_judge(req, limits) if req.get("mode") == "call" and req.get("judged") else None
-        if judge is not None and lim.get("nproc"):
-            limits = _limit_plan(dict(lim, nproc=int(lim["nproc"]) + 1))  # the judge process is one of the uid's
-        pid = None
-        if step is not None and self.spawner is not None and judge is None:
-            pid = self._spawn(step, limits, stdin_path, out_w, res_w, ready_w, rundir)
-        spawned = pid is not None
-        if pid is None:
-            pid = os.fork()
-            if pid == 0:
-                _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir, step)
-                os._exit(SETUP_FAILED)
-        os.close(out_w)
-        os.close(res_w)
-        os.close(ready_w)
-        if judge is not None:
-            for fd in req.pop("_calls"):
-                os.close(fd)
+        adopt = None
+        if step is not None and self.step_fn is not None and stdin_data is None and req["mode"] == "argv":
+            # the common argv step, a short one, in one C call (rl_step; see _step)
+            adopt = self._step(req, step, lim, rundir, keep, t_start)
+            if isinstance(adopt, dict):
+                return adopt
+        if adopt is not None:
+            # the step outlived rl_step's first tick (or its wait could not be made): the loop below takes
+            # it over, running, with rl_step's pipes and starting figures
+            pid, out_r, res_r, ready_r, t0, c0, oom0 = adopt
+            judge = None
+            spawned = True
+        else:
+            out_r, out_w = os.pipe2(os.O_CLOEXEC)
+            res_r, res_w = os.pipe2(os.O_CLOEXEC)
+            ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
+            t0 = time.monotonic()
+            c0 = self._children_cpu()
+            limits = _limit_plan(lim)
+            # the counter as the previous program left it: between two programs no process is in the program
+            # group (the worker and the judge process's parent never are), so it cannot have moved
+            oom0 = self.oom_seen
+            judge = self._start_judge(req, limits) if req.get("mode") == "call" and req.get("judged") else None
+            if judge is not None and lim.get("nproc"):
+                limits = _limit_plan(dict(lim, nproc=int(lim["nproc"]) + 1))  # the judge process is one of the uid's
+            pid = None
+            if step is not None and self.spawner is not None and judge is None:
+                pid = self._spawn(step, limits, stdin_path, out_w, res_w, ready_w, rundir)
+            spawned = pid is not None
+            if pid is None:
+                pid = os.fork()
+                if pid == 0:
+                    _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir, step)
+                    os._exit(SETUP_FAILED)
+            os.close(out_w)
+            os.close(res_w)
+            os.close(ready_w)
+            if judge is not None:
+                for fd in req.pop("_calls"):
+                    os.close(fd)
         cap_out, cap_res = int(lim["out"]), int(lim["obs"])
         if req["mode"] not in ("call", "argv"):
             # a whole-program run's channel carries three short records at most (compile error, exit, done):
@@ -1938,7 +1975,7 @@ class Worker:
         got: bytes | None = None   # the set-up channel's bytes, once the short-step path has read them
         pidfd = -1
         cpu = idle_wall = 0.0
-        if spawned and judge is None and self.wait_short is not None:
+        if adopt is None and spawned and judge is None and self.wait_short is not None:
             # The short-step path (rl_wait_short in spawn.c): wait up to the first tick for the step's exit;
             # if it came, the step is reaped and its pipes and set-up channel read there (up to each cap + 1,
             # as below), and none of the loop below runs. Else nothing was reaped or read: the loop below
@@ -2074,6 +2111,17 @@ class Worker:
         for fd in (out_r, res_r, pidfd, ready_r):
             if fd >= 0:
                 os.close(fd)
+        return self._conclude(req, step, keep, rundir, status, reason, cpu, cpu_limit, wall, idle_wall, clean, ready,
+                              exec_failed, oom0, spawned, judge,
+                              (t0 - t_start, t_end - t0, t_kill - t_end, t_kill),
+                              min(into[out_r][1], cap_out), min(into[res_r][1], cap_res))
+
+    def _conclude(self, req: dict, step: dict | None, keep: bool, rundir: str, status: int, reason: str | None,
+                  cpu: float, cpu_limit: float, wall: float, idle_wall: float, clean: bool, ready: bool,
+                  exec_failed: bool, oom0: int, spawned: bool, judge: dict | None, t: tuple, out_len: int,
+                  res_len: int) -> dict:
+        """The end of a run, every process of it gone: the clean-up, the OOM counter, the reasons that depend
+        on them, and the head (see :meth:`run_once`; ``t``: the phases' durations and when the kill ended)."""
         # Clean-up only when every process is gone (nothing can then move files under us); what cannot be
         # finished leaves the verdict as it is and replaces the slot.
         if keep:
@@ -2128,12 +2176,11 @@ class Worker:
             "oom": oom,
             "exec_failed": exec_failed,
             "spawn": "clone" if spawned else "fork",
-            "t": [round(t0 - t_start, 5), round(t_end - t0, 5), round(t_kill - t_end, 5),
-                  round(time.monotonic() - t_kill, 5)],
+            "t": [round(t[0], 5), round(t[1], 5), round(t[2], 5), round(time.monotonic() - t[3], 5)],
         }
         # what to relay: the bytes within the cap (past it the class is decided, the rest is not needed)
-        head["res_len"] = min(into[res_r][1], cap_res)
-        head["out_len"] = min(into[out_r][1], cap_out)
+        head["res_len"] = res_len
+        head["out_len"] = out_len
         if judge is not None:
             head["judge"] = judge["info"]
             head["judge_len"] = min(judge["n"], JUDGE_OUT_CAP)
@@ -2141,6 +2188,80 @@ class Worker:
             if self.judge_buf.view[:len(_JUDGE_READY)] != _JUDGE_READY:
                 head["setup_failed"] = True     # the judge process could not be set up: masked, slot replaced
         return head
+
+    def _step(self, req: dict, step: dict, lim: dict, rundir: str, keep: bool, t_start: float) -> dict | tuple | None:
+        """One argv step through ``rl_step`` (spawn.c): the pipes, the spawn, the wait up to the first tick, the
+        reads, the children's CPU and the check that no process is left, in one C call; the verdict's
+        reasons, the kill of what is left, the clean-up and the head as :meth:`run_once` has them. Returns
+        the head when the step was reaped; ``(pid, out_r, res_r, ready_r, t0, c0, oom0)`` when it still runs
+        at the first tick (``run_once``'s loop takes it over); None when no child could be made that way
+        (``run_once`` starts it as before). A step that ends within the first tick, the usual syntax check
+        or small program, costs this process one call and the lines below, not a pass of ``run_once``."""
+        limits = _limit_plan(lim)
+        cfg = self._step_cfg(step, limits, rundir)
+        cap_out, cap_res = int(lim["out"]), int(lim["obs"])
+        self.out_buf.ensure(cap_out + 1)
+        self.res_buf.ensure(cap_res + 1)
+        # the counter as the previous program left it (see run_once)
+        oom0 = self.oom_seen
+        r = self._step_r
+        k = self.step_fn(cfg, self.devnull, self.cg_fd, 20, self.out_buf.addr, cap_out + 1, self.res_buf.addr,
+                         cap_res + 1, self._step_r_addr)
+        if k < 0:
+            return None
+        pid, t0, c0 = r[0], r[4] / 1e9, r[5] / 1e6
+        if k == 0:
+            return pid, r[1], r[2], r[3], t0, c0, oom0
+        status, n_out, n_res = r[6], r[7], r[8]
+        # one byte more than the cap was read at most: past it, the class (stdout first, as in run_once)
+        reason = "output" if n_out > cap_out else "obs" if n_res > cap_res else None
+        self.out_buf.used = max(self.out_buf.used, n_out)
+        self.res_buf.used = max(self.res_buf.used, n_res)
+        got = bytes((r[10] & 0xFF, r[10] >> 8))[:r[9]]
+        wall = (r[11] - r[4]) / 1e9
+        cpu = (r[12] - r[5]) / 1e6
+        t_end = time.monotonic()
+        clean = bool(r[13])
+        if not clean:
+            # a process of the step is left (or a zombie was just reaped): killed and reaped as run_once does
+            clean = self._kill_everything(pid)
+            cpu = max(cpu, self._children_cpu() - c0)
+        t_kill = time.monotonic()
+        cpu_limit = float(lim["cpu"])
+        if reason is None and os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGKILL, signal.SIGXCPU) \
+                and cpu >= cpu_limit:
+            reason = "cpu"  # the kernel's RLIMIT_CPU backstop ended it
+        return self._conclude(req, step, keep, rundir, status, reason, cpu, cpu_limit, wall, 0.0, clean,
+                              got[:1] == b"R", got == b"RE", oom0, True, None,
+                              (t0 - t_start, t_end - t0, t_kill - t_end, t_kill), min(n_out, cap_out),
+                              min(n_res, cap_res))
+
+    def _step_cfg(self, step: dict, limits: list[tuple[int, int]], rundir: str) -> int:
+        """The address of the ``struct rl_step_cfg`` of a step, built once per distinct (argv, environment,
+        rlimits, run directory, stderr) and kept with the arrays it points to (see :meth:`_spawn`)."""
+        key = (tuple(step["argv"]), tuple(step.get("env", {}).items()), tuple(limits), rundir,
+               bool(step.get("stderr")))
+        got = self._step_cfgs.get(key)
+        if got is None:
+            exe, c_argv, c_env, rl, n_rl = self._spawn_arrays(step, limits, rundir)
+            filt = self.spawn_filter
+            fbuf = ctypes.create_string_buffer(filt, len(filt)) if filt is not None else None
+            stdin_b = ctypes.create_string_buffer(b"/dev/null")
+            run_b = ctypes.create_string_buffer(rundir.encode())
+            exe_b = ctypes.create_string_buffer(exe)
+            cfg = _StepCfg(ctypes.cast(exe_b, ctypes.c_char_p), ctypes.cast(c_argv, ctypes.c_void_p),
+                           ctypes.cast(c_env, ctypes.c_void_p), ctypes.cast(stdin_b, ctypes.c_char_p),
+                           ctypes.cast(run_b, ctypes.c_char_p), ctypes.cast(rl, ctypes.c_void_p), n_rl,
+                           int(bool(step.get("stderr"))),
+                           ctypes.cast(fbuf, ctypes.c_void_p) if fbuf is not None else None,
+                           len(filt) if filt is not None else 0, ctypes.cast(self.spawn_sites, ctypes.c_void_p),
+                           self.n_sites)
+            # the structure and every buffer it points to live as long as the entry
+            got = (ctypes.addressof(cfg), cfg, exe_b, c_argv, c_env, rl, fbuf, stdin_b, run_b)
+            if len(self._step_cfgs) >= 64:
+                self._step_cfgs.clear()
+            self._step_cfgs[key] = got
+        return got[0]
 
     def _spawn(self, step: dict, limits: list[tuple[int, int]], stdin_path: str, out_w: int, res_w: int,
                ready_w: int, rundir: str) -> int | None:
@@ -2154,14 +2275,7 @@ class Worker:
         key = (tuple(argv), tuple(step.get("env", {}).items()), tuple(limits), rundir)
         args = self._spawn_args.get(key)
         if args is None:
-            env = _step_env(step, rundir)
-            def strings(xs: list[str]) -> ctypes.Array:
-                return (ctypes.c_char_p * (len(xs) + 1))(*[x.encode("utf-8", "surrogateescape") for x in xs], None)
-
-            argv_s = [str(x) for x in argv]
-            rl = (ctypes.c_longlong * (2 * len(limits)))(*[x for pair in limits for x in pair])
-            args = (argv_s[0].encode("utf-8", "surrogateescape"), strings(argv_s),
-                    strings([f"{k}={v}" for k, v in env.items()]), rl, len(limits))
+            args = self._spawn_arrays(step, limits, rundir)
             if len(self._spawn_args) >= 64:
                 self._spawn_args.clear()
             self._spawn_args[key] = args
@@ -2171,6 +2285,20 @@ class Worker:
                            ready_w, -1 if self.cg_procs is None else int(self.cg_procs), rundir.encode(), rl,
                            n_rl, filt, len(filt) if filt is not None else 0, self.spawn_sites, self.n_sites)
         return pid if pid > 0 else None
+
+    @staticmethod
+    def _spawn_arrays(step: dict, limits: list[tuple[int, int]], rundir: str) -> tuple:
+        """A step's executable, argv, environment (``{run}`` replaced) and rlimits as the C arrays rl_spawn
+        takes: ``(exe, argv, envp, rlimits, number of rlimits)``."""
+        env = _step_env(step, rundir)
+
+        def strings(xs: list[str]) -> ctypes.Array:
+            return (ctypes.c_char_p * (len(xs) + 1))(*[x.encode("utf-8", "surrogateescape") for x in xs], None)
+
+        argv_s = [str(x) for x in step["argv"]]
+        rl = (ctypes.c_longlong * (2 * len(limits)))(*[x for pair in limits for x in pair])
+        return (argv_s[0].encode("utf-8", "surrogateescape"), strings(argv_s),
+                strings([f"{k}={v}" for k, v in env.items()]), rl, len(limits))
 
     def _compiled(self, src: str, mode: str) -> object:
         """Trusted test code (probes, set-up) compiled here once and cached: a GRPO group

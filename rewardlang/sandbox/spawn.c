@@ -39,6 +39,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -146,7 +147,7 @@ static char *stack;
 
 /* The interface's version: the worker uses an installed library only when it matches its own RL_SPAWN_VERSION
  * (a library built from an older spawn.c is ignored, never called with the wrong arguments). */
-int rl_spawn_version(void) { return 2; }
+int rl_spawn_version(void) { return 3; }
 
 /* Start the step; returns its pid, or -errno when no child could be made (the caller then forks). The
  * child has exec'd (or exited) when this returns. */
@@ -228,5 +229,92 @@ int rl_wait_short(int pid, int timeout_ms, int out_r, unsigned char *out_buf, lo
     } while (n < 0 && errno == EINTR);
     r[3] = n > 0 ? n : 0;
     r[4] = b[0] | (b[1] << 8);
+    return 1;
+}
+
+/* What rl_step needs of a step that does not change from one program to the next: built once per distinct
+ * step by the worker (Worker._step_cfg) and kept, so that a call passes one pointer, not a dozen arguments
+ * converted by ctypes at every step. The fields are rl_spawn's arguments of the same names; stderr_out: the
+ * step's stderr joins its stdout (else it goes to the caller's /dev/null). */
+struct rl_step_cfg {
+    const char *exe;
+    char *const *argv;
+    char *const *envp;
+    const char *stdin_path;
+    const char *rundir;
+    const long long *rl;
+    int n_rl;
+    int stderr_out;
+    const unsigned char *filter;
+    int filter_len;
+    const int *sites;
+    int n_sites;
+};
+
+static long long monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long children_us(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_CHILDREN, &ru) != 0) return -1;
+    return ((long long)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+}
+
+/* One whole short argv step, the worker's common case (Worker.run_once in _worker.py), in one call: its three
+ * pipes (stdout, result channel, set-up channel; close-on-exec), the clock and the children's CPU before it,
+ * rl_spawn, the worker's ends of the pipes closed, rl_wait_short, and for a step reaped within the first
+ * tick: its pipes read (up to each room: the caller's cap + 1), every descriptor closed, the clock and the
+ * children's CPU after it, and whether any process of the step is left (waitpid(-1, WNOHANG): the worker is
+ * a subreaper, so every process a reaped step left behind is its child; ECHILD means none). Killing what is
+ * left, judging the status and limits, the clean-up and the response stay with the caller, unchanged.
+ *   r[0] pid, r[1] the stdout pipe's read end, r[2] the result channel's, r[3] the set-up channel's,
+ *   r[4] CLOCK_MONOTONIC (ns) before the spawn, r[5] the children's CPU (us, getrusage) before it,
+ *   and once reaped: r[6] the wait status, r[7] bytes read into out_buf, r[8] into res_buf, r[9] set-up
+ *   bytes read (0-2), r[10] those bytes (first | second << 8), r[11] CLOCK_MONOTONIC after the reads,
+ *   r[12] the children's CPU after the reap, r[13] 1 when no child of the worker is left, else 0.
+ * Returns 1 when the step was reaped (its descriptors closed); 0 when it still runs at the timeout, or its
+ * wait could not be made (nothing reaped or read; r[0]-r[5] hold its pid, the three read ends, open, and the
+ * starting figures: the caller's loop takes over); or -errno when no child could be made (nothing is left
+ * open: the caller then forks the step). */
+int rl_step(const struct rl_step_cfg *c, int devnull, int cg_fd, int timeout_ms, unsigned char *out_buf,
+            long out_room, unsigned char *res_buf, long res_room, long long *r) {
+    int p[6] = {-1, -1, -1, -1, -1, -1};
+    for (int i = 0; i < 3; i++) {
+        if (pipe2(p + 2 * i, O_CLOEXEC) != 0) {
+            int err = errno;
+            for (int k = 0; k < 2 * i; k++) close(p[k]);
+            return -err;
+        }
+    }
+    r[4] = monotonic_ns();
+    r[5] = children_us();
+    int pid = rl_spawn(c->exe, c->argv, c->envp, c->stdin_path, p[1], c->stderr_out ? p[1] : devnull, p[3], p[5],
+                       cg_fd, c->rundir, c->rl, c->n_rl, c->filter, c->filter_len, c->sites, c->n_sites);
+    close(p[1]);
+    close(p[3]);
+    close(p[5]);
+    if (pid < 0) {
+        close(p[0]);
+        close(p[2]);
+        close(p[4]);
+        return pid;
+    }
+    r[0] = pid;
+    r[1] = p[0];
+    r[2] = p[2];
+    r[3] = p[4];
+    long long w[5];
+    if (rl_wait_short(pid, timeout_ms, p[0], out_buf, out_room, p[2], res_buf, res_room, p[4], w) != 1) return 0;
+    close(p[0]);
+    close(p[2]);
+    close(p[4]);
+    for (int i = 0; i < 5; i++) r[6 + i] = w[i];
+    r[11] = monotonic_ns();
+    r[12] = children_us();
+    int st;
+    r[13] = waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD;
     return 1;
 }

@@ -1383,10 +1383,16 @@ def _step_env(step: dict, rundir: str) -> dict[str, str]:
     return {str(k): str(v).replace("{run}", rundir) for k, v in step.get("env", {}).items()}
 
 
-def _limit_plan(lim: dict) -> list[tuple[int, int]]:
+def _vm_size() -> int:
+    """The worker's address space now, bytes (``/proc/self/statm``)."""
+    return int(os.pread(_statm_fd(), 64, 0).split()[0]) * _PAGE
+
+
+def _limit_plan(lim: dict, vm: int | None = None) -> list[tuple[int, int]]:
     """The rlimits of the next program, computed in the worker before fork (the child's address space is
-    the worker's at that moment, so "current size + budget" is known here)."""
-    vm = int(os.pread(_statm_fd(), 64, 0).split()[0]) * _PAGE
+    the worker's at that moment, so "current size + budget" is known here; ``vm``: that size, when read)."""
+    if vm is None:
+        vm = _vm_size()
     plan = [
         (resource.RLIMIT_CPU, int(lim["cpu"]) + 1),
         (resource.RLIMIT_AS, vm + int(lim["mem"])),
@@ -1610,6 +1616,7 @@ class Worker:
         self._step_r_addr = ctypes.addressof(self._step_r)
         self.cg_fd = -1 if self.cg_procs is None else int(self.cg_procs)
         self._codes: dict = {}
+        self._headers: dict[bytes, dict] = {}   # argv request headers as parsed (see serve)
         self.me = os.getpid()
         self.runs = 0
         # The roots of the writable places as the slot made them: a program owns them (same uid) and could
@@ -2197,8 +2204,7 @@ class Worker:
         at the first tick (``run_once``'s loop takes it over); None when no child could be made that way
         (``run_once`` starts it as before). A step that ends within the first tick, the usual syntax check
         or small program, costs this process one call and the lines below, not a pass of ``run_once``."""
-        limits = _limit_plan(lim)
-        cfg = self._step_cfg(step, limits, rundir)
+        cfg = self._step_cfg(step, lim, rundir)
         cap_out, cap_res = int(lim["out"]), int(lim["obs"])
         self.out_buf.ensure(cap_out + 1)
         self.res_buf.ensure(cap_res + 1)
@@ -2236,9 +2242,18 @@ class Worker:
                               (t0 - t_start, t_end - t0, t_kill - t_end, t_kill), min(n_out, cap_out),
                               min(n_res, cap_res))
 
-    def _step_cfg(self, step: dict, limits: list[tuple[int, int]], rundir: str) -> int:
+    def _step_cfg(self, step: dict, lim: dict, rundir: str) -> int:
         """The address of the ``struct rl_step_cfg`` of a step, built once per distinct (argv, environment,
-        rlimits, run directory, stderr) and kept with the arrays it points to (see :meth:`_spawn`)."""
+        rlimits, run directory, stderr) and kept with the arrays it points to (see :meth:`_spawn`).
+
+        A step of a cached request header (see :meth:`serve`) is the same object from one program to the
+        next: its configuration is kept on it (``"_cfg"``, with the worker's size it was built for, the one
+        input of the rlimits that can change), so the common step costs one ``pread`` and a compare here."""
+        vm = _vm_size()
+        mine = step.get("_cfg")
+        if mine is not None and mine[0] == vm and mine[1] == rundir:
+            return mine[2]
+        limits = _limit_plan(lim, vm)
         key = (tuple(step["argv"]), tuple(step.get("env", {}).items()), tuple(limits), rundir,
                bool(step.get("stderr")))
         got = self._step_cfgs.get(key)
@@ -2261,6 +2276,7 @@ class Worker:
             if len(self._step_cfgs) >= 64:
                 self._step_cfgs.clear()
             self._step_cfgs[key] = got
+        step["_cfg"] = (vm, rundir, got[0], got)   # the entry's buffers live as long as the step, too
         return got[0]
 
     def _spawn(self, step: dict, limits: list[tuple[int, int]], stdin_path: str, out_w: int, res_w: int,
@@ -2445,7 +2461,23 @@ class Worker:
             src = None
             try:
                 n = struct.unpack("<I", _read_exact(self.rfd, 4))[0]
-                req = loads(_read_exact(self.rfd, n))
+                raw = _read_exact(self.rfd, n)
+                # A batch sends the same header with every program of a language (steps, environment,
+                # limits: no program text, which is its own frame): an argv header is parsed once and kept,
+                # each request a shallow copy of it (its steps are only read, but for the step configuration
+                # _step_cfg keeps on them). Other modes are parsed every time (the judged ones' probes are
+                # written to).
+                cached = self._headers.get(raw)
+                if cached is not None:
+                    req = dict(cached)
+                else:
+                    req = loads(raw)
+                    if isinstance(req, dict) and req.get("mode") == "argv" and req.get("op", "run") == "run":
+                        if len(self._headers) >= 64:
+                            self._headers.clear()
+                        self._headers[raw] = req
+                        req = dict(req)
+                del raw
                 if req.get("op", "run") == "run":
                     # the program's text: its own frame, read into a mapping of its own (see _read_code)
                     src = req["_src"] = _read_code(self.rfd)

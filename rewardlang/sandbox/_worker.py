@@ -840,6 +840,10 @@ _WAIT_SHORT: dict[str, ctypes._CFuncPtr] = {}
 _STEP: dict[str, ctypes._CFuncPtr] = {}
 
 
+#: rl_step's result array (14 long longs, see spawn.c)
+_STEP_R = struct.Struct("=14q")
+
+
 class _StepCfg(ctypes.Structure):
     """``struct rl_step_cfg`` of spawn.c: what ``rl_step`` needs of a step that does not change between
     programs (built once per distinct step, see Worker._step_cfg)."""
@@ -1653,6 +1657,7 @@ class Worker:
         self._step_cfgs: dict[tuple, tuple] = {}
         self._step_r = (ctypes.c_longlong * 14)()
         self._step_r_addr = ctypes.addressof(self._step_r)
+        self._step_r_view = memoryview(self._step_r).cast("B")   # read back in one unpack (see _step)
         self.cg_fd = -1 if self.cg_procs is None else int(self.cg_procs)
         self._codes: dict = {}
         self._headers: dict[bytes, dict] = {}   # argv request headers as parsed (see serve)
@@ -1664,6 +1669,10 @@ class Worker:
         self.fresh = {d: os.stat(d, follow_symlinks=False) for d in self.wipe}
         # Roots whose emptiness one stat can prove (see _root_untouched): a tmpfs, empty now.
         self.countable = {d for d in self.wipe if _on_tmpfs(d) and not os.listdir(d)}
+        self._root_paths = {d: d.encode() for d in self.wipe}
+        self._llistxattr = _lib()["llistxattr"]   # its own function object: argtypes of its own
+        self._llistxattr.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
+        self._llistxattr.restype = ctypes.c_ssize_t
         # What a program sends (stdout, result channel) and its judge process's records: relayed from these
         # buffers and emptied after every run, never kept in objects a later fork would inherit.
         self.out_buf = _Wiped(1 << 20)
@@ -1810,7 +1819,7 @@ class Worker:
         if (st.st_mode, st.st_uid, st.st_gid, st.st_nlink, st.st_size) != \
                 (f.st_mode, f.st_uid, f.st_gid, f.st_nlink, f.st_size):
             return False
-        if _lib().llistxattr(d.encode(), None, 0) != 0:
+        if self._llistxattr(self._root_paths[d], None, 0) != 0:
             return False
         if (st.st_atime_ns, st.st_mtime_ns) != (f.st_atime_ns, f.st_mtime_ns):
             try:
@@ -2249,11 +2258,11 @@ class Worker:
         self.res_buf.ensure(cap_res + 1)
         # the counter as the previous program left it (see run_once)
         oom0 = self.oom_seen
-        r = self._step_r
         k = self.step_fn(cfg, self.devnull, self.cg_fd, 20, self.out_buf.addr, cap_out + 1, self.res_buf.addr,
                          cap_res + 1, self._step_r_addr)
         if k < 0:
             return None
+        r = _STEP_R.unpack(self._step_r_view)
         pid, t0, c0 = r[0], r[4] / 1e9, r[5] / 1e6
         if k == 0:
             return pid, r[1], r[2], r[3], t0, c0, oom0

@@ -345,9 +345,11 @@ class Slot:
         run (its header, then its result-channel bytes, stdout and judge records), the last run's marked
         ``last``, or a final frame (no run, or the worker's error). SlotFailure on any misbehaviour (the
         caller kills the slot)."""
-        if not self.alive:
+        # (the pool's thread has just polled the process: `alive`, one waitpid; a worker that died since
+        # fails the write below or the read, a SlotFailure all the same)
+        if self.proc is None or self.proc.returncode is not None:
             raise SlotFailure("slot is not running")
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
             _write_all(self.proc.stdin.fileno(), b"".join(_worker.pack_frame(f) for f in _frames(req)))
         except OSError as e:

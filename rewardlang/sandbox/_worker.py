@@ -833,15 +833,37 @@ PROCESS_OBS_CAP = 1 << 16
 #: rl_spawn_version() of the spawn.c this file calls. The trusted side names the library by a digest of the
 #: spawn.c it carries (spawnlib.py), so a library from another source is never even found; this is a second
 #: check of the interface
-SPAWN_VERSION = 3
+SPAWN_VERSION = 4
 
 
 _WAIT_SHORT: dict[str, ctypes._CFuncPtr] = {}
 _STEP: dict[str, ctypes._CFuncPtr] = {}
+_PROGRAM: dict[str, ctypes._CFuncPtr] = {}
 
 
 #: rl_step's result array (14 long longs, see spawn.c)
 _STEP_R = struct.Struct("=14q")
+#: rl_program's: a head of 8, then 16 per step (rl_step's 14, its return value, the OOM counter after it)
+_PROG_STEPS = 4
+_PROG_R = struct.Struct(f"={8 + 16 * _PROG_STEPS}q")
+
+
+class _Root(ctypes.Structure):
+    """``struct rl_root``: a writable root as the slot made it (see Worker._root_untouched)."""
+
+    _fields_ = [("path", ctypes.c_char_p)] + [(n, ctypes.c_longlong) for n in
+                                              ("mode", "uid", "gid", "nlink", "size", "atime_ns", "mtime_ns")]
+
+
+class _Prog(ctypes.Structure):
+    """``struct rl_prog``: what ``rl_program`` needs of one argv program (see Worker._program_c)."""
+
+    _fields_ = [("rundir", ctypes.c_char_p), ("srcpath", ctypes.c_char_p), ("src", ctypes.c_void_p),
+                ("src_len", ctypes.c_long), ("n_steps", ctypes.c_int), ("cfg", ctypes.c_void_p * _PROG_STEPS),
+                ("out_room", ctypes.c_long * _PROG_STEPS), ("res_room", ctypes.c_long * _PROG_STEPS),
+                ("out_buf", ctypes.c_void_p), ("res_buf", ctypes.c_void_p), ("devnull", ctypes.c_int),
+                ("cg_fd", ctypes.c_int), ("oom_fd", ctypes.c_int), ("timeout_ms", ctypes.c_int),
+                ("oom_before", ctypes.c_longlong), ("n_roots", ctypes.c_int), ("roots", _Root * 4)]
 
 
 class _StepCfg(ctypes.Structure):
@@ -879,6 +901,12 @@ def _spawner(path: str | None) -> ctypes._CFuncPtr | None:
                    ctypes.c_void_p, ctypes.c_long, ctypes.c_void_p]
     st.restype = ctypes.c_int
     _STEP[path] = st
+    # a whole argv program's common case in one call (rl_program: its directory and source, the steps while
+    # they go well, the clean-up), same library (see Worker._program_c)
+    pr = lib.rl_program
+    pr.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    pr.restype = ctypes.c_int
+    _PROGRAM[path] = pr
     p, i = ctypes.c_char_p, ctypes.c_int
     fn.argtypes = [p, ctypes.POINTER(p), ctypes.POINTER(p), p, i, i, i, i, i, p, ctypes.POINTER(ctypes.c_longlong),
                    i, p, i, ctypes.POINTER(i), i]
@@ -1659,6 +1687,7 @@ class Worker:
         self._step_r_addr = ctypes.addressof(self._step_r)
         self._step_r_view = memoryview(self._step_r).cast("B")   # read back in one unpack (see _step)
         self.cg_fd = -1 if self.cg_procs is None else int(self.cg_procs)
+        self.prog_fn = _PROGRAM.get(cfg.get("spawn_lib") or "") if self.spawner is not None else None
         self._codes: dict = {}
         self._headers: dict[bytes, dict] = {}   # argv request headers as parsed (see serve)
         self.me = os.getpid()
@@ -1673,6 +1702,26 @@ class Worker:
         self._llistxattr = _lib()["llistxattr"]   # its own function object: argtypes of its own
         self._llistxattr.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
         self._llistxattr.restype = ctypes.c_ssize_t
+        # rl_program's structure, its fixed fields set once (see _program_c); only where every root can be
+        # proven untouched with one stat (the tmpfs roots a slot makes)
+        self.rundir = os.path.join(self.tmp, "run")
+        self._prog = None
+        if self.prog_fn is not None and self.countable == set(self.wipe) and 0 < len(self.wipe) <= 4:
+            pg = self._prog = _Prog()
+            self._prog_bufs = [self.rundir.encode()]
+            pg.rundir = self._prog_bufs[0]
+            pg.devnull, pg.cg_fd, pg.timeout_ms = self.devnull, self.cg_fd, 20
+            pg.oom_fd = -1 if self.cg_oom is None else int(self.cg_oom)
+            pg.n_roots = len(self.wipe)
+            for j, d in enumerate(self.wipe):
+                f = self.fresh[d]
+                pg.roots[j] = _Root(self._root_paths[d], f.st_mode, f.st_uid, f.st_gid, f.st_nlink, f.st_size,
+                                    f.st_atime_ns, f.st_mtime_ns)
+            self._prog_ref = ctypes.addressof(pg)
+            self._prog_r = (ctypes.c_longlong * (8 + 16 * _PROG_STEPS))()
+            self._prog_r_addr = ctypes.addressof(self._prog_r)
+            self._prog_r_view = memoryview(self._prog_r).cast("B")
+            self._srcpaths: dict[str, bytes] = {}
         # What a program sends (stdout, result channel) and its judge process's records: relayed from these
         # buffers and emptied after every run, never kept in objects a later fork would inherit.
         self.out_buf = _Wiped(1 << 20)
@@ -1952,13 +2001,15 @@ class Worker:
 
     # -- one execution --------------------------------------------------------------------------------------
     def run_once(self, req: dict, stdin_data: str | None, step: dict | None = None, first: bool = True,
-                 keep: bool = False) -> dict:
+                 keep: bool = False, adopt: tuple | None = None) -> dict:
         """Run the program once; its stdout, result channel and judge records are left in the worker's
         buffers (``out_len``, ``res_len``, ``judge_len`` of the returned head) for :meth:`_relay`.
 
         ``step``: one step of an argv program (its own argv, environment and limits); ``first`` makes the run
         directory (and writes the program's source file there), ``keep`` leaves the run directory for the
-        next step (every process of this step is still killed; the clean-up runs after the last step)."""
+        next step (every process of this step is still killed; the clean-up runs after the last step);
+        ``adopt``: a step ``rl_step`` or ``rl_program`` started that still runs at the first tick (see
+        :meth:`_step`), taken over by the loop below."""
         t_start = time.monotonic()
         lim = step["limits"] if step is not None else req["limits"]
         self.runs += 1
@@ -1973,8 +2024,8 @@ class Worker:
             fd = os.open(stdin_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
             with open(fd, "w", encoding="utf-8", errors="surrogatepass") as fh:
                 fh.write(stdin_data)
-        adopt = None
-        if step is not None and self.step_fn is not None and stdin_data is None and req["mode"] == "argv":
+        if adopt is None and step is not None and self.step_fn is not None and stdin_data is None \
+                and req["mode"] == "argv":
             # the common argv step, a short one, in one C call (rl_step; see _step)
             adopt = self._step(req, step, lim, rundir, keep, t_start)
             if isinstance(adopt, dict):
@@ -2174,16 +2225,18 @@ class Worker:
     def _conclude(self, req: dict, step: dict | None, keep: bool, rundir: str, status: int, reason: str | None,
                   cpu: float, cpu_limit: float, wall: float, idle_wall: float, clean: bool, ready: bool,
                   exec_failed: bool, oom0: int, spawned: bool, judge: dict | None, t: tuple, out_len: int,
-                  res_len: int) -> dict:
+                  res_len: int, oom_now: int = -1, cleaned: int = 0) -> dict:
         """The end of a run, every process of it gone: the clean-up, the OOM counter, the reasons that depend
-        on them, and the head (see :meth:`run_once`; ``t``: the phases' durations and when the kill ended)."""
+        on them, and the head (see :meth:`run_once`; ``t``: the phases' durations and when the kill ended).
+        ``oom_now`` (>= 0): the OOM counter read after the run by ``rl_program``; ``cleaned``: the clean-up
+        it did (bit 1: the source and run directory removed, bit 2: every root proven untouched)."""
         # Clean-up only when every process is gone (nothing can then move files under us); what cannot be
         # finished leaves the verdict as it is and replaces the slot.
         if keep:
             wiped = clean      # the next step runs in the same directory; nothing of this step runs on
         else:
             budget = _Budget(WIPE_BUDGET)
-            if clean:
+            if clean and not cleaned & 1:
                 # An argv program's files are there (its source, what it compiled): emptied first (the same
                 # safe walk, which enters no symlink), so that the roots are then proven untouched with a
                 # stat (_root_untouched) instead of a walk of /tmp; anything else is left to _wipe. An
@@ -2202,13 +2255,16 @@ class Worker:
                             os.rmdir(rundir)
                         except OSError:
                             pass
-            wiped = clean and self._wipe(budget)
+            if cleaned & 2:     # the roots proven untouched by rl_program: what _wipe would do past them
+                wiped = clean and (not (self.ipc_clean and self.program_filter is None) or _remove_ipc())
+            else:
+                wiped = clean and self._wipe(budget)
         if reason == "wall" and cpu >= cpu_limit:
             reason = "cpu"
         # Read after every process of the program is gone (the counter moves when the kill is decided):
         # a kill by the memory cgroup means the program went over its budget, whichever of its processes
         # the kernel chose; only a CPU timeout (more severe) keeps its class.
-        self.oom_seen = self._oom_kills()
+        self.oom_seen = oom_now if oom_now >= 0 else self._oom_kills()
         oom = self.oom_seen - oom0
         if oom > 0 and reason != "cpu":
             reason = "memory"
@@ -2266,6 +2322,15 @@ class Worker:
         pid, t0, c0 = r[0], r[4] / 1e9, r[5] / 1e6
         if k == 0:
             return pid, r[1], r[2], r[3], t0, c0, oom0
+        return self._after_step(req, step, lim, rundir, keep, t_start, r, oom0)
+
+    def _after_step(self, req: dict, step: dict, lim: dict, rundir: str, keep: bool, t_start: float, r: tuple,
+                    oom0: int, oom_now: int = -1, cleaned: int = 0) -> dict:
+        """The head of an argv step ``rl_step`` reaped (``r``: its 14 results): the caps, the kill of what is
+        left, the CPU reason, then :meth:`_conclude` (``oom_now``, ``cleaned``: what ``rl_program`` already
+        read and did, see :meth:`_program_c`)."""
+        pid, t0, c0 = r[0], r[4] / 1e9, r[5] / 1e6
+        cap_out, cap_res = int(lim["out"]), int(lim["obs"])
         status, n_out, n_res = r[6], r[7], r[8]
         # one byte more than the cap was read at most: past it, the class (stdout first, as in run_once)
         reason = "output" if n_out > cap_out else "obs" if n_res > cap_res else None
@@ -2277,9 +2342,11 @@ class Worker:
         t_end = time.monotonic()
         clean = bool(r[13])
         if not clean:
-            # a process of the step is left (or a zombie was just reaped): killed and reaped as run_once does
+            # a process of the step is left (or a zombie was just reaped): killed and reaped as run_once does;
+            # the OOM counter is read again once they are gone
             clean = self._kill_everything(pid)
             cpu = max(cpu, self._children_cpu() - c0)
+            oom_now, cleaned = -1, 0
         t_kill = time.monotonic()
         cpu_limit = float(lim["cpu"])
         if reason is None and os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGKILL, signal.SIGXCPU) \
@@ -2288,7 +2355,7 @@ class Worker:
         return self._conclude(req, step, keep, rundir, status, reason, cpu, cpu_limit, wall, 0.0, clean,
                               got[:1] == b"R", got == b"RE", oom0, True, None,
                               (t0 - t_start, t_end - t0, t_kill - t_end, t_kill), min(n_out, cap_out),
-                              min(n_res, cap_res))
+                              min(n_res, cap_res), oom_now, cleaned)
 
     def _step_cfg(self, step: dict, lim: dict, rundir: str) -> int:
         """The address of the ``struct rl_step_cfg`` of a step, built once per distinct (argv, environment,
@@ -2434,10 +2501,24 @@ class Worker:
         # buffers: no byte of a program's output is ever copied into this process's heap (which later forks
         # inherit; issue 19, nothing carried between programs)
         held: list[bytes] = []
+        # the common case in one C call where it can (rl_program: the directory, the source, the steps while
+        # they go well, the clean-up); the loop below goes on from wherever it stopped
+        got = self._program_c(req, steps) if self._prog is not None else None
+        recs, cleaned = got if got is not None else ((), 0)
         for i, step in enumerate(steps):
             last = i == len(steps) - 1
             try:
-                head = self.run_once(req, None, step, first=(i == 0), keep=not last)
+                if i < len(recs):
+                    k, r, oom_now = recs[i]
+                    if k == 1:
+                        self.runs += 1
+                        head = self._after_step(req, step, step["limits"], self.rundir, not last, r[4] / 1e9, r,
+                                                self.oom_seen, oom_now, cleaned if last else 0)
+                    else:   # still running at the first tick: run_once's loop takes it over
+                        head = self.run_once(req, None, step, first=False, keep=not last,
+                                             adopt=(r[0], r[1], r[2], r[3], r[4] / 1e9, r[5] / 1e6, self.oom_seen))
+                else:
+                    head = self.run_once(req, None, step, first=(i == 0 and got is None), keep=not last)
                 ok = (head["reason"] is None and head["exit"] == 0 and not head["setup_failed"]
                       and not head["exec_failed"] and not head["recycle"])
                 if not last and not ok:
@@ -2458,6 +2539,47 @@ class Worker:
                 if head["setup_failed"] or head["recycle"]:
                     raise _Recycle
                 return
+
+    def _program_c(self, req: dict, steps: list) -> tuple[list, int] | None:
+        """An argv program through ``rl_program`` (spawn.c): the run directory and the source, then its steps
+        through ``rl_step`` while each goes well and leaves nothing to relay or kill, then the clean-up of
+        the common case (the source and directory removed, the roots proven untouched). Returns the records
+        of the steps it started, ``(rl_step's return value, its 14 results, the OOM counter after it)``, and
+        the clean-up bits; :meth:`run_steps` makes each record a head as :meth:`_step` would and goes on from
+        there. None when the program does not fit (a bad file name, more steps than the structure holds):
+        the usual path then raises or runs it. Raises ``OSError`` when the directory or the source cannot be
+        made, as ``run_once`` does. Per Bash program this replaces two passes of ``run_once``'s Python and
+        the clean-up's, where most of the worker's own CPU went (issue 20)."""
+        name = req["file"]
+        if not isinstance(name, str) or "/" in name or name in ("", ".", "..") or not 0 < len(steps) <= _PROG_STEPS:
+            return None
+        pg = self._prog
+        src = self._srcpaths.get(name)
+        if src is None:
+            if len(self._srcpaths) >= 64:
+                self._srcpaths.clear()
+            src = self._srcpaths[name] = os.path.join(self.rundir, name).encode("utf-8", "surrogateescape")
+        pg.srcpath = src
+        mm, n = req["_src"]
+        c = ctypes.c_char.from_buffer(mm)      # the mapping's address; the view is dropped at once (see _Wiped)
+        pg.src = ctypes.addressof(c)
+        del c
+        pg.src_len = n
+        pg.n_steps = len(steps)
+        for i, step in enumerate(steps):
+            lim = step["limits"]
+            pg.cfg[i] = self._step_cfg(step, lim, self.rundir)
+            cap_out, cap_res = int(lim["out"]), int(lim["obs"])
+            self.out_buf.ensure(cap_out + 1)
+            self.res_buf.ensure(cap_res + 1)
+            pg.out_room[i], pg.res_room[i] = cap_out + 1, cap_res + 1
+        pg.out_buf, pg.res_buf = self.out_buf.addr, self.res_buf.addr
+        pg.oom_before = self.oom_seen
+        self.prog_fn(self._prog_ref, self._prog_r_addr)
+        r = _PROG_R.unpack(self._prog_r_view)
+        if r[2] < 0:
+            raise OSError(-r[2], "cannot make the run directory" if r[3] == 1 else "cannot write the program's source")
+        return [(r[22 + 16 * i], r[8 + 16 * i:22 + 16 * i], r[23 + 16 * i]) for i in range(r[0])], r[1]
 
     def _write_source(self, req: dict, rundir: str) -> None:
         """Write the program's text into its run directory, straight from the mapping it was read into (no

@@ -42,7 +42,9 @@
 #include <time.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -147,7 +149,7 @@ static char *stack;
 
 /* The interface's version: the worker uses an installed library only when it matches its own RL_SPAWN_VERSION
  * (a library built from an older spawn.c is ignored, never called with the wrong arguments). */
-int rl_spawn_version(void) { return 3; }
+int rl_spawn_version(void) { return 4; }
 
 /* Start the step; returns its pid, or -errno when no child could be made (the caller then forks). The
  * child has exec'd (or exited) when this returns. */
@@ -317,4 +319,144 @@ int rl_step(const struct rl_step_cfg *c, int devnull, int cg_fd, int timeout_ms,
     int st;
     r[13] = waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD;
     return 1;
+}
+
+/* What rl_program needs of one argv program (built per program by Worker._program_c, most of it kept). */
+#define RL_MAX_STEPS 4
+#define RL_MAX_ROOTS 4
+struct rl_root {                /* a writable root as the slot made it (see Worker._root_untouched) */
+    const char *path;
+    long long mode, uid, gid, nlink, size, atime_ns, mtime_ns;
+};
+struct rl_prog {
+    const char *rundir;         /* the run directory, made here (0700) */
+    const char *srcpath;        /* the source file in it, written here from src (O_EXCL, O_NOFOLLOW, 0644) */
+    const unsigned char *src;
+    long src_len;
+    int n_steps;
+    const struct rl_step_cfg *cfg[RL_MAX_STEPS];
+    long out_room[RL_MAX_STEPS], res_room[RL_MAX_STEPS];
+    unsigned char *out_buf, *res_buf;
+    int devnull, cg_fd, oom_fd, timeout_ms;
+    long long oom_before;       /* the program group's OOM-kill counter before the program */
+    int n_roots;
+    struct rl_root roots[RL_MAX_ROOTS];
+};
+
+/* The program group's OOM-kill counter ("oom_kill N" of memory.oom_control or memory.events, read from the
+ * start: the same first match as Worker._oom_kills), or -1 when it cannot be read. */
+static long long oom_kills(int fd) {
+    char buf[4096];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    char *p = strstr(buf, "oom_kill ");
+    if (p == NULL) return 0;
+    p += 9;
+    long long v = 0;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9') {
+        v = v * 10 + (*p++ - '0');
+        digits++;
+    }
+    return digits && *p == '\n' ? v : -1;
+}
+
+/* A root exactly as the slot made it but for its times, which are put back (Worker._root_untouched, the same
+ * checks in the same order): on a tmpfs a directory's size counts its entries, so the empty root's size means
+ * no entry at any depth; mode, owner and link count compared; no extended attribute. */
+static int root_untouched(const struct rl_root *f) {
+    struct stat st;
+    if (lstat(f->path, &st) != 0) return 0;
+    if ((long long)st.st_mode != f->mode || (long long)st.st_uid != f->uid || (long long)st.st_gid != f->gid ||
+        (long long)st.st_nlink != f->nlink || (long long)st.st_size != f->size)
+        return 0;
+    if (llistxattr(f->path, NULL, 0) != 0) return 0;
+    long long a = (long long)st.st_atim.tv_sec * 1000000000LL + st.st_atim.tv_nsec;
+    long long m = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    if (a != f->atime_ns || m != f->mtime_ns) {
+        struct timespec ts[2] = {{f->atime_ns / 1000000000LL, f->atime_ns % 1000000000LL},
+                                 {f->mtime_ns / 1000000000LL, f->mtime_ns % 1000000000LL}};
+        if (utimensat(AT_FDCWD, f->path, ts, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+    }
+    return 1;
+}
+
+/* A whole argv program's common case in one call (Worker.run_steps in _worker.py): its run directory and
+ * source file, then its steps through rl_step, each followed by the OOM-kill counter; the next step runs only
+ * when this one went well and left nothing to relay or kill (reaped in the first tick, no process left, exit
+ * status 0, the set-up byte alone, nothing written to stdout or the result channel, no OOM kill: a passed
+ * syntax check); after a last step that left no process, the clean-up an interpreted program needs: the
+ * source unlinked, the run directory removed, the roots proven untouched (their times put back). Anything
+ * else is left to the caller, which continues from where this stopped (a step still running at the tick, a
+ * step that could not be spawned, a step that ended the program early, a clean-up not proven) exactly as if
+ * it had run the steps itself.
+ *   r[0] steps with a record below (each was spawned: reaped, or still running when its rec[14] is 0),
+ *   r[1] clean-up bits (1: source and run directory removed, 2: every root proven untouched),
+ *   r[2] 0, or -errno when the run directory or the source could not be made (r[3]: 1 the directory,
+ *   2 the source; nothing was spawned),
+ *   then per step i at r + 8 + 16 * i: rl_step's 14 results, [14] rl_step's return value, [15] the OOM-kill
+ *   counter after the step (-1: not read).
+ * Returns the number of records (r[0]) or a negative errno (r[2]). */
+int rl_program(const struct rl_prog *p, long long *r) {
+    r[0] = r[1] = r[2] = r[3] = 0;
+    if (p->n_steps < 1 || p->n_steps > RL_MAX_STEPS || p->n_roots > RL_MAX_ROOTS) return -EINVAL;
+    if (mkdir(p->rundir, 0700) != 0) {
+        r[2] = -errno;
+        r[3] = 1;
+        return (int)r[2];
+    }
+    int fd = open(p->srcpath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    long off = 0;
+    int err = 0;
+    if (fd < 0) {
+        err = errno;
+    } else {
+        while (off < p->src_len) {
+            ssize_t k = write(fd, p->src + off, (size_t)(p->src_len - off));
+            if (k < 0) {
+                if (errno == EINTR) continue;
+                err = errno;
+                break;
+            }
+            off += k;
+        }
+        if (close(fd) != 0 && err == 0) err = errno;
+    }
+    if (err) {
+        r[2] = -err;
+        r[3] = 2;
+        return -err;
+    }
+    long long oom = p->oom_before;
+    int i;
+    for (i = 0; i < p->n_steps; i++) {
+        long long *s = r + 8 + 16 * i;
+        int k = rl_step(p->cfg[i], p->devnull, p->cg_fd, p->timeout_ms, p->out_buf, p->out_room[i], p->res_buf,
+                        p->res_room[i], s);
+        s[14] = k;
+        s[15] = -1;
+        if (k < 0) break;            /* not spawned: no record, the caller starts it */
+        r[0] = i + 1;
+        if (k != 1) break;           /* still running: the caller's loop takes it over */
+        if (p->oom_fd >= 0) s[15] = oom_kills(p->oom_fd);
+        if (!s[13]) break;           /* a process of the step is left: the caller kills it */
+        if (i == p->n_steps - 1) break;
+        int status = (int)s[6];
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || s[9] != 1 || (s[10] & 0xFF) != 'R' || s[7] != 0 ||
+            s[8] != 0 || (p->oom_fd >= 0 && s[15] != oom))
+            break;                   /* the step ends the program, or wrote something: the caller goes on */
+        oom = s[15];
+    }
+    if (r[0] == p->n_steps && r[8 + 16 * (r[0] - 1) + 14] == 1 && r[8 + 16 * (r[0] - 1) + 13]) {
+        /* the last step ran and nothing of the program is left: its directory holds the source alone, or
+         * more (then the caller's safe walk empties it) */
+        if (unlink(p->srcpath) == 0 && rmdir(p->rundir) == 0) {
+            r[1] |= 1;
+            int ok = 1;
+            for (int j = 0; j < p->n_roots && ok; j++) ok = root_untouched(&p->roots[j]);
+            if (ok) r[1] |= 2;
+        }
+    }
+    return (int)r[0];
 }

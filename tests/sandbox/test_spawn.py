@@ -496,3 +496,107 @@ def test_a_malformed_binary_head_is_refused() -> None:
     for bad in (good[:-1], good + b"\0", good[:5] + bytes([200]) + good[6:]):   # byte 5: the reason
         with pytest.raises(ValueError):
             unpack_run(bad)
+
+
+PROGRAM_DRIVER = r"""
+import ctypes, json, os, sys, tempfile
+from rewardlang.sandbox import _worker as w
+lib = sys.argv[1]
+assert w._spawner(lib) is not None
+prog = w._PROGRAM[lib]
+assert w._lib().prctl(36, 1, 0, 0, 0) == 0    # PR_SET_CHILD_SUBREAPER, as the worker is
+low = [os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC) for _ in range(10)]
+devnull = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
+strings = lambda xs: (ctypes.c_char_p * (len(xs) + 1))(*[x.encode() for x in xs], None)
+keep = []
+
+def cfg(argv, rundir):
+    a, e = strings(argv), strings(["PATH=/usr/bin:/bin"])
+    bufs = [ctypes.create_string_buffer(x) for x in (argv[0].encode(), b"/dev/null", rundir.encode())]
+    rl = (ctypes.c_longlong * 2)(7, 64)
+    c = w._StepCfg(ctypes.cast(bufs[0], ctypes.c_char_p), ctypes.cast(a, ctypes.c_void_p),
+                   ctypes.cast(e, ctypes.c_void_p), ctypes.cast(bufs[1], ctypes.c_char_p),
+                   ctypes.cast(bufs[2], ctypes.c_char_p), ctypes.cast(rl, ctypes.c_void_p), 1, 1, None, 0, None, 0)
+    keep.extend([c, a, e, rl, *bufs])
+    return ctypes.addressof(c)
+
+out = {}
+cases = {
+    "both": (["exit 0", "printf '0 1\\n' >&3"], ""),
+    "compile_fails": (["echo bad; exit 1", "printf never >&3"], ""),
+    "compile_talks": (["printf warning", "printf '0 1\\n' >&3"], ""),
+    "leaves": (["exit 0", "sleep 5 & printf '0 1\\n' >&3"], ""),
+    "extra_file": (["exit 0", "echo x > extra"], ""),
+    "root_xattr": (["exit 0", "python3 -c 'import os; os.setxattr(\"..\", \"user.answer\", b\"42\")'"], ""),
+    "exists": (["exit 0", "exit 0"], "premade"),
+}
+for name, (scripts, pre) in cases.items():
+    root = tempfile.mkdtemp(dir="/dev/shm")
+    rundir = os.path.join(root, "run")
+    if pre:
+        os.mkdir(rundir)
+    f = os.stat(root, follow_symlinks=False)
+    pg = w._Prog()
+    bufs = [rundir.encode(), os.path.join(rundir, "main.sh").encode(), root.encode()]
+    src = ctypes.create_string_buffer(b"# the source\n")
+    keep.extend([pg, src, *bufs])
+    pg.rundir, pg.srcpath = bufs[0], bufs[1]
+    pg.src, pg.src_len = ctypes.addressof(src), 13
+    pg.n_steps = len(scripts)
+    for i, sc in enumerate(scripts):
+        pg.cfg[i] = cfg(["/bin/sh", "-c", sc], rundir)
+        pg.out_room[i], pg.res_room[i] = 64, 64
+    ob, rb = ctypes.create_string_buffer(64), ctypes.create_string_buffer(64)
+    pg.out_buf, pg.res_buf = ctypes.addressof(ob), ctypes.addressof(rb)
+    pg.devnull, pg.cg_fd, pg.oom_fd, pg.timeout_ms, pg.oom_before = devnull, -1, -1, 2000, 0
+    pg.n_roots = 1
+    pg.roots[0] = w._Root(bufs[2], f.st_mode, f.st_uid, f.st_gid, f.st_nlink, f.st_size, f.st_atime_ns, f.st_mtime_ns)
+    r = (ctypes.c_longlong * (8 + 16 * w._PROG_STEPS))()
+    k = prog(ctypes.addressof(pg), ctypes.addressof(r))
+    recs = [list(r[8 + 16 * i:24 + 16 * i]) for i in range(r[0])]
+    rec = {"k": k, "n": r[0], "bits": r[1], "err": r[2], "stage": r[3],
+           "exits": [os.waitstatus_to_exitcode(x[6]) for x in recs], "clean": [x[13] for x in recs],
+           "ks": [x[14] for x in recs], "out": [ob.raw[:x[7]].decode() for x in recs],
+           "res": [rb.raw[:x[8]].decode() for x in recs], "dir_left": os.path.isdir(rundir),
+           "times_back": os.stat(root).st_mtime_ns == f.st_mtime_ns}
+    for x in recs:
+        if not x[13]:
+            os.kill(-x[0], 9)
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    out[name] = rec
+print(json.dumps(out))
+"""
+
+
+def test_rl_program_runs_the_common_case_whole_and_stops_where_the_worker_must_go_on(tmp_path: object) -> None:
+    """rl_program: the run directory and the source, then the steps while each went well and left nothing to
+    relay or kill, then the clean-up of an interpreted program's directory and the roots' check (their times
+    put back). It stops, leaving the rest to the worker, after a step that failed (no run after a failed
+    compile), wrote something, or left a process behind; it does not claim a clean-up it could not prove (a
+    file the program left, an extended attribute on a root); a directory that cannot be made is an error."""
+    lib = _build(tmp_path)
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", ".."))
+    r = subprocess.run([sys.executable, "-c", PROGRAM_DRIVER, lib], capture_output=True, text=True, check=False,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    b = got["both"]
+    assert (b["n"], b["exits"], b["clean"], b["ks"], b["res"], b["bits"]) == (2, [0, 0], [1, 1], [1, 1],
+                                                                               ["", "0 1\n"], 3)
+    assert not b["dir_left"] and b["times_back"]
+    f = got["compile_fails"]
+    assert (f["n"], f["exits"], f["out"], f["bits"], f["dir_left"]) == (1, [1], ["bad\n"], 0, True)
+    t = got["compile_talks"]
+    assert (t["n"], t["exits"], t["out"], t["bits"]) == (1, [0], ["warning"], 0)
+    lv = got["leaves"]
+    assert (lv["n"], lv["clean"], lv["bits"], lv["dir_left"]) == (2, [1, 0], 0, True)
+    x = got["extra_file"]
+    assert (x["n"], x["exits"], x["bits"], x["dir_left"]) == (2, [0, 0], 0, True)
+    xa = got["root_xattr"]
+    assert (xa["n"], xa["exits"], xa["bits"], xa["dir_left"]) == (2, [0, 0], 1, False)
+    e = got["exists"]
+    assert (e["k"], e["n"], e["err"], e["stage"]) == (-errno.EEXIST, 0, -errno.EEXIST, 1)

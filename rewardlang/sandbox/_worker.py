@@ -1722,6 +1722,7 @@ class Worker:
             self._prog_r_addr = ctypes.addressof(self._prog_r)
             self._prog_r_view = memoryview(self._prog_r).cast("B")
             self._srcpaths: dict[str, bytes] = {}
+            self._prog_for: tuple = ()      # (steps, file name, worker size) the structure was last set for
         # What a program sends (stdout, result channel) and its judge process's records: relayed from these
         # buffers and emptied after every run, never kept in objects a later fork would inherit.
         self.out_buf = _Wiped(1 << 20)
@@ -2357,14 +2358,15 @@ class Worker:
                               (t0 - t_start, t_end - t0, t_kill - t_end, t_kill), min(n_out, cap_out),
                               min(n_res, cap_res), oom_now, cleaned)
 
-    def _step_cfg(self, step: dict, lim: dict, rundir: str) -> int:
+    def _step_cfg(self, step: dict, lim: dict, rundir: str, vm: int | None = None) -> int:
         """The address of the ``struct rl_step_cfg`` of a step, built once per distinct (argv, environment,
         rlimits, run directory, stderr) and kept with the arrays it points to (see :meth:`_spawn`).
 
         A step of a cached request header (see :meth:`serve`) is the same object from one program to the
         next: its configuration is kept on it (``"_cfg"``, with the worker's size it was built for, the one
         input of the rlimits that can change), so the common step costs one ``pread`` and a compare here."""
-        vm = _vm_size()
+        if vm is None:
+            vm = _vm_size()
         mine = step.get("_cfg")
         if mine is not None and mine[0] == vm and mine[1] == rundir:
             return mine[2]
@@ -2554,27 +2556,36 @@ class Worker:
         if not isinstance(name, str) or "/" in name or name in ("", ".", "..") or not 0 < len(steps) <= _PROG_STEPS:
             return None
         pg = self._prog
-        src = self._srcpaths.get(name)
-        if src is None:
-            if len(self._srcpaths) >= 64:
-                self._srcpaths.clear()
-            src = self._srcpaths[name] = os.path.join(self.rundir, name).encode("utf-8", "surrogateescape")
-        pg.srcpath = src
         mm, n = req["_src"]
         c = ctypes.c_char.from_buffer(mm)      # the mapping's address; the view is dropped at once (see _Wiped)
         pg.src = ctypes.addressof(c)
         del c
         pg.src_len = n
-        pg.n_steps = len(steps)
-        for i, step in enumerate(steps):
-            lim = step["limits"]
-            pg.cfg[i] = self._step_cfg(step, lim, self.rundir)
-            cap_out, cap_res = int(lim["out"]), int(lim["obs"])
-            self.out_buf.ensure(cap_out + 1)
-            self.res_buf.ensure(cap_res + 1)
-            pg.out_room[i], pg.res_room[i] = cap_out + 1, cap_res + 1
-        pg.out_buf, pg.res_buf = self.out_buf.addr, self.res_buf.addr
         pg.oom_before = self.oom_seen
+        # The rest depends on the steps (the same objects from one program to the next: a cached header, see
+        # serve), the file name and the worker's size (the rlimits' one input that can change): set again
+        # only when one of them is not what the previous program had (the steps are kept, so their id is not
+        # reused meanwhile).
+        vm = _vm_size()
+        pf = self._prog_for
+        if not pf or pf[0] is not steps or pf[1] != name or pf[2] != vm:
+            src = self._srcpaths.get(name)
+            if src is None:
+                if len(self._srcpaths) >= 64:
+                    self._srcpaths.clear()
+                src = self._srcpaths[name] = os.path.join(self.rundir, name).encode("utf-8", "surrogateescape")
+            pg.srcpath = src
+            pg.n_steps = len(steps)
+            for i, step in enumerate(steps):
+                lim = step["limits"]
+                pg.cfg[i] = self._step_cfg(step, lim, self.rundir, vm)
+                cap_out, cap_res = int(lim["out"]), int(lim["obs"])
+                self.out_buf.ensure(cap_out + 1)
+                self.res_buf.ensure(cap_res + 1)
+                pg.out_room[i], pg.res_room[i] = cap_out + 1, cap_res + 1
+            self._prog_for = (steps, name, vm)
+        # (the buffers only grow, so they stay large enough; another request may have mapped them anew)
+        pg.out_buf, pg.res_buf = self.out_buf.addr, self.res_buf.addr
         self.prog_fn(self._prog_ref, self._prog_r_addr)
         r = _PROG_R.unpack(self._prog_r_view)
         if r[2] < 0:

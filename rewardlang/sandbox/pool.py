@@ -449,6 +449,23 @@ class Slot:
             self.lease = None
 
 
+class _Direct:
+    """What a slot thread completes for :meth:`SlotPool.stream` in place of a Future: the two calls the
+    thread makes on one (``set_running_or_notify_cancel``, ``set_result``), the result passed straight to
+    ``finish(key, raw)``; ``set_result`` is called exactly once, on every path of ``_serve``."""
+
+    __slots__ = ("finish", "key")
+
+    def __init__(self, key: Any, finish: Callable[[Any, RawResult], None]) -> None:
+        self.key, self.finish = key, finish
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return True     # nothing can cancel it
+
+    def set_result(self, raw: RawResult) -> None:
+        self.finish(self.key, raw)
+
+
 class SlotPool:
     """``n`` slots at one level, each served by its own thread, pulling requests from a shared queue."""
 
@@ -462,7 +479,7 @@ class SlotPool:
         self.slots += [Slot(config, level, i) for i in range(len(self.slots), n)]
         self.stats: Counter[str] = Counter()
         self._queue: queue.SimpleQueue[tuple[dict[str, Any] | tuple[bytes, ...], float,
-                                             Future[RawResult]] | None] = \
+                                             Future[RawResult] | _Direct] | None] = \
             queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()
@@ -614,11 +631,11 @@ class SlotPool:
         state = {"left": 0, "fed": False}
         errors: list[BaseException] = []
 
-        def finish(key: K, fut: Future[RawResult]) -> None:
+        def finish(key: K, raw: RawResult) -> None:
             with lock:
                 try:
                     if not errors:
-                        settle(key, fut.result())
+                        settle(key, raw)
                 except BaseException as e:  # noqa: BLE001 (raised in the caller's thread, below)
                     errors.append(e)
                 state["left"] -= 1
@@ -631,8 +648,12 @@ class SlotPool:
                 while state["left"] >= window:
                     room.wait()
                 state["left"] += 1
-            fut = self.submit(req, hard)
-            fut.add_done_callback(lambda f, k=key: finish(k, f))
+            # no Future: the slot thread hands the result straight to finish (a Future's condition, locks
+            # and callback list cost a cheap program's judging about as much again; issue 20)
+            if self._closed:
+                finish(key, RawResult(None, infra="sandbox closed"))
+            else:
+                self._queue.put((req, hard, _Direct(key, finish)))
         with lock:
             state["fed"] = True
             while state["left"] > 0:

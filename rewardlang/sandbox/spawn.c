@@ -24,8 +24,14 @@
  * Any other failure exits 121 without the byte: the worker then reports a set-up failure (masked, the slot
  * is replaced), never a verdict.
  *
- * Built by scripts/install.sh into /usr/local/lib/rewardlang/librlspawn.so (every slot sees /usr read-only):
- *     gcc -O2 -shared -fPIC -o /usr/local/lib/rewardlang/librlspawn.so rewardlang/sandbox/spawn.c
+ * Around rl_spawn, the worker's common cases in C (issue 20: a Bash program's whole compile and run costs ~3.5
+ * ms, and the worker's Python per step was a visible part of what the sandbox added): rl_wait_short (the wait
+ * up to the first tick), rl_step (one short step: pipes, spawn, wait, reads, CPU, whether a process is left)
+ * and rl_program (an argv program's directory, source, steps while they go well, and its clean-up's common
+ * case). Each stops where anything is unusual and leaves the rest to the worker's Python, unchanged.
+ *
+ * Built by scripts/install.sh into /usr/local/lib/rewardlang/librlspawn-<digest>.so (spawnlib.py; every slot
+ * sees /usr read-only):  python3 -m rewardlang.sandbox.spawnlib --build
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -581,6 +581,45 @@ def pack_frame(payload: bytes) -> bytes:
     return struct.pack("<I", len(payload)) + payload
 
 
+#: A run's head as a fixed binary frame, the common case (no judge process): the byte RUN_TAG (never the
+#: first byte of a JSON head), then exit, reason (an index into RUN_REASONS), cpu, wall, idle, flags
+#: (RUN_FLAGS, bit i set when the head's key is true; bit 5: spawned by the clone), oom, the four phase times,
+#: res_len, out_len. Decoded by pool.unpack_run into the same dict as the JSON head; a head this cannot carry
+#: (a judge process's, an unknown reason) goes as JSON. Packing and parsing it costs a few microseconds per
+#: run where the JSON head cost ~12 on both sides (issue 20's per-program overhead).
+RUN_TAG = 0
+RUN_REASONS = (None, "cpu", "wall", "overload", "output", "obs", "memory", "killed")
+RUN_FLAGS = ("setup_failed", "clean", "recycle", "exec_failed", "last")
+RUN_STRUCT = struct.Struct("<BiBdddBI4dII")
+_REASON_CODE = {r: i for i, r in enumerate(RUN_REASONS)}
+
+
+def run_frame(head: dict) -> bytes:
+    """One run's head as a response frame (length prefix included): binary where it can, else JSON.
+
+        >>> from rewardlang.sandbox.pool import unpack_run
+        >>> h = {"exit": 1, "reason": "cpu", "cpu": 0.5, "wall": 0.75, "idle": 0.0, "setup_failed": False,
+        ...      "clean": True, "recycle": False, "oom": 0, "exec_failed": False, "spawn": "clone",
+        ...      "t": [0.001, 0.5, 0.0, 0.25], "res_len": 3, "out_len": 0, "last": True}
+        >>> f = run_frame(h)
+        >>> f[4] == RUN_TAG, unpack_run(f[4:]) == {"run": h}
+        (True, True)
+    """
+    code = _REASON_CODE.get(head["reason"], -1)
+    if code < 0 or "judge" in head or "judge_len" in head or len(head) != 15 or head["spawn"] not in ("clone",
+                                                                                                         "fork"):
+        return pack_frame(dumps({"run": head}).encode())
+    flags = (head["setup_failed"] and 1) | (head["clean"] and 2) | (head["recycle"] and 4) \
+        | (head["exec_failed"] and 8) | (head["last"] and 16) | (32 if head["spawn"] == "clone" else 0)
+    t = head["t"]
+    try:
+        return _pack_len(RUN_STRUCT.size) + RUN_STRUCT.pack(
+            RUN_TAG, head["exit"], code, head["cpu"], head["wall"], head["idle"], flags, head["oom"], t[0], t[1],
+            t[2], t[3], head["res_len"], head["out_len"])
+    except struct.error:    # a value out of the frame's range: the JSON head carries it
+        return pack_frame(dumps({"run": head}).encode())
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -794,10 +833,47 @@ PROCESS_OBS_CAP = 1 << 16
 #: rl_spawn_version() of the spawn.c this file calls. The trusted side names the library by a digest of the
 #: spawn.c it carries (spawnlib.py), so a library from another source is never even found; this is a second
 #: check of the interface
-SPAWN_VERSION = 2
+SPAWN_VERSION = 4
 
 
 _WAIT_SHORT: dict[str, ctypes._CFuncPtr] = {}
+_STEP: dict[str, ctypes._CFuncPtr] = {}
+_PROGRAM: dict[str, ctypes._CFuncPtr] = {}
+
+
+#: rl_step's result array (14 long longs, see spawn.c)
+_STEP_R = struct.Struct("=14q")
+#: rl_program's: a head of 8, then 16 per step (rl_step's 14, its return value, the OOM counter after it)
+_PROG_STEPS = 4
+_PROG_R = struct.Struct(f"={8 + 16 * _PROG_STEPS}q")
+
+
+class _Root(ctypes.Structure):
+    """``struct rl_root``: a writable root as the slot made it (see Worker._root_untouched)."""
+
+    _fields_ = [("path", ctypes.c_char_p)] + [(n, ctypes.c_longlong) for n in
+                                              ("mode", "uid", "gid", "nlink", "size", "atime_ns", "mtime_ns")]
+
+
+class _Prog(ctypes.Structure):
+    """``struct rl_prog``: what ``rl_program`` needs of one argv program (see Worker._program_c)."""
+
+    _fields_ = [("rundir", ctypes.c_char_p), ("srcpath", ctypes.c_char_p), ("src", ctypes.c_void_p),
+                ("src_len", ctypes.c_long), ("n_steps", ctypes.c_int), ("cfg", ctypes.c_void_p * _PROG_STEPS),
+                ("out_room", ctypes.c_long * _PROG_STEPS), ("res_room", ctypes.c_long * _PROG_STEPS),
+                ("out_buf", ctypes.c_void_p), ("res_buf", ctypes.c_void_p), ("devnull", ctypes.c_int),
+                ("cg_fd", ctypes.c_int), ("oom_fd", ctypes.c_int), ("timeout_ms", ctypes.c_int),
+                ("oom_before", ctypes.c_longlong), ("n_roots", ctypes.c_int), ("roots", _Root * 4)]
+
+
+class _StepCfg(ctypes.Structure):
+    """``struct rl_step_cfg`` of spawn.c: what ``rl_step`` needs of a step that does not change between
+    programs (built once per distinct step, see Worker._step_cfg)."""
+
+    _fields_ = [("exe", ctypes.c_char_p), ("argv", ctypes.c_void_p), ("envp", ctypes.c_void_p),
+                ("stdin_path", ctypes.c_char_p), ("rundir", ctypes.c_char_p), ("rl", ctypes.c_void_p),
+                ("n_rl", ctypes.c_int), ("stderr_out", ctypes.c_int), ("filter", ctypes.c_void_p),
+                ("filter_len", ctypes.c_int), ("sites", ctypes.c_void_p), ("n_sites", ctypes.c_int)]
 
 
 def _spawner(path: str | None) -> ctypes._CFuncPtr | None:
@@ -818,6 +894,19 @@ def _spawner(path: str | None) -> ctypes._CFuncPtr | None:
                   ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
     w.restype = ctypes.c_int
     _WAIT_SHORT[path] = w
+    # a whole short step in one call (rl_step: pipes, spawn, short wait, reads, children's CPU, whether any
+    # process is left), same library (see Worker._step)
+    st = lib.rl_step
+    st.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_long,
+                   ctypes.c_void_p, ctypes.c_long, ctypes.c_void_p]
+    st.restype = ctypes.c_int
+    _STEP[path] = st
+    # a whole argv program's common case in one call (rl_program: its directory and source, the steps while
+    # they go well, the clean-up), same library (see Worker._program_c)
+    pr = lib.rl_program
+    pr.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    pr.restype = ctypes.c_int
+    _PROGRAM[path] = pr
     p, i = ctypes.c_char_p, ctypes.c_int
     fn.argtypes = [p, ctypes.POINTER(p), ctypes.POINTER(p), p, i, i, i, i, i, p, ctypes.POINTER(ctypes.c_longlong),
                    i, p, i, ctypes.POINTER(i), i]
@@ -1365,10 +1454,16 @@ def _step_env(step: dict, rundir: str) -> dict[str, str]:
     return {str(k): str(v).replace("{run}", rundir) for k, v in step.get("env", {}).items()}
 
 
-def _limit_plan(lim: dict) -> list[tuple[int, int]]:
+def _vm_size() -> int:
+    """The worker's address space now, bytes (``/proc/self/statm``)."""
+    return int(os.pread(_statm_fd(), 64, 0).split()[0]) * _PAGE
+
+
+def _limit_plan(lim: dict, vm: int | None = None) -> list[tuple[int, int]]:
     """The rlimits of the next program, computed in the worker before fork (the child's address space is
-    the worker's at that moment, so "current size + budget" is known here)."""
-    vm = int(os.pread(_statm_fd(), 64, 0).split()[0]) * _PAGE
+    the worker's at that moment, so "current size + budget" is known here; ``vm``: that size, when read)."""
+    if vm is None:
+        vm = _vm_size()
     plan = [
         (resource.RLIMIT_CPU, int(lim["cpu"]) + 1),
         (resource.RLIMIT_AS, vm + int(lim["mem"])),
@@ -1585,7 +1680,16 @@ class Worker:
             self.spawn_sites = (ctypes.c_int * max(1, len(sites)))(*sites)
             self.n_sites = len(sites) // 2
             self._spawn_args: dict[tuple, tuple] = {}
+        # a whole short argv step in one call (rl_step, same library): its step configurations, result array
+        self.step_fn = _STEP.get(cfg.get("spawn_lib") or "") if self.spawner is not None else None
+        self._step_cfgs: dict[tuple, tuple] = {}
+        self._step_r = (ctypes.c_longlong * 14)()
+        self._step_r_addr = ctypes.addressof(self._step_r)
+        self._step_r_view = memoryview(self._step_r).cast("B")   # read back in one unpack (see _step)
+        self.cg_fd = -1 if self.cg_procs is None else int(self.cg_procs)
+        self.prog_fn = _PROGRAM.get(cfg.get("spawn_lib") or "") if self.spawner is not None else None
         self._codes: dict = {}
+        self._headers: dict[bytes, dict] = {}   # argv request headers as parsed (see serve)
         self.me = os.getpid()
         self.runs = 0
         # The roots of the writable places as the slot made them: a program owns them (same uid) and could
@@ -1594,6 +1698,31 @@ class Worker:
         self.fresh = {d: os.stat(d, follow_symlinks=False) for d in self.wipe}
         # Roots whose emptiness one stat can prove (see _root_untouched): a tmpfs, empty now.
         self.countable = {d for d in self.wipe if _on_tmpfs(d) and not os.listdir(d)}
+        self._root_paths = {d: d.encode() for d in self.wipe}
+        self._llistxattr = _lib()["llistxattr"]   # its own function object: argtypes of its own
+        self._llistxattr.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
+        self._llistxattr.restype = ctypes.c_ssize_t
+        # rl_program's structure, its fixed fields set once (see _program_c); only where every root can be
+        # proven untouched with one stat (the tmpfs roots a slot makes)
+        self.rundir = os.path.join(self.tmp, "run")
+        self._prog = None
+        if self.prog_fn is not None and self.countable == set(self.wipe) and 0 < len(self.wipe) <= 4:
+            pg = self._prog = _Prog()
+            self._prog_bufs = [self.rundir.encode()]
+            pg.rundir = self._prog_bufs[0]
+            pg.devnull, pg.cg_fd, pg.timeout_ms = self.devnull, self.cg_fd, 20
+            pg.oom_fd = -1 if self.cg_oom is None else int(self.cg_oom)
+            pg.n_roots = len(self.wipe)
+            for j, d in enumerate(self.wipe):
+                f = self.fresh[d]
+                pg.roots[j] = _Root(self._root_paths[d], f.st_mode, f.st_uid, f.st_gid, f.st_nlink, f.st_size,
+                                    f.st_atime_ns, f.st_mtime_ns)
+            self._prog_ref = ctypes.addressof(pg)
+            self._prog_r = (ctypes.c_longlong * (8 + 16 * _PROG_STEPS))()
+            self._prog_r_addr = ctypes.addressof(self._prog_r)
+            self._prog_r_view = memoryview(self._prog_r).cast("B")
+            self._srcpaths: dict[str, bytes] = {}
+            self._prog_for: tuple = ()      # (steps, file name, worker size) the structure was last set for
         # What a program sends (stdout, result channel) and its judge process's records: relayed from these
         # buffers and emptied after every run, never kept in objects a later fork would inherit.
         self.out_buf = _Wiped(1 << 20)
@@ -1740,7 +1869,7 @@ class Worker:
         if (st.st_mode, st.st_uid, st.st_gid, st.st_nlink, st.st_size) != \
                 (f.st_mode, f.st_uid, f.st_gid, f.st_nlink, f.st_size):
             return False
-        if _lib().llistxattr(d.encode(), None, 0) != 0:
+        if self._llistxattr(self._root_paths[d], None, 0) != 0:
             return False
         if (st.st_atime_ns, st.st_mtime_ns) != (f.st_atime_ns, f.st_mtime_ns):
             try:
@@ -1873,13 +2002,15 @@ class Worker:
 
     # -- one execution --------------------------------------------------------------------------------------
     def run_once(self, req: dict, stdin_data: str | None, step: dict | None = None, first: bool = True,
-                 keep: bool = False) -> dict:
+                 keep: bool = False, adopt: tuple | None = None) -> dict:
         """Run the program once; its stdout, result channel and judge records are left in the worker's
         buffers (``out_len``, ``res_len``, ``judge_len`` of the returned head) for :meth:`_relay`.
 
         ``step``: one step of an argv program (its own argv, environment and limits); ``first`` makes the run
         directory (and writes the program's source file there), ``keep`` leaves the run directory for the
-        next step (every process of this step is still killed; the clean-up runs after the last step)."""
+        next step (every process of this step is still killed; the clean-up runs after the last step);
+        ``adopt``: a step ``rl_step`` or ``rl_program`` started that still runs at the first tick (see
+        :meth:`_step`), taken over by the loop below."""
         t_start = time.monotonic()
         lim = step["limits"] if step is not None else req["limits"]
         self.runs += 1
@@ -1894,33 +2025,46 @@ class Worker:
             fd = os.open(stdin_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
             with open(fd, "w", encoding="utf-8", errors="surrogatepass") as fh:
                 fh.write(stdin_data)
-        out_r, out_w = os.pipe2(os.O_CLOEXEC)
-        res_r, res_w = os.pipe2(os.O_CLOEXEC)
-        ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
-        t0 = time.monotonic()
-        c0 = self._children_cpu()
-        limits = _limit_plan(lim)
-        # the counter as the previous program left it: between two programs no process is in the program
-        # group (the worker and the judge process's parent never are), so it cannot have moved
-        oom0 = self.oom_seen
-        judge = self._start_judge(req, limits) if req.get("mode") == "call" and req.get("judged") else None
-        if judge is not None and lim.get("nproc"):
-            limits = _limit_plan(dict(lim, nproc=int(lim["nproc"]) + 1))  # the judge process is one of the uid's
-        pid = None
-        if step is not None and self.spawner is not None and judge is None:
-            pid = self._spawn(step, limits, stdin_path, out_w, res_w, ready_w, rundir)
-        spawned = pid is not None
-        if pid is None:
-            pid = os.fork()
-            if pid == 0:
-                _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir, step)
-                os._exit(SETUP_FAILED)
-        os.close(out_w)
-        os.close(res_w)
-        os.close(ready_w)
-        if judge is not None:
-            for fd in req.pop("_calls"):
-                os.close(fd)
+        if adopt is None and step is not None and self.step_fn is not None and stdin_data is None \
+                and req["mode"] == "argv":
+            # the common argv step, a short one, in one C call (rl_step; see _step)
+            adopt = self._step(req, step, lim, rundir, keep, t_start)
+            if isinstance(adopt, dict):
+                return adopt
+        if adopt is not None:
+            # the step outlived rl_step's first tick (or its wait could not be made): the loop below takes
+            # it over, running, with rl_step's pipes and starting figures
+            pid, out_r, res_r, ready_r, t0, c0, oom0 = adopt
+            judge = None
+            spawned = True
+        else:
+            out_r, out_w = os.pipe2(os.O_CLOEXEC)
+            res_r, res_w = os.pipe2(os.O_CLOEXEC)
+            ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
+            t0 = time.monotonic()
+            c0 = self._children_cpu()
+            limits = _limit_plan(lim)
+            # the counter as the previous program left it: between two programs no process is in the program
+            # group (the worker and the judge process's parent never are), so it cannot have moved
+            oom0 = self.oom_seen
+            judge = self._start_judge(req, limits) if req.get("mode") == "call" and req.get("judged") else None
+            if judge is not None and lim.get("nproc"):
+                limits = _limit_plan(dict(lim, nproc=int(lim["nproc"]) + 1))  # the judge process is one of the uid's
+            pid = None
+            if step is not None and self.spawner is not None and judge is None:
+                pid = self._spawn(step, limits, stdin_path, out_w, res_w, ready_w, rundir)
+            spawned = pid is not None
+            if pid is None:
+                pid = os.fork()
+                if pid == 0:
+                    _child(self, req, limits, stdin_path, out_w, res_w, ready_w, rundir, step)
+                    os._exit(SETUP_FAILED)
+            os.close(out_w)
+            os.close(res_w)
+            os.close(ready_w)
+            if judge is not None:
+                for fd in req.pop("_calls"):
+                    os.close(fd)
         cap_out, cap_res = int(lim["out"]), int(lim["obs"])
         if req["mode"] not in ("call", "argv"):
             # a whole-program run's channel carries three short records at most (compile error, exit, done):
@@ -1938,7 +2082,7 @@ class Worker:
         got: bytes | None = None   # the set-up channel's bytes, once the short-step path has read them
         pidfd = -1
         cpu = idle_wall = 0.0
-        if spawned and judge is None and self.wait_short is not None:
+        if adopt is None and spawned and judge is None and self.wait_short is not None:
             # The short-step path (rl_wait_short in spawn.c): wait up to the first tick for the step's exit;
             # if it came, the step is reaped and its pipes and set-up channel read there (up to each cap + 1,
             # as below), and none of the loop below runs. Else nothing was reaped or read: the loop below
@@ -2074,13 +2218,26 @@ class Worker:
         for fd in (out_r, res_r, pidfd, ready_r):
             if fd >= 0:
                 os.close(fd)
+        return self._conclude(req, step, keep, rundir, status, reason, cpu, cpu_limit, wall, idle_wall, clean, ready,
+                              exec_failed, oom0, spawned, judge,
+                              (t0 - t_start, t_end - t0, t_kill - t_end, t_kill),
+                              min(into[out_r][1], cap_out), min(into[res_r][1], cap_res))
+
+    def _conclude(self, req: dict, step: dict | None, keep: bool, rundir: str, status: int, reason: str | None,
+                  cpu: float, cpu_limit: float, wall: float, idle_wall: float, clean: bool, ready: bool,
+                  exec_failed: bool, oom0: int, spawned: bool, judge: dict | None, t: tuple, out_len: int,
+                  res_len: int, oom_now: int = -1, cleaned: int = 0) -> dict:
+        """The end of a run, every process of it gone: the clean-up, the OOM counter, the reasons that depend
+        on them, and the head (see :meth:`run_once`; ``t``: the phases' durations and when the kill ended).
+        ``oom_now`` (>= 0): the OOM counter read after the run by ``rl_program``; ``cleaned``: the clean-up
+        it did (bit 1: the source and run directory removed, bit 2: every root proven untouched)."""
         # Clean-up only when every process is gone (nothing can then move files under us); what cannot be
         # finished leaves the verdict as it is and replaces the slot.
         if keep:
             wiped = clean      # the next step runs in the same directory; nothing of this step runs on
         else:
             budget = _Budget(WIPE_BUDGET)
-            if clean:
+            if clean and not cleaned & 1:
                 # An argv program's files are there (its source, what it compiled): emptied first (the same
                 # safe walk, which enters no symlink), so that the roots are then proven untouched with a
                 # stat (_root_untouched) instead of a walk of /tmp; anything else is left to _wipe. An
@@ -2099,13 +2256,16 @@ class Worker:
                             os.rmdir(rundir)
                         except OSError:
                             pass
-            wiped = clean and self._wipe(budget)
+            if cleaned & 2:     # the roots proven untouched by rl_program: what _wipe would do past them
+                wiped = clean and (not (self.ipc_clean and self.program_filter is None) or _remove_ipc())
+            else:
+                wiped = clean and self._wipe(budget)
         if reason == "wall" and cpu >= cpu_limit:
             reason = "cpu"
         # Read after every process of the program is gone (the counter moves when the kill is decided):
         # a kill by the memory cgroup means the program went over its budget, whichever of its processes
         # the kernel chose; only a CPU timeout (more severe) keeps its class.
-        self.oom_seen = self._oom_kills()
+        self.oom_seen = oom_now if oom_now >= 0 else self._oom_kills()
         oom = self.oom_seen - oom0
         if oom > 0 and reason != "cpu":
             reason = "memory"
@@ -2128,12 +2288,11 @@ class Worker:
             "oom": oom,
             "exec_failed": exec_failed,
             "spawn": "clone" if spawned else "fork",
-            "t": [round(t0 - t_start, 5), round(t_end - t0, 5), round(t_kill - t_end, 5),
-                  round(time.monotonic() - t_kill, 5)],
+            "t": [round(t[0], 5), round(t[1], 5), round(t[2], 5), round(time.monotonic() - t[3], 5)],
         }
         # what to relay: the bytes within the cap (past it the class is decided, the rest is not needed)
-        head["res_len"] = min(into[res_r][1], cap_res)
-        head["out_len"] = min(into[out_r][1], cap_out)
+        head["res_len"] = res_len
+        head["out_len"] = out_len
         if judge is not None:
             head["judge"] = judge["info"]
             head["judge_len"] = min(judge["n"], JUDGE_OUT_CAP)
@@ -2141,6 +2300,101 @@ class Worker:
             if self.judge_buf.view[:len(_JUDGE_READY)] != _JUDGE_READY:
                 head["setup_failed"] = True     # the judge process could not be set up: masked, slot replaced
         return head
+
+    def _step(self, req: dict, step: dict, lim: dict, rundir: str, keep: bool, t_start: float) -> dict | tuple | None:
+        """One argv step through ``rl_step`` (spawn.c): the pipes, the spawn, the wait up to the first tick, the
+        reads, the children's CPU and the check that no process is left, in one C call; the verdict's
+        reasons, the kill of what is left, the clean-up and the head as :meth:`run_once` has them. Returns
+        the head when the step was reaped; ``(pid, out_r, res_r, ready_r, t0, c0, oom0)`` when it still runs
+        at the first tick (``run_once``'s loop takes it over); None when no child could be made that way
+        (``run_once`` starts it as before). A step that ends within the first tick, the usual syntax check
+        or small program, costs this process one call and the lines below, not a pass of ``run_once``."""
+        cfg = self._step_cfg(step, lim, rundir)
+        cap_out, cap_res = int(lim["out"]), int(lim["obs"])
+        self.out_buf.ensure(cap_out + 1)
+        self.res_buf.ensure(cap_res + 1)
+        # the counter as the previous program left it (see run_once)
+        oom0 = self.oom_seen
+        k = self.step_fn(cfg, self.devnull, self.cg_fd, 20, self.out_buf.addr, cap_out + 1, self.res_buf.addr,
+                         cap_res + 1, self._step_r_addr)
+        if k < 0:
+            return None
+        r = _STEP_R.unpack(self._step_r_view)
+        pid, t0, c0 = r[0], r[4] / 1e9, r[5] / 1e6
+        if k == 0:
+            return pid, r[1], r[2], r[3], t0, c0, oom0
+        return self._after_step(req, step, lim, rundir, keep, t_start, r, oom0)
+
+    def _after_step(self, req: dict, step: dict, lim: dict, rundir: str, keep: bool, t_start: float, r: tuple,
+                    oom0: int, oom_now: int = -1, cleaned: int = 0) -> dict:
+        """The head of an argv step ``rl_step`` reaped (``r``: its 14 results): the caps, the kill of what is
+        left, the CPU reason, then :meth:`_conclude` (``oom_now``, ``cleaned``: what ``rl_program`` already
+        read and did, see :meth:`_program_c`)."""
+        pid, t0, c0 = r[0], r[4] / 1e9, r[5] / 1e6
+        cap_out, cap_res = int(lim["out"]), int(lim["obs"])
+        status, n_out, n_res = r[6], r[7], r[8]
+        # one byte more than the cap was read at most: past it, the class (stdout first, as in run_once)
+        reason = "output" if n_out > cap_out else "obs" if n_res > cap_res else None
+        self.out_buf.used = max(self.out_buf.used, n_out)
+        self.res_buf.used = max(self.res_buf.used, n_res)
+        got = bytes((r[10] & 0xFF, r[10] >> 8))[:r[9]]
+        wall = (r[11] - r[4]) / 1e9
+        cpu = (r[12] - r[5]) / 1e6
+        t_end = time.monotonic()
+        clean = bool(r[13])
+        if not clean:
+            # a process of the step is left (or a zombie was just reaped): killed and reaped as run_once does;
+            # the OOM counter is read again once they are gone
+            clean = self._kill_everything(pid)
+            cpu = max(cpu, self._children_cpu() - c0)
+            oom_now, cleaned = -1, 0
+        t_kill = time.monotonic()
+        cpu_limit = float(lim["cpu"])
+        if reason is None and os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGKILL, signal.SIGXCPU) \
+                and cpu >= cpu_limit:
+            reason = "cpu"  # the kernel's RLIMIT_CPU backstop ended it
+        return self._conclude(req, step, keep, rundir, status, reason, cpu, cpu_limit, wall, 0.0, clean,
+                              got[:1] == b"R", got == b"RE", oom0, True, None,
+                              (t0 - t_start, t_end - t0, t_kill - t_end, t_kill), min(n_out, cap_out),
+                              min(n_res, cap_res), oom_now, cleaned)
+
+    def _step_cfg(self, step: dict, lim: dict, rundir: str, vm: int | None = None) -> int:
+        """The address of the ``struct rl_step_cfg`` of a step, built once per distinct (argv, environment,
+        rlimits, run directory, stderr) and kept with the arrays it points to (see :meth:`_spawn`).
+
+        A step of a cached request header (see :meth:`serve`) is the same object from one program to the
+        next: its configuration is kept on it (``"_cfg"``, with the worker's size it was built for, the one
+        input of the rlimits that can change), so the common step costs one ``pread`` and a compare here."""
+        if vm is None:
+            vm = _vm_size()
+        mine = step.get("_cfg")
+        if mine is not None and mine[0] == vm and mine[1] == rundir:
+            return mine[2]
+        limits = _limit_plan(lim, vm)
+        key = (tuple(step["argv"]), tuple(step.get("env", {}).items()), tuple(limits), rundir,
+               bool(step.get("stderr")))
+        got = self._step_cfgs.get(key)
+        if got is None:
+            exe, c_argv, c_env, rl, n_rl = self._spawn_arrays(step, limits, rundir)
+            filt = self.spawn_filter
+            fbuf = ctypes.create_string_buffer(filt, len(filt)) if filt is not None else None
+            stdin_b = ctypes.create_string_buffer(b"/dev/null")
+            run_b = ctypes.create_string_buffer(rundir.encode())
+            exe_b = ctypes.create_string_buffer(exe)
+            cfg = _StepCfg(ctypes.cast(exe_b, ctypes.c_char_p), ctypes.cast(c_argv, ctypes.c_void_p),
+                           ctypes.cast(c_env, ctypes.c_void_p), ctypes.cast(stdin_b, ctypes.c_char_p),
+                           ctypes.cast(run_b, ctypes.c_char_p), ctypes.cast(rl, ctypes.c_void_p), n_rl,
+                           int(bool(step.get("stderr"))),
+                           ctypes.cast(fbuf, ctypes.c_void_p) if fbuf is not None else None,
+                           len(filt) if filt is not None else 0, ctypes.cast(self.spawn_sites, ctypes.c_void_p),
+                           self.n_sites)
+            # the structure and every buffer it points to live as long as the entry
+            got = (ctypes.addressof(cfg), cfg, exe_b, c_argv, c_env, rl, fbuf, stdin_b, run_b)
+            if len(self._step_cfgs) >= 64:
+                self._step_cfgs.clear()
+            self._step_cfgs[key] = got
+        step["_cfg"] = (vm, rundir, got[0], got)   # the entry's buffers live as long as the step, too
+        return got[0]
 
     def _spawn(self, step: dict, limits: list[tuple[int, int]], stdin_path: str, out_w: int, res_w: int,
                ready_w: int, rundir: str) -> int | None:
@@ -2154,14 +2408,7 @@ class Worker:
         key = (tuple(argv), tuple(step.get("env", {}).items()), tuple(limits), rundir)
         args = self._spawn_args.get(key)
         if args is None:
-            env = _step_env(step, rundir)
-            def strings(xs: list[str]) -> ctypes.Array:
-                return (ctypes.c_char_p * (len(xs) + 1))(*[x.encode("utf-8", "surrogateescape") for x in xs], None)
-
-            argv_s = [str(x) for x in argv]
-            rl = (ctypes.c_longlong * (2 * len(limits)))(*[x for pair in limits for x in pair])
-            args = (argv_s[0].encode("utf-8", "surrogateescape"), strings(argv_s),
-                    strings([f"{k}={v}" for k, v in env.items()]), rl, len(limits))
+            args = self._spawn_arrays(step, limits, rundir)
             if len(self._spawn_args) >= 64:
                 self._spawn_args.clear()
             self._spawn_args[key] = args
@@ -2171,6 +2418,20 @@ class Worker:
                            ready_w, -1 if self.cg_procs is None else int(self.cg_procs), rundir.encode(), rl,
                            n_rl, filt, len(filt) if filt is not None else 0, self.spawn_sites, self.n_sites)
         return pid if pid > 0 else None
+
+    @staticmethod
+    def _spawn_arrays(step: dict, limits: list[tuple[int, int]], rundir: str) -> tuple:
+        """A step's executable, argv, environment (``{run}`` replaced) and rlimits as the C arrays rl_spawn
+        takes: ``(exe, argv, envp, rlimits, number of rlimits)``."""
+        env = _step_env(step, rundir)
+
+        def strings(xs: list[str]) -> ctypes.Array:
+            return (ctypes.c_char_p * (len(xs) + 1))(*[x.encode("utf-8", "surrogateescape") for x in xs], None)
+
+        argv_s = [str(x) for x in step["argv"]]
+        rl = (ctypes.c_longlong * (2 * len(limits)))(*[x for pair in limits for x in pair])
+        return (argv_s[0].encode("utf-8", "surrogateescape"), strings(argv_s),
+                strings([f"{k}={v}" for k, v in env.items()]), rl, len(limits))
 
     def _compiled(self, src: str, mode: str) -> object:
         """Trusted test code (probes, set-up) compiled here once and cached: a GRPO group
@@ -2242,10 +2503,24 @@ class Worker:
         # buffers: no byte of a program's output is ever copied into this process's heap (which later forks
         # inherit; issue 19, nothing carried between programs)
         held: list[bytes] = []
+        # the common case in one C call where it can (rl_program: the directory, the source, the steps while
+        # they go well, the clean-up); the loop below goes on from wherever it stopped
+        got = self._program_c(req, steps) if self._prog is not None else None
+        recs, cleaned = got if got is not None else ((), 0)
         for i, step in enumerate(steps):
             last = i == len(steps) - 1
             try:
-                head = self.run_once(req, None, step, first=(i == 0), keep=not last)
+                if i < len(recs):
+                    k, r, oom_now = recs[i]
+                    if k == 1:
+                        self.runs += 1
+                        head = self._after_step(req, step, step["limits"], self.rundir, not last, r[4] / 1e9, r,
+                                                self.oom_seen, oom_now, cleaned if last else 0)
+                    else:   # still running at the first tick: run_once's loop takes it over
+                        head = self.run_once(req, None, step, first=False, keep=not last,
+                                             adopt=(r[0], r[1], r[2], r[3], r[4] / 1e9, r[5] / 1e6, self.oom_seen))
+                else:
+                    head = self.run_once(req, None, step, first=(i == 0 and got is None), keep=not last)
                 ok = (head["reason"] is None and head["exit"] == 0 and not head["setup_failed"]
                       and not head["exec_failed"] and not head["recycle"])
                 if not last and not ok:
@@ -2254,7 +2529,7 @@ class Worker:
                     last = True
                 head["last"] = last
                 if not last and not (head["res_len"] or head["out_len"] or head.get("judge_len")):
-                    held.append(pack_frame(dumps({"run": head}).encode()))
+                    held.append(run_frame(head))
                 else:
                     self._relay(head, held)
                     held = []
@@ -2266,6 +2541,56 @@ class Worker:
                 if head["setup_failed"] or head["recycle"]:
                     raise _Recycle
                 return
+
+    def _program_c(self, req: dict, steps: list) -> tuple[list, int] | None:
+        """An argv program through ``rl_program`` (spawn.c): the run directory and the source, then its steps
+        through ``rl_step`` while each goes well and leaves nothing to relay or kill, then the clean-up of
+        the common case (the source and directory removed, the roots proven untouched). Returns the records
+        of the steps it started, ``(rl_step's return value, its 14 results, the OOM counter after it)``, and
+        the clean-up bits; :meth:`run_steps` makes each record a head as :meth:`_step` would and goes on from
+        there. None when the program does not fit (a bad file name, more steps than the structure holds):
+        the usual path then raises or runs it. Raises ``OSError`` when the directory or the source cannot be
+        made, as ``run_once`` does. Per Bash program this replaces two passes of ``run_once``'s Python and
+        the clean-up's, where most of the worker's own CPU went (issue 20)."""
+        name = req["file"]
+        if not isinstance(name, str) or "/" in name or name in ("", ".", "..") or not 0 < len(steps) <= _PROG_STEPS:
+            return None
+        pg = self._prog
+        mm, n = req["_src"]
+        c = ctypes.c_char.from_buffer(mm)      # the mapping's address; the view is dropped at once (see _Wiped)
+        pg.src = ctypes.addressof(c)
+        del c
+        pg.src_len = n
+        pg.oom_before = self.oom_seen
+        # The rest depends on the steps (the same objects from one program to the next: a cached header, see
+        # serve), the file name and the worker's size (the rlimits' one input that can change): set again
+        # only when one of them is not what the previous program had (the steps are kept, so their id is not
+        # reused meanwhile).
+        vm = _vm_size()
+        pf = self._prog_for
+        if not pf or pf[0] is not steps or pf[1] != name or pf[2] != vm:
+            src = self._srcpaths.get(name)
+            if src is None:
+                if len(self._srcpaths) >= 64:
+                    self._srcpaths.clear()
+                src = self._srcpaths[name] = os.path.join(self.rundir, name).encode("utf-8", "surrogateescape")
+            pg.srcpath = src
+            pg.n_steps = len(steps)
+            for i, step in enumerate(steps):
+                lim = step["limits"]
+                pg.cfg[i] = self._step_cfg(step, lim, self.rundir, vm)
+                cap_out, cap_res = int(lim["out"]), int(lim["obs"])
+                self.out_buf.ensure(cap_out + 1)
+                self.res_buf.ensure(cap_res + 1)
+                pg.out_room[i], pg.res_room[i] = cap_out + 1, cap_res + 1
+            self._prog_for = (steps, name, vm)
+        # (the buffers only grow, so they stay large enough; another request may have mapped them anew)
+        pg.out_buf, pg.res_buf = self.out_buf.addr, self.res_buf.addr
+        self.prog_fn(self._prog_ref, self._prog_r_addr)
+        r = _PROG_R.unpack(self._prog_r_view)
+        if r[2] < 0:
+            raise OSError(-r[2], "cannot make the run directory" if r[3] == 1 else "cannot write the program's source")
+        return [(r[22 + 16 * i], r[8 + 16 * i:22 + 16 * i], r[23 + 16 * i]) for i in range(r[0])], r[1]
 
     def _write_source(self, req: dict, rundir: str) -> None:
         """Write the program's text into its run directory, straight from the mapping it was read into (no
@@ -2288,7 +2613,7 @@ class Worker:
     def _relay(self, head: dict, before: list[bytes] | None = None) -> None:
         """Write one run's frame and its bytes from the buffers in one ``writev`` (no joined copy), after
         ``before`` (frames of earlier runs that had no bytes, held back: see :meth:`run_steps`)."""
-        parts: list = [*(before or ()), pack_frame(dumps({"run": head}).encode())]
+        parts: list = [*(before or ()), run_frame(head)]
         for buf, n in ((self.res_buf, head["res_len"]), (self.out_buf, head["out_len"]),
                        (self.judge_buf, head.get("judge_len", 0))):
             if n:
@@ -2317,7 +2642,23 @@ class Worker:
             src = None
             try:
                 n = struct.unpack("<I", _read_exact(self.rfd, 4))[0]
-                req = loads(_read_exact(self.rfd, n))
+                raw = _read_exact(self.rfd, n)
+                # A batch sends the same header with every program of a language (steps, environment,
+                # limits: no program text, which is its own frame): an argv header is parsed once and kept,
+                # each request a shallow copy of it (its steps are only read, but for the step configuration
+                # _step_cfg keeps on them). Other modes are parsed every time (the judged ones' probes are
+                # written to).
+                cached = self._headers.get(raw)
+                if cached is not None:
+                    req = dict(cached)
+                else:
+                    req = loads(raw)
+                    if isinstance(req, dict) and req.get("mode") == "argv" and req.get("op", "run") == "run":
+                        if len(self._headers) >= 64:
+                            self._headers.clear()
+                        self._headers[raw] = req
+                        req = dict(req)
+                del raw
                 if req.get("op", "run") == "run":
                     # the program's text: its own frame, read into a mapping of its own (see _read_code)
                     src = req["_src"] = _read_code(self.rfd)

@@ -283,6 +283,10 @@ def _check_tools(profile: Profile) -> None:
 COMPILE_OUTPUT_BYTES = 1 << 20
 
 
+#: LanguagePlan.encoded's headers and hard timeouts, by (profile, limits, nproc base, compile CPU, slack)
+_ENCODED: dict[tuple, tuple[bytes, float]] = {}
+
+
 @dataclass(frozen=True)
 class LanguagePlan:
     """One program in another language: what to send into the sandbox and how to judge what returns."""
@@ -335,16 +339,33 @@ class LanguagePlan:
     def hard_timeout(self, limits: Limits, slack: float) -> float:
         return sum(lim.hard_wall + 5.0 for _, lim in self.steps(limits)) + slack
 
+    def encoded(self, limits: Limits, nproc_base: int, slack: float) -> tuple[bytes, float]:
+        """:meth:`wire` as the JSON bytes sent, and :meth:`hard_timeout`: computed once per distinct (profile,
+        limits, compile CPU) and kept (a batch sends the same header with every program of a language;
+        building it was most of the per-program work of the caller, issue 20). The toolchain is checked at
+        every call, as :meth:`wire` does.
+
+            >>> plan = language_plan("sh", {"format": TESTS_FORMAT, "harness": "# h",
+            ...                              "cases": [{"expected": 1, "type": "int", "tolerance": None}]})
+            >>> head, hard = plan.encoded(Limits(cpu=2), 16, 5.0)
+            >>> json.loads(head) == plan.wire(Limits(cpu=2), 16), hard == plan.hard_timeout(Limits(cpu=2), 5.0)
+            (True, True)
+        """
+        _check_tools(self.profile)
+        key = (self.profile, limits, nproc_base, self.compile_cpu, slack)
+        got = _ENCODED.get(key)
+        if got is None:
+            got = (json.dumps(self.wire(limits, nproc_base)).encode("utf-8", "surrogatepass"),
+                   self.hard_timeout(limits, slack))
+            if len(_ENCODED) >= 256:
+                _ENCODED.clear()
+            _ENCODED[key] = got
+        return got
+
+
     def judge(self, raw: Any, level: str = "") -> Any:
         """The verdict for what the sandbox returned (a ``pool.RawResult``)."""
-        from rewardlang.sandbox.judge import (
-            _OOM_WHY,
-            TestResult,
-            Verdict,
-            _termination,
-            _worst,
-        )
-
+        _OOM_WHY, TestResult, Verdict, _termination, _worst, passed = _judge_names()
         if raw.runs is None:
             return Verdict("infra", infra=raw.infra or "sandbox failure", level=level)
         runs = raw.runs
@@ -365,21 +386,39 @@ class LanguagePlan:
                 return Verdict("infra", infra="the run step did not run", level=level, cpu=cpu, wall=wall)
         values, problems = parse_records(run.res, n)
         results: list[TestResult] = []
-        term = _termination(run)
+        term = None   # how the run ended: needed only for a case without its record
+        floats = self.profile.integral_floats
         for i, case in enumerate(self.tests.cases):
             v = values[i]
             if has_value(v):
-                ok = compare(case.expected, v, case.type, case.tolerance,
-                             integral_floats=self.profile.integral_floats)
-                results.append(TestResult("pass") if ok else TestResult("fail", f"case {i}: got {_short(v)}"))
+                ok = compare(case.expected, v, case.type, case.tolerance, integral_floats=floats)
+                results.append(passed if ok else TestResult("fail", f"case {i}: got {_short(v)}"))
                 continue
             bad = next((p for p in problems if p.startswith(f"case {i}:")), None)
+            if bad is None and term is None:
+                term = _termination(run)
             results.append(TestResult("fail", bad) if bad else TestResult(*term))
         if run.reason == "memory":
             results = [TestResult("memory", _OOM_WHY) if r.status == "pass" else r for r in results]
         outcome = _worst([r.status for r in results])
         out = run.out[:2000].decode("utf-8", "replace")
         return Verdict(outcome, tuple(results), level=level, cpu=cpu, wall=wall, stdout=out)
+
+
+@functools.cache
+def _judge_names() -> tuple:
+    """What :meth:`LanguagePlan.judge` takes from ``judge.py`` (imported on first use: judge.py imports this
+    module's neighbours), resolved once, and the one passing result every passing case shares (a frozen
+    dataclass: one object serves them all)."""
+    from rewardlang.sandbox.judge import (
+        _OOM_WHY,
+        TestResult,
+        Verdict,
+        _termination,
+        _worst,
+    )
+
+    return _OOM_WHY, TestResult, Verdict, _termination, _worst, TestResult("pass")
 
 
 def _compile_why(run: Any) -> str:

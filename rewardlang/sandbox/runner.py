@@ -399,10 +399,9 @@ class Sandbox:
             return Verdict("compile_error", tuple(TestResult("compile_error", "no code") for _ in range(lplan.n)),
                            level=self.level)
         try:
-            wire = lplan.wire(task.limits, NPROC_BASE[self.level])
+            header, hard = lplan.encoded(task.limits, NPROC_BASE[self.level], self.config.hard_timeout_slack)
         except ToolchainMissing as e:
             return Verdict("infra", infra=str(e), level=self.level)
-        header = json.dumps(wire).encode("utf-8", "surrogatepass")
         code = lplan.source(task.code).encode("utf-8", "surrogatepass")
         h = hashlib.sha256(header)
         h.update(b"\0code\0" + code)
@@ -411,7 +410,7 @@ class Sandbox:
                             default=repr).encode("utf-8", "surrogatepass"))
         h.update(f"\0{self.level}\0lang\0".encode())
         key = "rewardlang.sandbox.verdict:" + h.hexdigest()
-        return key, (header, code), lplan.hard_timeout(task.limits, self.config.hard_timeout_slack), lplan
+        return key, (header, code), hard, lplan
 
     def run(self, code: str | None, tests: str | Sequence[str] | None = None, entry_point: str | None = None,
             **kw: Any) -> Verdict:

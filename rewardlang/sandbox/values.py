@@ -27,6 +27,7 @@ equal values; ``optional[T]`` null equals null, otherwise ``T``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any
@@ -68,6 +69,13 @@ def parse_type(text: str) -> tuple:
     """
     if not isinstance(text, str):
         raise TypeExprError(f"a type expression is a string, not {type(text).__name__}")
+    return _parse_text(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> tuple:
+    # memoised: every program of a batch carries its cases' type texts, the same few strings, and a parsed
+    # type is nested tuples, immutable, so one object can serve them all (an error is raised, never cached)
     pos, t = _parse(text, 0, 0)
     pos = _skip(text, pos)
     if pos != len(text):

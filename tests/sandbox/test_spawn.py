@@ -376,3 +376,227 @@ def test_the_short_wait_reaps_a_quick_step_and_leaves_a_slow_one(tmp_path: objec
     assert got["slow"] == {"k": 0, "status": 0, "later": "late"}
     assert got["absent"]["k"] == 1 and got["absent"]["ready"] == "RE"
     assert os.waitstatus_to_exitcode(got["absent"]["status"]) == _worker.SETUP_FAILED
+
+
+STEP_DRIVER = r"""
+import ctypes, json, os, sys
+from rewardlang.sandbox import _worker as w
+lib = sys.argv[1]
+assert w._spawner(lib) is not None
+step = w._STEP[lib]
+PR_SET_CHILD_SUBREAPER = 36
+assert w._lib().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0    # as the worker is: orphans come to us
+low = [os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC) for _ in range(10)]
+devnull = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
+strings = lambda xs: (ctypes.c_char_p * (len(xs) + 1))(*[x.encode() for x in xs], None)
+keep = []
+out = {}
+for name, script, room, stderr in (("quick", "printf hello; printf 'res\\n' >&3; echo err >&2", 3, 1),
+                                   ("quiet_err", "echo err >&2; exit 3", 64, 0),
+                                   ("leaves", "sleep 5 & printf ok", 64, 0),
+                                   ("slow", "sleep 1; printf late", 64, 0),
+                                   ("absent", None, 64, 0)):
+    exe = "/bin/sh" if script is not None else "/nonexistent/toolchain"
+    argv, envp = strings([exe, "-c", script or ""]), strings(["PATH=/usr/bin:/bin"])
+    exe_b, stdin_b, run_b = (ctypes.create_string_buffer(x) for x in (exe.encode(), b"/dev/null", b"/"))
+    rl = (ctypes.c_longlong * 2)(7, 64)     # RLIMIT_NOFILE 64
+    cfg = w._StepCfg(ctypes.cast(exe_b, ctypes.c_char_p), ctypes.cast(argv, ctypes.c_void_p),
+                     ctypes.cast(envp, ctypes.c_void_p), ctypes.cast(stdin_b, ctypes.c_char_p),
+                     ctypes.cast(run_b, ctypes.c_char_p), ctypes.cast(rl, ctypes.c_void_p), 1, stderr, None, 0,
+                     None, 0)
+    keep += [cfg, argv, envp, exe_b, stdin_b, run_b, rl]
+    ob, rb = ctypes.create_string_buffer(64), ctypes.create_string_buffer(64)
+    r = (ctypes.c_longlong * 14)()
+    fds_before = len(os.listdir("/proc/self/fd"))
+    k = step(ctypes.addressof(cfg), devnull, -1, 20, ctypes.addressof(ob), room, ctypes.addressof(rb), 64,
+             ctypes.addressof(r))
+    rec = {"k": k, "pid_ok": r[0] > 0}
+    if k == 1:
+        rec.update(status=r[6], out=ob.raw[:r[7]].decode(), res=rb.raw[:r[8]].decode(),
+                   ready=bytes((r[10] & 0xFF, r[10] >> 8))[:r[9]].decode(), clean=r[13],
+                   wall_ok=r[11] >= r[4], cpu_ok=r[12] >= r[5] >= 0,
+                   fds_left=len(os.listdir("/proc/self/fd")) - fds_before)
+        if not r[13]:
+            os.kill(-r[0], 9)
+            while True:
+                try:
+                    os.waitpid(-1, 0)
+                except ChildProcessError:
+                    break
+    else:
+        _, status = os.waitpid(r[0], 0)     # not reaped by rl_step: still ours to reap, its pipes open
+        rec.update(status=status, later=os.read(r[1], 64).decode())
+        for fd in (r[1], r[2], r[3]):
+            os.close(fd)
+    out[name] = rec
+print(json.dumps(out))
+"""
+
+
+def test_rl_step_runs_a_short_step_whole_and_hands_a_long_one_over(tmp_path: object) -> None:
+    """rl_step: a step that ends within the first tick is spawned, reaped and read in one call (stdout up to
+    the room given, the result channel, stderr only where the step joins it to stdout, the set-up byte), its
+    descriptors closed, the clock and the children's CPU before and after; a step that leaves a process
+    behind is reported not clean (the worker then kills it); one that outlives the tick is neither reaped nor
+    read, its pipes left open for the worker's loop; a failed exec reports "RE" and the set-up exit status."""
+    lib = _build(tmp_path)
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", ".."))
+    r = subprocess.run([sys.executable, "-c", STEP_DRIVER, lib], capture_output=True, text=True, check=False,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["quick"] == {"k": 1, "pid_ok": True, "status": 0, "out": "hel", "res": "res\n", "ready": "R",
+                            "clean": 1, "wall_ok": True, "cpu_ok": True, "fds_left": 0}
+    q = got["quiet_err"]
+    assert (q["k"], os.waitstatus_to_exitcode(q["status"]), q["out"], q["clean"]) == (1, 3, "", 1)
+    assert got["leaves"]["k"] == 1 and got["leaves"]["clean"] == 0 and got["leaves"]["out"] == "ok"
+    assert got["slow"] == {"k": 0, "pid_ok": True, "status": 0, "later": "late"}
+    a = got["absent"]
+    assert a["k"] == 1 and a["ready"] == "RE" and os.waitstatus_to_exitcode(a["status"]) == _worker.SETUP_FAILED
+
+
+def _head(**kw: object) -> dict:
+    h = {"exit": 0, "reason": None, "cpu": 0.0012, "wall": 0.0031, "idle": 0.0, "setup_failed": False,
+         "clean": True, "recycle": False, "oom": 0, "exec_failed": False, "spawn": "clone",
+         "t": [1e-05, 0.0031, 2e-05, 0.0004], "res_len": 12, "out_len": 0, "last": False}
+    h.update(kw)
+    return h
+
+
+@pytest.mark.parametrize("kw", [{}, {"reason": "cpu", "exit": -9, "last": True}, {"reason": "memory", "oom": 3},
+                                {"reason": "killed", "exit": -9}, {"reason": "output", "out_len": 1 << 20},
+                                {"setup_failed": True, "clean": False, "recycle": True, "exec_failed": True,
+                                 "spawn": "fork", "exit": 121}, {"reason": "obs"}, {"reason": "wall"},
+                                {"reason": "overload", "idle": 3.5}])
+def test_a_run_head_travels_binary_and_comes_back_the_same(kw: dict) -> None:
+    from rewardlang.sandbox.pool import unpack_run
+
+    h = _head(**kw)
+    f = _worker.run_frame(h)
+    assert struct.unpack("<I", f[:4])[0] == len(f) - 4 == _worker.RUN_STRUCT.size
+    assert f[4] == _worker.RUN_TAG
+    assert unpack_run(f[4:]) == {"run": h}
+
+
+@pytest.mark.parametrize("kw", [{"reason": "something new"}, {"exit": 1 << 40}, {"oom": -1},
+                                {"judge": {"exit": 0}, "judge_len": 5}, {"extra": 1}])
+def test_a_head_the_binary_frame_cannot_carry_goes_as_json(kw: dict) -> None:
+    from rewardlang.sandbox.pool import _loads
+
+    h = _head(**kw)
+    f = _worker.run_frame(h)
+    assert f[4:5] == b"{"
+    assert _loads(f[4:]) == {"run": h}
+
+
+def test_a_malformed_binary_head_is_refused() -> None:
+    from rewardlang.sandbox.pool import unpack_run
+
+    good = _worker.run_frame(_head())[4:]
+    for bad in (good[:-1], good + b"\0", good[:5] + bytes([200]) + good[6:]):   # byte 5: the reason
+        with pytest.raises(ValueError):
+            unpack_run(bad)
+
+
+PROGRAM_DRIVER = r"""
+import ctypes, json, os, sys, tempfile
+from rewardlang.sandbox import _worker as w
+lib = sys.argv[1]
+assert w._spawner(lib) is not None
+prog = w._PROGRAM[lib]
+assert w._lib().prctl(36, 1, 0, 0, 0) == 0    # PR_SET_CHILD_SUBREAPER, as the worker is
+low = [os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC) for _ in range(10)]
+devnull = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
+strings = lambda xs: (ctypes.c_char_p * (len(xs) + 1))(*[x.encode() for x in xs], None)
+keep = []
+
+def cfg(argv, rundir):
+    a, e = strings(argv), strings(["PATH=/usr/bin:/bin"])
+    bufs = [ctypes.create_string_buffer(x) for x in (argv[0].encode(), b"/dev/null", rundir.encode())]
+    rl = (ctypes.c_longlong * 2)(7, 64)
+    c = w._StepCfg(ctypes.cast(bufs[0], ctypes.c_char_p), ctypes.cast(a, ctypes.c_void_p),
+                   ctypes.cast(e, ctypes.c_void_p), ctypes.cast(bufs[1], ctypes.c_char_p),
+                   ctypes.cast(bufs[2], ctypes.c_char_p), ctypes.cast(rl, ctypes.c_void_p), 1, 1, None, 0, None, 0)
+    keep.extend([c, a, e, rl, *bufs])
+    return ctypes.addressof(c)
+
+out = {}
+cases = {
+    "both": (["exit 0", "printf '0 1\\n' >&3"], ""),
+    "compile_fails": (["echo bad; exit 1", "printf never >&3"], ""),
+    "compile_talks": (["printf warning", "printf '0 1\\n' >&3"], ""),
+    "leaves": (["exit 0", "sleep 5 & printf '0 1\\n' >&3"], ""),
+    "extra_file": (["exit 0", "echo x > extra"], ""),
+    "root_xattr": (["exit 0", "python3 -c 'import os; os.setxattr(\"..\", \"user.answer\", b\"42\")'"], ""),
+    "exists": (["exit 0", "exit 0"], "premade"),
+}
+for name, (scripts, pre) in cases.items():
+    root = tempfile.mkdtemp(dir="/dev/shm")
+    rundir = os.path.join(root, "run")
+    if pre:
+        os.mkdir(rundir)
+    f = os.stat(root, follow_symlinks=False)
+    pg = w._Prog()
+    bufs = [rundir.encode(), os.path.join(rundir, "main.sh").encode(), root.encode()]
+    src = ctypes.create_string_buffer(b"# the source\n")
+    keep.extend([pg, src, *bufs])
+    pg.rundir, pg.srcpath = bufs[0], bufs[1]
+    pg.src, pg.src_len = ctypes.addressof(src), 13
+    pg.n_steps = len(scripts)
+    for i, sc in enumerate(scripts):
+        pg.cfg[i] = cfg(["/bin/sh", "-c", sc], rundir)
+        pg.out_room[i], pg.res_room[i] = 64, 64
+    ob, rb = ctypes.create_string_buffer(64), ctypes.create_string_buffer(64)
+    pg.out_buf, pg.res_buf = ctypes.addressof(ob), ctypes.addressof(rb)
+    pg.devnull, pg.cg_fd, pg.oom_fd, pg.timeout_ms, pg.oom_before = devnull, -1, -1, 2000, 0
+    pg.n_roots = 1
+    pg.roots[0] = w._Root(bufs[2], f.st_mode, f.st_uid, f.st_gid, f.st_nlink, f.st_size, f.st_atime_ns, f.st_mtime_ns)
+    r = (ctypes.c_longlong * (8 + 16 * w._PROG_STEPS))()
+    k = prog(ctypes.addressof(pg), ctypes.addressof(r))
+    recs = [list(r[8 + 16 * i:24 + 16 * i]) for i in range(r[0])]
+    rec = {"k": k, "n": r[0], "bits": r[1], "err": r[2], "stage": r[3],
+           "exits": [os.waitstatus_to_exitcode(x[6]) for x in recs], "clean": [x[13] for x in recs],
+           "ks": [x[14] for x in recs], "out": [ob.raw[:x[7]].decode() for x in recs],
+           "res": [rb.raw[:x[8]].decode() for x in recs], "dir_left": os.path.isdir(rundir),
+           "times_back": os.stat(root).st_mtime_ns == f.st_mtime_ns}
+    for x in recs:
+        if not x[13]:
+            os.kill(-x[0], 9)
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    out[name] = rec
+print(json.dumps(out))
+"""
+
+
+def test_rl_program_runs_the_common_case_whole_and_stops_where_the_worker_must_go_on(tmp_path: object) -> None:
+    """rl_program: the run directory and the source, then the steps while each went well and left nothing to
+    relay or kill, then the clean-up of an interpreted program's directory and the roots' check (their times
+    put back). It stops, leaving the rest to the worker, after a step that failed (no run after a failed
+    compile), wrote something, or left a process behind; it does not claim a clean-up it could not prove (a
+    file the program left, an extended attribute on a root); a directory that cannot be made is an error."""
+    lib = _build(tmp_path)
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", ".."))
+    r = subprocess.run([sys.executable, "-c", PROGRAM_DRIVER, lib], capture_output=True, text=True, check=False,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    b = got["both"]
+    assert (b["n"], b["exits"], b["clean"], b["ks"], b["res"], b["bits"]) == (2, [0, 0], [1, 1], [1, 1],
+                                                                               ["", "0 1\n"], 3)
+    assert not b["dir_left"] and b["times_back"]
+    f = got["compile_fails"]
+    assert (f["n"], f["exits"], f["out"], f["bits"], f["dir_left"]) == (1, [1], ["bad\n"], 0, True)
+    t = got["compile_talks"]
+    assert (t["n"], t["exits"], t["out"], t["bits"]) == (1, [0], ["warning"], 0)
+    lv = got["leaves"]
+    assert (lv["n"], lv["clean"], lv["bits"], lv["dir_left"]) == (2, [1, 0], 0, True)
+    x = got["extra_file"]
+    assert (x["n"], x["exits"], x["bits"], x["dir_left"]) == (2, [0, 0], 0, True)
+    xa = got["root_xattr"]
+    assert (xa["n"], xa["exits"], xa["bits"], xa["dir_left"]) == (2, [0, 0], 1, False)
+    e = got["exists"]
+    assert (e["k"], e["n"], e["err"], e["stage"]) == (-errno.EEXIST, 0, -errno.EEXIST, 1)

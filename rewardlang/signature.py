@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from rewardlang.types import Type
 
-__all__ = ["Arg", "Signature", "MISSING"]
+__all__ = ["Arg", "Signature", "MISSING", "literal"]
 
 
 class _Missing:
@@ -24,6 +24,21 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+
+
+def literal(v: Any) -> str:
+    """A default value as a ``.reward`` literal, the way a spec writes it (hints and docs show what to type).
+
+    >>> [literal(x) for x in (None, True, "py", 1.0, ("x", 2))]
+    ['none', 'true', '"py"', '1.0', '["x", 2]']
+    """
+    if isinstance(v, (tuple, list)):
+        return "[" + ", ".join(literal(x) for x in v) + "]"
+    if v is True or v is False or v is None:
+        return "true" if v is True else "false" if v is False else "none"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(v)
 
 
 @dataclass(frozen=True)
@@ -66,17 +81,19 @@ class Signature:
     accepts_none: bool = False
     tags: tuple[str, ...] = field(default_factory=tuple)
 
-    def usage(self) -> str:
+    def usage(self, name: str | None = None) -> str:
+        """How a spec calls the function, defaults written as the language writes them (``name``: another name
+        for it, such as an alias)."""
         parts = []
         for a in self.args:
             s = f"{a.name}: {a.type}"
             if a.variadic:
                 s = "*" + s
             elif a.default is not MISSING:
-                s += f" = {a.default!r}"
+                s += f" = {literal(a.default)}"
             parts.append(s)
         if self.params is not None:
-            for name, f in self.params.model_fields.items():
+            for opt, f in self.params.model_fields.items():
                 default = f.default_factory() if f.default_factory is not None else f.default  # type: ignore[call-arg]
-                parts.append(f"{name}={default!r}")
-        return f"{self.name}({', '.join(parts)}) -> {self.returns}"
+                parts.append(f"{opt}={literal(default)}")
+        return f"{name or self.name}({', '.join(parts)}) -> {self.returns}"

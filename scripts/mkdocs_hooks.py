@@ -75,11 +75,10 @@ def _md(text: str) -> str:
 
 
 def _default(v: Any) -> str:
-    """A default as a .reward literal (tuples as lists)."""
-    if isinstance(v, (tuple, list)):
-        return "[" + ", ".join(_default(x) for x in v) + "]"
-    return "true" if v is True else "false" if v is False else "none" if v is None else (
-        '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' if isinstance(v, str) else repr(v))
+    """A default as a .reward literal (tuples as lists): :func:`rewardlang.signature.literal`."""
+    from rewardlang.signature import literal
+
+    return literal(v)
 
 
 def _type_name(annotation: Any) -> str:
@@ -99,20 +98,8 @@ def _type_name(annotation: Any) -> str:
 
 
 def _usage(name: str, sig: Any) -> str:
-    """The signature as the language writes it (``lang="python"``, ``none``, ``true``)."""
-    from rewardlang.signature import MISSING
-
-    parts = []
-    for a in sig.args:
-        part = f"{'*' if a.variadic else ''}{a.name}: {a.type}"
-        if a.default is not MISSING:
-            part += f" = {_default(a.default)}"
-        parts.append(part)
-    if sig.params is not None:
-        for oname, f in sig.params.model_fields.items():
-            d = f.default_factory() if f.default_factory is not None else f.default  # type: ignore[call-arg]
-            parts.append(f"{oname}={_default(d)}")
-    return f"{name}({', '.join(parts)}) -> {sig.returns}"
+    """The signature as the language writes it (``lang = "python"``, ``none``, ``true``)."""
+    return sig.usage(name)
 
 
 def functions_page(docs_dir: Path) -> str:

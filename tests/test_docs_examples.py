@@ -138,7 +138,7 @@ def test_reward_error_block_fails_with_its_code(body: str, line: int) -> None:
 def builtin_table() -> str:
     """The markdown table of rewardlang's built-in text functions, from the registry."""
     from rewardlang.runtime import registry
-    from rewardlang.signature import MISSING
+    from rewardlang.signature import MISSING, literal
 
     rows = ["| function | constant arguments | options | description |", "|---|---|---|---|"]
     for name, impl in sorted(registry.load_all().items()):
@@ -149,7 +149,7 @@ def builtin_table() -> str:
         for a in sig.args:
             s = f"{'*' if a.variadic else ''}{a.name}: {a.type}"
             if a.default is not MISSING:
-                s += " = " + ("none" if a.default is None else repr(a.default))
+                s += " = " + literal(a.default)
             args.append(s)
         ret = str(sig.returns) + (f" in [{sig.range[0]:g}, {sig.range[1]:g}]" if sig.range else "")
         call = f"`{name}({', '.join(args)}) -> {ret}`"
@@ -157,10 +157,7 @@ def builtin_table() -> str:
         opts, notes = [], []
         if sig.params is not None:
             for oname, f in sig.params.model_fields.items():
-                default = f.default
-                shown = "true" if default is True else "false" if default is False else (
-                    f'"{default}"' if isinstance(default, str) else repr(default))
-                opts.append(f"`{oname}={shown}`")
+                opts.append(f"`{oname}={literal(f.default)}`")
                 if f.description:
                     notes.append(f"`{oname}`: {f.description}")
         doc = " ".join(sig.doc.split())
@@ -470,7 +467,7 @@ def test_plugin_example_works_through_the_entry_point(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.strip().splitlines()
-    assert lines[0] == "docstring_share(code: code, include_private=False) -> number"
+    assert lines[0] == "docstring_share(code: code, include_private=false) -> number"
     assert lines[1].startswith("[0.5, 0.0]") and "syntax error on line 1" in lines[1]
 
 

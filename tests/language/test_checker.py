@@ -334,7 +334,7 @@ def test_type_mismatches_are_E201(src: str, message: str) -> None:
     ("component c = count(completion)", "`count` needs at least one `patterns`",
      "count(text: text, *patterns: regex) -> number"),
     ("component c = len(tag(completion))", "`tag` is missing `name`",
-     "tag(text: text, name: text, dotall=True, greedy=False) -> text?"),
+     "tag(text: text, name: text, dotall=true, greedy=false) -> text?"),
     ("component c = len(strip(completion, completion))", "`strip` takes 1 argument(s), 2 given",
      "strip(text: text) -> text"),
     ('component c = len(tag(completion, "a", name="a"))', "`name` is given twice", None),
@@ -362,7 +362,7 @@ def test_bad_option_values_are_validated_by_pydantic() -> None:
     assert d.code == "E204"
     assert d.message == "`tag` option `dotall`: Input should be a valid boolean, unable to interpret input"
     assert span(d) == (1, 47, 1, 48)  # the value, not the call
-    assert d.hint == "tag(text: text, name: text, dotall=True, greedy=False) -> text?"
+    assert d.hint == "tag(text: text, name: text, dotall=true, greedy=false) -> text?"
     d = only('component c = len(code_block(completion, which="middle") or "")')
     assert d.code == "E204" and d.message.startswith("`code_block` option `which`: Input should be 'first' or 'last'")
 

@@ -460,6 +460,16 @@ def test_score_killed_at_any_point_leaves_the_output_absent_or_complete(tmp_path
     assert _listing(d) == ["out.jsonl"] and out.read_bytes() == reference
 
 
+def _ended_cleanly(res: dict, sig: str, out: Path) -> None:
+    """A command signalled while it worked: one line, 143/130, no traceback, no process, no output or temporary."""
+    assert res["landed"], res
+    code = {"SIGTERM": 143, "SIGINT": 130}[sig]
+    by = " by SIGTERM" if sig == "SIGTERM" else ""
+    assert res["rc"] == code and res["stderr"].strip().endswith(f"interrupted{by}: nothing written"), res
+    assert "Traceback" not in res["stderr"] and res["left"] == [], res
+    assert not out.exists() and not list(out.parent.glob(f".{out.name}*"))
+
+
 @pytest.mark.parametrize("name", ["pairs", "eval"])
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
 def test_pairs_and_eval_interrupted_while_judging_end_cleanly(tmp_path, sandboxed, name: str, sig: str) -> None:
@@ -473,12 +483,7 @@ def test_pairs_and_eval_interrupted_while_judging_end_cleanly(tmp_path, sandboxe
                                                          for i in range(40)])
         argv = ["eval", "--completions", str(comp), "--limit", "40", "-o", str(out), "--no-progress"]
     res = _drive("child", sig, "", [sys.executable, "-m", "rewardlang", *argv])
-    assert res["landed"], res
-    code = {"SIGTERM": 143, "SIGINT": 130}[sig]
-    by = " by SIGTERM" if sig == "SIGTERM" else ""
-    assert res["rc"] == code and res["stderr"].strip().endswith(f"interrupted{by}: nothing written"), res
-    assert "Traceback" not in res["stderr"] and res["left"] == [], res
-    assert not out.exists() and not list(tmp_path.glob(".out.jsonl*"))
+    _ended_cleanly(res, sig, out)
 
 
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
@@ -495,12 +500,7 @@ def test_score_interrupted_while_components_run_side_by_side_ends_cleanly(tmp_pa
             str(data), "-o", str(out), "--batch-size", "40", "--no-summary", "--no-progress"]
     # two sandbox slots and the two analyser helpers: both lanes are at work
     res = _drive("children:4", sig, "", argv)
-    assert res["landed"], res
-    code = {"SIGTERM": 143, "SIGINT": 130}[sig]
-    by = " by SIGTERM" if sig == "SIGTERM" else ""
-    assert res["rc"] == code and res["stderr"].strip().endswith(f"interrupted{by}: nothing written"), res
-    assert "Traceback" not in res["stderr"] and res["left"] == [], res
-    assert not out.exists() and not list(tmp_path.glob(".out.jsonl*"))
+    _ended_cleanly(res, sig, out)
 
 
 def test_training_stopped_by_sigterm_names_its_last_checkpoint_and_the_resume_command(tmp_path) -> None:

@@ -101,7 +101,8 @@ def check(specs: list[Path] = typer.Argument(..., help="spec files"),
             _err(f"{spec}: {len(bad)} example failure(s)\n")
             failed += 1
             continue
-        typer.echo(f"ok  {spec}  ({_plural(len(prog.components), 'component')}, {_plural(n_ex, 'example')})")
+        audits = f"{_plural(len(prog.audits), 'audit')}, " if prog.audits else ""
+        typer.echo(f"ok  {spec}  ({_plural(len(prog.components), 'component')}, {audits}{_plural(n_ex, 'example')})")
     if failed:
         raise typer.Exit(1)
 

@@ -57,7 +57,7 @@ def doctor() -> None:
     report = doctor_report()
     typer.echo("sandbox:")
     _print_tree(report, "  ")
-    from rewardlang.sandbox.languages import doctor_languages
+    from rewardlang.sandbox.doctor import doctor_languages
 
     typer.echo("languages (toolchain, and a hello-world compiled and run in the sandbox):")
     _print_tree(doctor_languages(), "  ")

@@ -40,7 +40,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["pass_at_k", "program_for", "lang_program_for", "lang_system_prompt", "translated_humaneval",
            "translation_code", "robot_program", "judge", "judge_robot", "generate", "evaluate", "summarize", "write_jsonl",
            "load_completions", "select_problems", "load_eval_model", "DEFAULT_SYSTEM_PROMPT", "bootstrap_ci",
-           "mean_ci", "paired_change", "spec_scores", "spec_summary", "change_between", "BOOTSTRAP_SEED"]
+           "mean_ci", "paired_change", "spec_scores", "spec_summary", "change_between", "BOOTSTRAP_SEED",
+           "run_spec", "load_compare", "figures_lines"]
 
 #: how a problem is presented when neither a spec nor a run directory says (the shipped specs state their own)
 DEFAULT_SYSTEM_PROMPT = ("You are an expert Python programmer. Complete the function the user gives. Reply with the "
@@ -649,6 +650,72 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
     if out_path:
         write_jsonl(out_path, records)
     return summary, records
+
+
+def run_spec(name: str) -> Any:
+    """The spec a run directory trained on (its ``config.json``: path and parameters), compiled; None when ``name``
+    is not a run directory, or the spec file is no longer where the run found it (then ``--spec`` names one)."""
+    path = os.path.join(name, "config.json")
+    if not (os.path.isdir(os.path.join(name, "final")) and os.path.exists(path)):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        spec = json.load(fh).get("spec") or {}
+    where = spec.get("path")
+    if not where or not os.path.exists(where):
+        return None
+    import rewardlang
+    from rewardlang.diagnostics import SpecError
+
+    try:
+        return rewardlang.load(where, params=spec.get("params") or None)
+    except SpecError as exc:
+        raise ValueError(f"--model {name}: the spec it trained on, {where}, no longer compiles "
+                         f"({exc}); name one with --spec") from None
+
+
+def load_compare(path: str) -> list[dict[str, Any]]:
+    """Per-problem records of an earlier evaluation (``rewardlang eval -o FILE``, or a run's
+    ``eval-before.jsonl``) to pair with this one; ValueError naming the line of a row that is not one."""
+    from rewardlang.jsonl import read_jsonl
+
+    out = []
+    for lineno, row in read_jsonl(path):
+        if not isinstance(row.get("task_id"), str) or not isinstance(row.get("n"), int):
+            raise ValueError(f"{path}:{lineno}: not a per-problem evaluation record (task_id, n, outcomes ...); "
+                             f"give a file written by `rewardlang eval -o` or a run's eval-before.jsonl")
+        out.append(row)
+    if not out:
+        raise ValueError(f"{path}: no per-problem records")
+    return out
+
+
+def figures_lines(summary: Mapping[str, Any]) -> list[str]:
+    """``rewardlang eval``'s lines for the spec's reward, its components and pass@1, each with its 95 % bootstrap
+    interval over problems, and the paired change against ``--compare`` when there is one.
+
+        >>> figures_lines({"spec": "s", "scored": 3, "pass@1": 0.5, "pass@1_ci95": [0.0, 1.0],
+        ...                "reward": {"mean": 0.4, "ci95": [0.1, 0.7], "n": 3, "masked": 0},
+        ...                "components": {"format": 1.0}})
+        ['reward (spec `s`): 0.400 (95% CI 0.100 to 0.700) over 3 problems; components: format 1.000', 'pass@1: 0.500 (95% CI 0.000 to 1.000)']
+    """
+    out = []
+    r = summary.get("reward") or {}
+    if r.get("mean") is not None:
+        comps = ", ".join(f"{k} {v:.3f}" for k, v in (summary.get("components") or {}).items() if v is not None)
+        out.append(f"reward (spec `{summary.get('spec', '?')}`): {r['mean']:.3f} (95% CI {r['ci95'][0]:.3f} to "
+                   f"{r['ci95'][1]:.3f}) over {r['n']} problems" + (f", {r['masked']} masked left out"
+                                                                     if r.get("masked") else "")
+                   + (f"; components: {comps}" if comps else ""))
+    if summary.get("pass@1_ci95"):
+        lo, hi = summary["pass@1_ci95"]
+        out.append(f"pass@1: {summary['pass@1']:.3f} (95% CI {lo:.3f} to {hi:.3f})")
+    ch = summary.get("change") or {}
+    for what in ("reward", "pass@1"):
+        c = ch.get(what) or {}
+        if c.get("mean") is not None:
+            out.append(f"change in {what} against {ch.get('against', 'the comparison')}: {c['mean']:+.3f} (95% CI "
+                       f"{c['ci95'][0]:+.3f} to {c['ci95'][1]:+.3f}, paired over {c['n']} problems)")
+    return out
 
 
 def not_policy(name: str) -> None:

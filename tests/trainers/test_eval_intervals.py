@@ -168,3 +168,37 @@ def test_heldout_evaluation_writes_before_after_and_the_paired_change(tmp_path: 
     assert lines[0].startswith("held-out reward (spec `codepo_text`, 40 HumanEval problems never trained on")
     assert "change +1.073 (95% CI +" in lines[0] and "format 0.250 -> 0.900" in lines[1]
     assert lines[2].startswith("held-out pass@1 (40 HumanEval problems")
+
+
+def test_eval_command_scores_with_the_spec_and_pairs_with_an_earlier_evaluation(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rewardlang.datasets.humaneval import load_humaneval
+    from rewardlang.trainers.cli import app
+
+    rows = load_humaneval()[:3]
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text("".join(json.dumps({"task_id": r["task_id"], "completion": "no code"}) + "\n" for r in rows))
+    second.write_text("".join(json.dumps({"task_id": r["task_id"], "completion": f"```python\n{r['prompt']}"
+                                          f"{r['reference']}```"}) + "\n" for r in rows))
+    before = tmp_path / "before.jsonl"
+    res = CliRunner().invoke(app, ["eval", "--completions", str(first), "--limit", "3", "--spec",
+                                   "specs/quality_grpo.reward", "-o", str(before)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output.splitlines()[1])
+    assert summary["reward"]["mean"] == 0 and summary["reward"]["ci95"] == [0.0, 0.0]
+    assert "reward (spec `quality_grpo`): 0.000 (95% CI 0.000 to 0.000) over 3 problems" in res.output
+    # --compare: the earlier file's problems, paired
+    res = CliRunner().invoke(app, ["eval", "--completions", str(second), "--spec", "specs/quality_grpo.reward",
+                                   "--compare", str(before)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output.splitlines()[1])
+    assert summary["problems"] == 3 and summary["pass@1"] == 1.0
+    change = summary["change"]
+    assert change["pass@1"]["mean"] == 1.0 and change["pass@1"]["ci95"] == [1.0, 1.0]
+    assert change["reward"]["mean"] == pytest.approx(summary["reward"]["mean"]) and change["reward"]["ci95"][0] > 0
+    assert "change in pass@1 against" in res.output
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task_id": "HumanEval/0"}\n')
+    res = CliRunner().invoke(app, ["eval", "--completions", str(second), "--compare", str(bad)])
+    assert res.exit_code == 1 and "bad.jsonl:1: not a per-problem evaluation record" in res.output

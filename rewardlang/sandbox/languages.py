@@ -43,6 +43,8 @@ from typing import Any
 
 from rewardlang.sandbox.config import Limits
 from rewardlang.sandbox.convert import TestFormatError
+from rewardlang.sandbox.judge import OOM_WHY, TestResult, Verdict, termination, worst
+from rewardlang.sandbox.raw import RawResult
 from rewardlang.sandbox.values import (
     TypeExprError,
     compare,
@@ -55,7 +57,6 @@ __all__ = [
     "LANGUAGES",
     "PROFILES",
     "TESTS_FORMAT",
-    "TOOLCHAIN_PATHS",
     "Case",
     "LanguagePlan",
     "Profile",
@@ -69,10 +70,6 @@ __all__ = [
 ]
 
 TESTS_FORMAT = "rewardlang-tests/1"
-
-#: read-only paths outside /usr that toolchains read; bound into every slot where they exist
-#: (java, javac and php are /usr/bin/* -> /etc/alternatives/*; the JDK's conf/ links to /etc/java-17-openjdk)
-TOOLCHAIN_PATHS = ("/etc/alternatives", "/etc/java-17-openjdk", "/etc/php")
 
 #: JVM flags that fit the sandbox's 1 GiB address space and 18 processes (measured: with the defaults the
 #: JVM cannot reserve its compressed class space under RLIMIT_AS, and its GC/compiler threads exceed NPROC)
@@ -285,6 +282,8 @@ COMPILE_OUTPUT_BYTES = 1 << 20
 
 #: LanguagePlan.encoded's headers and hard timeouts, by (profile, limits, nproc base, compile CPU, slack)
 _ENCODED: dict[tuple, tuple[bytes, float]] = {}
+#: the one passing result every passing case shares (a frozen dataclass: one object serves them all)
+_PASSED = TestResult("pass")
 
 
 @dataclass(frozen=True)
@@ -363,9 +362,8 @@ class LanguagePlan:
         return got
 
 
-    def judge(self, raw: Any, level: str = "") -> Any:
-        """The verdict for what the sandbox returned (a ``pool.RawResult``)."""
-        _OOM_WHY, TestResult, Verdict, _termination, _worst, passed = _judge_names()
+    def judge(self, raw: RawResult, level: str = "") -> Verdict:
+        """The verdict for what the sandbox returned."""
         if raw.runs is None:
             return Verdict("infra", infra=raw.infra or "sandbox failure", level=level)
         runs = raw.runs
@@ -392,33 +390,17 @@ class LanguagePlan:
             v = values[i]
             if has_value(v):
                 ok = compare(case.expected, v, case.type, case.tolerance, integral_floats=floats)
-                results.append(passed if ok else TestResult("fail", f"case {i}: got {_short(v)}"))
+                results.append(_PASSED if ok else TestResult("fail", f"case {i}: got {_short(v)}"))
                 continue
             bad = next((p for p in problems if p.startswith(f"case {i}:")), None)
             if bad is None and term is None:
-                term = _termination(run)
+                term = termination(run)
             results.append(TestResult("fail", bad) if bad else TestResult(*term))
         if run.reason == "memory":
-            results = [TestResult("memory", _OOM_WHY) if r.status == "pass" else r for r in results]
-        outcome = _worst([r.status for r in results])
+            results = [TestResult("memory", OOM_WHY) if r.status == "pass" else r for r in results]
+        outcome = worst([r.status for r in results])
         out = run.out[:2000].decode("utf-8", "replace")
         return Verdict(outcome, tuple(results), level=level, cpu=cpu, wall=wall, stdout=out)
-
-
-@functools.cache
-def _judge_names() -> tuple:
-    """What :meth:`LanguagePlan.judge` takes from ``judge.py`` (imported on first use: judge.py imports this
-    module's neighbours), resolved once, and the one passing result every passing case shares (a frozen
-    dataclass: one object serves them all)."""
-    from rewardlang.sandbox.judge import (
-        _OOM_WHY,
-        TestResult,
-        Verdict,
-        _termination,
-        _worst,
-    )
-
-    return _OOM_WHY, TestResult, Verdict, _termination, _worst, TestResult("pass")
 
 
 def _compile_why(run: Any) -> str:
@@ -448,65 +430,6 @@ def language_plan(language: str, tests: Any, compile_cpu: float | None = None) -
     if code is None or code == "python":
         raise ValueError(unknown_language_message(language))
     return LanguagePlan(PROFILES[code], parse_tests(tests), compile_cpu)
-
-
-def _version(profile: Profile) -> str | None:
-    import subprocess
-
-    try:
-        r = subprocess.run(list(profile.version), capture_output=True, text=True, timeout=20, check=False,
-                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = (r.stdout or r.stderr).strip()
-    return text.splitlines()[0][:120] if text else None
-
-
-def doctor_languages(sandbox: Any = None) -> dict[str, dict[str, Any]]:
-    """For ``rewardlang doctor``: each language's toolchain (version, or what is missing and how to install
-    it) and a hello-world compiled and run in the sandbox (``ok``, or its outcome and why).
-
-        >>> r = doctor_languages()                                  # doctest: +SKIP
-        >>> r["cpp"]["sandbox"], r["cpp"]["version"][:3]             # doctest: +SKIP
-        ('ok', 'g++')
-    """
-    from rewardlang.sandbox.config import SandboxConfig
-    from rewardlang.sandbox.runner import Sandbox, Task
-
-    out: dict[str, dict[str, Any]] = {}
-    tests = {"format": TESTS_FORMAT, "harness": "", "cases": [{"expected": "hello", "type": "str", "tolerance": None}]}
-    tasks, codes = [], []
-    for code, p in PROFILES.items():
-        missing = [t for t in p.tools() if not os.access(t, os.X_OK)]
-        if missing:
-            out[code] = {"title": p.title, "version": None, "missing": ", ".join(missing),
-                         "install": f"apt-get install -y {' '.join(p.packages)}", "sandbox": "not run"}
-            continue
-        out[code] = {"title": p.title, "version": _version(p)}
-        # the harness is a comment in each language's syntax (the hello-world is the whole program)
-        harness = "# hello" if code in ("sh", "php") else "// hello"
-        tasks.append(Task(p.hello, dict(tests, harness=harness), language=code, limits=Limits(cpu=10)))
-        codes.append(code)
-    if not tasks:
-        return out
-    own = sandbox is None
-    try:
-        sb = sandbox or Sandbox(SandboxConfig(slots=1))
-    except Exception as e:  # no sandbox level works: say so per language
-        for code in codes:
-            out[code]["sandbox"] = f"no sandbox: {e}"
-        return out
-    try:
-        for code, v in zip(codes, sb.evaluate(tasks, use_cache=False)):
-            if v.outcome == "pass":
-                out[code]["sandbox"] = "ok"
-            else:
-                why = v.infra or v.error or (v.tests[0].detail if v.tests else "")
-                out[code]["sandbox"] = f"FAILED ({v.outcome}): {why}"[:300]
-    finally:
-        if own:
-            sb.close()
-    return out
 
 
 def build_pch(dest: str = PCH_DIR, gxx: str = "/usr/bin/g++") -> str:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardlang.sandbox import _worker, spawnlib
-from rewardlang.sandbox.config import SandboxConfig
+from rewardlang.sandbox.config import TOOLCHAIN_PATHS, SandboxConfig
 
 __all__ = ["LaunchSpec", "UidLease", "build_launch", "bwrap_argv", "processes_of_uid", "kill_uid",
            "LevelUnavailable", "find_bwrap", "worker_source"]
@@ -244,11 +244,9 @@ def _root_entries() -> list[tuple[str, str | None]]:
 
 
 def toolchain_paths() -> list[str]:
-    """Read-only paths outside /usr that the language toolchains read (``languages.TOOLCHAIN_PATHS``:
+    """Read-only paths outside /usr that the language toolchains read (``config.TOOLCHAIN_PATHS``:
     ``/etc/alternatives`` and the JDK's and PHP's configuration), where they exist on this machine. They
     hold links and configuration files only, nothing of the trainer's."""
-    from rewardlang.sandbox.languages import TOOLCHAIN_PATHS
-
     return [p for p in TOOLCHAIN_PATHS if os.path.isdir(p) and not os.path.islink(p)]
 
 

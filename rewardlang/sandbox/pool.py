@@ -21,10 +21,10 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
-from rewardlang.runtime.processes import kill_group
+from rewardlang.outputs import interrupts_deferred
+from rewardlang.processes import kill_group
 from rewardlang.sandbox import _worker, cgroups
 from rewardlang.sandbox.config import LEVELS, SandboxConfig
 from rewardlang.sandbox.launch import (
@@ -35,49 +35,17 @@ from rewardlang.sandbox.launch import (
     kill_uid,
     processes_of_uid,
 )
+from rewardlang.sandbox.raw import RawResult, RawRun
 
 K = TypeVar("K")
 
-__all__ = ["RawRun", "RawResult", "Slot", "SlotPool", "SlotFailure", "request_memory"]
+__all__ = ["Slot", "SlotPool", "SlotFailure", "request_memory", "unpack_run"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class SlotFailure(RuntimeError):
     """The slot died, hung or misbehaved: an infrastructure failure."""
-
-
-@dataclass
-class RawRun:
-    """One program execution as the worker saw it (untrusted bytes; the judge interprets them)."""
-
-    exit: int
-    reason: str | None
-    cpu: float
-    wall: float
-    setup_failed: bool
-    clean: bool
-    res: bytes
-    out: bytes
-    #: the judge process's records (tests that ran there; see ``_worker._judge_main``), None without one
-    judge: bytes | None = None
-    #: how the judge process ended, as the worker saw it (exit, cpu, cpu_limit, killed, overflow)
-    judge_info: dict[str, Any] | None = None
-    #: processes of the program the memory cgroup's OOM killer ended during this run (``reason`` is then
-    #: ``"memory"`` unless it is a CPU timeout)
-    oom: int = 0
-    #: an argv step's executable could not be exec'd (a missing toolchain; see ``languages.py``)
-    exec_failed: bool = False
-
-
-@dataclass
-class RawResult:
-    runs: list[RawRun] | None
-    infra: str | None = None
-    #: the largest memory charge of the program's cgroup during the request (bytes; None without one)
-    memory_peak: int | None = None
-    #: the program group's memory limit during the request (bytes; None without one)
-    memory_limit: int | None = None
 
 
 def request_memory(req: dict[str, Any] | bytes | tuple[bytes, ...]) -> int:
@@ -275,8 +243,6 @@ class Slot:
                 raise SlotFailure(f"cannot set up the slot's memory cgroup: {e}") from e
         spec = build_launch(self.level, self.config, self.lease, cgroup_fds=fds)
         errf = tempfile.TemporaryFile()
-        from rewardlang.outputs import interrupts_deferred
-
         with interrupts_deferred():  # an interrupt inside Popen would leave a worker that kill() cannot reach
             try:
                 proc = subprocess.Popen(spec.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf,

@@ -9,8 +9,14 @@ import pytest
 
 from rewardlang.sandbox._worker import Unencodable, encode_value
 from rewardlang.sandbox.convert import make_plan
-from rewardlang.sandbox.judge import MalformedObservation, compare_stdout, decode_value, judge, parse_records
-from rewardlang.sandbox.pool import RawResult, RawRun
+from rewardlang.sandbox.judge import (
+    MalformedObservation,
+    compare_stdout,
+    decode_value,
+    judge,
+    parse_records,
+)
+from rewardlang.sandbox.raw import RawResult, RawRun
 
 
 def frame(rec: list) -> bytes:

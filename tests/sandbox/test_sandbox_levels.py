@@ -15,8 +15,9 @@ from rewardlang.sandbox import _worker
 from rewardlang.sandbox import launch as launch_mod
 from rewardlang.sandbox import pool as pool_mod
 from rewardlang.sandbox.config import LEVELS, NOT_A_BOUNDARY, Limits, SandboxConfig
+from rewardlang.sandbox.doctor import doctor_report
 from rewardlang.sandbox.launch import LevelUnavailable, check_not_root_without_userns
-from rewardlang.sandbox.runner import Sandbox, Task, doctor_report, probe_level
+from rewardlang.sandbox.runner import Sandbox, Task, probe_level
 
 GOOD = "def f(x):\n    return 2 * x\n"
 TESTS = ["assert f(2) == 4", "assert f(5) == 10"]

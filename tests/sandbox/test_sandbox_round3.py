@@ -476,7 +476,7 @@ def test_no_isolating_level_is_refused_unless_limits_is_asked_for(monkeypatch: p
 
 
 def test_the_summary_names_the_level() -> None:
-    from rewardlang.cli import _sandbox_line
+    from rewardlang.cli.score import _sandbox_line
 
     line = _sandbox_line({"sandbox.level.bwrap": 1, "sandbox.executions": 5, "sandbox.infra_failures": 1})
     assert line == "sandbox: level bwrap, 5 executions, 1 infrastructure failures (masked)"

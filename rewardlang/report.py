@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["build_report", "render_html", "PROBES"]
+__all__ = ["build_report", "render_html", "PROBES", "probe_rows"]
 
 BINS = 20
 EXTREMES = 3
@@ -97,7 +97,7 @@ def _score(prog: Any, rows: list[dict], step: int, group: list[str] | None) -> A
     return prog.score_columns(cols, len(rows), step=step, group=group, raw=given)
 
 
-def _probe_rows(template: dict, best_completion: str) -> list[tuple[str, dict | None, str]]:
+def probe_rows(template: dict, best_completion: str) -> list[tuple[str, dict | None, str]]:
     """(probe, row or None when it does not apply, what it is) for each reward-hack probe, from a real row."""
     out: list[tuple[str, dict | None, str]] = []
 
@@ -222,7 +222,7 @@ def _audits(prog: Any, rows: list[dict], total: np.ndarray, step: int, probes: d
     live = [p for p in probes.get("results", []) if p.get("applies")]
     template = probes.get("template_row")
     if live and template is not None:
-        plan = {name: r for name, r, _ in _probe_rows(dict(rows[template]), rows[template].get("completion")
+        plan = {name: r for name, r, _ in probe_rows(dict(rows[template]), rows[template].get("completion")
                                                         if isinstance(rows[template].get("completion"), str) else "")}
         probe_rows = [plan[p["probe"]] for p in live]
         try:
@@ -263,7 +263,7 @@ def _probes(prog: Any, rows: list[dict], out: Any, order: list[int], threshold: 
     best = order[0] if order else 0
     template = dict(rows[best])
     best_completion = template.get("completion") if isinstance(template.get("completion"), str) else ""
-    plan = _probe_rows(template, best_completion)
+    plan = probe_rows(template, best_completion)
     live = [(name, r, what) for name, r, what in plan if r is not None]
     scored = _score(prog, [r for _, r, _ in live], step, None) if live else None
     results = []

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
+from rewardlang.trainers.audit import AuditGuard
+
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
@@ -192,6 +194,8 @@ class JsonlMetricsCallback(TrainerCallback):
 
         self.path = path
         self.guard = MaskedRunGuard.for_path(path)
+        # the spec's audits: each record's statistics and gaps added, its alarms said (trainers/audit.py)
+        self.audit = AuditGuard.for_path(path)
         # says (once each) when the run cannot learn: zero-variance groups, nothing mined, a constant component
         self.learning = LearningGuard()
         # the whole run's loss so far (each record's mean loss times the steps it covers), for the summary of a
@@ -209,6 +213,8 @@ class JsonlMetricsCallback(TrainerCallback):
             if state.global_step and os.path.exists(self.path):
                 for r in read_metrics(self.path):
                     self._count_loss(r)
+                if self.audit is not None:
+                    self.audit.restore(read_metrics(self.path), state.global_step)
             self._this_call = 0.0
 
     def _count_loss(self, record: dict[str, Any]) -> None:
@@ -238,6 +244,8 @@ class JsonlMetricsCallback(TrainerCallback):
             self._whole_run_loss(logs, state.global_step)
         else:
             self._count_loss({**logs, "step": state.global_step})
+        if self.audit is not None:
+            self.audit.annotate(state.global_step, logs)
         record = {"step": state.global_step, **{k: _clean(v) for k, v in logs.items()}}
         line = (json.dumps(record) + "\n").encode("utf-8")
         from rewardlang.outputs import OutputError
@@ -262,6 +270,8 @@ class JsonlMetricsCallback(TrainerCallback):
             os.close(fd)
         if "train_runtime" not in logs:
             self.learning.observe(state.global_step, logs)
+        if self.audit is not None:  # an alarm: said, recorded; with stop_on_alarm, a checkpoint and the end
+            self.audit.observe(state.global_step, logs, control)
         if self.guard is not None:  # after writing: the record that stops the run is in the metrics
             self.guard.observe(state.global_step, logs)
 

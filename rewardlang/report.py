@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["build_report", "render_html", "PROBES", "probe_rows"]
+__all__ = ["build_report", "render_html", "PROBES", "probe_rows", "row_groups"]
 
 BINS = 20
 EXTREMES = 3
@@ -79,7 +79,9 @@ def _correlations(comps: dict[str, np.ndarray]) -> dict[str, dict[str, float | N
     return out
 
 
-def _group_ids(prog: Any, rows: list[dict], group_by: str | None) -> list[str] | None:
+def row_groups(prog: Any, rows: list[dict], group_by: str | None) -> list[str] | None:
+    """Each row's group id for the advantage: by the ``group_by`` column, else by the spec's group keys (one group
+    for ``advantage over batch``); None when neither applies."""
     if group_by is not None:
         return [json.dumps(r.get(group_by), sort_keys=True) for r in rows]
     adv = prog.spec.get("advantage")
@@ -136,7 +138,7 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
     """The report's data (JSON-ready). ``probe_threshold`` defaults to the median total of the real rows: a
     probe that earns more than a typical real completion is flagged."""
     t0 = time.perf_counter()
-    group = _group_ids(prog, rows, group_by)
+    group = row_groups(prog, rows, group_by)
     out = _score(prog, rows, step, group if group_by is not None else None)
     elapsed = time.perf_counter() - t0
     names = [c.name for c in prog.components]

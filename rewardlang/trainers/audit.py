@@ -31,17 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from rewardlang.report import probe_rows
-from rewardlang.runtime.audits import Alarm, Watch, audits_of, due, reward_range, sample_stats
+from rewardlang.report import probe_rows, row_groups
+from rewardlang.runtime.audits import (PROBE_KEYS, Alarm, Watch, audits_of, due, reward_range, sample_stats,
+                                       zero_variance_share)
 from rewardlang.runtime.program import Program, chat_to_text
 from rewardlang.trainers.data import DataError
 
 __all__ = ["TrainingAudits", "AuditGuard", "AlarmStop", "audit_columns", "reference_completion", "PROBE_KEYS"]
 
-#: the metric name of each probe of ``rewardlang report``
-PROBE_KEYS = {"empty answer": "empty_answer", "prompt copied back": "prompt_copied_back",
-              "right format, wrong answer": "right_format_wrong_answer", "endless repetition": "endless_repetition",
-              "always-equal object": "always_equal_object"}
 #: the columns a reference answer is read from, in order, when ``train.audit_reference`` names none
 REFERENCE_COLUMNS = ("solution", "canonical")
 
@@ -128,8 +125,9 @@ class TrainingAudits:
     scores the probes; ``gather``: a function gathering a (n,) float64 array over processes (default: this
     process's own samples)."""
 
-    def __init__(self, program: Any, run_dir: str, max_steps: int, *, probes: bool = True,
-                 reference_column: str | None = None, main: bool = True, gather: Any = None) -> None:
+    def __init__(self, program: Any, run_dir: str | None, max_steps: int, *, probes: bool = True,
+                 reference_column: str | None = None, main: bool = True, gather: Any = None,
+                 every_step: bool = False) -> None:
         self.program = program
         self.run_dir = run_dir
         self.max_steps = max_steps
@@ -141,12 +139,13 @@ class TrainingAudits:
         self.reference_column = reference_column
         self.main = main
         self.gather = gather
+        self.every_step = every_step  # audit every step (`rewardlang audit --all-steps`), not at the periods
         self._prober: Any = None
         self.seconds = 0.0  # time spent auditing (for the cost benchmark)
 
     def due(self, step: int) -> list[Any]:
         """The audits of samples scored at ``step``."""
-        return [a for a in self.sampled if due(a.every, step, self.max_steps)]
+        return [a for a in self.sampled if self.every_step or due(a.every, step, self.max_steps)]
 
     def observe(self, step: int, texts: Sequence[str], columns: Mapping[str, Sequence[Any]], totals: Any,
                 components: Mapping[str, Any], groups: Any = None, prompts: Sequence[Any] | None = None
@@ -176,12 +175,13 @@ class TrainingAudits:
                     out[f"audit/{a.name}"] = float(ok.mean())
                 out[f"audit/masked/{a.name}"] = float(np.isnan(allv).mean()) if len(allv) else 0.0
         probe_rows: list[dict[str, Any]] = []
-        if self.probes and self.main and due(self.probe_every, step, self.max_steps) and len(texts):
+        if self.probes and self.main and (self.every_step or due(self.probe_every, step, self.max_steps)) \
+                and len(texts):
             probe_rows = self._probe(step, texts, columns, totals, prompts)
             for r in probe_rows:
                 if _num(r.get("total")):
                     out[f"probe/{r['probe_key']}"] = float(r["total"])
-        if (now or probe_rows) and self.main:
+        if (now or probe_rows) and self.main and self.run_dir is not None:
             self._write(step, texts, columns, totals, components, audited, errors, probe_rows, prompts)
         self.seconds += time.perf_counter() - t0
         out["time/audit"] = time.perf_counter() - t0
@@ -238,10 +238,10 @@ class TrainingAudits:
 
         folder = os.path.join(self.run_dir, "audits")
         os.makedirs(folder, exist_ok=True)
-        keep = set()
+        keep = {self.reference_column} if self.reference_column else set()
         ap = self.program.audit_program
         if ap is not None:
-            keep = {i.column for i in ap.inputs if i.used}
+            keep |= {i.column for i in ap.inputs if i.used}
         with atomic_write(os.path.join(folder, f"step-{step:06d}.jsonl")) as fh:
             if audited:
                 for i, text in enumerate(texts):
@@ -445,3 +445,93 @@ class AuditGuard:
         if self.stop_reason is not None:
             raise AlarmStop(f"{self.stop_reason} (train.stop_on_alarm = true; a checkpoint of this step is in "
                             f"{self.run_dir})")
+
+
+# ---------------------------------------------------------------------- after the fact: `rewardlang audit`
+
+
+def audit_rollouts(program: Any, rows: Sequence[Mapping[str, Any]], *, step_column: str = "step",
+                   group_by: str | None = None, all_steps: bool = False, probes: bool = True,
+                   reference: str | None = None) -> tuple[list[dict[str, Any]], list[Alarm], Watch]:
+    """The audit table and alarms of rollouts from any engine (rows with a step column, the completion and the
+    columns the spec reads): each step's rows are scored with the spec (the reward) and audited as a trainer audits
+    its samples (:class:`TrainingAudits`, at the audits' periods unless ``all_steps``), the statistics from the
+    rows (``kl`` and ``entropy`` columns, when the rows have them, are averaged per step), and the records run
+    through the same :class:`~rewardlang.runtime.audits.Watch`. Returns (one record per step, the alarms, the
+    watch)."""
+    by_step: dict[int, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_step.setdefault(int(r[step_column]), []).append(r)
+    steps = sorted(by_step)
+    if reference is None:
+        reference = next((c for c in REFERENCE_COLUMNS if any(isinstance(r.get(c), str) for r in rows)), None)
+    auditor = TrainingAudits(program, None, steps[-1] if steps else 0, probes=probes, reference_column=reference,
+                             every_step=all_steps)
+    watch = Watch(audits_of(program), reward_range(program, 0))
+    records: list[dict[str, Any]] = []
+    for s in steps:
+        batch = [dict(r) for r in by_step[s]]
+        given = {k: [r.get(k) for r in batch] for k in set().union(*(r.keys() for r in batch))}
+        groups = row_groups(program, batch, group_by)
+        cols = program._columns(len(batch), given, by="column")
+        res = program.score_columns(cols, len(batch), step=s, group=groups if group_by is not None else None,
+                                    raw=given)
+        texts = [str(chat_to_text(r.get("completion", ""), "assistant")) for r in batch]
+        total = np.asarray(res.total, dtype=float)
+        rec: dict[str, Any] = {"step": s, "reward": float(np.nanmean(total)) if np.isfinite(total).any() else None,
+                               "samples": len(batch)}
+        metrics = auditor.observe(s, texts, given, total, res.components, prompts=given.get("prompt"))
+        rec.update({k: v for k, v in metrics.items() if k != "time/audit"})
+        if groups is not None:
+            z = zero_variance_share(total, groups)
+            if z is not None:
+                rec["groups/zero_variance"] = z
+        for key in ("kl", "entropy"):
+            vals = [float(r[key]) for r in batch if _num(r.get(key))]
+            if vals:
+                rec[key] = float(np.mean(vals))
+        watch.observe(rec)
+        records.append(watch.records[-1] if watch.records and watch.records[-1]["step"] == s else rec)
+    return records, list(watch.alarms), watch
+
+
+def audit_run(run_dir: str) -> tuple[list[dict[str, Any]], list[Alarm], Watch, dict[str, Any]]:
+    """The audit table and alarms of a training run directory, recomputed from its ``metrics.jsonl`` and
+    ``audits.json`` (the same watch the run had: the same alarms). ValueError for a directory that is not a run
+    with audits."""
+    from rewardlang.trainers.metrics import read_metrics
+
+    meta = load_meta(run_dir)
+    path = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        raise ValueError(f"{run_dir}: no metrics.jsonl (is it a `rewardlang train` run directory?)")
+    if meta is None:
+        raise ValueError(f"{run_dir}: the run has no audits.json: its spec declared no audit (audit its samples "
+                         f"with `rewardlang audit SPEC -i ROLLOUTS.jsonl`)")
+    watch = Watch(meta["audits"], meta.get("reward_range"))
+    for r in read_metrics(path):
+        if "train_runtime" not in r and "step" in r:
+            watch.observe(r)
+    return watch.records, list(watch.alarms), watch, meta
+
+
+def table_lines(records: Sequence[Mapping[str, Any]], audits: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The audit table as text: one line per step with a value: the reward, each audit (and an audit of samples'
+    gap), the probes that earned at least as much as the reference."""
+    from rewardlang.runtime.audits import table
+
+    rows = table(records, audits)
+    names = [a["name"] for a in audits]
+    sampled = {a["name"] for a in audits if a["kind"] == "samples"}
+    head = ["step", "reward"] + [x for n in names for x in ([n, f"gap/{n}"] if n in sampled else [n])] + \
+        ["probes >= reference"]
+    out = ["  ".join(f"{h:>10}" if i < len(head) - 1 else h for i, h in enumerate(head))]
+    for r in rows:
+        ref = r.get("probe/reference")
+        beat = [k[len("probe/"):] for k, v in r.items() if k.startswith("probe/") and k != "probe/reference"
+                and _num(v) and _num(ref) and float(v) >= float(ref) - 1e-9]
+        cells = [str(r["step"]), _f(r.get("reward"))] + [_f(r.get(x)) for n in names
+                                                          for x in ([n, f"gap/{n}"] if n in sampled else [n])]
+        cells.append(", ".join(beat) if beat else ("none" if _num(ref) else "-"))
+        out.append("  ".join(f"{c:>10}" if i < len(cells) - 1 else c for i, c in enumerate(cells)))
+    return out

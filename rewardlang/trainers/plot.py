@@ -22,7 +22,7 @@ import math
 import os
 from typing import Any
 
-__all__ = ["plot_run", "chosen_panels", "PANELS", "smooth", "SMOOTH", "audit_series", "audit_panel_data", "draw_audits"]
+__all__ = ["plot_run", "chosen_panels", "PANELS", "smooth", "SMOOTH", "audit_series", "audit_panel_data", "draw_audits", "plot_audits"]
 #: window of the moving average drawn over the reward panels
 SMOOTH = 5
 
@@ -104,9 +104,12 @@ def draw_audits(ax: Any, data: dict[str, Any]) -> None:
     for name, (xs, ys) in data["lines"].items():
         ax.plot(xs, ys, marker="o" if name != "reward" else None, label=name,
                 linewidth=2 if name == "reward" else 1.5)
+    at: dict[int, list[str]] = {}
     for step, name in data["alarms"]:
+        at.setdefault(step, []).append(name)
+    for step, names in sorted(at.items()):
         ax.axvline(step, color="#c00000", linestyle="--", linewidth=1)
-        ax.annotate(f"alarm: {name}", (step, 1.0), xycoords=("data", "axes fraction"), fontsize=7,
+        ax.annotate("alarm: " + ", ".join(names), (step, 1.0), xycoords=("data", "axes fraction"), fontsize=7,
                     color="#c00000", rotation=90, va="top", ha="right")
     ax.set_title(data["title"], fontsize=10)
     ax.set_xlabel("step")
@@ -199,6 +202,30 @@ def plot_run(run_dir: str, out: str | None = None) -> str:
 
     try:
         with atomic_path(out) as tmp:  # whole or not at all; the format is named: the temporary has no .png
+            fig.savefig(tmp, dpi=100, format="png")
+    finally:
+        plt.close(fig)
+    return out
+
+
+def plot_audits(records: list[dict[str, Any]], meta: dict[str, Any], alarms: list[dict[str, Any]], out: str) -> str:
+    """One panel of the reward vs each audit per step, alarms marked (``rewardlang audit --plot``); returns the
+    path. ValueError when there is no audit of samples with a value to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = audit_panel_data(records, meta, alarms)
+    if data is None:
+        raise ValueError("no audit of samples has a value to plot (statistics are in the table)")
+    fig, ax = plt.subplots(1, 1, figsize=(7, 4))
+    draw_audits(ax, data)
+    fig.tight_layout()
+    from rewardlang.outputs import atomic_path
+
+    try:
+        with atomic_path(out) as tmp:
             fig.savefig(tmp, dpi=100, format="png")
     finally:
         plt.close(fig)

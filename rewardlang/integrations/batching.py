@@ -207,7 +207,10 @@ class Batcher:
     once as many requests wait as the previous batch answered (those callers are back: waiting longer would only
     add idle time to every batch). More than
     ``max_pending`` waiting rows make :meth:`submit` raise :class:`Overloaded` at once (a bounded queue, never an
-    unbounded wait). :meth:`close` stops accepting, scores everything accepted, then returns.
+    unbounded wait). A submission whose future is cancelled before its batch starts leaves the queue, unscored
+    (the server cancels the requests of clients that went away). :meth:`close` stops accepting, scores everything
+    accepted, then returns (or, with a ``timeout``, returns when that is over; :attr:`running` says whether the
+    thread still scores).
     """
 
     def __init__(self, scorer: SpecScorer, *, window_s: float = 0.02, max_batch: int = 512,
@@ -242,10 +245,23 @@ class Batcher:
                 self.rejected += 1
                 raise Overloaded(f"overloaded: {self._pending} rows already wait (limit {self.max_pending})")
             self.requests += 1
-            self._queue.append((list(rows), fut, time.perf_counter()))
+            item = (list(rows), fut, time.perf_counter())
+            self._queue.append(item)
             self._pending += len(rows)
             self._cond.notify()
+        fut.add_done_callback(lambda f, item=item: self._withdraw(item) if f.cancelled() else None)
         return fut
+
+    def _withdraw(self, item: tuple[list[dict], Future, float]) -> None:
+        """A submission cancelled before it was taken (its caller left) leaves the queue at once: its rows no
+        longer count against ``max_pending`` and are never scored."""
+        with self._cond:
+            for k, other in enumerate(self._queue):
+                if other is item:
+                    del self._queue[k]
+                    self._pending -= len(item[0])
+                    self._cond.notify()
+                    return
 
     def score(self, rows: list[dict]) -> list[dict[str, float]]:
         """Submit and wait (for callers on threads, such as verl's per-sample ``compute_score``)."""
@@ -270,6 +286,10 @@ class Batcher:
             # whole requests only: a request's rows are scored together (a group is never split)
             while self._queue and (not taken or size + len(self._queue[0][0]) <= self.max_batch):
                 item = self._queue.popleft()
+                if not item[1].set_running_or_notify_cancel():
+                    # cancelled while this thread held the lock (its _withdraw finds it gone): nobody wants its rows
+                    self._pending -= len(item[0])
+                    continue
                 taken.append(item)
                 size += len(item[0])
             self._pending -= size
@@ -279,7 +299,9 @@ class Batcher:
         while True:
             taken = self._take()
             if not taken:
-                return
+                if self._closing and not self._queue:
+                    return
+                continue  # every request taken had been cancelled
             rows = [r for item in taken for r in item[0]]
             self.batch_sizes[len(rows)] += 1
             try:
@@ -301,6 +323,11 @@ class Batcher:
     @property
     def pending(self) -> int:
         return self._pending
+
+    @property
+    def running(self) -> bool:
+        """Whether the batcher's thread is still scoring (after :meth:`close` with a timeout, it may be)."""
+        return self._thread.is_alive()
 
     def close(self, timeout: float | None = None) -> None:
         """Accept nothing more, finish every accepted submission, stop the thread."""

@@ -103,15 +103,16 @@ def test_protocols_errors_and_metrics() -> None:
         assert st == 422 and "`rows` must be a list" in out["error"]
         st, out = _post(url + "/", {"query": ["a", "b"], "prompts": ["a"], "labels": [{}, {}]})
         assert st == 422 and "2 queries, 1 prompts" in out["error"]
+        # more rows than may ever wait: retrying cannot help, so 413 (not 503), naming the option
         st, out = _post(url + "/score", {"rows": [{}] * 65})
-        assert st == 503 and "overloaded" in out["error"]
+        assert st == 413 and "at most 64 (--max-pending)" in out["error"]
         assert _get(url + "/health")[0] == 200
     finally:
         assert _stop(p) == 0
 
 
 def test_graceful_shutdown_answers_accepted_requests() -> None:
-    p, url = _start("--window-ms", "2000")
+    p, url = _start("--window-ms", "2000", "--shutdown-timeout", "120")  # a grace period no load can exceed
     got: list = []
     t = threading.Thread(target=lambda: got.append(_post(url + "/score", {"rows": [_sample(0)]})))
     t.start()

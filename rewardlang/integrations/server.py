@@ -6,7 +6,9 @@ Endpoints:
   "labels": [...]}`` -> ``{"rewards", "scores", "extra_logs"}`` (as :func:`rewardlang.integrations.openrlhf.
   reward_func`: scalars for one sample, which is what OpenRLHF 0.11 sends and reads, lists for several).
 - ``POST /score``: ``{"rows": [{column: value, ...}, ...]}`` -> ``{"results": [{"score", "rl_masked",
-  "rl_<component>"...}, ...]}``, the rows of ``rewardlang score``'s input.
+  "rl_<component>"..., "error"}, ...]}``, the rows of ``rewardlang score``'s input; ``error`` says why a masked row
+  is masked (``column `tests` missing ...``, ``component `correct`: ...``), null for the others. The OpenRLHF
+  answer carries the same beside its keys as ``errors``. Every mask is logged too, with the client.
 - ``GET /health``: ``{"status": "ok", "spec", "sandbox_level"}``; ``GET /metrics``: requests, rows, batch sizes,
   mean latency, masked rows, bad rows, infrastructure failures, rejected requests, rows waiting, sandbox level,
   and what the guards below did (connections open, refused and dropped, timeouts, requests too large).
@@ -53,8 +55,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from rewardlang.integrations.batching import Batcher, Overloaded, SpecScorer
-from rewardlang.integrations.openrlhf import merge_masked, openrlhf_rows, to_openrlhf
+from rewardlang.integrations.batching import MASK_KEY, Batcher, Overloaded, SpecScorer, log_masks
+from rewardlang.integrations.openrlhf import merge_masked, read_samples, to_openrlhf
 
 __all__ = ["ServerLimits", "TOKEN_ENV", "default_max_connections", "fd_reserve", "is_loopback", "make_app",
            "read_token", "serve"]
@@ -478,9 +480,18 @@ def make_app(spec: str, *, program: Any = None, window_s: float = 0.02, max_batc
 
     def batcher() -> Batcher:
         if "batcher" not in state:
-            state["batcher"] = Batcher(SpecScorer(spec, program=program), window_s=window_s, max_batch=max_batch,
-                                       max_pending=max_pending)
+            scorer = SpecScorer(spec, program=program)
+            scorer.log_masks = False  # logged per request below, with the client and the request's own row numbers
+            state["batcher"] = Batcher(scorer, window_s=window_s, max_batch=max_batch, max_pending=max_pending)
         return state["batcher"]
+
+    def reasons(request: Request, results: list[dict]) -> list[str | None]:
+        """Each result's mask reason (None where it is not masked), every mask logged with the client."""
+        why = [(getattr(r, "reason", None) or "masked") if r.get(MASK_KEY) else None for r in results]
+        if any(why):
+            client = f"{request.client.host}:{request.client.port}" if request.client else "a client"
+            log_masks(log, f"a request from {client} ({request.method} {request.url.path})", results)
+        return why
 
     def error(status: int, message: str, close: bool = False) -> JSONResponse:
         headers = {"Retry-After": "1"} if status == 503 else {}
@@ -610,12 +621,12 @@ def make_app(spec: str, *, program: Any = None, window_s: float = 0.02, max_batc
                                        "one of each per sample")
             b = batcher()
             try:
-                rows = openrlhf_rows(b.scorer, queries, prompts, labels)
+                rows, unreadable = read_samples(b.scorer, queries, prompts, labels)
             except ValueError as exc:
                 raise _BadRequest(422, str(exc))
             del data, queries, prompts, labels
             good = project(b, [r for r in rows if r is not None])
-            results = merge_masked(b.scorer, rows, await scored(request, b, good))
+            results = merge_masked(b.scorer, rows, await scored(request, b, good), unreadable)
         except _BadRequest as exc:
             return error(exc.status, str(exc), exc.close)
         except Overloaded as exc:
@@ -624,7 +635,11 @@ def make_app(spec: str, *, program: Any = None, window_s: float = 0.02, max_batc
             return Response(status_code=499)  # nobody reads it: the connection is gone
         finally:
             guard.release(held)
-        return JSONResponse(to_openrlhf(results, scalar=True))
+        out = to_openrlhf(results, scalar=True)
+        why = reasons(request, results)
+        # beside OpenRLHF's keys (it reads only those): why each masked sample is masked, None for the others
+        out["errors"] = why[0] if len(why) == 1 else why
+        return JSONResponse(out)
 
     async def score(request: Request) -> Response:
         held = 0
@@ -642,7 +657,8 @@ def make_app(spec: str, *, program: Any = None, window_s: float = 0.02, max_batc
             return Response(status_code=499)
         finally:
             guard.release(held)
-        return JSONResponse({"results": results})
+        why = reasons(request, results)
+        return JSONResponse({"results": [{**r, "error": w} for r, w in zip(results, why)]})
 
     async def health(request: Request) -> Response:
         try:

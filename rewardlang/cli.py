@@ -233,6 +233,10 @@ class _Summary:
         sandbox = _sandbox_line(stats or {})
         if sandbox:
             console.print(sandbox)
+        from rewardlang.runtime.components.execution import undefined_names_lines
+
+        for line in undefined_names_lines(stats or {}):  # tests that fail for every program: said, never a silent 0
+            console.print(line, markup=False, highlight=False)
         if self.bad_rows:
             shown = ", ".join(f"line {ln}" for ln, _ in self.bad_rows[:20])
             console.print(f"skipped bad rows: {shown}" + (" …" if len(self.bad_rows) > 20 else ""))
@@ -865,6 +869,10 @@ def report(spec: Path = typer.Argument(..., help="spec file"),
             _err(f"error[D001]: {input}: row {r}: column `{c}` {m}")
         raise typer.Exit(1)
     text = json.dumps(rep, indent=1) + "\n" if format == "json" else render_html(rep)
+    from rewardlang.runtime.components.execution import undefined_names_lines
+
+    for line in undefined_names_lines(found=[(x["task"], x["names"]) for x in rep["undefined_names"]]):
+        _err(line)
     if output is None:
         typer.echo(text, nl=False)
     else:

@@ -173,9 +173,11 @@ def build(problems: Sequence[dict[str, Any]], *, operators: Sequence[str] | None
                 if m is not None:
                     variants.append(_Variant(i, j, m))
                     data.per_operator[name]["applied"] += 1
-    tasks = [Task(p["prompt"] + p["reference"], p["tests"], p.get("entry_point"), limits=limits) for p in problems]
-    tasks += [Task(v.mutant.code, problems[v.row]["tests"], problems[v.row].get("entry_point"), limits=limits)
-              for v in variants]
+    # the prompt is the tests' trusted prelude: raw HumanEval tests call helpers only the prompt defines (`poly`)
+    tasks = [Task(p["prompt"] + p["reference"], p["tests"], p.get("entry_point"), limits=limits,
+                  prelude=p["prompt"]) for p in problems]
+    tasks += [Task(v.mutant.code, problems[v.row]["tests"], problems[v.row].get("entry_point"), limits=limits,
+                   prelude=problems[v.row]["prompt"]) for v in variants]
     own = sandbox is None
     sb = open_sandbox("prm-data") if own else sandbox
     verdicts: list[Any] = []

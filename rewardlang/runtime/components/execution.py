@@ -217,12 +217,13 @@ def undefined_names(stats: Any) -> list[tuple[str, list[str], int]]:
     return sorted(out)
 
 
-def undefined_names_lines(stats: Any) -> list[str]:
-    """The warning a run prints about those tasks (empty when there are none): once per run, tasks and names."""
-    found = undefined_names(stats)
+def undefined_names_lines(stats: Any = None, found: Sequence[tuple[str, Sequence[str]]] | None = None) -> list[str]:
+    """The warning a run prints about those tasks (empty when there are none): once per run, tasks and names. From
+    a run's counters, or from ``found`` (``(task, names)`` pairs)."""
+    found = [(t, n) for t, n, *_ in (found if found is not None else undefined_names(stats or {}))]
     if not found:
         return []
-    shown = "; ".join(f"`{task}`: {', '.join(names)}" for task, names, _ in found[:20])
+    shown = "; ".join(f"`{task}`: {', '.join(names)}" for task, names in found[:20])
     more = f" (and {len(found) - 20} more)" if len(found) > 20 else ""
     return [f"warning: the tests of {len(found)} task(s) use names nothing defines, so those tests fail for every "
             f"program: {shown}{more}",

@@ -156,6 +156,8 @@ def forced_level_missing(params: Any) -> tuple[str, str] | None:
 
 #: the counter key under which a task's tests that use names nothing defines are noted (prefix, task, names)
 UNDEFINED_KEY = "tests.undefined_names"
+#: the counter key under which tests that cannot be read are noted (prefix, task, why)
+UNREADABLE_KEY = "tests.unreadable"
 _SEP = "\x1f"
 
 
@@ -167,12 +169,13 @@ def _task_label(task: Any, plan: Any) -> str:
     return first if len(first) <= 60 else first[:57] + "..."
 
 
-def note_undefined_names(tasks: Sequence[Any], stats: Any) -> list[Any]:
+def note_plans(tasks: Sequence[Any], stats: Any) -> list[Any]:
     """Note in ``stats`` each task (Python, with tests) whose tests use names nothing defines: those tests fail for
     every program, so the run says so (``score``'s summary, ``report``, ``check --data``, ``eval``, the training
-    log) instead of a silent 0. One key per task and names, so a run reports each once. Returns ``tasks`` with a
-    prelude the tests do not use dropped (it changes nothing: the verdicts and the cached reference times of such
-    tasks stay those of the task without it)."""
+    log) instead of a silent 0. One key per task and names, so a run reports each once; tests that cannot be read
+    are noted the same way (``UNREADABLE_KEY``), and ``tests.planned`` counts the distinct test suites read per
+    call. Returns ``tasks`` with a prelude the tests do not use dropped (it changes nothing: the verdicts and the
+    cached reference times of such tasks stay those of the task without it)."""
     from dataclasses import replace
 
     from rewardlang.sandbox.convert import TestFormatError, make_plan
@@ -186,9 +189,11 @@ def note_undefined_names(tasks: Sequence[Any], stats: Any) -> list[Any]:
         if key not in seen:
             try:
                 plan = make_plan(t.tests, t.entry_point, t.format, t.prelude)   # cached: the sandbox makes the same
-            except TestFormatError:
+            except TestFormatError as e:
                 plan = None
+                stats[_SEP.join((UNREADABLE_KEY, str(t.entry_point or "tests"), str(e)[:300]))] += 1
             seen[key] = plan
+            stats["tests.planned"] += 1
             if plan is not None and plan.undefined:
                 stats[_SEP.join((UNDEFINED_KEY, _task_label(t, plan), ",".join(plan.undefined)))] += 1
         plan = seen[key]
@@ -204,7 +209,7 @@ def undefined_names(stats: Any) -> list[tuple[str, list[str], int]]:
         >>> from collections import Counter
         >>> from rewardlang.sandbox import Task
         >>> st = Counter()
-        >>> _ = note_undefined_names([Task("def f(x):\\n    return x\\n",
+        >>> _ = note_plans([Task("def f(x):\\n    return x\\n",
         ...                                "def check(candidate):\\n    assert candidate(helper(1)) == 1\\n", "f")], st)
         >>> undefined_names(st)
         [('f', ['helper'], 1)]
@@ -217,15 +222,17 @@ def undefined_names(stats: Any) -> list[tuple[str, list[str], int]]:
     return sorted(out)
 
 
-def undefined_names_lines(stats: Any = None, found: Sequence[tuple[str, Sequence[str]]] | None = None) -> list[str]:
+def undefined_names_lines(stats: Any = None, found: Sequence[tuple[str, Sequence[str]]] | None = None,
+                          level: str = "warning") -> list[str]:
     """The warning a run prints about those tasks (empty when there are none): once per run, tasks and names. From
-    a run's counters, or from ``found`` (``(task, names)`` pairs)."""
+    a run's counters, or from ``found`` (``(task, names)`` pairs); ``level="error"`` where it fails the command
+    (``check --data``)."""
     found = [(t, n) for t, n, *_ in (found if found is not None else undefined_names(stats or {}))]
     if not found:
         return []
     shown = "; ".join(f"`{task}`: {', '.join(names)}" for task, names in found[:20])
     more = f" (and {len(found) - 20} more)" if len(found) > 20 else ""
-    return [f"warning: the tests of {len(found)} task(s) use names nothing defines, so those tests fail for every "
+    return [f"{level}: the tests of {len(found)} task(s) use names nothing defines, so those tests fail for every "
             f"program: {shown}{more}",
             "hint: give the helpers the tests need as trusted code, `prelude=` of the test functions (the shipped "
             "specs pass the row's prompt), or put them at the head of the tests; the program's own definitions "
@@ -279,7 +286,9 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
         pre = preludes[i] if lang == "python" and isinstance(preludes[i], str) and preludes[i].strip() else None
         tasks.append(Task(code[i], t if tests is not None else None, entries[i], p.format, limits, p.compare,
                           lang, p.compile_timeout, pre))
-    tasks = note_undefined_names(tasks, ctx.stats)
+    tasks = note_plans(tasks, ctx.stats)
+    if ctx.extra.get("plan_only"):   # `rewardlang check --data`: the tests are read, no program runs
+        return [Verdict("infra", infra="not run: the tests were only read (check --data)") for _ in range(n)]
     try:
         sandbox = get_sandbox()
     except LevelUnavailable as e:
@@ -357,14 +366,14 @@ def _result(verdicts: list[Any], value: Any) -> Result:
 
 
 @function("tests_pass_rate", args=_ARGS, returns="number", params=ExecParams, range=(0.0, 1.0), accepts_none=True,
-          in_workers=False, requires=forced_level_missing, doc="Share of the unit tests the program passes (sandboxed; see docs/sandbox.md).")
+          in_workers=False, requires=forced_level_missing, tags=("plans",), doc="Share of the unit tests the program passes (sandboxed; see docs/sandbox.md).")
 def tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
                     reference: Any = None, prelude: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
     return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference, prelude),
                    lambda v: v.pass_rate)
 
 
-@function("tests_all_pass", args=_ARGS, returns="bool", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
+@function("tests_all_pass", args=_ARGS, returns="bool", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing, tags=("plans",),
           doc="True when the program passes every unit test (sandboxed).")
 def tests_all_pass(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
                    reference: Any = None, prelude: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
@@ -373,7 +382,7 @@ def tests_all_pass(code: list[str | None], tests: list[Any], entry_point: Any = 
 
 
 @function("tests_results", args=_ARGS, returns="list[number]", params=ExecParams, accepts_none=True,
-          in_workers=False, requires=forced_level_missing, doc="1 or 0 for each unit test, in the order of the tests (sandboxed).")
+          in_workers=False, requires=forced_level_missing, tags=("plans",), doc="1 or 0 for each unit test, in the order of the tests (sandboxed).")
 def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
                   reference: Any = None, prelude: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
     return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference, prelude),
@@ -381,7 +390,7 @@ def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = N
 
 
 @function("outcome", args=_ARGS, returns="number", params=OutcomeParams, range=(-1.0, 1.0), accepts_none=True,
-          in_workers=False, requires=forced_level_missing,
+          in_workers=False, requires=forced_level_missing, tags=("plans",),
           doc="CodeRL-style outcome value: pass 1, fail -0.3, runtime error -0.6, compile error -1 "
               "(timeout, memory, output limit: -0.6 by default).")
 def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
@@ -394,7 +403,7 @@ def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, l
                    lambda v: values[v.outcome])
 
 
-@function("outcome_label", args=_ARGS, returns="text", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
+@function("outcome_label", args=_ARGS, returns="text", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing, tags=("plans",),
           doc="The outcome class: pass, fail, runtime_error, compile_error, timeout, memory or output_limit.")
 def outcome_label(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
                   reference: Any = None, prelude: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
@@ -403,6 +412,6 @@ def outcome_label(code: list[str | None], tests: list[Any], entry_point: Any = N
 
 
 @function("executes", args={"code": "code?"}, returns="bool", params=ExecParams, accepts_none=True,
-          in_workers=False, requires=forced_level_missing, doc="True when the program runs to the end as a script (empty stdin, sandboxed).")
+          in_workers=False, requires=forced_level_missing, tags=("plans",), doc="True when the program runs to the end as a script (empty stdin, sandboxed).")
 def executes(code: list[str | None], *, params: ExecParams | None, ctx: Context) -> Result:
     return _result(_verdicts(code, None, None, params, ctx), lambda v: v.outcome == "pass")

@@ -117,6 +117,16 @@ def _check_language(value: Any) -> tuple[str, str] | None:
     return None
 
 
+def _check_prelude(value: Any) -> tuple[str, str] | None:
+    """A constant prelude must define something: Python source, or text holding a fenced Python block."""
+    from rewardlang.sandbox.convert import prelude_statements
+
+    stmts, notes = prelude_statements(str(value), set())
+    if notes:
+        return notes[0], "give the helpers' Python source (the row's prompt: `prelude=prompt`), or leave it out"
+    return None
+
+
 _ARGS = {
     "code": "code?",
     "tests": "any",
@@ -125,7 +135,7 @@ _ARGS = {
     "language": Arg("language", TEXT, default="python", check=_check_language),
     "reference": Arg("reference", CODE.optional(), default=None),
     # trusted helper code for the tests (e.g. the task's prompt): run in the judge process, never the program's
-    "prelude": Arg("prelude", CODE.optional(), default=None),
+    "prelude": Arg("prelude", CODE.optional(), default=None, check=_check_prelude, trusted=True),
 }
 
 

@@ -259,7 +259,7 @@ def _compile_error(run: Any) -> str:
 
 
 def _step_ok(run: Any) -> bool:
-    return run.reason is None and run.exit == 0 and not run.exec_failed
+    return run.reason is None and run.exit == 0 and not run.exec_failed and not getattr(run, "not_built", False)
 
 
 class _Builder:

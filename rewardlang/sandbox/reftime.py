@@ -33,6 +33,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from rewardlang.outputs import OutputError, atomic_write
+from rewardlang.sandbox.config import Limits
+from rewardlang.sandbox.runner import Task
+
 __all__ = ["cache_dir", "clear_memory_cache", "machine_key", "reference_times", "relative_limit"]
 
 #: bump when the way T_ref is measured changes (old disk entries are then never read)
@@ -94,8 +98,6 @@ def _disk_get(key: str) -> tuple[bool, float | None]:
 
 
 def _disk_put(key: str, cpu: float | None, outcome: str) -> None:
-    from rewardlang.outputs import OutputError, atomic_write
-
     directory = os.path.join(cache_dir(), key[:2])
     try:
         os.makedirs(directory, exist_ok=True)
@@ -119,9 +121,6 @@ def reference_times(sandbox: Any, refs: Sequence[tuple[Any, ...]], cap: float, *
 
     None where the reference does not pass its tests within ``cap`` (or the sandbox failed: not cached).
     """
-    from rewardlang.sandbox.config import Limits
-    from rewardlang.sandbox.runner import Task
-
     out: list[float | None] = [None] * len(refs)
     refs = [tuple(r) + (None,) * (6 - len(r)) for r in refs]
     keys = [_key(c, t, e, f, cmp, sandbox.level, cap, pre) for c, t, e, f, cmp, pre in refs]

@@ -47,18 +47,23 @@ Where equality cannot hold: SynCode's ±1 (random, above); a block marker comple
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
+from rewardlang.runtime.api import Context
+from rewardlang.runtime.components.dense import first_violation
+
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
-    from rewardlang.trainers.dense import DenseBatch
 
-__all__ = ["AuthorsMapping", "extract_python_code", "uses_authors_mapping"]
+__all__ = ["AuthorsBatch", "AuthorsMapping", "extract_python_code", "uses_authors_mapping"]
 
 OPEN, CLOSE = "```python", "```"
 _WS = re.compile(r"\s+")
@@ -84,6 +89,22 @@ def extract_python_code(text: str) -> str:
     start += len(OPEN)
     end = text.find(CLOSE, start)
     return text[start:] if end < 0 else text[start:end]
+
+
+@dataclass
+class AuthorsBatch:
+    """One batch's per-token values under the authors' mapping, as arrays (what
+    :class:`~rewardlang.trainers.dense.DenseRewards` wraps into its :class:`~rewardlang.trainers.dense.DenseBatch`).
+
+    ``rewards``: (B, T) float32, their score sum; ``components``: (B, T) float32 per component; ``masked``: (B,)
+    bool, rows never to train on; ``texts``: the decoded completions; ``totals``: (B,) the spec's sequence total of
+    the unmasked text (NaN where masked)."""
+
+    rewards: np.ndarray
+    components: dict[str, np.ndarray]
+    masked: np.ndarray
+    texts: list[str]
+    totals: np.ndarray
 
 
 class AuthorsMapping:
@@ -158,9 +179,6 @@ class AuthorsMapping:
         return out
 
     def _violations(self, ids: Sequence[int], first: int, stop: int, out: np.ndarray) -> None:
-        from rewardlang.runtime.api import Context
-        from rewardlang.runtime.components.dense import first_violation
-
         text = self._text(ids[first:stop], special=False)
         # the registered function: too deep or too long is invalid from 0, an overloaded machine an error (masked)
         got = first_violation.fn([text], params=None, ctx=Context())
@@ -209,11 +227,9 @@ class AuthorsMapping:
                 "masked": masked, "masked_text": self._text(masked, special=False)}
 
     def __call__(self, completion_ids: torch.Tensor, completion_mask: torch.Tensor, columns: Mapping[str, list],
-                 step: int = 0) -> DenseBatch:
-        import time
-
-        from rewardlang.trainers.dense import DenseBatch
-
+                 step: int = 0) -> AuthorsBatch:
+        """The batch's values (``completion_ids``/``completion_mask`` as :class:`DenseRewards
+        <rewardlang.trainers.dense.DenseRewards>` takes them), as arrays."""
         B, T = completion_ids.shape
         ids_cpu = completion_ids.detach().cpu()
         mask_cpu = completion_mask.detach().cpu().bool()
@@ -269,12 +285,8 @@ class AuthorsMapping:
             comps["syntax"][b, idx] = p["syntax"]
             comps["tests"][b, idx] = tests.float().numpy()
             comps["dfg"][b, idx] = dfg.float().numpy()
-        device = completion_ids.device
-        return DenseBatch(
-            rewards=torch.as_tensor(total, dtype=torch.float32, device=device),
-            components={n: torch.as_tensor(v, dtype=torch.float32, device=device) for n, v in comps.items()},
-            masked=torch.as_tensor(masked_rows, dtype=torch.bool, device=device),
-            texts=texts, totals=np.asarray(first.total, dtype=np.float64))
+        return AuthorsBatch(rewards=total, components=comps, masked=np.asarray(masked_rows, dtype=bool), texts=texts,
+                            totals=np.asarray(first.total, dtype=np.float64))
 
 
 class _Masked(Exception):
@@ -289,6 +301,4 @@ def _rows_of(span: Any) -> tuple[int, int] | None:
 
 
 def _common_prefix(a: str, b: str) -> str:
-    import os
-
     return os.path.commonprefix([a, b])

@@ -31,18 +31,20 @@ everywhere and ``masked[b] = True``: the trainer must not train on it.
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
 from rewardlang.runtime.attribution import place, to_tokens
+from rewardlang.runtime.program import Program, chat_to_text
 from rewardlang.trainers.align import TokenAligner
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rewardlang.runtime.program import Program
+from rewardlang.trainers.authors import AuthorsMapping, uses_authors_mapping
+from rewardlang.trainers.model import build_tokenizer, model_cache_dir, smollm2_gguf
 
 __all__ = ["DenseBatch", "DenseRewards", "load_tokenizer", "token_table"]
 
@@ -85,8 +87,6 @@ class DenseRewards:
                              "of the components; drop the `reward` statement and set weights instead")
         self.seconds_scoring = 0.0
         self.seconds_aligning = 0.0
-        from rewardlang.trainers.authors import AuthorsMapping, uses_authors_mapping
-
         # mapping = "authors" (specs/dense_ppo.reward): the authors' code places the values, token by token
         self.authors = AuthorsMapping(program, tokenizer) if uses_authors_mapping(program) else None
 
@@ -99,13 +99,15 @@ class DenseRewards:
                  step: int = 0) -> DenseBatch:
         """Per-token rewards of a batch: ``completion_ids`` (B, T) right-padded, ``completion_mask`` (B, T) 1 on
         the completion's tokens, ``columns`` the other inputs of the spec by input name (prompt, tests, ...)."""
-        import time
-
         if self.authors is not None:
-            out = self.authors(completion_ids, completion_mask, columns, step)
+            got = self.authors(completion_ids, completion_mask, columns, step)
             self.seconds_scoring += self.authors.seconds_scoring
             self.authors.seconds_scoring = 0.0
-            return out
+            dev = completion_ids.device
+            return DenseBatch(
+                rewards=torch.as_tensor(got.rewards, dtype=torch.float32, device=dev),
+                components={n: torch.as_tensor(v, dtype=torch.float32, device=dev) for n, v in got.components.items()},
+                masked=torch.as_tensor(got.masked, dtype=torch.bool, device=dev), texts=got.texts, totals=got.totals)
         B, T = completion_ids.shape
         ids_cpu = completion_ids.detach().cpu()
         mask_cpu = completion_mask.detach().cpu().bool()
@@ -157,16 +159,10 @@ def load_tokenizer(path: str | None) -> Any:
     Hugging Face cache name, offline), ``smollm2`` (the default model of ``train`` and ``eval``: its converted
     cache's tokenizer, else the one in the package's GGUF file), or None / ``tiny`` for the tiny default model's
     byte-level BPE."""
-    import os
-
     if path is None or path == "tiny":
-        from rewardlang.trainers.model import build_tokenizer
-
         return build_tokenizer()
     if path == "smollm2" and not os.path.exists(path):
         from transformers import AutoTokenizer
-
-        from rewardlang.trainers.model import model_cache_dir, smollm2_gguf
 
         cache = model_cache_dir()
         if os.path.exists(os.path.join(cache, "tokenizer.json")):
@@ -195,8 +191,6 @@ def token_table(program: Program, row: Mapping[str, Any], tokenizer: Any, step: 
     >>> pieces, values["c"], total
     (['a', 'b'], [0.0, -1.0], [0.0, -1.0])
     """
-    from rewardlang.runtime.program import chat_to_text
-
     text = chat_to_text(row.get("completion", ""), "assistant")
     from tokenizers import Tokenizer
 

@@ -30,6 +30,7 @@ own outcome, never a mask; ``ctx.timeout`` bounds the scan (running out of it is
 
 from __future__ import annotations
 
+import ast
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -37,9 +38,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rewardlang.runtime.api import Context, Result, Span, function, per_row
-from rewardlang.runtime.components.execution import ExecParams, forced_level_missing
-from rewardlang.runtime.components.lint import RuffParams, _line_spans, _ruff
+from rewardlang.runtime.code import validity
+from rewardlang.runtime.components.execution import ExecParams, exec_limits, forced_level_missing
+from rewardlang.runtime.components.lint import RuffParams, findings_result, line_spans, run_ruff
 from rewardlang.runtime.components.syntax import DEFAULT_TIMEOUT, SyntaxParams
+from rewardlang.runtime.tools.text import SourceText
 from rewardlang.signature import Arg
 from rewardlang.types import TEXT
 
@@ -55,8 +58,6 @@ def first_violation(code: list[str], *, params: SyntaxParams | None, ctx: Contex
     >>> first_violation.fn(["x = 1\\ny = = 2\\n", "x = 1\\n", "def f(:\\n"], params=None, ctx=Context()).values
     [10, None, 6]
     """
-    from rewardlang.runtime.code import validity
-
     params = params or SyntaxParams()
     if params.method != "cpython":
         raise ValueError('first_violation uses CPython\'s compiler: method="cpython" only')
@@ -99,10 +100,8 @@ def without_ruff_lines(code: list[str], *, params: RuffParams | None, ctx: Conte
     >>> without_ruff_lines.fn(["x = 1\\nimport os\\ny = 2\\n"], params=RuffParams(), ctx=Context()).values
     ['x = 1\\ny = 2\\n']
     """
-    from rewardlang.runtime.tools.text import SourceText
-
     params = params or RuffParams()
-    results = _ruff(code, params, ctx)
+    results = run_ruff(code, params, ctx)
     values: list[str | None] = []
     errors: list[str | None] = []
     infra: list[bool] = []
@@ -112,7 +111,7 @@ def without_ruff_lines(code: list[str], *, params: RuffParams | None, ctx: Conte
             values.append(None)
             errors.append(f"without_ruff_lines: {res.error}")
             continue
-        drop = _line_spans(SourceText(c), res.findings)
+        drop = line_spans(SourceText(c), res.findings)
         kept, pos = [], 0
         for sp in drop:
             kept.append(c[pos:sp.start])
@@ -134,9 +133,6 @@ def ruff_rows(code: list[str], *, params: RuffParams | None, ctx: Context) -> Re
     >>> ruff_rows.fn(["import sys\\nimport os\\n\\nx = 1\\n"], params=RuffParams(select=["I"]), ctx=Context()).values
     [[Span(start=0, end=21, value=-1.0, label='1-2 I001')]]
     """
-    from rewardlang.runtime.components.lint import _to_result
-    from rewardlang.runtime.tools.text import SourceText
-
     def spans(src: SourceText, findings: list) -> list[Span]:
         out = []
         for f in findings:
@@ -148,7 +144,7 @@ def ruff_rows(code: list[str], *, params: RuffParams | None, ctx: Context) -> Re
         return out
 
     params = params or RuffParams()
-    return _to_result(code, _ruff(code, params, ctx), spans, ctx, "ruff_rows")
+    return findings_result(code, run_ruff(code, params, ctx), spans, ctx, "ruff_rows")
 
 
 def script_tests(tests: Any, entry_point: str | None) -> list[str]:
@@ -161,8 +157,6 @@ def script_tests(tests: Any, entry_point: str | None) -> list[str]:
     >>> script_tests("def check(candidate):\\n    assert candidate(1) == 2\\n", "f")
     ['def check(candidate):\\n    assert candidate(1) == 2\\n\\ncheck(f)']
     """
-    import ast
-
     if isinstance(tests, (list, tuple)):
         return [str(t) for t in tests]
     text = str(tests)
@@ -184,13 +178,12 @@ def script_tests(tests: Any, entry_point: str | None) -> list[str]:
               "passed. Their semantics, exploitable: a program that exits 0 first passes every test.")
 def script_tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
                            params: ExecParams | None, ctx: Context) -> Result:
-    from rewardlang.runtime.components.execution import _limits
     from rewardlang.sandbox.launch import LevelUnavailable
     from rewardlang.sandbox.runner import Task, get_sandbox
 
     p = params or ExecParams()
     n = len(code)
-    limits = _limits(p, ctx)
+    limits = exec_limits(p, ctx)
     entries = per_row(entry_point, n)
     of_row: list[list[int]] = []
     tasks: list[Any] = []

@@ -249,7 +249,10 @@ def undefined_names_lines(stats: Any = None, found: Sequence[tuple[str, Sequence
             "are never used for test code (docs/language.md, docs/sandbox.md)"]
 
 
-def _limits(params: ExecParams | None, ctx: Context) -> Any:
+def exec_limits(params: ExecParams | None, ctx: Context) -> Any:
+    """The sandbox :class:`~rewardlang.sandbox.config.Limits` of one execution under ``params``: its ``timeout``
+    (CPU seconds), else the component's, else the default; wall, memory, output and process caps as given.
+    Shared by the execution functions here and the dense-reward ``script_tests_pass_rate``."""
     from rewardlang.sandbox.config import Limits
 
     p = params or ExecParams()
@@ -275,7 +278,7 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
 
     p = params or ExecParams()
     n = len(code)
-    limits: Limits = _limits(p, ctx)
+    limits: Limits = exec_limits(p, ctx)
     from rewardlang.sandbox.languages import canonical_language, unknown_language_message
 
     entries = per_row(entry, n)

@@ -24,8 +24,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from rewardlang.runtime.api import Context, Result, Span, function
+from rewardlang.runtime.tools.text import SourceText
 
-__all__ = ["RuffParams", "PylintParams", "ruff_spans", "ruff_line_spans", "pylint_spans"]
+__all__ = ["RuffParams", "PylintParams", "findings_result", "line_spans", "pylint_spans", "ruff_line_spans",
+           "ruff_spans", "run_ruff"]
 
 _RUFF_SELECTOR = re.compile(r"^(ALL|[A-Z]{1,6}[0-9]{0,4})$")
 _PYLINT_ID = re.compile(r"^(all|[CRWEFI]|[CRWEFI][0-9]{4}|[a-z][a-z0-9-]*)$")
@@ -98,8 +100,11 @@ def _run_cached(kind: str, codes: list[str], params: BaseModel, ctx: Context, ru
     return out
 
 
-def _to_result(codes: list[str], results: list[Any], make_spans: Any, ctx: Context, name: str) -> Result:
-    from rewardlang.runtime.tools.text import SourceText
+def findings_result(codes: list[str], results: list[Any], make_spans: Any, ctx: Context, name: str) -> Result:
+    """A linter's results (one per code, as :func:`run_ruff` returns them) as a span-valued :class:`Result`:
+    ``make_spans(SourceText(code), findings)`` per code that was linted, the tool's error (``on_error``) or an
+    infrastructure failure (masked) per code that was not; per-sample details count findings by rule and class.
+    Shared by the lint functions here and the dense-reward ones (``ruff_rows``, ``without_ruff_lines``)."""
 
     values: list[list[Span]] = []
     errors: list[str | None] = []
@@ -141,7 +146,17 @@ def _finding_spans(src: Any, findings: list[Any]) -> list[Span]:
     return spans
 
 
-def _line_spans(src: Any, findings: list[Any]) -> list[Span]:
+def line_spans(src: Any, findings: list[Any]) -> list[Span]:
+    """One span per line a finding covers (the whole line, its break included; value -1, label
+    ``"line N: CODES"``), in line order; a range ending at column 0 of a line does not cover that line. ``src`` is
+    the code's :class:`~rewardlang.runtime.tools.text.SourceText`. What ``ruff_lines`` returns, and the lines
+    ``without_ruff_lines`` deletes.
+
+    >>> from types import SimpleNamespace as F
+    >>> from rewardlang.runtime.tools.text import SourceText
+    >>> line_spans(SourceText("a\\r\\nb\\nc"), [F(line=2, end_line=3, end_col=0, code="E1")])
+    [Span(start=3, end=5, value=-1.0, label='line 2: E1')]
+    """
     lines: dict[int, list[str]] = {}
     for f in findings:
         last = f.end_line
@@ -160,7 +175,9 @@ def _line_spans(src: Any, findings: list[Any]) -> list[Span]:
     return spans
 
 
-def _ruff(codes: list[str], params: RuffParams, ctx: Context) -> list[Any]:
+def run_ruff(codes: list[str], params: RuffParams, ctx: Context) -> list[Any]:
+    """ruff's result per code (``ok``, ``findings``, ``error``, ``infra``): the cached ones from ``ctx.cache``, the
+    others from ONE batched ruff run over the distinct misses. Shared by every ruff-based function."""
     from rewardlang.runtime.tools import ruff
 
     def run(distinct: list[str]) -> list[Any]:
@@ -186,7 +203,7 @@ def ruff_spans(code: list[str], *, params: RuffParams | None = None, ctx: Contex
         [Span(start=7, end=9, value=-1.0, label='F401: `os` imported but unused')]
     """
     params = params or RuffParams()
-    return _to_result(code, _ruff(code, params, ctx), _finding_spans, ctx, "ruff")
+    return findings_result(code, run_ruff(code, params, ctx), _finding_spans, ctx, "ruff")
 
 
 @function(
@@ -204,7 +221,7 @@ def ruff_line_spans(code: list[str], *, params: RuffParams | None = None, ctx: C
         [Span(start=6, end=16, value=-1.0, label='line 2: E402, F401')]
     """
     params = params or RuffParams()
-    return _to_result(code, _ruff(code, params, ctx), _line_spans, ctx, "ruff")
+    return findings_result(code, run_ruff(code, params, ctx), line_spans, ctx, "ruff")
 
 
 @function(
@@ -231,7 +248,7 @@ def pylint_spans(code: list[str], *, params: PylintParams | None = None, ctx: Co
                            workers=ctx.workers, stats=ctx.stats)
 
     results = _run_cached("rewardlang.lint.pylint", code, params, ctx, run)
-    return _to_result(code, results, _finding_spans, ctx, "pylint")
+    return findings_result(code, results, _finding_spans, ctx, "pylint")
 
 
 __test__ = {"ruff": ruff_spans.fn, "ruff_lines": ruff_line_spans.fn, "pylint": pylint_spans.fn}

@@ -75,7 +75,7 @@ def against(ref: str, rounds: int, functions: int, losers: int) -> None:
     subprocess.run(["git", "-C", here, "worktree", "add", "--detach", "-q", old, ref], check=True)
     try:
         sha = subprocess.run(["git", "-C", old, "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True).stdout.strip()
+                             text=True, check=False).stdout.strip()
         names = {"this tree": here, f"{ref} ({sha})": old}
         runs: dict[str, list[dict]] = {n: [] for n in names}
         for r in range(rounds):

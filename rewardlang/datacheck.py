@@ -72,16 +72,20 @@ class DataCheck:
             out.append(("err", f"error: {self.path}: the tests of `{task}` cannot be read: {why}"))
         out += [("err", line) for line in undefined_names_lines(found=self.undefined, level="error")]
         what = "no completion column: a placeholder completion was used; " if self.placeholder else ""
-        out.append(("out", f"data {self.path}: {self.rows} row(s), {len(self.bad_rows)} bad; {what}"
-                           f"{self.planned} test suite(s) read, {len(self.undefined)} using names nothing defines, "
-                           f"{len(self.unreadable)} unreadable; no program was run"))
+        out.append(("out", (f"data {self.path}: {self.rows} row(s), {len(self.bad_rows)} bad; {what}"
+                            f"{self.planned} test suite(s) read, {len(self.undefined)} using names nothing defines, "
+                            f"{len(self.unreadable)} unreadable; no program was run")))
         return out
 
 
 def check_data(prog: Any, path: str, *, batch_size: int = 2048) -> DataCheck:
     """Check ``prog`` against the JSONL rows of ``path`` without running any program (see the module docstring)."""
     from rewardlang.jsonl import iter_jsonl
-    from rewardlang.runtime.components.execution import UNDEFINED_KEY, UNREADABLE_KEY, undefined_names
+    from rewardlang.runtime.components.execution import (
+        UNDEFINED_KEY,
+        UNREADABLE_KEY,
+        undefined_names,
+    )
     from rewardlang.runtime.program import DataError
 
     rep = DataCheck(str(path))

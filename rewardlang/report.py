@@ -349,9 +349,9 @@ def _undefined_html(found: list[dict]) -> list[str]:
     e = html.escape
     items = "".join(f"<li><code>{e(x['task'])}</code>: " + ", ".join(f"<code>{e(n)}</code>" for n in x["names"])
                     + "</li>" for x in found)
-    return [f'<p class="warn">The tests of {len(found)} task(s) use names nothing defines, so those tests fail '
-            f"for every program:</p><ul>{items}</ul><p>Give the helpers as trusted code with <code>prelude=</code> "
-            "(the shipped specs pass the row's prompt), or put them at the head of the tests.</p>"]
+    return [(f'<p class="warn">The tests of {len(found)} task(s) use names nothing defines, so those tests fail '
+             f"for every program:</p><ul>{items}</ul><p>Give the helpers as trusted code with <code>prelude=</code> "
+             "(the shipped specs pass the row's prompt), or put them at the head of the tests.</p>")]
 
 
 def render_html(rep: dict) -> str:

@@ -42,7 +42,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardlang.datasets.sandboxed import STEP_LIMITS, open_sandbox, split_files, steps_request
+from rewardlang.datasets.sandboxed import (
+    STEP_LIMITS,
+    open_sandbox,
+    split_files,
+    steps_request,
+)
 from rewardlang.sandbox.config import Limits
 
 __all__ = ["LEVELS", "OPERATORS", "GroupResult", "build_group", "build_groups", "mutants", "normalize_ir",

@@ -28,7 +28,7 @@ from typing import Any
 
 from rewardlang.sandbox.config import Limits
 
-__all__ = ["NoSandbox", "STEP_LIMITS", "open_sandbox", "require_sandbox", "split_files", "steps_request"]
+__all__ = ["STEP_LIMITS", "NoSandbox", "open_sandbox", "require_sandbox", "split_files", "steps_request"]
 
 #: what every step sees of the environment: a fixed PATH, HOME and TMPDIR in its run directory
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "{run}", "TMPDIR": "{run}", "LANG": "C.UTF-8"}

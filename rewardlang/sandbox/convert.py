@@ -313,8 +313,8 @@ def prelude_statements(prelude: str | None, protected: set[str]) -> tuple[list[a
             except (SyntaxError, ValueError, MemoryError, RecursionError):
                 continue
         if not mods:
-            return [], ["the prelude is neither Python nor holds a fenced Python block that parses: it defines "
-                        "nothing"]
+            return [], [("the prelude is neither Python nor holds a fenced Python block that parses: it defines "
+                         "nothing")]
     out: list[ast.stmt] = []
     for mod in mods:
         for stmt in mod.body:

@@ -125,7 +125,10 @@ class StepReward:
 
 
     def _warn_undefined(self, stats: Mapping[str, Any]) -> None:
-        from rewardlang.runtime.components.execution import undefined_names, undefined_names_lines
+        from rewardlang.runtime.components.execution import (
+            undefined_names,
+            undefined_names_lines,
+        )
 
         new = [(t, n) for t, n, _ in undefined_names(stats) if (t, tuple(n)) not in self._warned]
         if new:

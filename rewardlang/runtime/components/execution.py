@@ -121,7 +121,7 @@ def _check_prelude(value: Any) -> tuple[str, str] | None:
     """A constant prelude must define something: Python source, or text holding a fenced Python block."""
     from rewardlang.sandbox.convert import prelude_statements
 
-    stmts, notes = prelude_statements(str(value), set())
+    _stmts, notes = prelude_statements(str(value), set())
     if notes:
         return notes[0], "give the helpers' Python source (the row's prompt: `prelude=prompt`), or leave it out"
     return None
@@ -242,11 +242,11 @@ def undefined_names_lines(stats: Any = None, found: Sequence[tuple[str, Sequence
         return []
     shown = "; ".join(f"`{task}`: {', '.join(names)}" for task, names in found[:20])
     more = f" (and {len(found) - 20} more)" if len(found) > 20 else ""
-    return [f"{level}: the tests of {len(found)} task(s) use names nothing defines, so those tests fail for every "
-            f"program: {shown}{more}",
-            "hint: give the helpers the tests need as trusted code, `prelude=` of the test functions (the shipped "
-            "specs pass the row's prompt), or put them at the head of the tests; the program's own definitions "
-            "are never used for test code (docs/language.md, docs/sandbox.md)"]
+    return [(f"{level}: the tests of {len(found)} task(s) use names nothing defines, so those tests fail for every "
+             f"program: {shown}{more}"),
+            ("hint: give the helpers the tests need as trusted code, `prelude=` of the test functions (the shipped "
+             "specs pass the row's prompt), or put them at the head of the tests; the program's own definitions "
+             "are never used for test code (docs/language.md, docs/sandbox.md)")]
 
 
 def exec_limits(params: ExecParams | None, ctx: Context) -> Any:

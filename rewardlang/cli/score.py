@@ -92,6 +92,10 @@ class _Summary:
         sandbox = _sandbox_line(stats or {})
         if sandbox:
             console.print(sandbox)
+        from rewardlang.runtime.components.execution import undefined_names_lines
+
+        for line in undefined_names_lines(stats or {}):  # tests that fail for every program: said, never a silent 0
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
         if self.bad_rows:
             shown = ", ".join(f"line {ln}" for ln, _ in self.bad_rows[:20])
             console.print(f"skipped bad rows: {shown}" + (" …" if len(self.bad_rows) > 20 else ""))

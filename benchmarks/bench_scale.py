@@ -281,7 +281,7 @@ def bench_server_against(ref: str, n: int, clients: int = 16, runs: int = 3) -> 
     procs: list[subprocess.Popen] = []
     try:
         sha = subprocess.run(["git", "-C", old, "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True).stdout.strip()
+                             text=True, check=False).stdout.strip()
         sides = {"this tree": ROOT, f"{ref} ({sha})": old}
         urls = {}
         for name, root in sides.items():

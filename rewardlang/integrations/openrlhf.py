@@ -35,7 +35,12 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from rewardlang.integrations.batching import MASK_KEY, SpecScorer, batcher_for, log_masks
+from rewardlang.integrations.batching import (
+    MASK_KEY,
+    SpecScorer,
+    batcher_for,
+    log_masks,
+)
 
 __all__ = ["merge_masked", "openrlhf_rows", "read_samples", "reward_func", "score_openrlhf", "to_openrlhf"]
 

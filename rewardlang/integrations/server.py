@@ -42,11 +42,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import errno
 import hmac
 import ipaddress
 import json
 import logging
+import math
 import os
 import socket
 import sys
@@ -55,11 +57,25 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from rewardlang.integrations.batching import MASK_KEY, Batcher, Overloaded, SpecScorer, log_masks
+from rewardlang.integrations.batching import (
+    MASK_KEY,
+    Batcher,
+    Overloaded,
+    SpecScorer,
+    log_masks,
+)
 from rewardlang.integrations.openrlhf import merge_masked, read_samples, to_openrlhf
 
-__all__ = ["ServerLimits", "TOKEN_ENV", "default_max_connections", "fd_reserve", "is_loopback", "make_app",
-           "read_token", "serve"]
+__all__ = [
+    "TOKEN_ENV",
+    "ServerLimits",
+    "default_max_connections",
+    "fd_reserve",
+    "is_loopback",
+    "make_app",
+    "read_token",
+    "serve",
+]
 
 log = logging.getLogger("rewardlang.integrations")
 
@@ -122,13 +138,13 @@ class ServerLimits:
     #: seconds that requests being scored get to be answered after SIGTERM (``--shutdown-timeout``)
     shutdown_timeout: float = 5.0
 
-    def check(self, fd_limit: int | None = None) -> "ServerLimits":
+    def check(self, fd_limit: int | None = None) -> ServerLimits:
         """These limits with ``max_connections`` filled in; ValueError naming the option that is out of range."""
         if self.max_request_bytes < 1 or self.max_held_bytes < self.max_request_bytes:
             raise ValueError("--max-request-mb must be > 0 and --max-held-mb at least as large")
         for name, v in (("--header-timeout", self.header_timeout), ("--body-timeout", self.body_timeout),
                         ("--shutdown-timeout", self.shutdown_timeout)):
-            if not v > 0 or v != v:
+            if not v > 0 or math.isnan(v):
                 raise ValueError(f"{name} must be a number of seconds > 0, not {v}")
         lim = fd_limit if fd_limit is not None else _fd_limit()
         most = max(8, lim - fd_reserve())
@@ -326,10 +342,8 @@ def _protocol_class(guard: _Guard) -> type:
             self._cancel_timer()
             guard.connections.discard(self)  # at once: the new connection takes its place now
             if response is not None:
-                try:
+                with contextlib.suppress(Exception):  # a write on a dying socket: the abort below is what matters
                     self.transport.write(response)
-                except Exception:  # noqa: BLE001 - a write on a dying socket: the abort below is what matters
-                    pass
             self.transport.abort()
 
         def _cancel_timer(self) -> None:
@@ -504,10 +518,11 @@ def make_app(spec: str, *, program: Any = None, window_s: float = 0.02, max_batc
     def check_token(request: Request) -> None:
         if token is not None and not _authorized(request.headers, token):
             guard.counts["rejected_unauthorized"] += 1
-            if guard.counts["rejected_unauthorized"] in (1, 10, 100) or guard.counts["rejected_unauthorized"] % 1000 == 0:
+            k = guard.counts["rejected_unauthorized"]
+            if k in (1, 10, 100) or k % 1000 == 0:
                 client = request.client.host if request.client else "?"
                 log.warning("rewardlang: %d request(s) without the server's token refused (401), the last from %s",
-                            guard.counts["rejected_unauthorized"], client)
+                            k, client)
             raise _BadRequest(401, "this server needs its token: `Authorization: Bearer TOKEN` (or basic auth "
                                    "with the token as the password)", close=True)
 

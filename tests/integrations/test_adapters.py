@@ -4,8 +4,8 @@ erroring ones included), finite scores, the spec's totals, rows mapped as docume
 from __future__ import annotations
 
 import doctest
-import logging
 import json
+import logging
 import math
 import threading
 from pathlib import Path
@@ -198,8 +198,9 @@ def test_every_mask_has_its_reason_and_is_logged(tmp_path: Path, caplog: pytest.
                     "reward = c\n")
     s = SpecScorer(str(spec))
     with caplog.at_level(logging.WARNING, logger="rewardlang.integrations"):
-        outs = s.score_rows([{"completion": "a", "n": 1, "k": 2}, {"completion": "a"}, {"completion": "a", "n": None},
-                             {"completion": "a", "n": "x"}, {"completion": "a", "n": 1}, "not a row"])  # type: ignore[list-item]
+        rows = [{"completion": "a", "n": 1, "k": 2}, {"completion": "a"}, {"completion": "a", "n": None},
+                {"completion": "a", "n": "x"}, {"completion": "a", "n": 1}, "not a row"]
+        outs = s.score_rows(rows)  # type: ignore[arg-type]
     assert [o["rl_masked"] for o in outs] == [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]
     assert all(list(o) == s.keys for o in outs)  # the reason is not a key
     why = [getattr(o, "reason", None) for o in outs]

@@ -169,7 +169,8 @@ def test_masked_rows_say_why_in_the_answer_and_the_log(tmp_path: Path) -> None:
         st, out = _post(url + "/get_reward", {"query": ["P: done", "Q: done", "P: x"], "prompts": ["Q:", "Q:", "P:"],
                                               "labels": [{"n": 1, "k": 1}, [1], {"n": 1, "k": 1}]})
         assert st == 200 and out["rewards"] == [0.0, 0.0, 2.0] and out["extra_logs"]["rl_masked"] == [1.0, 1.0, 0.0]
-        assert out["errors"][0] == "the query does not start with its prompt (the response is the query after the prompt)"
+        assert out["errors"][0] == ("the query does not start with its prompt (the response is the query after "
+                                    "the prompt)")
         assert out["errors"][1].startswith("the label cannot be mapped") and out["errors"][2] is None
         st, out = _post(url + "/get_reward", {"query": ["P: done"], "prompts": ["Q:"], "labels": [{"n": 1}]})
         assert out["rewards"] == 0.0 and out["errors"].startswith("the query does not start")  # scalar for one

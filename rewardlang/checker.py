@@ -813,6 +813,14 @@ class Checker:
                         self.error("E203", f"`{a.name}` of `{sig.name}`: {refused[0]}", ex.loc, hint=refused[1])
                         ok = False
                         continue
+                if a.trusted and any(self.g[i].kind == "input" and self.g[i].attrs[:1] == ("completion",)
+                                     for i in self.g.closure([nid])):
+                    self.error("E203", f"`{a.name}` of `{sig.name}` must not come from the completion: it is "
+                               "trusted code of the task, and the program under test would write it",
+                               ex.loc, hint=f"give the task's own text, e.g. `{a.name}=prompt` (docs/language.md, "
+                                            "Tests' helpers)")
+                    ok = False
+                    continue
                 if a.static:
                     if not self.is_const(nid):
                         self.error("E205", f"`{a.name}` of `{sig.name}` must be a constant", ex.loc)

@@ -137,6 +137,8 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
                  probe_threshold: float | None = None, source: str = "") -> dict:
     """The report's data (JSON-ready). ``probe_threshold`` defaults to the median total of the real rows: a
     probe that earns more than a typical real completion is flagged."""
+    from rewardlang.runtime.components.execution import UNDEFINED_KEY, undefined_names
+
     t0 = time.perf_counter()
     group = row_groups(prog, rows, group_by)
     out = _score(prog, rows, step, group if group_by is not None else None)
@@ -154,7 +156,10 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
                        for n in names},
         "phases": {k[5:]: float(v) for k, v in out.stats.items() if k.startswith("time_")},
         "unique_rows": int(out.stats.get("unique_rows", len(rows))),
-        "counters": {k: v for k, v in out.stats.items() if not k.startswith("time") and isinstance(v, (int, float))},
+        "counters": {k: v for k, v in out.stats.items() if not k.startswith("time") and isinstance(v, (int, float))
+                     and not k.startswith(UNDEFINED_KEY)},
+        # tests that use names nothing defines fail for every program: named here, never a silent 0
+        "undefined_names": [{"task": t, "names": n} for t, n, _ in undefined_names(out.stats)],
         "total": _distribution(total, np.isnan(total), None),
         "correlations": _correlations(comps),
         # the spec and what it imports, as read; paths as the user would type them (relative to here when inside)
@@ -339,6 +344,18 @@ def _dist_card(name: str, d: dict, extra: str = "") -> str:
             + "</div>")
 
 
+def _undefined_html(found: list[dict]) -> list[str]:
+    """The warning about tests that use names nothing defines (they fail for every program)."""
+    if not found:
+        return []
+    e = html.escape
+    items = "".join(f"<li><code>{e(x['task'])}</code>: " + ", ".join(f"<code>{e(n)}</code>" for n in x["names"])
+                    + "</li>" for x in found)
+    return [(f'<p class="warn">The tests of {len(found)} task(s) use names nothing defines, so those tests fail '
+             f"for every program:</p><ul>{items}</ul><p>Give the helpers as trusted code with <code>prelude=</code> "
+             "(the shipped specs pass the row's prompt), or put them at the head of the tests.</p>")]
+
+
 def render_html(rep: dict) -> str:
     """One self-contained page (inline CSS and SVG; no script, no network)."""
     e = html.escape
@@ -349,6 +366,7 @@ def render_html(rep: dict) -> str:
              f"training step {rep['step']}; scored in {rep['scoring_seconds']:.2f} s "
              f"({rep['ms_per_row']:.3f} ms per row; {rep.get('unique_rows', rep['rows'])} distinct rows computed"
              + "".join(f", {e(k)} {v:.3g} s" for k, v in rep.get("phases", {}).items()) + ").</p>",
+             *_undefined_html(rep.get("undefined_names") or []),
              "<h2>Total reward</h2>", _dist_card("total", rep["total"]), "<h2>Components</h2>"]
     for name, d in rep["components"].items():
         parts.append(_dist_card(name, d, f" <small>(weight {_num(d.get('weight'))})</small>"))

@@ -247,6 +247,8 @@ class Program:
         self.pool_min_rows = int(os.environ.get("REWARDLANG_POOL_MIN_ROWS",
                                                 _POOL_MIN_ROWS_HEAVY if heavy else _POOL_MIN_ROWS))
         self._resources_ok = False
+        #: entries added to every call's ``Context.extra`` (``{"plan_only": True}``: `rewardlang check --data`)
+        self.context_extra: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ resources
     def missing_resources(self) -> list[Diagnostic]:
@@ -544,6 +546,7 @@ class Program:
                       stats=self.stats if stats is None else stats)
         if self.run_rows is not None:
             ctx.extra["run_rows"] = self.run_rows
+        ctx.extra.update(self.context_extra)
         if trace is not None:
             ctx.extra["explain"] = True
             return self.module.rows(I, ctx, step, trace)

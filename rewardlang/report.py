@@ -231,9 +231,9 @@ def _audits(prog: Any, rows: list[dict], total: np.ndarray, step: int, probes: d
     if live and template is not None:
         plan = {name: r for name, r, _ in probe_rows(dict(rows[template]), rows[template].get("completion")
                                                         if isinstance(rows[template].get("completion"), str) else "")}
-        probe_rows = [plan[p["probe"]] for p in live]
+        probed = [plan[p["probe"]] for p in live]
         try:
-            pres = _audit_score(prog, probe_rows, step)
+            pres = _audit_score(prog, probed, step)
         except DataError:
             pres = None
         if pres is not None:

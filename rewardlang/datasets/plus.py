@@ -581,7 +581,10 @@ def _run_oracle(jobs: list[tuple[str, str, list[tuple[Any, ...]]]], stats: Count
             nonce = "rlp" + secrets.token_hex(6)
             nonces.append(nonce)
             code, entry, _ = jobs[j]
-            cpu = min(1.0 + SLOW_CPU * len(chunk), 30.0)
+            # most inputs take microseconds: a tight budget makes an input that hangs cheap to find (the chunk
+            # stops at it, and it runs again alone with SLOW_CPU to spare); a chunk of slow but valid inputs that
+            # runs out keeps what it finished and goes on from there
+            cpu = min(1.0 + 0.1 * len(chunk), 30.0) if len(chunk) > 1 else 1.0 + 2 * SLOW_CPU
             tasks.append(Task(_oracle_script(code, entry, chunk, nonce), None, None,
                               limits=Limits(cpu=cpu, memory_mb=1024, output_bytes=1 << 20)))
         verdicts = sandbox.evaluate(tasks, use_cache=False, stats=stats)

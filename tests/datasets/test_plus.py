@@ -195,3 +195,40 @@ def test_plausible_mutants_fail_the_plus_tests_more_often_every_problem(tmp_path
     survivors, killed, problems = _mutant_kill_rates(list(range(164)))
     (tmp_path / "mutants.json").write_text(json.dumps({"survivors": survivors, "killed": killed}))
     assert survivors >= 100 and killed >= survivors * 0.3, (survivors, killed, problems)
+
+
+@pytest.mark.parametrize("lang", ["c", "js"])
+def test_translated_plus_tests_pass_the_hand_written_references(lang: str) -> None:
+    """Plus tests in a translated language (the new cases rendered for its argv harness): the references written by
+    hand in that language (tests/datasets/references) pass them, and their one-change mutants fail more of them."""
+    import shutil
+
+    from rewardlang.datasets.multilang import load_humaneval as load_lang
+    from rewardlang.sandbox.config import Limits
+    from rewardlang.sandbox.runner import Task, get_sandbox
+
+    if shutil.which({"c": "gcc", "js": "node"}[lang]) is None:
+        pytest.skip(f"no toolchain for {lang}")
+    refs = Path(__file__).parent / "references" / lang
+    ext = {"c": "c", "js": "js"}[lang]
+    mutants = json.loads((refs / "mutants.json").read_text())
+    plus = P.load_plus(lang)
+    rows = {r["task_id"]: r for r in load_lang(lang)}
+    picks = [n for n in ("HumanEval_3", "HumanEval_13", "HumanEval_24") if n.replace("_", "/") in plus]
+    assert len(picks) >= 2
+    tasks = []
+    for name in picks:
+        tid = name.replace("_", "/")
+        code = (refs / f"{name}.{ext}").read_text()
+        cases = json.loads(plus[tid])["cases"]
+        assert len(cases) >= 10 and json.loads(plus[tid])["format"] == "rewardlang-tests/1"
+        mut = mutants[name]
+        for c in (code, code.replace(mut["replace"], mut["with"])):
+            tasks.append(Task(rows[tid]["prompt"] + c, plus[tid],
+                              rows[tid]["entry_point"], limits=Limits(cpu=10.0), language=lang))
+    out = get_sandbox().evaluate(tasks, use_cache=False)
+    assert not [v.infra for v in out if v.infra]
+    refs_rates = [v.pass_rate for v in out[0::2]]
+    mut_rates = [v.pass_rate for v in out[1::2]]
+    assert refs_rates == [1.0] * len(picks), refs_rates
+    assert all(m < 1.0 for m in mut_rates), mut_rates

@@ -47,7 +47,7 @@ def main() -> None:
             self.every_step = True
             return super().observe(step, *a, **kw)
 
-    import rewardlang.trainers.grpo as grpo
+    from rewardlang.trainers import grpo
 
     grpo.TrainingAudits = Alternating  # type: ignore[misc]  # the trainer builds this run's audits with it
     out = tempfile.mkdtemp(prefix="bench_audits_")

@@ -99,5 +99,5 @@ def test_the_offline_audit_imports_no_torch(tmp_path: Path) -> None:
     code = ("import sys\nfrom rewardlang.cli.app import app\n"
             f"try:\n    app(['audit', {str(spec)!r}, '-i', {str(data)!r}])\nexcept SystemExit:\n    pass\n"
             "print('torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert out.stdout.strip().endswith("False"), out.stdout + out.stderr

@@ -44,8 +44,21 @@ from typing import Any
 
 from rewardlang.datasets.types import Type, conforms
 
-__all__ = ["Domain", "mutate", "CONTRACTS", "PlusProblem", "PlusBuild", "build_plus", "python_plus_tests",
-           "plus_for_language", "load_plus", "attach_plus", "SLOW_CPU", "MAX_REPR", "DEFAULT_PER_PROBLEM"]
+__all__ = [
+    "CONTRACTS",
+    "DEFAULT_PER_PROBLEM",
+    "MAX_REPR",
+    "SLOW_CPU",
+    "Domain",
+    "PlusBuild",
+    "PlusProblem",
+    "attach_plus",
+    "build_plus",
+    "load_plus",
+    "mutate",
+    "plus_for_language",
+    "python_plus_tests",
+]
 
 #: a reference that takes longer than this (CPU seconds) on an input makes an unfair test: dropped
 SLOW_CPU = 0.5
@@ -76,14 +89,14 @@ class Domain:
     sorted: bool = False
     unique: bool = False
     words: bool = False
-    elem: "Domain | None" = None
-    items: list["Domain"] = field(default_factory=list)
-    key: "Domain | None" = None
-    val: "Domain | None" = None
+    elem: Domain | None = None
+    items: list[Domain] = field(default_factory=list)
+    key: Domain | None = None
+    val: Domain | None = None
     values: list[Any] = field(default_factory=list)
 
     @staticmethod
-    def infer(values: Sequence[Any]) -> "Domain":
+    def infer(values: Sequence[Any]) -> Domain:
         """The domain of a list of seed values."""
         vals = [v for v in values]
         kinds = {_kind(v) for v in vals}

@@ -40,8 +40,23 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Alarm", "Watch", "STATISTIC_SOURCES", "PROBE_KEYS", "due", "reward_range", "scaled", "gap", "gap_definition",
-           "statistic_alarm", "dominance", "zero_variance_share", "sample_stats", "audits_of", "table"]
+__all__ = [
+    "PROBE_KEYS",
+    "STATISTIC_SOURCES",
+    "Alarm",
+    "Watch",
+    "audits_of",
+    "dominance",
+    "due",
+    "gap",
+    "gap_definition",
+    "reward_range",
+    "sample_stats",
+    "scaled",
+    "statistic_alarm",
+    "table",
+    "zero_variance_share",
+]
 
 #: the metric name of each reward-hack probe of ``rewardlang report`` (``probe/KEY``)
 PROBE_KEYS = {"empty answer": "empty_answer", "prompt copied back": "prompt_copied_back",

@@ -32,12 +32,20 @@ from typing import Any
 import numpy as np
 
 from rewardlang.report import probe_rows, row_groups
-from rewardlang.runtime.audits import (PROBE_KEYS, Alarm, Watch, audits_of, due, reward_range, sample_stats,
-                                       zero_variance_share)
+from rewardlang.runtime.audits import (
+    PROBE_KEYS,
+    Alarm,
+    Watch,
+    audits_of,
+    due,
+    reward_range,
+    sample_stats,
+    zero_variance_share,
+)
 from rewardlang.runtime.program import Program, chat_to_text
 from rewardlang.trainers.data import DataError
 
-__all__ = ["TrainingAudits", "AuditGuard", "AlarmStop", "audit_columns", "reference_completion", "PROBE_KEYS"]
+__all__ = ["PROBE_KEYS", "AlarmStop", "AuditGuard", "TrainingAudits", "audit_columns", "reference_completion"]
 
 #: the columns a reference answer is read from, in order, when ``train.audit_reference`` names none
 REFERENCE_COLUMNS = ("solution", "canonical")
@@ -57,7 +65,7 @@ def reference_completion(best: str, reference: str) -> str:
         '```python\\nx = 1\\n```'
     """
     ref = reference if reference.endswith("\n") else reference + "\n"
-    m = re.search(r"```([^\n`]*)\n.*?```", best, flags=re.S)
+    m = re.search(r"```([^\n`]*)\n.*?```", best, flags=re.DOTALL)
     if m is None:
         return f"```python\n{ref}```"
     return best[:m.start()] + f"```{m.group(1)}\n{ref}```" + best[m.end():]
@@ -368,7 +376,7 @@ class AuditGuard:
     """The alarm of one run, fed by its metrics callback (see the module docstring). Registered per metrics file
     like :class:`~rewardlang.trainers.metrics.MaskedRunGuard`, so every trainer gets it."""
 
-    _REGISTRY: dict[str, "AuditGuard"] = {}
+    _REGISTRY: dict[str, AuditGuard] = {}
 
     def __init__(self, program: Any, run_dir: str, stop: bool = False) -> None:
         self.program = program
@@ -379,7 +387,7 @@ class AuditGuard:
         write_meta(run_dir, program)
 
     @classmethod
-    def register(cls, metrics_path: str, program: Any, run_dir: str, stop: bool) -> "AuditGuard | None":
+    def register(cls, metrics_path: str, program: Any, run_dir: str, stop: bool) -> AuditGuard | None:
         key = os.path.abspath(metrics_path)
         if not program.audits:
             cls._REGISTRY.pop(key, None)
@@ -388,7 +396,7 @@ class AuditGuard:
         return guard
 
     @classmethod
-    def for_path(cls, metrics_path: str) -> "AuditGuard | None":
+    def for_path(cls, metrics_path: str) -> AuditGuard | None:
         return cls._REGISTRY.get(os.path.abspath(metrics_path))
 
     @property

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["plus_summary", "plus_line"]
+__all__ = ["plus_line", "plus_summary"]
 
 
 def plus_summary(problems: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], ks: Sequence[int],

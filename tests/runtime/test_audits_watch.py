@@ -7,8 +7,17 @@ import math
 
 import pytest
 
-from rewardlang.runtime.audits import (Watch, dominance, due, gap, reward_range, sample_stats, scaled,
-                                       statistic_alarm, zero_variance_share)
+from rewardlang.runtime.audits import (
+    Watch,
+    dominance,
+    due,
+    gap,
+    reward_range,
+    sample_stats,
+    scaled,
+    statistic_alarm,
+    zero_variance_share,
+)
 
 
 def _audit(name="hidden", every=2, window=6, margin=0.2, rng=(0.0, 1.0), kind="samples", statistic=None,

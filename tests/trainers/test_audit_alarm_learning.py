@@ -45,7 +45,7 @@ def _alarms(run: Path) -> list[dict]:
 
 def _check_hackable(result, steps: int) -> None:  # type: ignore[no-untyped-def]
     run = Path(result.run_dir)
-    rewards, audit, name = _curves(result)
+    rewards, audit, _ = _curves(result)
     assert len(rewards) == steps
     # the reward rose well past the margin; the audit did not follow
     assert sum(rewards[-3:]) / 3 - sum(rewards[:3]) / 3 > 0.15, rewards

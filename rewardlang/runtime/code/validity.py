@@ -125,7 +125,8 @@ def _viable(prefix: str) -> tuple[bool, SyntaxError | None]:
     stands = _compile(prefix[:at] + m.group(1) + "''\\\n", _VIABLE_FLAGS)
     if stands is None or stands.msg == "incomplete input":
         return True, err
-    return False, stands
+    # located at the string's start, where the code breaks (CPython's own message would be about the stand-in)
+    return False, SyntaxError("invalid syntax", (plain.filename, plain.lineno, plain.offset, plain.text))
 
 
 def first_violation(code: str, deadline: float | None = None) -> Violation | None:
@@ -205,7 +206,8 @@ def first_violation(code: str, deadline: float | None = None) -> Violation | Non
 # for more at the end of the input: an open bracket, a triple-quoted string, a block header, a trailing backslash):
 # P is viable. (2) Otherwise, when P ends inside a line, P + C + "\\\n" is compiled for a few continuations C of
 # P's last token (none; a longer name or a keyword the trailing name begins; the quotes of a string whose prefix
-# letters end P; a digit after "1e" or "0x"; the second character of "!=", "->", ":=", "**", "//", "..."; "n"
+# letters end P; a digit after "1e" or "0x", or a keyword the letters after a number begin (`1if`, `3is`: CPython
+# warns and accepts); the second character of "!=", "->", ":=", "**", "//", "..."; "n"
 # after a pending backslash in a one-line string): the line continuation makes the tokenizer read on past the end,
 # so CPython calls it incomplete exactly when its parser consumed every token of P + C without an error and wanted
 # more. Any such C is a witness (P + C is a viable prefix, so P is one). (3) A P that ends with a line break
@@ -218,6 +220,7 @@ def first_violation(code: str, deadline: float | None = None) -> Violation | Non
 
 _IDENT_TAIL = re.compile(r"[^\W\d]\w*$|\w+$")
 _NUMBER_TAIL = re.compile(r"(?<![\w.])(?:\d[\w.]*(?:[eE][+-])?|\.\d[\w]*(?:[eE][+-])?)$")
+_LETTERS_TAIL = re.compile(r"[^\W\d_]+$")
 _STRING_PREFIXES = {"r", "u", "b", "f", "br", "rb", "fr", "rf"}
 _KEYWORDS: tuple[str, ...] = ()
 #: after P + C: nothing, or a line continuation (the parser asks for the next token at the end of the input)
@@ -250,6 +253,10 @@ def _continuations(prefix: str, err: SyntaxError | None) -> list[str]:
             out += ["''", '""']
     if number:
         out.append("1")
+        letters = _LETTERS_TAIL.search(prefix)
+        if letters:  # a keyword may follow a number directly: `1if x else y`, `3is x` (CPython warns, accepts)
+            w = letters.group(0)
+            out += [k[len(w):] for k in _keywords() if k.startswith(w) and k != w]
     if prefix[-1:] in ("!", "-", ":", ".", "=", "<", ">", "*", "/"):
         out += ["=", ">", "*", "/", ".", ".."]
     if err is not None and "unterminated string" in (err.msg or "") and prefix.endswith("\\"):

@@ -283,7 +283,9 @@ _LANG = Arg("lang", TEXT, default="")
 @function("code_block", args={"text": "text", "lang": _LANG},
           returns="code?", params=BlockParams, spans_of="text", tags=CHEAP,
           doc="The content of the first (or last) fenced ``` block, optionally of one language "
-              "(`python` also accepts py/python3). None when there is no such closed block.")
+              "(`python` also accepts py/python3). None when there is no such closed block. Lines end at \\n, "
+              "\\r\\n or \\r; the content runs from after the opening fence's line to the line break ahead of "
+              "the closing fence's line (that line's indentation is the fence's).")
 def code_block(text: list[str], lang: Any, *, params: BlockParams, ctx: Context) -> Result:
     out: list[str | None] = []
     offs: list[int | None] = []

@@ -529,7 +529,7 @@ def test_score_optional_input_absent_from_the_data_is_none(tmp_path: Path) -> No
 
 
 def test_score_default_workers_start_a_pool_only_when_the_rest_repays_it(tmp_path: Path, monkeypatch) -> None:
-    from rewardlang import cli
+    from rewardlang.cli import score as cli_score
 
     started: list[int] = []
     monkeypatch.setattr(Program, "start_pool", lambda self: started.append(self.workers))
@@ -538,7 +538,7 @@ def test_score_default_workers_start_a_pool_only_when_the_rest_repays_it(tmp_pat
     data = write_jsonl(tmp_path / "d.jsonl", [{"prompt": f"p{i}", "completion": "x" * i} for i in range(40)])
     r = invoke("score", spec, "-i", data, "--batch-size", 10, "--no-summary")
     assert r.exit_code == 0 and started == []        # a small file: one process, as with --workers 1
-    monkeypatch.setattr(cli, "_POOL_START_S", 0.0)    # a pool that costs nothing always repays itself
+    monkeypatch.setattr(cli_score, "_POOL_START_S", 0.0)  # a pool that costs nothing always repays itself
     r = invoke("score", spec, "-i", data, "--batch-size", 10, "--no-summary")
     assert r.exit_code == 0 and started == [4]       # started once, after the first (timed) batch
     started.clear()

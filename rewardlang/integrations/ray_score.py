@@ -34,7 +34,8 @@ def blocks(prog: Any, input: Path, label: str, *, group_by: str | None, batch_si
     actor reports or skips them as a local run does). Rows of a group that come back later are a D002 error here."""
     import json
 
-    from rewardlang.cli import _err, _group_json, _group_keys
+    from rewardlang.cli.common import _err
+    from rewardlang.cli.score import _group_json, _group_keys
     from rewardlang.jsonl import iter_jsonl
 
     keys = _group_keys(prog, group_by)
@@ -78,7 +79,7 @@ class _Scorer:
     """A Ray Data actor: one compiled program (and its sandbox slots), scoring one batch per call."""
 
     def __init__(self, spec: str, sets: list[str] | None, options: dict[str, Any]) -> None:
-        from rewardlang.cli import _load
+        from rewardlang.cli.common import _load
 
         self.prog = _load(Path(spec), sets, scoring=True)
         self.prog.workers = 1  # one core per actor: Ray runs one actor per CPU
@@ -96,7 +97,7 @@ class _Scorer:
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         import typer
 
-        from rewardlang.cli import _score_file
+        from rewardlang.cli.score import _score_file
 
         outs, errs, codes = [], [], []
         for start, text in zip(batch["start"], batch["text"]):
@@ -131,7 +132,7 @@ def score_on_ray(spec: Path, sets: list[str] | None, prog: Any, input: Path, lab
     message when a batch fails as a local run would."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from rewardlang.cli import _err
+    from rewardlang.cli.common import _err
 
     t0 = time.perf_counter()
     # the file is cut into batches (every line parsed for its group keys) while Ray starts: the cluster's start is

@@ -36,12 +36,13 @@ that raises by itself is alone, and only those rows fail.
 from __future__ import annotations
 
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from pydantic import BaseModel
 
+from rewardlang.lru import LRUCache
 from rewardlang.signature import MISSING, Arg, Signature
 from rewardlang.types import Type, parse_type
 
@@ -88,48 +89,6 @@ class Result:
     #: for text results cut out of the ``spans_of`` argument: where each starts inside it (None: unknown),
     #: so that spans found later in the result land on the right characters of the completion
     offsets: Sequence[int | None] | None = None
-
-
-class LRUCache:
-    """A small thread-safe bounded cache shared by the functions of one process.
-
-    Keys must be hashable and should include everything the value depends on (the function name, its
-    parameters, the inputs). ``maxsize`` counts entries.
-    """
-
-    def __init__(self, maxsize: int = 100_000) -> None:
-        self.maxsize = maxsize
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: Hashable, default: Any = None) -> Any:
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                self.hits += 1
-                return self._data[key]
-            self.misses += 1
-            return default
-
-    def __contains__(self, key: Hashable) -> bool:
-        with self._lock:
-            return key in self._data
-
-    def put(self, key: Hashable, value: Any) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-    def __len__(self) -> int:
-        return len(self._data)
 
 
 @dataclass

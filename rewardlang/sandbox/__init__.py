@@ -20,7 +20,7 @@ __all__ = ["Sandbox", "Task", "Limits", "SandboxConfig", "Verdict", "TestResult"
            "get_sandbox", "close_sandbox", "make_plan", "LEVELS"]
 
 _LAZY = {
-    "Sandbox": "runner", "Task": "runner", "doctor_report": "runner", "get_sandbox": "runner",
+    "Sandbox": "runner", "Task": "runner", "doctor_report": "doctor", "get_sandbox": "runner",
     "close_sandbox": "runner", "Limits": "config", "SandboxConfig": "config", "LEVELS": "config",
     "Verdict": "judge", "TestResult": "judge", "make_plan": "convert",
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-__all__ = ["Limits", "SandboxConfig", "LEVELS", "LEVEL_RANK", "NOT_A_BOUNDARY"]
+__all__ = ["Limits", "SandboxConfig", "LEVELS", "LEVEL_RANK", "NOT_A_BOUNDARY", "TOOLCHAIN_PATHS"]
 
 #: isolation levels, strongest first (the start-up probe walks this ladder)
 LEVELS = ("bwrap", "namespaces", "uid", "limits")
@@ -20,6 +20,10 @@ NOT_A_BOUNDARY = (
     "with only resource limits (and seccomp/Landlock where available). They can read and change anything "
     "that user can. Install bubblewrap (apt-get install -y bubblewrap) or use a remote sandbox."
 )
+
+#: read-only paths outside /usr that the language toolchains read, bound into every slot where they exist
+#: (java, javac and php are /usr/bin/* -> /etc/alternatives/*; the JDK's conf/ links to /etc/java-17-openjdk)
+TOOLCHAIN_PATHS = ("/etc/alternatives", "/etc/java-17-openjdk", "/etc/php")
 
 
 @dataclass(frozen=True)

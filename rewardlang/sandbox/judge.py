@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardlang.sandbox.convert import Plan, Test
-from rewardlang.sandbox.pool import RawResult, RawRun
+from rewardlang.sandbox.raw import RawResult, RawRun
 from rewardlang.sandbox.safe_eval import HashFlood, check_hashes, safe_eval
 
-__all__ = ["Verdict", "TestResult", "judge", "decode_value", "parse_records", "OUTCOMES", "compare_stdout"]
+__all__ = ["Verdict", "TestResult", "judge", "decode_value", "parse_records", "OUTCOMES", "compare_stdout", "OOM_WHY",
+           "termination", "worst"]
 
 #: outcome classes, most severe first
 OUTCOMES = ("compile_error", "timeout", "memory", "output_limit", "runtime_error", "fail", "pass")
@@ -219,12 +220,15 @@ def compare_stdout(actual: str, expected: str, mode: str = "lines") -> bool:
     return a == e
 
 
-_OOM_WHY = "memory limit exceeded (a process of the program was killed by the memory cgroup)"
+#: the detail of a test the memory cgroup's OOM killer ended
+OOM_WHY = "memory limit exceeded (a process of the program was killed by the memory cgroup)"
 
 
-def _termination(run: RawRun) -> tuple[str, str]:
+def termination(run: RawRun) -> tuple[str, str]:
+    """The class and detail of a test that has no result of its own, from how the run ended (a limit, a
+    signal, an exit before the tests finished)."""
     if run.reason == "memory":
-        return "memory", _OOM_WHY
+        return "memory", OOM_WHY
     if run.reason in ("cpu", "wall"):
         return "timeout", f"{'CPU' if run.reason == 'cpu' else 'wall-clock'} time limit exceeded"
     if run.reason in ("output", "obs"):
@@ -238,7 +242,7 @@ def _termination(run: RawRun) -> tuple[str, str]:
     return "runtime_error", f"exited ({run.exit}) before finishing the tests"
 
 
-def _worst(statuses: list[str]) -> str:
+def worst(statuses: list[str]) -> str:
     """The outcome of a program from its tests' statuses: ``pass`` only when every test ran and passed.
 
     A ``not_run`` test never counts as passed. It follows a test that ended the execution (a timeout, a
@@ -246,7 +250,7 @@ def _worst(statuses: list[str]) -> str:
     stopped for a reason outside the program (the sandbox could not go on), which is ``infra`` (masked),
     never a pass.
 
-        >>> _worst(["pass", "not_run"]), _worst(["pass", "timeout", "not_run"]), _worst(["pass", "pass"])
+        >>> worst(["pass", "not_run"]), worst(["pass", "timeout", "not_run"]), worst(["pass", "pass"])
         ('infra', 'timeout', 'pass')
     """
     if all(s == "pass" for s in statuses):
@@ -287,6 +291,7 @@ def _short(v: Any) -> str:
     return s if len(s) <= 120 else s[:117] + "..."
 
 
+_DUPLICATE = TestResult("fail", "more than one record for this test (the program wrote on the result channel)")
 _JUDGED = {"pass": "pass", "fail": "fail", "error": "runtime_error", "memory": "memory", "limit": "output_limit"}
 
 
@@ -312,7 +317,14 @@ def _judge_call(plan: Plan, run: RawRun) -> tuple[str, list[TestResult], str | N
             continue
         i, kind = rec[1], rec[2]
         test = plan.tests[i]
-        if results[i] is not None or test.kind == "inside":
+        if test.kind == "inside":
+            continue
+        if results[i] is not None:
+            # The runner writes one record per test, from the program's own process only (a process the
+            # program forks never reports: _worker._owner_only); a second is the program writing on the
+            # channel. Whichever came first, the test fails: the verdict never depends on which process
+            # the scheduler ran first (issue 32), and a forged record never passes a test.
+            results[i] = _DUPLICATE
             continue
         detail = str(rec[3])[:300] if len(rec) > 3 and isinstance(rec[3], str) else ""
         if kind == "memory":
@@ -344,7 +356,7 @@ def _judge_call(plan: Plan, run: RawRun) -> tuple[str, list[TestResult], str | N
     missing = [i for i, r in enumerate(results) if r is None]
     if missing:
         first = missing[0]
-        st, why = _termination(run)
+        st, why = termination(run)
         if malformed and run.reason is None:  # a limit that cut the channel short names the class itself
             st, why = "runtime_error", "malformed result channel"
         if plan.tests[first].kind == "inside" and first not in gone and run.reason is None:
@@ -363,7 +375,7 @@ def _judge_call(plan: Plan, run: RawRun) -> tuple[str, list[TestResult], str | N
         for i in missing[1:]:
             results[i] = TestResult("not_run", "", plan.tests[i].kind == "inside")
     final = [r for r in results if r is not None]
-    return _worst([r.status for r in final]), final, None
+    return worst([r.status for r in final]), final, None
 
 
 def _judge_process(run: RawRun) -> tuple[str, str]:
@@ -373,7 +385,7 @@ def _judge_process(run: RawRun) -> tuple[str, str]:
         if rec[0] == "c":
             return "compile_error", str(rec[1])[:300] if len(rec) > 1 else ""
     if run.reason is not None:
-        return _termination(run)
+        return termination(run)
     for rec in recs:
         if rec[0] == "L":
             return ("memory" if len(rec) > 1 and rec[1] == "memory" else "runtime_error",
@@ -383,7 +395,7 @@ def _judge_process(run: RawRun) -> tuple[str, str]:
             return ("pass", "") if code == 0 else ("runtime_error", f"exit status {code}")
     if run.exit == 0:
         return "pass", ""  # os._exit(0): still only the output decides
-    return _termination(run)
+    return termination(run)
 
 
 def judge(plan: Plan | None, raw: RawResult, *, level: str = "", compare: str = "lines") -> Verdict:
@@ -407,7 +419,7 @@ def judge(plan: Plan | None, raw: RawResult, *, level: str = "", compare: str = 
             # The memory cgroup killed one of its processes (e.g. a forked child) and the program still
             # reported every test: the execution went over its budget, and one execution runs all the
             # tests, so none of them passed within it.
-            tests = [TestResult("memory", _OOM_WHY, t.inside) if t.status == "pass" else t for t in tests]
+            tests = [TestResult("memory", OOM_WHY, t.inside) if t.status == "pass" else t for t in tests]
             outcome = "memory"
         return Verdict(outcome, tuple(tests), level=level, cpu=cpu, wall=wall, stdout=out, notes=plan.notes)
     results: list[TestResult] = []
@@ -421,7 +433,7 @@ def judge(plan: Plan | None, raw: RawResult, *, level: str = "", compare: str = 
             if not compare_stdout(actual, str(test.expected), compare):
                 st, why = "fail", f"wrong output for {test.source}"
         results.append(TestResult(st, why))
-    outcome = _worst([r.status for r in results])
+    outcome = worst([r.status for r in results])
     if outcome == "infra":  # the pool re-runs what a recycled slot left; reaching here means it could not
         return Verdict("infra", tuple(results), infra="stdin/stdout cases did not run", level=level, cpu=cpu,
                        wall=wall, stdout=out)

@@ -43,6 +43,8 @@ from typing import Any
 
 from rewardlang.sandbox.config import Limits
 from rewardlang.sandbox.convert import TestFormatError
+from rewardlang.sandbox.judge import OOM_WHY, TestResult, Verdict, termination, worst
+from rewardlang.sandbox.raw import RawResult
 from rewardlang.sandbox.values import (
     TypeExprError,
     compare,
@@ -55,7 +57,6 @@ __all__ = [
     "LANGUAGES",
     "PROFILES",
     "TESTS_FORMAT",
-    "TOOLCHAIN_PATHS",
     "Case",
     "LanguagePlan",
     "Profile",
@@ -69,10 +70,6 @@ __all__ = [
 ]
 
 TESTS_FORMAT = "rewardlang-tests/1"
-
-#: read-only paths outside /usr that toolchains read; bound into every slot where they exist
-#: (java, javac and php are /usr/bin/* -> /etc/alternatives/*; the JDK's conf/ links to /etc/java-17-openjdk)
-TOOLCHAIN_PATHS = ("/etc/alternatives", "/etc/java-17-openjdk", "/etc/php")
 
 #: JVM flags that fit the sandbox's 1 GiB address space and 18 processes (measured: with the defaults the
 #: JVM cannot reserve its compressed class space under RLIMIT_AS, and its GC/compiler threads exceed NPROC)
@@ -121,6 +118,11 @@ class Profile:
     #: virtual memory up front (node dies with "Failed to reserve virtual memory for CodeRange" under 512 MiB).
     #: RLIMIT_AS is raised to it; the program's memory budget (the memory cgroup) is unchanged
     address_space_mb: int = 0
+    #: a file the compile step must leave in the run directory for the run step to start, checked by the
+    #: worker before the run step (a regular file, not a symlink): Java's ``Main.class`` (a unit that declares
+    #: a package compiles it into a subdirectory, and the JVM would start and find no class). The run steps
+    #: ``./main`` need no such check: the exec itself fails on anything that is not a runnable file there
+    needs: str | None = None
     hello: str = field(default="", repr=False)
 
     def tools(self) -> list[str]:
@@ -143,7 +145,7 @@ PROFILES: dict[str, Profile] = {p.code: p for p in (
              JAVATUPLES, "-d", ".", "Main.java"),
             ("/usr/bin/java", *JVM_FLAGS, "-cp", ".:" + JAVATUPLES, "Main"),
             frozenset({"java"}), ("openjdk-17-jdk-headless", "libjavatuples-java"), ("/usr/bin/javac", "-version"),
-            compile_cpu=20.0, address_space_mb=1024,
+            compile_cpu=20.0, address_space_mb=1024, needs="Main.class",
             hello='public class Main { public static void main(String[] a) throws Exception {\n'
                   '  try (java.io.FileOutputStream f = new java.io.FileOutputStream("/proc/self/fd/3")) {\n'
                   '    f.write("0 \\"hello\\"\\n".getBytes("UTF-8")); } } }\n'),
@@ -285,6 +287,8 @@ COMPILE_OUTPUT_BYTES = 1 << 20
 
 #: LanguagePlan.encoded's headers and hard timeouts, by (profile, limits, nproc base, compile CPU, slack)
 _ENCODED: dict[tuple, tuple[bytes, float]] = {}
+#: the one passing result every passing case shares (a frozen dataclass: one object serves them all)
+_PASSED = TestResult("pass")
 
 
 @dataclass(frozen=True)
@@ -330,8 +334,10 @@ class LanguagePlan:
             w = lim.to_wire(nproc_base)
             mem = max(mem, int(w["mem"]))
             w["mem"] = max(int(w["mem"]), self.profile.address_space_mb << 20)
-            steps.append({"step": name, "argv": list(argv or ()), "env": env, "limits": w,
-                          "stderr": name == "compile"})
+            st = {"step": name, "argv": list(argv or ()), "env": env, "limits": w, "stderr": name == "compile"}
+            if name == "run" and self.profile.needs and self.profile.compile is not None:
+                st["needs"] = self.profile.needs
+            steps.append(st)
         # "limits" (last, see pool.request_memory): the memory group's budget, the largest step's budget
         top = dict(steps[-1]["limits"], mem=mem)
         return {"mode": "argv", "file": self.profile.file, "steps": steps, "limits": top}
@@ -363,18 +369,17 @@ class LanguagePlan:
         return got
 
 
-    def judge(self, raw: Any, level: str = "") -> Any:
-        """The verdict for what the sandbox returned (a ``pool.RawResult``)."""
-        _OOM_WHY, TestResult, Verdict, _termination, _worst, passed = _judge_names()
+    def judge(self, raw: RawResult, level: str = "") -> Verdict:
+        """The verdict for what the sandbox returned."""
         if raw.runs is None:
             return Verdict("infra", infra=raw.infra or "sandbox failure", level=level)
         runs = raw.runs
         cpu = sum(r.cpu for r in runs)
         wall = sum(r.wall for r in runs)
         n = self.n
-        if any(getattr(r, "exec_failed", False) for r in runs):
-            return Verdict("infra", infra=f"{self.profile.title}: a step could not be started (exec failed)",
-                           level=level, cpu=cpu, wall=wall)
+        for i, r in enumerate(runs):
+            if r.exec_failed or r.not_built:
+                return self._not_started(i, r, level, cpu, wall)
         run = runs[-1]
         if self.profile.compile is not None:
             comp = runs[0]
@@ -392,33 +397,48 @@ class LanguagePlan:
             v = values[i]
             if has_value(v):
                 ok = compare(case.expected, v, case.type, case.tolerance, integral_floats=floats)
-                results.append(passed if ok else TestResult("fail", f"case {i}: got {_short(v)}"))
+                results.append(_PASSED if ok else TestResult("fail", f"case {i}: got {_short(v)}"))
                 continue
             bad = next((p for p in problems if p.startswith(f"case {i}:")), None)
             if bad is None and term is None:
-                term = _termination(run)
+                term = termination(run)
             results.append(TestResult("fail", bad) if bad else TestResult(*term))
         if run.reason == "memory":
-            results = [TestResult("memory", _OOM_WHY) if r.status == "pass" else r for r in results]
-        outcome = _worst([r.status for r in results])
+            results = [TestResult("memory", OOM_WHY) if r.status == "pass" else r for r in results]
+        outcome = worst([r.status for r in results])
         out = run.out[:2000].decode("utf-8", "replace")
         return Verdict(outcome, tuple(results), level=level, cpu=cpu, wall=wall, stdout=out)
 
+    def _not_started(self, i: int, run: Any, level: str, cpu: float, wall: float) -> Verdict:
+        """The verdict of a program whose step ``i`` could not be started. The rule (issue 32): only a
+        toolchain executable (the profile's own absolute paths, under the read-only ``/usr``, checked before
+        the request) may mask; an exec failure of anything else (``./main``: what the program's own compile
+        step built in its run directory) or a missing file the step needs (Java's ``Main.class``) is the
+        program's outcome, ``compile_error`` (nothing runnable was built), never a mask. A compile step that
+        exits 0 without a runnable result (a Go unit of another package: an archive; a C unit whose
+        ``.interp`` the kernel refuses; a Java unit in a package) therefore earns what a failed compile does."""
+        steps = ([("compile", self.profile.compile)] if self.profile.compile is not None else []) + \
+            [("run", self.profile.run)]
+        name, argv = steps[min(i, len(steps) - 1)]
+        exe = argv[0] if argv else ""
+        if run.exec_failed and exe in self.profile.tools():
+            _forget_tool(exe)
+            return Verdict("infra", infra=f"{self.profile.title}: {exe} could not be started in the sandbox "
+                                          f"(the toolchain is missing or unusable; see `rewardlang doctor`)",
+                           level=level, cpu=cpu, wall=wall)
+        if run.not_built:
+            why = (f"nothing runnable was built: the compile step exited 0 without leaving {self.profile.needs} "
+                   f"in the run directory")
+        else:
+            why = (f"nothing runnable was built: the {name} step's {exe} (made by the program's own compile "
+                   f"step) could not be executed")
+        return Verdict("compile_error", tuple(TestResult("compile_error", why) for _ in range(self.n)),
+                       level=level, cpu=cpu, wall=wall, stdout=why)
 
-@functools.cache
-def _judge_names() -> tuple:
-    """What :meth:`LanguagePlan.judge` takes from ``judge.py`` (imported on first use: judge.py imports this
-    module's neighbours), resolved once, and the one passing result every passing case shares (a frozen
-    dataclass: one object serves them all)."""
-    from rewardlang.sandbox.judge import (
-        _OOM_WHY,
-        TestResult,
-        Verdict,
-        _termination,
-        _worst,
-    )
 
-    return _OOM_WHY, TestResult, Verdict, _termination, _worst, TestResult("pass")
+def _forget_tool(tool: str) -> None:
+    """Check ``tool`` again before the next request (its exec failed in the sandbox: it may be gone)."""
+    _tool_ok.pop(tool, None)
 
 
 def _compile_why(run: Any) -> str:
@@ -448,65 +468,6 @@ def language_plan(language: str, tests: Any, compile_cpu: float | None = None) -
     if code is None or code == "python":
         raise ValueError(unknown_language_message(language))
     return LanguagePlan(PROFILES[code], parse_tests(tests), compile_cpu)
-
-
-def _version(profile: Profile) -> str | None:
-    import subprocess
-
-    try:
-        r = subprocess.run(list(profile.version), capture_output=True, text=True, timeout=20, check=False,
-                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = (r.stdout or r.stderr).strip()
-    return text.splitlines()[0][:120] if text else None
-
-
-def doctor_languages(sandbox: Any = None) -> dict[str, dict[str, Any]]:
-    """For ``rewardlang doctor``: each language's toolchain (version, or what is missing and how to install
-    it) and a hello-world compiled and run in the sandbox (``ok``, or its outcome and why).
-
-        >>> r = doctor_languages()                                  # doctest: +SKIP
-        >>> r["cpp"]["sandbox"], r["cpp"]["version"][:3]             # doctest: +SKIP
-        ('ok', 'g++')
-    """
-    from rewardlang.sandbox.config import SandboxConfig
-    from rewardlang.sandbox.runner import Sandbox, Task
-
-    out: dict[str, dict[str, Any]] = {}
-    tests = {"format": TESTS_FORMAT, "harness": "", "cases": [{"expected": "hello", "type": "str", "tolerance": None}]}
-    tasks, codes = [], []
-    for code, p in PROFILES.items():
-        missing = [t for t in p.tools() if not os.access(t, os.X_OK)]
-        if missing:
-            out[code] = {"title": p.title, "version": None, "missing": ", ".join(missing),
-                         "install": f"apt-get install -y {' '.join(p.packages)}", "sandbox": "not run"}
-            continue
-        out[code] = {"title": p.title, "version": _version(p)}
-        # the harness is a comment in each language's syntax (the hello-world is the whole program)
-        harness = "# hello" if code in ("sh", "php") else "// hello"
-        tasks.append(Task(p.hello, dict(tests, harness=harness), language=code, limits=Limits(cpu=10)))
-        codes.append(code)
-    if not tasks:
-        return out
-    own = sandbox is None
-    try:
-        sb = sandbox or Sandbox(SandboxConfig(slots=1))
-    except Exception as e:  # no sandbox level works: say so per language
-        for code in codes:
-            out[code]["sandbox"] = f"no sandbox: {e}"
-        return out
-    try:
-        for code, v in zip(codes, sb.evaluate(tasks, use_cache=False)):
-            if v.outcome == "pass":
-                out[code]["sandbox"] = "ok"
-            else:
-                why = v.infra or v.error or (v.tests[0].detail if v.tests else "")
-                out[code]["sandbox"] = f"FAILED ({v.outcome}): {why}"[:300]
-    finally:
-        if own:
-            sb.close()
-    return out
 
 
 def build_pch(dest: str = PCH_DIR, gxx: str = "/usr/bin/g++") -> str:

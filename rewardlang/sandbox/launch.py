@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardlang.sandbox import _worker, spawnlib
-from rewardlang.sandbox.config import SandboxConfig
+from rewardlang.sandbox.config import TOOLCHAIN_PATHS, SandboxConfig
 
 __all__ = ["LaunchSpec", "UidLease", "build_launch", "bwrap_argv", "processes_of_uid", "kill_uid",
            "LevelUnavailable", "find_bwrap", "worker_source"]
@@ -244,11 +244,9 @@ def _root_entries() -> list[tuple[str, str | None]]:
 
 
 def toolchain_paths() -> list[str]:
-    """Read-only paths outside /usr that the language toolchains read (``languages.TOOLCHAIN_PATHS``:
+    """Read-only paths outside /usr that the language toolchains read (``config.TOOLCHAIN_PATHS``:
     ``/etc/alternatives`` and the JDK's and PHP's configuration), where they exist on this machine. They
     hold links and configuration files only, nothing of the trainer's."""
-    from rewardlang.sandbox.languages import TOOLCHAIN_PATHS
-
     return [p for p in TOOLCHAIN_PATHS if os.path.isdir(p) and not os.path.islink(p)]
 
 
@@ -322,6 +320,10 @@ def bwrap_argv(bwrap: str, python: str, *, binds: list[tuple[str, str]], worker_
     for p in toolchain_paths():
         argv += ["--ro-bind", p, p]
     argv += ["--proc", "/proc", "--dev", "/dev",
+             # no pseudo-terminal: bubblewrap's /dev holds a devpts instance of its own, whose ptys count
+             # against the host-wide kernel.pty.max (a program opened 3,071 of them, issue 32); an empty
+             # read-only tmpfs over it leaves /dev/ptmx (a link to pts/ptmx) pointing at nothing
+             "--perms", "0555", "--size", "4096", "--tmpfs", "/dev/pts", "--remount-ro", "/dev/pts",
              "--size", str(tmp_size), "--tmpfs", "/tmp",
              "--size", str(1 << 20), "--tmpfs", "/dev/shm",
              "--ro-bind-data", str(worker_fd), "/sandbox/worker.py",

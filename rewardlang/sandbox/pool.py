@@ -21,10 +21,10 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
-from rewardlang.runtime.processes import kill_group
+from rewardlang.outputs import interrupts_deferred
+from rewardlang.processes import kill_group
 from rewardlang.sandbox import _worker, cgroups
 from rewardlang.sandbox.config import LEVELS, SandboxConfig
 from rewardlang.sandbox.launch import (
@@ -35,49 +35,17 @@ from rewardlang.sandbox.launch import (
     kill_uid,
     processes_of_uid,
 )
+from rewardlang.sandbox.raw import RawResult, RawRun
 
 K = TypeVar("K")
 
-__all__ = ["RawRun", "RawResult", "Slot", "SlotPool", "SlotFailure", "request_memory"]
+__all__ = ["Slot", "SlotPool", "SlotFailure", "request_memory", "unpack_run"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class SlotFailure(RuntimeError):
     """The slot died, hung or misbehaved: an infrastructure failure."""
-
-
-@dataclass
-class RawRun:
-    """One program execution as the worker saw it (untrusted bytes; the judge interprets them)."""
-
-    exit: int
-    reason: str | None
-    cpu: float
-    wall: float
-    setup_failed: bool
-    clean: bool
-    res: bytes
-    out: bytes
-    #: the judge process's records (tests that ran there; see ``_worker._judge_main``), None without one
-    judge: bytes | None = None
-    #: how the judge process ended, as the worker saw it (exit, cpu, cpu_limit, killed, overflow)
-    judge_info: dict[str, Any] | None = None
-    #: processes of the program the memory cgroup's OOM killer ended during this run (``reason`` is then
-    #: ``"memory"`` unless it is a CPU timeout)
-    oom: int = 0
-    #: an argv step's executable could not be exec'd (a missing toolchain; see ``languages.py``)
-    exec_failed: bool = False
-
-
-@dataclass
-class RawResult:
-    runs: list[RawRun] | None
-    infra: str | None = None
-    #: the largest memory charge of the program's cgroup during the request (bytes; None without one)
-    memory_peak: int | None = None
-    #: the program group's memory limit during the request (bytes; None without one)
-    memory_limit: int | None = None
 
 
 def request_memory(req: dict[str, Any] | bytes | tuple[bytes, ...]) -> int:
@@ -136,7 +104,8 @@ def unpack_run(data: bytes) -> dict[str, Any]:
         raise ValueError(f"malformed binary run head: {e}") from None
     return {"run": {"exit": code, "reason": why, "cpu": cpu, "wall": wall, "idle": idle,
                     "setup_failed": bool(flags & 1), "clean": bool(flags & 2), "recycle": bool(flags & 4),
-                    "oom": oom, "exec_failed": bool(flags & 8), "spawn": "clone" if flags & 32 else "fork",
+                    "oom": oom, "exec_failed": bool(flags & 8), "not_built": bool(flags & 64),
+                    "spawn": "clone" if flags & 32 else "fork",
                     "t": [t0, t1, t2, t3], "res_len": res_len, "out_len": out_len, "last": bool(flags & 16)}}
 
 
@@ -275,8 +244,6 @@ class Slot:
                 raise SlotFailure(f"cannot set up the slot's memory cgroup: {e}") from e
         spec = build_launch(self.level, self.config, self.lease, cgroup_fds=fds)
         errf = tempfile.TemporaryFile()
-        from rewardlang.outputs import interrupts_deferred
-
         with interrupts_deferred():  # an interrupt inside Popen would leave a worker that kill() cannot reach
             try:
                 proc = subprocess.Popen(spec.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf,
@@ -527,7 +494,7 @@ class SlotPool:
                                      wall=float(r["wall"]), setup_failed=bool(r["setup_failed"]),
                                      clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1],
                                      judge=r.get("judge_bytes"), judge_info=r.get("judge"), oom=int(r.get("oom", 0)),
-                                     exec_failed=bool(r.get("exec_failed")))
+                                     exec_failed=bool(r.get("exec_failed")), not_built=bool(r.get("not_built")))
                         part.append(run)
                         oom_kills += run.oom
                         setup_failed = setup_failed or run.setup_failed

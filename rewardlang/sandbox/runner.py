@@ -13,7 +13,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -22,16 +21,28 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from rewardlang.runtime.api import LRUCache
-from rewardlang.sandbox import _worker, cgroups
-from rewardlang.sandbox.config import LEVEL_RANK, LEVELS, NOT_A_BOUNDARY, Limits, SandboxConfig
+from rewardlang.lru import LRUCache
+from rewardlang.sandbox import _worker
+from rewardlang.sandbox.config import (
+    LEVEL_RANK,
+    NOT_A_BOUNDARY,
+    Limits,
+    SandboxConfig,
+)
 from rewardlang.sandbox.convert import Plan, TestFormatError, make_plan
-from rewardlang.sandbox.judge import TestResult, Verdict, decode_value, judge, parse_records
+from rewardlang.sandbox.judge import (
+    TestResult,
+    Verdict,
+    decode_value,
+    judge,
+    parse_records,
+)
 from rewardlang.sandbox.languages import LanguagePlan, ToolchainMissing, language_plan
 from rewardlang.sandbox.launch import LevelUnavailable, find_bwrap
-from rewardlang.sandbox.pool import RawResult, Slot, SlotFailure, SlotPool
+from rewardlang.sandbox.pool import Slot, SlotFailure, SlotPool
+from rewardlang.sandbox.raw import RawResult
 
-__all__ = ["Sandbox", "Task", "probe_level", "choose_level", "expected_level", "doctor_report", "get_sandbox", "close_sandbox"]
+__all__ = ["Sandbox", "Task", "probe_level", "choose_level", "expected_level", "get_sandbox", "close_sandbox"]
 
 log = logging.getLogger("rewardlang.sandbox")
 _KILL_COUNTS = ("outside_kills", "kills_again_on_rerun")
@@ -80,6 +91,9 @@ class Task:
     language: str = "python"
     #: CPU seconds of an argv program's compile step (None: the language profile's default)
     compile_cpu: float | None = None
+    #: trusted helper code for Python tests (e.g. the task's prompt), run in the judge process only; the tests'
+    #: names resolve to it, never to the program's (:func:`~rewardlang.sandbox.convert.make_plan`)
+    prelude: str | None = None
 
 
 def _answer_key(tests: str | Sequence[str] | None) -> bytes:
@@ -307,7 +321,8 @@ class Sandbox:
                     pending[key] = (payload, hard, lplan, task.compare, [i])  # type: ignore[assignment]
                 continue
             try:
-                plan = make_plan(task.tests, task.entry_point, task.format) if task.tests is not None else None
+                plan = make_plan(task.tests, task.entry_point, task.format, task.prelude) \
+                    if task.tests is not None else None
             except TestFormatError as e:
                 out[i] = Verdict("error", error=str(e), level=self.level)
                 continue
@@ -471,77 +486,3 @@ def close_sandbox() -> None:
         if _default is not None and _default.pid == os.getpid():
             _default.close()
         _default = None
-
-
-def _bwrap_version(path: str | None) -> str | None:
-    if not path:
-        return None
-    try:
-        return subprocess.run([path, "--version"], capture_output=True, text=True, timeout=5,
-                              env={}).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def _max_userns() -> int | None:
-    try:
-        with open("/proc/sys/user/max_user_namespaces") as fh:
-            return int(fh.read())
-    except (OSError, ValueError):
-        return None
-
-
-def doctor_report(config: SandboxConfig | None = None, *, all_levels: bool = True) -> dict[str, Any]:
-    """What the sandbox can do on this machine, for ``rewardlang doctor``.
-
-    Probes every level of the ladder (``all_levels``) or stops at the first that works, and reports the
-    level a sandbox would use, whether it is a security boundary, and the facts behind it::
-
-        >>> r = doctor_report(all_levels=False)            # doctest: +SKIP
-        >>> r["level"], r["security_boundary"]             # doctest: +SKIP
-        ('bwrap', True)
-    """
-    config = config or SandboxConfig(slots=1)
-    expected, why = (config.level, {}) if config.level else expected_level(config)
-    ladder = list(LEVELS) if all_levels else [lv for lv in (expected,) if lv]
-    levels: dict[str, dict[str, Any]] = {}
-    for level in ladder:
-        report, slot = probe_level(level, config)
-        if slot is not None:
-            slot.close()
-        if level in why:
-            report["prerequisite"] = why[level]
-        levels[level] = report
-    chosen = expected if expected and levels.get(expected, {}).get("available") else None
-    bwrap = find_bwrap(config)
-    out: dict[str, Any] = {
-        "level": chosen,
-        "expected_level": expected,
-        "forced": bool(config.level),
-        "rank": LEVEL_RANK[chosen] if chosen else None,
-        "security_boundary": chosen is not None and chosen != "limits",
-        "warning": NOT_A_BOUNDARY if chosen == "limits" else (
-            None if chosen else (f"the expected level {expected!r} does not start: programs cannot be executed"
-                                 if expected else "no isolating level on this machine: programs cannot be "
-                                 "executed (REWARDLANG_SANDBOX_LEVEL=limits runs them without isolation)")),
-        "levels": levels,
-        "ladder": list(LEVELS),
-        "bwrap": {"path": bwrap, "version": _bwrap_version(bwrap)},
-        "user_namespaces": _max_userns(),
-        "landlock_abi": _worker.landlock_abi(),
-        "seccomp": _worker._machine() in _worker.AUDIT_ARCH,
-        "arch": os.uname().machine,
-        "root": os.geteuid() == 0,
-        "uid_range": [config.uid_base, config.uid_base + config.uid_count],
-        "default_slots": SandboxConfig().slots,
-        "cpus": os.cpu_count(),
-        "python": os.path.realpath(config.python or sys.executable),
-        "install_hint": None if bwrap else "apt-get install -y bubblewrap",
-        # which memory accounting bounds a program (all its processes, tmpfs, memfd, page cache) and
-        # whether a slot's CPU weight is fixed (see docs/sandbox.md, "Memory" and the mask table)
-        "memory": (cgroups.support().as_dict() if config.cgroups else
-                   cgroups.CgroupSupport(None, reasons=("SandboxConfig(cgroups=False)",)).as_dict()),
-    }
-    if shutil.which("bwrap") is None and config.bwrap is None:
-        out["bwrap"]["path"] = None
-    return out

@@ -70,7 +70,7 @@ def test_score_output_is_always_valid_json(tmp_path: Path) -> None:
 
 
 def test_clean_writes_every_non_finite_score_as_null() -> None:
-    from rewardlang.cli import _clean
+    from rewardlang.cli.score import _clean
 
     assert _clean(float("inf")) is None and _clean(float("-inf")) is None and _clean(float("nan")) is None
     assert _clean(1.5) == 1.5

@@ -232,13 +232,13 @@ def test_parse_records_duplicates_malformed_and_bounds() -> None:
 def test_doctor_reports_each_language_and_what_is_missing(sb1, monkeypatch: pytest.MonkeyPatch) -> None:
     import dataclasses
 
-    from rewardlang.sandbox import languages
+    from rewardlang.sandbox import doctor, languages
 
     for lang in LANGS:
         require(lang)
     gone = dataclasses.replace(PROFILES["go"], compile=("/nonexistent/go", "build"), run=("./main",))
     monkeypatch.setitem(languages.PROFILES, "go", gone)
-    r = languages.doctor_languages(sb1)
+    r = doctor.doctor_languages(sb1)
     for lang in ("c", "cpp", "java", "js", "php", "sh"):
         assert r[lang]["sandbox"] == "ok", r[lang]
         assert r[lang]["version"]

@@ -29,7 +29,7 @@ from rewardlang.sandbox.judge import (
     judge,
     parse_records,
 )
-from rewardlang.sandbox.pool import RawResult, RawRun
+from rewardlang.sandbox.raw import RawResult, RawRun
 from rewardlang.sandbox.runner import NPROC_BASE, Sandbox, Task
 from rewardlang.sandbox.safe_eval import (
     MAX_SAME_HASH,

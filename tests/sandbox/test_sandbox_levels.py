@@ -15,8 +15,9 @@ from rewardlang.sandbox import _worker
 from rewardlang.sandbox import launch as launch_mod
 from rewardlang.sandbox import pool as pool_mod
 from rewardlang.sandbox.config import LEVELS, NOT_A_BOUNDARY, Limits, SandboxConfig
+from rewardlang.sandbox.doctor import doctor_report
 from rewardlang.sandbox.launch import LevelUnavailable, check_not_root_without_userns
-from rewardlang.sandbox.runner import Sandbox, Task, doctor_report, probe_level
+from rewardlang.sandbox.runner import Sandbox, Task, probe_level
 
 GOOD = "def f(x):\n    return 2 * x\n"
 TESTS = ["assert f(2) == 4", "assert f(5) == 10"]
@@ -231,6 +232,11 @@ SUBSET = {
     "fork_bomb": ("import os\ndef f(x):\n    while True:\n        os.fork()\n", "runtime_error"),
     "env": ("import os\ndef f(x):\n    return 2 * x if not os.environ else -1\n", "pass"),
     "loop": ("def f(x):\n    while True:\n        pass\n", "timeout"),
+    # no pseudo-terminal at any isolating level (issue 32, class 5: kernel.pty.max is host-wide)
+    "pty": ("import os\ndef f(x):\n    n = 0\n    for p in ('/dev/ptmx', '/dev/pts/ptmx'):\n        try:\n"
+            "            os.open(p, os.O_RDWR | os.O_NOCTTY)\n            n += 1\n        except OSError:\n"
+            "            pass\n    try:\n        os.openpty()\n        n += 1\n    except OSError:\n"
+            "        pass\n    return 2 * x if n == 0 else -n\n", "pass"),
     "memory": ("def f(x):\n    return len(bytearray(1 << 36))\n", "memory"),
 }
 

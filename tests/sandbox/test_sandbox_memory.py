@@ -21,7 +21,8 @@ import pytest
 
 from rewardlang.sandbox import _worker, cgroups
 from rewardlang.sandbox.config import Limits, SandboxConfig
-from rewardlang.sandbox.runner import Sandbox, Task, doctor_report
+from rewardlang.sandbox.doctor import doctor_report
+from rewardlang.sandbox.runner import Sandbox, Task
 
 TESTS = ["assert f(2) == 4", "assert f(5) == 10"]
 

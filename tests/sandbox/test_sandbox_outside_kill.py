@@ -18,12 +18,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from shared_programs import FOLLOW
 
 from rewardlang.sandbox.config import Limits, SandboxConfig
 from rewardlang.sandbox.judge import judge
-from rewardlang.sandbox.pool import RawResult, RawRun
+from rewardlang.sandbox.raw import RawResult, RawRun
 from rewardlang.sandbox.runner import Sandbox, Task
-from shared_programs import FOLLOW
 
 LIMITS = Limits(cpu=3.0, wall=8.0, memory_mb=256, processes=12)
 TESTS = ["assert f(2) == 4", "assert f(5) == 10"]

@@ -22,15 +22,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from shared_programs import FOLLOW, FOLLOW_TESTS
 
-from rewardlang.sandbox import _worker, judge as judge_mod, runner
+from rewardlang.sandbox import _worker, runner
+from rewardlang.sandbox import judge as judge_mod
 from rewardlang.sandbox.config import Limits, SandboxConfig
 from rewardlang.sandbox.convert import make_plan
-from rewardlang.sandbox.judge import RECORD_SLACK, _worst, judge
+from rewardlang.sandbox.judge import RECORD_SLACK, judge, worst
 from rewardlang.sandbox.launch import LevelUnavailable
-from rewardlang.sandbox.pool import RawResult, RawRun
+from rewardlang.sandbox.raw import RawResult, RawRun
 from rewardlang.sandbox.runner import Sandbox, Task, expected_level
-from shared_programs import FOLLOW, FOLLOW_TESTS
 
 LIMITS = Limits(cpu=3.0, wall=8.0, memory_mb=256, processes=12)
 
@@ -122,9 +123,9 @@ def test_a_case_that_did_not_run_is_never_a_pass() -> None:
     timed_out = RawRun(exit=-9, reason="cpu", cpu=3.0, wall=3.0, setup_failed=False, clean=True, res=b"", out=b"")
     v = judge(plan, RawResult([ran, timed_out]))
     assert v.outcome == "timeout" and [t.status for t in v.tests] == ["pass", "timeout", "not_run"]
-    assert _worst(["pass", "not_run", "pass"]) == "infra"
-    assert _worst(["not_run", "fail"]) == "fail"
-    assert _worst([]) == "pass"  # no test at all: nothing failed (the plan refuses empty tests elsewhere)
+    assert worst(["pass", "not_run", "pass"]) == "infra"
+    assert worst(["not_run", "fail"]) == "fail"
+    assert worst([]) == "pass"  # no test at all: nothing failed (the plan refuses empty tests elsewhere)
 
 
 def test_the_pool_resumes_stdio_cases_on_a_fresh_slot(sb: tuple[Sandbox, Any]) -> None:
@@ -449,8 +450,8 @@ def test_a_failing_expected_level_is_an_infrastructure_failure_not_a_weaker_leve
     # through a component: the samples are masked (infra), never scored
     runner.close_sandbox()
     monkeypatch.setattr(runner, "_failed", None)
-    from rewardlang.runtime.components.execution import _verdicts  # noqa: PLC0415
     from rewardlang.runtime.api import Context  # noqa: PLC0415
+    from rewardlang.runtime.components.execution import _verdicts  # noqa: PLC0415
 
     ctx = Context()
     verdicts = _verdicts(["def f(x):\n    return x\n"], [["assert f(1) == 1"]], [None], None, ctx)
@@ -475,7 +476,7 @@ def test_no_isolating_level_is_refused_unless_limits_is_asked_for(monkeypatch: p
 
 
 def test_the_summary_names_the_level() -> None:
-    from rewardlang.cli import _sandbox_line
+    from rewardlang.cli.score import _sandbox_line
 
     line = _sandbox_line({"sandbox.level.bwrap": 1, "sandbox.executions": 5, "sandbox.infra_failures": 1})
     assert line == "sandbox: level bwrap, 5 executions, 1 infrastructure failures (masked)"

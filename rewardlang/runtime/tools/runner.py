@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from rewardlang.runtime.processes import kill_group
+from rewardlang.processes import kill_group
 
 __all__ = [
     "Completed", "FileResult", "BatchTool", "run_command", "run_batch", "resolve_command", "file_name_for",

@@ -118,7 +118,7 @@ def test_the_spec_syntax_and_its_checks() -> None:
 
 
 def test_score_summary_names_the_limits() -> None:
-    from rewardlang.cli import _sandbox_line
+    from rewardlang.cli.score import _sandbox_line
 
     line = _sandbox_line({"sandbox.level.bwrap": 1, "sandbox.executions": 4, "sandbox.timeouts": 1,
                           "sandbox.limit_relative": 3, "sandbox.limit_no_reference": 1})

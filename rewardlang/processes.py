@@ -1,4 +1,5 @@
-"""Process helpers shared by the sandbox slots and the batched tool runners."""
+"""Process helpers shared by the sandbox slots and the batched tool runners (at the package's top: the sandbox
+uses them without importing the runtime)."""
 
 from __future__ import annotations
 

@@ -208,5 +208,6 @@ def test_monotone_and_no_witness_on_mutants() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_monotone_and_no_witness_on_many_mutants() -> None:
-    assert _check_mutants(400, seed=11) >= 100
+    assert _check_mutants(200, seed=11) >= 50

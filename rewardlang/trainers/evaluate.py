@@ -243,9 +243,9 @@ def judge(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[
                 else:
                     tasks.append(Task(code, row["tests"], row["entry_point"], limits=limits, language=lang))
                     where.append((i, j))
-            elif lang == "python":
+            elif lang == "python":   # the prompt's helpers are the tests' trusted prelude (docs/sandbox.md)
                 tasks.append(Task(program_for(comp, row["prompt"], row["entry_point"]), row["tests"],
-                                  row["entry_point"], format="humaneval", limits=limits))
+                                  row["entry_point"], format="humaneval", limits=limits, prelude=row["prompt"]))
             else:
                 tasks.append(Task(lang_program_for(comp, row["prompt"], lang), row["tests"], row["entry_point"],
                                   limits=limits, language=lang))
@@ -259,6 +259,29 @@ def judge(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[
             else:
                 v = verdicts[(i, j)]
                 out[i].append(None if v.infra else v.outcome)
+    return out
+
+
+def undefined_in(problems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The Python problems whose tests use names nothing defines (not the tests, the prompt as their prelude, the
+    builtins or the standard library): ``{"task", "names"}`` each. Those tests fail for every program.
+
+        >>> from rewardlang.datasets.humaneval import load_humaneval
+        >>> undefined_in(load_humaneval())
+        []
+    """
+    from rewardlang.sandbox.convert import TestFormatError, make_plan
+
+    out = []
+    for row in problems:
+        if (row.get("language") or "python") != "python" or row.get("source_language") or not row.get("tests"):
+            continue
+        try:
+            plan = make_plan(row["tests"], row.get("entry_point"), "humaneval", row.get("prompt"))
+        except TestFormatError:
+            continue
+        if plan.undefined:
+            out.append({"task": row.get("task_id", row.get("entry_point")), "names": list(plan.undefined)})
     return out
 
 
@@ -606,6 +629,12 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
             if bar is not None:
                 bar.close()
     gen_s = time.perf_counter() - t0
+    undefined = undefined_in(problems) if dataset != "robot" else []
+    if undefined:   # tests that fail for every program: said once, never a silent 0
+        from rewardlang.runtime.components.execution import undefined_names_lines
+
+        for line in undefined_names_lines(found=[(u["task"], u["names"]) for u in undefined]):
+            print(line, file=sys.stderr, flush=True)
     outcomes = judge(problems, completions, dataset=dataset)
     passing = "success" if dataset == "robot" else "pass"
     records = []
@@ -627,6 +656,8 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
         for rec, sc in zip(records, scores, strict=True):
             rec.update(sc)
     summary = summarize(records, ks)
+    if undefined:
+        summary["undefined_names"] = undefined
     if program is not None or 1 in ks:
         summary.update(spec_summary(records))
         if program is not None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import json
 import math
 import random
@@ -818,7 +819,14 @@ def _data_path() -> str:
 def load_plus(language: str = "python") -> dict[str, str]:
     """``task_id -> plus_tests`` from the shipped file (``rewardlang/data/humaneval_plus.jsonl.gz``, written by
     ``python -m rewardlang.datasets.plus --write``: the generator above, seed 0, on this package's HumanEval); for a
-    translated language the cases are rendered for it. Problems without plus inputs are absent."""
+    translated language the cases are rendered for it. Problems without plus inputs are absent. Read and
+    rendered once per language and process (a copy each call)."""
+    return dict(_load_plus(language))
+
+
+@functools.lru_cache(maxsize=None)
+def _load_plus(language: str) -> dict[str, str]:
+    """The shipped plus tests of one language, read once."""
     import gzip
 
     out: dict[str, str] = {}

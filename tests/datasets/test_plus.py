@@ -19,7 +19,7 @@ import pytest
 from rewardlang.datasets import plus as P
 from rewardlang.datasets.humaneval import load_humaneval
 
-FAST = (0, 2, 13, 23, 35, 55, 120, 160)
+FAST = (0, 2, 13, 23, 120, 160)
 
 
 def _judge(codes_tests: list[tuple[str, str, str]]) -> list[float]:
@@ -35,17 +35,17 @@ def _judge(codes_tests: list[tuple[str, str, str]]) -> list[float]:
 
 @pytest.fixture(scope="module")
 def built() -> P.PlusBuild:
-    return P.build_plus(FAST, per_problem=25, seed=1)
+    return P.build_plus(FAST, per_problem=15, seed=1)
 
 
 def test_generation_covers_the_problems_and_the_canonical_solutions_pass(built: P.PlusBuild) -> None:
     rows = load_humaneval()
     assert all(p.covered for p in built.problems)
-    assert all(len(p.inputs) == len(p.outputs) <= 25 for p in built.problems)
+    assert all(len(p.inputs) == len(p.outputs) <= 15 for p in built.problems)
     rates = _judge([(rows[p.number]["solution"], P.python_plus_tests(p), p.entry_point) for p in built.problems])
     assert rates == [1.0] * len(built.problems)
     s = built.summary()
-    assert s["covered"] == len(FAST) and s["mean_extra_per_problem"] > 15
+    assert s["covered"] == len(FAST) and s["mean_extra_per_problem"] > 10
     assert s["contracts_from_prompt"] == sum(1 for n in FAST if n in P.CONTRACTS)
 
 
@@ -64,7 +64,7 @@ def test_new_inputs_differ_from_the_seeds_and_keep_the_contract(built: P.PlusBui
     # 23 states no contract: the seeds' domain bounds it (its seeds are strings over a known alphabet)
     assert by["HumanEval/23"].contract.startswith("none stated")
     # the generator is deterministic for a seed (the oracle's verdicts are)
-    again = P.build_plus([13], per_problem=25, seed=1)
+    again = P.build_plus([13], per_problem=15, seed=1)
     assert again.problems[0].inputs == by["HumanEval/13"].inputs
     assert again.problems[0].outputs == by["HumanEval/13"].outputs
 
@@ -184,7 +184,7 @@ def _mutant_kill_rates(numbers: list[int]) -> tuple[int, int, int]:
 
 
 def test_plausible_mutants_that_pass_the_base_tests_fail_the_plus_tests_fast() -> None:
-    survivors, killed, _ = _mutant_kill_rates([0, 13, 24, 35, 46, 52, 57, 63, 75, 120, 135, 139])
+    survivors, killed, _ = _mutant_kill_rates([0, 13, 24, 52, 57, 135])
     assert survivors >= 5
     # the base tests kill none of them (that is how they were chosen); the plus tests kill a good share
     assert killed >= survivors * 0.3, (survivors, killed)

@@ -153,3 +153,29 @@ def test_the_trained_run_is_bit_identical_with_and_without_audits(tmp_path: Path
     wa = load_file(str(Path(plain.final_dir) / "model.safetensors"))
     wb = load_file(str(Path(audited.final_dir) / "model.safetensors"))
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_a_resumed_run_keeps_its_alarms_and_says_none_twice(tmp_path: Path) -> None:
+    """AuditGuard.restore: the alarms up to the checkpoint stay (and are not said again when the same records are
+    seen), those after it go with the records after it."""
+    import rewardlang
+    from rewardlang.trainers.audit import AuditGuard
+
+    prog = rewardlang.loads("component c in [0, 1] = 1\naudit a in [0, 1] = 0 every 1 step window 2 steps")
+    run = tmp_path / "run"
+    guard = AuditGuard(prog, str(run))
+    recs = [{"step": s, "reward": 0.2 * s, "audit/a": 0.0} for s in range(1, 5)]
+    for r in recs:
+        guard.observe(r["step"], {k: v for k, v in r.items() if k != "step"})
+    lines = (run / "alarms.jsonl").read_text().splitlines()
+    assert [json.loads(x)["step"] for x in lines] == [2]
+    # a resume from step 1: the alarm of step 2 is gone, and fires again when step 2 is trained again
+    again = AuditGuard(prog, str(run))
+    again.restore(recs, 1)
+    assert (run / "alarms.jsonl").read_text() == ""
+    assert [a.step for a in again.observe(2, {"reward": 0.4, "audit/a": 0.0})] == [2]
+    # a resume from step 3: the alarm of step 2 is known, never said twice
+    later = AuditGuard(prog, str(run))
+    later.restore(recs, 3)
+    assert [json.loads(x)["step"] for x in (run / "alarms.jsonl").read_text().splitlines()] == [2]
+    assert later.observe(4, {"reward": 0.8, "audit/a": 0.0}) == []

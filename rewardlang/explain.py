@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from rewardlang.runtime.columns import Col
+from rewardlang.runtime.scoring import score_rows
 
 __all__ = ["explain_row", "derivation"]
 
@@ -50,15 +51,16 @@ def _cell(col: Any) -> tuple[Any, str | None]:
 def derivation(prog: Any, cols: dict[str, list[Any]], step: int = 0) -> dict[str, Any]:
     """The traced intermediate values of one validated row, keyed by the generated program's variable names."""
     trace: dict[str, Any] = {}
-    prog._row_phase_local({k: v for k, v in cols.items() if k in prog.row_inputs}, 1, step, trace)
+    prog.row_phase({k: v for k, v in cols.items() if k in prog.row_inputs}, 1, step, trace)
     return trace
 
 
 def explain_row(prog: Any, row: dict[str, Any], step: int = 0, group_rows: list[dict[str, Any]] | None = None,
                 index: int = 0, group: list[Any] | None = None) -> None:
     """Print one row's breakdown. ``group_rows`` (holding the row at ``index``) are the rows of its advantage
-    group, scored together as ``rewardlang score`` does, so the advantage is the row's real one; ``group``
-    gives their group ids when they come from ``--group-by`` (else the spec's own group column is read)."""
+    group, scored together as ``rewardlang score`` does (:func:`rewardlang.runtime.scoring.score_rows`), so the
+    advantage is the row's real one; ``group`` gives their group ids when they come from ``--group-by`` (else the
+    spec's own group column is read). Bad values raise :class:`rewardlang.runtime.scoring.ScoringError`."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -67,13 +69,11 @@ def explain_row(prog: Any, row: dict[str, Any], step: int = 0, group_rows: list[
     batch = group_rows if group_rows else [row]
     if not group_rows:
         index = 0
-    given_all = {k: [r.get(k) for r in batch] for k in set().union(*(r.keys() for r in batch))}
-    cols_all = prog._columns(len(batch), given_all, by="column")
-    out_all = prog.score_columns(cols_all, len(batch), step=step, group=group, raw=given_all)
+    out_all = score_rows(prog, batch, step=step, group=group).result
     out = _one(out_all, index)
     n_group = len(batch)
     given = {k: [v] for k, v in row.items()}
-    cols = prog._columns(1, given, by="column")
+    cols = prog.columns(1, given, by="column")
     trace = derivation(prog, cols, step)  # the same row again, traced (scoring above applied the policies)
     completion = cols["completion"][0] if "completion" in cols else None
 

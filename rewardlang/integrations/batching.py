@@ -31,6 +31,9 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from rewardlang.compiler import load_program
+from rewardlang.runtime.scoring import ScoringError, score_rows
+
 __all__ = ["Batcher", "Overloaded", "Scored", "SpecScorer", "batcher_for", "result_keys", "scorer_for"]
 
 log = logging.getLogger("rewardlang.integrations")
@@ -71,8 +74,6 @@ class SpecScorer:
     keep_places: bool = False
 
     def __init__(self, spec: str, params: dict[str, Any] | None = None, program: Any = None) -> None:
-        from rewardlang.runtime.program import load_program
-
         self.spec = str(spec)
         # a bad spec raises SpecError here: every sample would fail the same way, so the engine must stop
         self.program = program if program is not None else load_program(self.spec, params=params)
@@ -85,11 +86,6 @@ class SpecScorer:
         self.dense = (any(c.tokens is not None for c in self.program.components)
                       and bool(self.program.spec.get("reward_is_weighted_sum")))
 
-    def _row_value(self, row: dict[str, Any], inp: Any) -> Any:
-        if inp.column in row:
-            return row[inp.column]
-        return row.get(inp.name)
-
     def masked_result(self) -> dict[str, float]:
         """The result of a masked sample (same keys as every other)."""
         out = dict.fromkeys(self.keys, 0.0)
@@ -98,60 +94,53 @@ class SpecScorer:
 
     def score_rows(self, rows: Sequence[dict[str, Any]], step: int = 0) -> list[dict[str, float]]:
         """Score rows together; one dict per row with :attr:`keys` (see the module docstring)."""
-        from rewardlang.runtime.program import DataError
-
         n = len(rows)
         if n == 0:
             return []
         self.stats["rows"] += n
         self.stats["batches"] += 1
         out: list[dict[str, float] | None] = [None] * n
-        good = list(range(n))
-        given = {i.column: [self._row_value(r, i) for r in rows] for i in self.inputs}
-        prog = self.program
-        cols: dict[str, list[Any]] = {}
-        try:
-            cols = prog._columns(n, given, by="column")
-        except DataError as exc:
-            bad = {r for r, _, _ in exc.problems}
-            for r, c, m in exc.problems:
-                log.warning("rewardlang: row %d of a batch of %d: column `%s` %s (masked)", r, n, c, m)
-            self.stats["bad_rows"] += len(bad)
-            for r in bad:
-                out[r] = self.masked_result()
-            good = [i for i in range(n) if i not in bad]
-            given = {k: [v[i] for i in good] for k, v in given.items()}
-            try:
-                cols = prog._columns(len(good), given, by="column") if good else {}
-            except DataError:  # problems the first pass could not see per row: mask the rest too, counted
-                self.stats["bad_rows"] += len(good)
-                good = []
-        if good:
-            self._score_part(good, cols, given, step, out)
+        self._score_part(list(range(n)), rows, step, out)
         return [o if o is not None else self.masked_result() for o in out]
 
-    def _score_part(self, idx: list[int], cols: dict[str, list[Any]], given: dict[str, list[Any]], step: int,
+    def _score_part(self, idx: list[int], rows: Sequence[dict[str, Any]], step: int,
                     out: list[dict[str, float] | None], sibling_failed: bool = False) -> bool:
-        """Score rows ``idx`` (``cols``/``given`` aligned with them) into ``out``; False when no row could be scored.
+        """Score rows ``idx`` of ``rows`` into ``out`` through :func:`rewardlang.runtime.scoring.score_rows` (a bad
+        row masked and counted); False when no row could be scored.
 
         A call that raises is split in halves, so that one row whose scoring raises masks itself and not the other
         rows of its batch; when both halves raise too, the failure is the infrastructure's and all are masked."""
         try:
-            res = self.program.score_columns(cols, len(idx), step=step, raw=given)
+            scored = score_rows(self.program, [self._row(rows[i]) for i in idx], step=step, on_bad_row="skip",
+                                warn=log.warning)
+        except ScoringError as exc:  # a column missing from every row: each row is bad
+            for issue in exc.issues:
+                log.warning("rewardlang: %s (masked)", issue.render())
+            self.stats["bad_rows"] += len(idx)
+            for i in idx:
+                out[i] = self.masked_result()
+            return False
         except Exception as exc:  # noqa: BLE001 - an infrastructure failure: masked and counted, not a 0
             if len(idx) > 1 and not sibling_failed:
                 h = len(idx) // 2
-                parts = [(idx[:h], slice(0, h)), (idx[h:], slice(h, None))]
-                sub = [({k: v[sl] for k, v in cols.items()}, {k: v[sl] for k, v in given.items()}) for _, sl in parts]
-                ok0 = self._score_part(parts[0][0], sub[0][0], sub[0][1], step, out)
-                ok1 = self._score_part(parts[1][0], sub[1][0], sub[1][1], step, out, sibling_failed=not ok0)
+                ok0 = self._score_part(idx[:h], rows, step, out)
+                ok1 = self._score_part(idx[h:], rows, step, out, sibling_failed=not ok0)
                 return ok0 or ok1
             self.stats["infra_failures"] += len(idx)
             log.error("rewardlang: scoring %d row(s) failed (%s: %s); masked", len(idx), type(exc).__name__, exc)
             for i in idx:
                 out[i] = self.masked_result()
             return False
-        for j, i in enumerate(idx):
+        if scored.bad_rows:
+            self.stats["bad_rows"] += len({r for r, _ in scored.bad_rows})  # a row with two bad values is one row
+            for r, why in scored.bad_rows:
+                log.warning("rewardlang: row %d of a batch of %d: %s (masked)", r, len(idx), why)
+                out[idx[r]] = self.masked_result()
+        res = scored.result
+        if res is None:
+            return True
+        for j, r in enumerate(scored.kept):
+            i = idx[r]
             total = float(res.total[j])
             masked = not math.isfinite(total)
             d = {"score": 0.0 if masked else total, MASK_KEY: 1.0 if masked else 0.0}
@@ -170,6 +159,10 @@ class SpecScorer:
             if k.startswith("sandbox.") and k != "sandbox.isolation_level" and isinstance(v, (int, float)):
                 self.stats[k] += v
         return True
+
+    def _row(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The row's values of the spec's inputs, by column name (an engine may send an input under its name)."""
+        return {i.column: row[i.column] if i.column in row else row.get(i.name) for i in self.inputs}
 
     def _places(self, res: Any, j: int) -> list[tuple[float, Any]]:
         """Row ``j``'s components as ``(weight, Placement)`` (rewardlang.trainers.dense.DenseRewards's rule)."""

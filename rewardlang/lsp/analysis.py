@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from rewardlang import syntax as S
-from rewardlang.checker import (AGGREGATES, PREFERENCE_SETTINGS, STAGE_SHORTHANDS, Checker, ModuleEnv, _canonical,
-                                _strip_bom, unique_diagnostics)
+from rewardlang.checker import (AGGREGATES, PREFERENCE_SETTINGS, STAGE_SHORTHANDS, Checker, ModuleEnv, canonical_path,
+                                strip_bom, unique_diagnostics)
 from rewardlang.diagnostics import CODES, Diagnostic
 from rewardlang.parser import STATEMENT_KEYWORDS, ParseFailure, deep_recursion
 from rewardlang.signature import Signature
@@ -362,9 +362,9 @@ class Analysis:
         if self.module is None:
             return None
         imports = [s for s in self.module.body if isinstance(s, S.Import)]
-        want = _canonical(file)
+        want = canonical_path(file)
         for s in imports:
-            if _canonical(self.resolve_path(s.path)) == want:
+            if canonical_path(self.resolve_path(s.path)) == want:
                 return self.range_of(s.loc)
         return self.range_of(imports[0].loc) if imports else None  # imported at a further remove
 
@@ -556,10 +556,10 @@ class Analysis:
     def _import_markdown(self, stmt: S.Import) -> str | None:
         if self.ch is None:
             return None
-        target = _canonical(self.resolve_path(stmt.path))
+        target = canonical_path(self.resolve_path(stmt.path))
         names = {"let": [], "component": [], "param": [], "input": []}  # type: dict[str, list[str]]
         for d in self.definitions:
-            if _canonical(d.file) == target:
+            if canonical_path(d.file) == target:
                 names[d.kind].append(d.name)
         body = [f"imports `{stmt.path}`"]
         for kind in ("let", "component", "param", "input"):
@@ -578,9 +578,9 @@ class Analysis:
             if stmt.names:
                 for name, nloc in stmt.names:
                     if nloc.start <= off <= nloc.end:
-                        target = _canonical(self.resolve_path(stmt.path))
+                        target = canonical_path(self.resolve_path(stmt.path))
                         for d in self.definitions:
-                            if d.name == name and _canonical(d.file) == target and d.name_range is not None:
+                            if d.name == name and canonical_path(d.file) == target and d.name_range is not None:
                                 return d.file, d.name_range
             path = self.resolve_path(stmt.path)
             return path, ((0, 0), (0, 0))
@@ -659,7 +659,7 @@ class Analysis:
 def analyse(text: str, file: str, sigs: dict[str, Signature],
             read_file: Callable[[str], str] | None = None) -> Analysis:
     """Check ``text`` (the spec at ``file``) as ``rewardlang check`` does, and index what it defines."""
-    source = _strip_bom(text)
+    source = strip_bom(text)
     ch = _RecordingChecker(sigs, None, read_file)
     try:
         with deep_recursion():

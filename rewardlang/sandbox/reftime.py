@@ -134,7 +134,7 @@ def reference_times(sandbox: Any, refs: Sequence[tuple[str, Any, Any, str, str]]
             todo[k] = i
     if todo:
         tasks = []
-        for k, i in todo.items():
+        for i in todo.values():
             c, t, e, f, cmp = refs[i]
             tasks.append(Task(c, t, e, f, Limits(cpu=float(cap)), cmp))
         verdicts = sandbox.evaluate(tasks, use_cache=False)

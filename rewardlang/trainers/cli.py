@@ -29,15 +29,12 @@ from typing import Any, Optional
 
 import typer
 
+from rewardlang.trainers.config import default_model
+
 __all__ = ["app", "main", "default_model"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Train a policy on a reward spec, and plot training runs.")
-
-
-def default_model() -> str:
-    """The model of ``train``/``eval`` when ``--model`` is not given: ``$REWARDLANG_DEFAULT_MODEL`` or smollm2."""
-    return os.environ.get("REWARDLANG_DEFAULT_MODEL") or "smollm2"
 
 
 def _names_model(spec: str, config: str | None, sets: dict[str, Any]) -> bool:

@@ -17,6 +17,12 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import typer
+
+from rewardlang.outputs import OutputError, check_output
+from rewardlang.trainers import evaluate as ev
+from rewardlang.trainers.config import ConfigError, default_model
+
 __all__ = ["eval_languages", "table"]
 
 
@@ -37,19 +43,12 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
                    progress: bool, fail: Callable[[str], None]) -> None:
     """Evaluate each language in turn and print its table row, then the summaries as one JSON line; the
     per-problem records of every language go to ``output`` (written once, complete)."""
-    import typer
-
-    from rewardlang.trainers import evaluate as ev
-    from rewardlang.trainers.config import ConfigError
-
     ks = sorted(set(ks or [1, n]))
     if any(x < 1 or x > n for x in ks):
         fail(f"--k {ks}: every k must be between 1 and --n ({n})")
     if dataset != "humaneval":
         fail(f"--lang: only HumanEval is translated (not --dataset {dataset})")
     if output is not None:
-        from rewardlang.outputs import OutputError, check_output
-
         try:
             check_output(output, inputs={"completions file": completions})
         except OutputError as exc:
@@ -67,8 +66,6 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
     try:
         if completions is None:
             from transformers.utils import logging as hf_logging
-
-            from rewardlang.trainers.cli import default_model
 
             hf_logging.disable_progress_bar()
             if threads > 0:

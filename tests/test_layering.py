@@ -34,7 +34,7 @@ RANKS: dict[str, int] = {
     # the executor and its function library
     "runtime": 3,
     # compiling specs into programs, and the libraries of the commands over them
-    "compiler": 4, "explain": 4, "report": 4, "lsp": 4, "datasets": 4,
+    "compiler": 4, "explain": 4, "report": 4, "datacheck": 4, "lsp": 4, "datasets": 4,
     # the public facade (rewardlang.load): what users import, never the package itself
     "rewardlang": 5,
     # training, and the engines' adapters (which reuse the trainers' alignment)

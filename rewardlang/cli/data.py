@@ -38,6 +38,7 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
 
     from rewardlang import outputs
     from rewardlang.datasets.prm import label, mutate
+    from rewardlang.datasets.sandboxed import NoSandbox
 
     if limit < 0:
         _err(f"error: --limit must be 0 (every problem) or positive (got {limit})")
@@ -73,7 +74,7 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
                            progress=label._stderr_progress)
         if groups:
             label.groups_of(problems, data, seed=seed, **settings)
-    except (label.DataRowError, ValueError) as exc:
+    except (label.DataRowError, ValueError, NoSandbox) as exc:
         _err(f"error: {exc}")
         raise typer.Exit(1)
     data.bad_rows[:0] = bad
@@ -134,15 +135,17 @@ def data_command(name: str = typer.Argument(..., help="which data set to write: 
         _err(f"error: --split: {exc}")
         raise typer.Exit(1)
     if verify:
-        from rewardlang.runtime.api import Context
-        from rewardlang.runtime.components.robot import robot_outcome_label
+        from rewardlang.datasets.commands import verify_robot
+        from rewardlang.datasets.sandboxed import NoSandbox
 
-        res = robot_outcome_label.fn([r["canonical"] for r in data], [r["task"] for r in data], params=None,
-                                     ctx=Context())
-        bad = [(r["task_id"], v, d) for r, v, d in zip(data, res.values, res.details) if v != "success"]
+        try:
+            bad = verify_robot(data)
+        except NoSandbox as exc:
+            _err(f"error: {exc}")
+            raise typer.Exit(1)
         if bad:
-            for tid, v, d in bad:
-                _err(f"error: {tid}: the canonical program gives {v} ({d})")
+            for line in bad:
+                _err(f"error: {line}")
             raise typer.Exit(1)
     if output.exists() and output.is_dir():
         _err(f"error: {output} is a directory")

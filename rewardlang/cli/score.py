@@ -164,6 +164,10 @@ def _render_summary(summ: Summary) -> None:
     sandbox = _sandbox_line(summ.stats)
     if sandbox:
         console.print(sandbox)
+    from rewardlang.runtime.components.execution import undefined_names_lines
+
+    for line in undefined_names_lines(summ.stats):  # tests that fail for every program: said, never a silent 0
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if summ.bad_rows:
         shown = ", ".join(f"line {ln}" for ln, _ in summ.bad_rows[:20])
         console.print(f"skipped bad rows: {shown}" + (" …" if len(summ.bad_rows) > 20 else ""))

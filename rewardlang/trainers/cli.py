@@ -133,7 +133,12 @@ def eval_command(
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N problems."),
     max_new_tokens: int = typer.Option(256, "--max-new-tokens", help="Tokens generated per completion."),
     spec: Optional[str] = typer.Option(None, "--spec", help="Present problems as this spec's train section says "
-                                       "(system_prompt, prompt_template)."),
+                                       "(system_prompt, prompt_template) and score every answer with it: the "
+                                       "reward and each component, with 95% bootstrap intervals (default: a run "
+                                       "directory's own spec)."),
+    compare: Optional[str] = typer.Option(None, "--compare", help="Per-problem results of an earlier evaluation "
+                                          "(eval -o FILE, or a run's eval-before.jsonl): the paired change in reward "
+                                          "and pass@1 with its 95% bootstrap interval; its problems by default."),
     completions: Optional[str] = typer.Option(None, "--completions", help="Judge these completions (JSONL rows "
                                               "{task_id, completion}) instead of generating."),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Per-problem results as JSONL (written "
@@ -194,18 +199,24 @@ def eval_command(
         except OutputError as exc:
             _fail(str(exc))
     try:
+        earlier = ev.load_compare(compare) if compare else None
+        if earlier is not None and not problems:
+            problems = [r["task_id"] for r in earlier]
         rows = ev.select_problems(problems, limit, dataset)
         shown: dict[str, Any] = {}
+        prog = None
         if spec is not None:
             import rewardlang
             from rewardlang.diagnostics import SpecError
 
             try:
-                train = rewardlang.load(spec).train
+                prog = rewardlang.load(spec)
             except SpecError as exc:
                 typer.echo(exc.render(color=False), err=True)
                 raise SystemExit(1) from None
-            shown = {key: train[key] for key in ("system_prompt", "prompt_template") if train.get(key)}
+            shown = {key: prog.train[key] for key in ("system_prompt", "prompt_template") if prog.train.get(key)}
+        elif model is not None and os.path.isdir(model):
+            prog = ev.run_spec(model)  # a run directory's answers are scored with the spec it trained on
         if completions is not None:
             if not os.path.exists(completions):
                 _fail(f"--completions {completions}: file not found")
@@ -216,7 +227,8 @@ def eval_command(
                 short = next(r["task_id"] for r, c in zip(rows, given) if len(c) == fewest)
                 _fail(f"--k {ks}: every k must be between 1 and the completions per problem ({completions} holds "
                       f"{fewest} for {short})")
-            summary, _ = ev.evaluate(rows, completions=given, ks=ks, out_path=output, dataset=dataset)
+            summary, records = ev.evaluate(rows, completions=given, ks=ks, out_path=output, dataset=dataset,
+                                           program=prog)
         else:
             from transformers.utils import logging as hf_logging
 
@@ -228,16 +240,20 @@ def eval_command(
             name = model or default_model()
             m, tok, from_run = ev.load_eval_model(name)
             shown = {**from_run, **shown}
-            summary, _ = ev.evaluate(rows, model=m, tokenizer=tok, n=n, ks=ks, temperature=temperature,
-                                     max_new_tokens=max_new_tokens, seed=seed, progress=progress, out_path=output,
-                                     system_prompt=shown.get("system_prompt", ev.ROBOT_SYSTEM_PROMPT
-                                                             if dataset == "robot" else ev.DEFAULT_SYSTEM_PROMPT),
-                                     prompt_template=shown.get("prompt_template"), dataset=dataset)
+            summary, records = ev.evaluate(rows, model=m, tokenizer=tok, n=n, ks=ks, temperature=temperature,
+                                           max_new_tokens=max_new_tokens, seed=seed, progress=progress,
+                                           out_path=output, dataset=dataset, program=prog,
+                                           system_prompt=shown.get("system_prompt", ev.ROBOT_SYSTEM_PROMPT
+                                                                   if dataset == "robot" else ev.DEFAULT_SYSTEM_PROMPT),
+                                           prompt_template=shown.get("prompt_template"))
             summary["model"] = name
+        if earlier is not None:
+            summary["change"] = {**ev.change_between(earlier, records), "against": compare}
     except (ConfigError, ValueError) as exc:
         _fail(str(exc))
         return
-    figures = ", ".join(f"{key} {summary[key]:.3f}" for key in summary if key.startswith("pass@"))
+    figures = ", ".join(f"{key} {summary[key]:.3f}" for key in summary
+                        if key.startswith("pass@") and isinstance(summary[key], float))  # not pass@1_ci95
     unscored = summary["problems"] - summary["scored"]
     if "outcome_classes" in summary:
         typer.echo("outcome classes: " + ", ".join(f"{c} {v}" for c, v in summary["outcome_classes"].items()))
@@ -246,6 +262,8 @@ def eval_command(
                   + (f"; {unscored} problems with every completion masked are not in pass@k" if unscored else "")
                   + ")" if summary["infra_failures"] else ""))
     typer.echo(_json.dumps(summary))
+    for line in ev.figures_lines(summary):  # after the JSON line, which scripts read as the second line
+        typer.echo(line)
     if output:
         typer.echo(f"per-problem results: {output}")
 

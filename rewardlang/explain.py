@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from rewardlang.runtime.columns import Col
-from rewardlang.runtime.scoring import score_rows
+from rewardlang.runtime.scoring import ScoringError, score_rows
 
 __all__ = ["explain_row", "derivation"]
 
@@ -142,8 +142,6 @@ def audit_table(prog: Any, row: dict[str, Any], step: int = 0) -> Any:
     run named as such. Audits are not part of the reward; a row without a column an audit reads says so."""
     from rich.table import Table
 
-    from rewardlang.runtime.program import DataError
-
     t = Table(title="audits (scored on the policy's samples while it trains; never part of the reward)")
     for col in ("audit", "value", "range", "when", "note"):
         t.add_column(col)
@@ -151,11 +149,10 @@ def audit_table(prog: Any, row: dict[str, Any], step: int = 0) -> Any:
     note = ""
     ap = prog.audit_program
     if ap is not None:
-        given = {k: [v] for k, v in row.items()}
         try:
-            values = ap.score_columns(ap._columns(1, given, by="column"), 1, step=step, raw=given)
-        except DataError as exc:
-            note = "not scored: " + "; ".join(f"column `{c}` {m}" for _, c, m in exc.problems)
+            values = score_rows(ap, [row], step=step).result
+        except ScoringError as exc:
+            note = "not scored: " + "; ".join(i.message for i in exc.issues)
     for a in prog.audits:
         when = f"every {a.every} step{'s' if a.every != 1 else ''}"
         if a.kind == "statistic":

@@ -34,7 +34,8 @@ from typing import Any
 from rewardlang.compiler import load_program
 from rewardlang.runtime.scoring import ScoringError, score_rows
 
-__all__ = ["Batcher", "Overloaded", "Scored", "SpecScorer", "batcher_for", "result_keys", "scorer_for"]
+__all__ = ["Batcher", "Overloaded", "Scored", "SpecScorer", "batcher_for", "log_masks", "result_keys",
+           "scorer_for"]
 
 log = logging.getLogger("rewardlang.integrations")
 
@@ -60,18 +61,49 @@ class Scored(dict):
     ``keep_places`` is set (the verl managers, which turn it into per-token rewards)."""
 
     places: list[tuple[float, Any]] | None = None
+    #: why a masked sample is masked (:meth:`SpecScorer.masked_result`); None for one that is not
+    reason: str | None = None
+
+
+def _mask_reason(res: Any, j: int, reward_components: Sequence[str]) -> str:
+    """Why row ``j`` of a :class:`~rewardlang.runtime.program.ScoreResult` is masked: the first component of the
+    reward that is masked, with its error (an infrastructure failure says so), or a reward that is not finite."""
+    for c in reward_components:
+        m = res.masked.get(c)
+        if m is not None and m[j]:
+            err = res.errors.get(c, [None] * (j + 1))[j]
+            infra = " (an infrastructure failure)" if bool(res.infra[c][j]) else ""
+            return f"component `{c}`: {err or 'none'}{infra}"
+    return "the reward is not a finite number"
+
+
+def log_masks(logger: logging.Logger, where: str, results: Sequence[Any], shown: int = 50) -> None:
+    """One warning naming every masked result of ``results`` (by position) with its reason; past ``shown``
+    rows, the rest are counted by reason."""
+    masked = [(k, getattr(r, "reason", None) or "masked") for k, r in enumerate(results) if r.get(MASK_KEY)]
+    if not masked:
+        return
+    parts = [f"row {k}: {why}" for k, why in masked[:shown]]
+    if len(masked) > shown:
+        rest = Counter(why for _, why in masked[shown:])
+        parts.append(f"and {len(masked) - shown} more: " + ", ".join(f"{c} x {w}" for w, c in rest.most_common()))
+    logger.warning("rewardlang: %d of %d row(s) of %s masked: %s", len(masked), len(results), where,
+                   "; ".join(parts))
 
 
 class SpecScorer:
     """A compiled spec that scores lists of row dicts (keys: the spec's input names or their columns).
 
-    A row whose values are bad (a missing column, a wrong type) is masked and counted in ``stats["bad_rows"]``
-    (its reason in ``reasons``), not dropped and not an exception; a failure of the scoring run itself masks the
-    batch and counts ``stats["infra_failures"]``. With ``keep_places`` set, results are :class:`Scored`.
+    A row whose values are bad (a missing column, a wrong type) is masked and counted in ``stats["bad_rows"]``,
+    not dropped and not an exception; a failure of the scoring run itself masks the batch and counts
+    ``stats["infra_failures"]``. Every masked result is a :class:`Scored` whose ``reason`` says why (logged too);
+    with ``keep_places`` set, every result is a :class:`Scored`.
     """
 
     #: return :class:`Scored` results that carry the spec's per-token placement (set by the verl managers)
     keep_places: bool = False
+    #: log every masked row with its reason (one line per batch); the server turns this off and logs per request
+    log_masks: bool = True
 
     def __init__(self, spec: str, params: dict[str, Any] | None = None, program: Any = None) -> None:
         self.spec = str(spec)
@@ -86,22 +118,48 @@ class SpecScorer:
         self.dense = (any(c.tokens is not None for c in self.program.components)
                       and bool(self.program.spec.get("reward_is_weighted_sum")))
 
-    def masked_result(self) -> dict[str, float]:
-        """The result of a masked sample (same keys as every other)."""
-        out = dict.fromkeys(self.keys, 0.0)
+    def masked_result(self, reason: str | None = None) -> dict[str, float]:
+        """The result of a masked sample (same keys as every other); ``reason``, why it is masked, rides along as
+        the dict's ``reason`` attribute (the reward server puts it in its answer), never as a key."""
+        out = Scored.fromkeys(self.keys, 0.0)
         out[MASK_KEY] = 1.0
+        out.reason = reason or "masked"
         return out
 
+    def _missing(self, row: Any) -> str | None:
+        """Why ``row`` cannot be read: not a dict, or a column the spec needs is absent (an optional input's column
+        may be absent: it is none)."""
+        if not isinstance(row, dict):
+            return f"a row must be an object of the spec's columns, not {type(row).__name__}"
+        for inp in self.inputs:
+            if not inp.nullable and inp.column not in row and inp.name not in row:
+                return f"column `{inp.column}` missing (the spec's input `{inp.name}` reads it)"
+        return None
+
     def score_rows(self, rows: Sequence[dict[str, Any]], step: int = 0) -> list[dict[str, float]]:
-        """Score rows together; one dict per row with :attr:`keys` (see the module docstring)."""
+        """Score rows together; one dict per row with :attr:`keys` (see the module docstring). A masked row's dict
+        says why in its ``reason`` attribute (:meth:`masked_result`); every mask is logged, one line per batch,
+        unless :attr:`log_masks` is off (the server logs them per request)."""
         n = len(rows)
         if n == 0:
             return []
         self.stats["rows"] += n
         self.stats["batches"] += 1
         out: list[dict[str, float] | None] = [None] * n
-        self._score_part(list(range(n)), rows, step, out)
-        return [o if o is not None else self.masked_result() for o in out]
+        good = []
+        for i, r in enumerate(rows):
+            why = self._missing(r)
+            if why is None:
+                good.append(i)
+            else:
+                out[i] = self.masked_result(why)
+        self.stats["bad_rows"] += n - len(good)
+        if good:
+            self._score_part(good, rows, step, out)
+        results = [o if o is not None else self.masked_result() for o in out]
+        if self.log_masks:
+            log_masks(log, "a batch", results)
+        return results
 
     def _score_part(self, idx: list[int], rows: Sequence[dict[str, Any]], step: int,
                     out: list[dict[str, float] | None], sibling_failed: bool = False) -> bool:
@@ -113,12 +171,11 @@ class SpecScorer:
         try:
             scored = score_rows(self.program, [self._row(rows[i]) for i in idx], step=step, on_bad_row="skip",
                                 warn=log.warning)
-        except ScoringError as exc:  # a column missing from every row: each row is bad
-            for issue in exc.issues:
-                log.warning("rewardlang: %s (masked)", issue.render())
+        except ScoringError as exc:  # the batch's columns cannot be read at all: each row is bad
+            why = "; ".join(issue.message for issue in exc.issues)
             self.stats["bad_rows"] += len(idx)
             for i in idx:
-                out[i] = self.masked_result()
+                out[i] = self.masked_result(why)
             return False
         except Exception as exc:  # noqa: BLE001 - an infrastructure failure: masked and counted, not a 0
             if len(idx) > 1 and not sibling_failed:
@@ -129,13 +186,15 @@ class SpecScorer:
             self.stats["infra_failures"] += len(idx)
             log.error("rewardlang: scoring %d row(s) failed (%s: %s); masked", len(idx), type(exc).__name__, exc)
             for i in idx:
-                out[i] = self.masked_result()
+                out[i] = self.masked_result(f"an infrastructure failure: scoring raised {type(exc).__name__}: "
+                                            f"{exc}")
             return False
-        if scored.bad_rows:
-            self.stats["bad_rows"] += len({r for r, _ in scored.bad_rows})  # a row with two bad values is one row
-            for r, why in scored.bad_rows:
-                log.warning("rewardlang: row %d of a batch of %d: %s (masked)", r, len(idx), why)
-                out[idx[r]] = self.masked_result()
+        bad: dict[int, str] = {}
+        for r, why in scored.bad_rows:  # a row with two bad values is one bad row, masked for the first
+            bad.setdefault(r, why)
+        self.stats["bad_rows"] += len(bad)
+        for r, why in bad.items():
+            out[idx[r]] = self.masked_result(why)
         res = scored.result
         if res is None:
             return True
@@ -150,7 +209,9 @@ class SpecScorer:
                 self.stats["masked"] += 1
                 if any(bool(res.infra[c][j]) for c in self.names):
                     self.stats["infra_failures"] += 1
-            if self.keep_places:
+                d = Scored(d)
+                d.reason = _mask_reason(res, j, self.program.spec.get("reward_components") or self.names)
+            elif self.keep_places:
                 d = Scored(d)
                 if self.dense and not masked:
                     d.places = self._places(res, j)
@@ -200,7 +261,10 @@ class Batcher:
     once as many requests wait as the previous batch answered (those callers are back: waiting longer would only
     add idle time to every batch). More than
     ``max_pending`` waiting rows make :meth:`submit` raise :class:`Overloaded` at once (a bounded queue, never an
-    unbounded wait). :meth:`close` stops accepting, scores everything accepted, then returns.
+    unbounded wait). A submission whose future is cancelled before its batch starts leaves the queue, unscored
+    (the server cancels the requests of clients that went away). :meth:`close` stops accepting, scores everything
+    accepted, then returns (or, with a ``timeout``, returns when that is over; :attr:`running` says whether the
+    thread still scores).
     """
 
     def __init__(self, scorer: SpecScorer, *, window_s: float = 0.02, max_batch: int = 512,
@@ -235,10 +299,23 @@ class Batcher:
                 self.rejected += 1
                 raise Overloaded(f"overloaded: {self._pending} rows already wait (limit {self.max_pending})")
             self.requests += 1
-            self._queue.append((list(rows), fut, time.perf_counter()))
+            item = (list(rows), fut, time.perf_counter())
+            self._queue.append(item)
             self._pending += len(rows)
             self._cond.notify()
+        fut.add_done_callback(lambda f, item=item: self._withdraw(item) if f.cancelled() else None)
         return fut
+
+    def _withdraw(self, item: tuple[list[dict], Future, float]) -> None:
+        """A submission cancelled before it was taken (its caller left) leaves the queue at once: its rows no
+        longer count against ``max_pending`` and are never scored."""
+        with self._cond:
+            for k, other in enumerate(self._queue):
+                if other is item:
+                    del self._queue[k]
+                    self._pending -= len(item[0])
+                    self._cond.notify()
+                    return
 
     def score(self, rows: list[dict]) -> list[dict[str, float]]:
         """Submit and wait (for callers on threads, such as verl's per-sample ``compute_score``)."""
@@ -263,6 +340,10 @@ class Batcher:
             # whole requests only: a request's rows are scored together (a group is never split)
             while self._queue and (not taken or size + len(self._queue[0][0]) <= self.max_batch):
                 item = self._queue.popleft()
+                if not item[1].set_running_or_notify_cancel():
+                    # cancelled while this thread held the lock (its _withdraw finds it gone): nobody wants its rows
+                    self._pending -= len(item[0])
+                    continue
                 taken.append(item)
                 size += len(item[0])
             self._pending -= size
@@ -272,7 +353,9 @@ class Batcher:
         while True:
             taken = self._take()
             if not taken:
-                return
+                if self._closing and not self._queue:
+                    return
+                continue  # every request taken had been cancelled
             rows = [r for item in taken for r in item[0]]
             self.batch_sizes[len(rows)] += 1
             try:
@@ -294,6 +377,11 @@ class Batcher:
     @property
     def pending(self) -> int:
         return self._pending
+
+    @property
+    def running(self) -> bool:
+        """Whether the batcher's thread is still scoring (after :meth:`close` with a timeout, it may be)."""
+        return self._thread.is_alive()
 
     def close(self, timeout: float | None = None) -> None:
         """Accept nothing more, finish every accepted submission, stop the thread."""

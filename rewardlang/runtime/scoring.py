@@ -277,8 +277,8 @@ class _Run:
             given = {k: [r.get(k) for r in rows] for k in columns_needed(prog, rows)}
             try:  # only good rows are left
                 return batch, prog.columns(len(rows), given, by="column", skip=self.skip), given
-            except DataError:  # a problem the first pass could not pin on a row: every row is bad, counted
-                self.bad_rows.extend((ln, "the batch's values could not be read") for ln, _ in batch)
+            except DataError as again:  # a problem the first pass could not pin on a row: every row is bad, counted
+                self.bad_rows.extend((ln, f"the batch's columns: {again}") for ln, _ in batch)
                 return [], {}, {}
 
     def groups(self, rows: list[dict[str, Any]]) -> list[Any] | None:

@@ -39,16 +39,6 @@ class ConfigError(Exception):
     """A bad configuration value or key; the message says where it came from. The CLI prints it and exits 1."""
 
 
-def default_model() -> str:
-    """The model of ``train``/``eval`` when ``--model`` is not given: ``$REWARDLANG_DEFAULT_MODEL`` or smollm2.
-
-        >>> import os
-        >>> default_model() == (os.environ.get("REWARDLANG_DEFAULT_MODEL") or "smollm2")
-        True
-    """
-    return os.environ.get("REWARDLANG_DEFAULT_MODEL") or "smollm2"
-
-
 @dataclass
 class TinyModelConfig:
     """The randomly initialised Llama-style model used when no ``--model`` is given (a few layers, small vocab)."""

@@ -21,7 +21,8 @@ import typer
 
 from rewardlang.outputs import OutputError, check_output
 from rewardlang.trainers import evaluate as ev
-from rewardlang.trainers.config import ConfigError, default_model
+from rewardlang.trainers.config import ConfigError
+from rewardlang.trainers.defaults import default_model
 
 __all__ = ["eval_languages", "table"]
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from rewardlang.runtime.columns import Col
+from rewardlang.runtime.kernels import Pattern
 from rewardlang.runtime.scoring import ScoringError, score_rows
 
 __all__ = ["explain_row", "derivation"]
@@ -205,8 +206,6 @@ def _count_patterns(expr: str, prog: Any) -> list[Any]:
     if not m:
         return []
     layout = getattr(prog.module, m.group(1), ())
-    from rewardlang.runtime.kernels import Pattern
-
     out = []
     for tag, val in layout:
         if tag == "vs":

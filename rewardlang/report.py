@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from rewardlang.runtime.scoring import record, score_rows
+from rewardlang.runtime.audits import reward_range, scaled
+from rewardlang.runtime.scoring import ScoringError, record, score_rows
 
 __all__ = ["build_report", "render_html", "PROBES"]
 
@@ -198,20 +199,17 @@ def _audits(prog: Any, rows: list[dict], total: np.ndarray, step: int, probes: d
     gap (the total's mean minus the audit's, both scaled to [0, 1] by their declared ranges where known); and what
     each probe earns on the audits (a hack that fools the reward should not fool them). Statistics of a run are
     listed; they need a training run (`rewardlang audit RUN_DIR`)."""
-    from rewardlang.runtime.audits import reward_range, scaled
-
     out: dict[str, Any] = {"statistics": [{"name": a.name, "text": a.text, "every": a.every}
                                           for a in prog.audits if a.kind == "statistic"],
                            "samples": {}, "error": None}
     sampled = [a for a in prog.audits if a.kind == "samples"]
     if not sampled or not rows:
         return out
-    from rewardlang.runtime.program import DataError
-
     try:
         res = _audit_score(prog, rows, step)
-    except DataError as exc:
-        out["error"] = "; ".join(f"column `{c}` {m}" for _, c, m in exc.problems[:3])
+    except ScoringError as exc:
+        problems = exc.cause.problems if exc.cause is not None else []
+        out["error"] = "; ".join(f"column `{c}` {m}" for _, c, m in problems[:3]) or exc.render(hints=False)
         return out
     rr = reward_range(prog, step)
     for a in sampled:
@@ -233,7 +231,7 @@ def _audits(prog: Any, rows: list[dict], total: np.ndarray, step: int, probes: d
         probe_rows = [plan[p["probe"]] for p in live]
         try:
             pres = _audit_score(prog, probe_rows, step)
-        except DataError:
+        except ScoringError:
             pres = None
         if pres is not None:
             for k, p in enumerate(live):

@@ -29,6 +29,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from rewardlang.jsonl import read_jsonl
+from rewardlang.outputs import atomic_write
 from rewardlang.runtime.scoring import score_rows
 
 __all__ = ["PreferenceSettings", "Ranked", "settings_of", "rank_rows", "group_ids", "mine_pairs", "mine_groups",
@@ -302,8 +304,6 @@ class MiningError(ValueError):
 
 
 def _read_jsonl(path: str) -> list[tuple[int, dict]]:
-    from rewardlang.jsonl import read_jsonl
-
     return read_jsonl(path, MiningError)
 
 
@@ -357,8 +357,6 @@ def mine_file(prog: Any, input_path: str, output_path: str, *, groups: bool = Fa
     Raises :class:`MiningError` for unreadable lines and missing columns, and
     :class:`~rewardlang.runtime.scoring.ScoringError` (located D001 issues) for bad values of raw rows.
     """
-    from rewardlang.outputs import atomic_write
-
     st = settings_of(prog.spec)
     numbered = _read_jsonl(input_path)
     rows = [r for _, r in numbered]

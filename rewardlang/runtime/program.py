@@ -31,10 +31,12 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from rewardlang.diagnostics import Diagnostic, SpecError
+from rewardlang.runtime import lanes, parallel, registry
 from rewardlang.runtime.aggregates import group_codes
 from rewardlang.runtime.api import Context, LRUCache, Span
-from rewardlang.runtime import parallel, registry
+from rewardlang.runtime.attribution import place
 from rewardlang.runtime.columns import Col
+from rewardlang.runtime.kernels import _ERR_NONFINITE
 # the data errors are the scoring room's; module_main is the compiled module's script (`python compiled.py`), which
 # every compiled module calls by this name
 from rewardlang.runtime.scoring import DataError, module_main, record
@@ -506,8 +508,6 @@ class Program:
         attribution = {}
         for info in self.components:
             if info.tokens is not None:  # where the value reaches tokens, in completion characters
-                from rewardlang.runtime.attribution import place
-
                 texts = cols.get("completion", [""] * n)
                 attribution[info.name] = [
                     None if masked[info.name][i] else
@@ -548,8 +548,6 @@ class Program:
 
     def _lanes(self) -> Any:
         """Independent components that run out of process at the same time (:mod:`rewardlang.runtime.lanes`)."""
-        from rewardlang.runtime import lanes
-
         if not lanes.enabled():
             return None
         if not hasattr(self, "_lanes_plan"):
@@ -649,8 +647,6 @@ class Program:
         if not isinstance(v, Col) and v is not None and not np.isfinite(float(v)):
             # a row-independent x / 0, log(0) or overflow: an error of every sample (on_error applies), as the
             # same result on per-sample values is; not a none, which would mask the samples without a word
-            from rewardlang.runtime.kernels import _ERR_NONFINITE
-
             v = Col(np.full(m, np.nan), None, [_ERR_NONFINITE] * m)
         if not isinstance(v, Col):  # a constant component
             val = np.full(m, np.nan if v is None else float(v))

@@ -43,6 +43,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from rewardlang.jsonl import iter_jsonl, parse_line
+from rewardlang.outputs import OutputError, atomic_write, check_output, quiet_broken_pipe
 from rewardlang.runtime.parallel import stop_tracker
 
 if TYPE_CHECKING:  # pragma: no cover - types only: this module works on any program, and program.py imports it
@@ -614,8 +615,6 @@ def module_main(prog: Program, argv: Sequence[str] | None = None) -> int:
     import argparse
     import contextlib
 
-    from rewardlang.outputs import OutputError, atomic_write, check_output
-
     ap = argparse.ArgumentParser(prog=f"python {prog.name}.py",
                                  description=f"Score a JSONL file with the compiled reward program `{prog.name}`.")
     ap.add_argument("-i", "--input", default="-", help="JSONL rows (default: standard input)")
@@ -676,8 +675,6 @@ def module_main(prog: Program, argv: Sequence[str] | None = None) -> int:
     except OutputError as exc:
         return bad(str(exc))
     except BrokenPipeError:  # `| head`: quiet, status 141, as a C tool killed by SIGPIPE
-        from rewardlang.outputs import quiet_broken_pipe
-
         try:
             quiet_broken_pipe()
         except SystemExit as exc:  # this function returns its status

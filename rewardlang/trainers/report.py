@@ -100,6 +100,17 @@ def evaluate_heldout(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]],
     return summary
 
 
+def evaluate_stage(when: str, model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], cfg: "TrainConfig",
+                   run_dir: str, *, main: bool, progress: bool = True, program: Any = None) -> dict[str, Any] | None:
+    """The held-out evaluation of every generating trainer, ``before`` the first step or ``after`` the last one:
+    on the main process only, and ``before`` not again when the run is resumed (its first figure stands)."""
+    if not rows or not main:
+        return None
+    if when == "before" and os.path.exists(os.path.join(run_dir, "eval-before.jsonl")):
+        return None
+    return evaluate_heldout(model, tokenizer, rows, cfg, run_dir, when, progress=progress, program=program)
+
+
 def drop_leaked(rows: list[dict[str, Any]], heldout: Sequence[dict[str, Any]], source: str) -> list[dict[str, Any]]:
     """Preference rows (offline pairs or groups) without those whose prompt contains a held-out problem's prompt, so
     that ``train.eval`` evaluates problems never trained on; how many were left out is said, never silent."""

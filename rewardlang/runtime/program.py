@@ -164,10 +164,11 @@ class Pending:
 
     def __init__(self, cols: dict[str, list[Any]], n: int, step: int, group: Sequence[Any] | None,
                  raw: Mapping[str, Sequence[Any]] | None, inverse: np.ndarray, m: int,
-                 uniq: dict[str, list[Any]], workers: int, run_rows: int | None) -> None:
+                 uniq: dict[str, list[Any]], workers: int, run_rows: int | None,
+                 extra: Mapping[str, Any] | None = None) -> None:
         self.cols, self.n, self.step, self.group, self.raw = cols, n, step, group, raw
         self.inverse, self.m, self.uniq = inverse, m, uniq
-        self.workers, self.run_rows = workers, run_rows
+        self.workers, self.run_rows, self.extra = workers, run_rows, extra
         self.batch: Any = None  # the rows on the worker processes (parallel.Batch), or None: scored at finish
         self.stats: Counter = Counter()  # what scoring this batch's rows counted in this process and the workers
         self.time_dedup = self.time_rows = 0.0
@@ -225,8 +226,6 @@ class Program:
         self.pool_min_rows = int(os.environ.get("REWARDLANG_POOL_MIN_ROWS",
                                                 _POOL_MIN_ROWS_HEAVY if heavy else _POOL_MIN_ROWS))
         self._resources_ok = False
-        #: entries added to every call's ``Context.extra`` (``{"plan_only": True}``: `rewardlang check --data`)
-        self.context_extra: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ resources
     def missing_resources(self) -> list[Diagnostic]:
@@ -384,7 +383,7 @@ class Program:
 
     def score_columns(self, cols: dict[str, list[Any]], n: int, step: int = 0, group: Sequence[Any] | None = None,
                       raw: Mapping[str, Sequence[Any]] | None = None, *, workers: int | None = None,
-                      run_rows: int | None = None) -> ScoreResult:
+                      run_rows: int | None = None, extra: Mapping[str, Any] | None = None) -> ScoreResult:
         """Score validated columns (:meth:`columns`) of ``n`` rows: :meth:`begin` then :meth:`finish`.
 
             >>> import rewardlang
@@ -393,18 +392,19 @@ class Program:
             >>> prog.score_columns(cols, 2).total.tolist()
             [2.0, 3.0]
         """
-        return self.finish(self.begin(cols, n, step, group, raw, workers=workers, run_rows=run_rows))
+        return self.finish(self.begin(cols, n, step, group, raw, workers=workers, run_rows=run_rows, extra=extra))
 
     def begin(self, cols: dict[str, list[Any]], n: int, step: int = 0, group: Sequence[Any] | None = None,
               raw: Mapping[str, Sequence[Any]] | None = None, *, workers: int | None = None,
-              run_rows: int | None = None) -> Pending:
+              run_rows: int | None = None, extra: Mapping[str, Any] | None = None) -> Pending:
         """The first half of :meth:`score_columns`: the batch's unique rows, handed to the worker processes now
         when it goes to them (they score it while the caller reads and writes other batches). Finished, in the
         order begun, by :meth:`finish`.
 
         ``workers`` (default :attr:`workers`) is the cores the per-sample phase may use; ``run_rows`` (default
         :attr:`run_rows`) the rows of the whole run, when known: functions with a one-off load cost (Numba
-        kernels) skip it when the run is too small to repay it."""
+        kernels) skip it when the run is too small to repay it. ``extra`` goes into every function's
+        ``Context.extra`` (``{"plan_only": True}``: `rewardlang check --data` reads the tests and runs nothing)."""
         self.require_resources()  # once: a missing model is refused, not a mask on every row
         t0 = time.perf_counter()
         # identical rows (GRPO groups often repeat) are computed once
@@ -433,7 +433,7 @@ class Program:
         row_cols = {k: v for k, v in cols.items() if k in self.row_inputs}
         uniq = {k: [v[i] for i in first] for k, v in row_cols.items()} if m < n else row_cols
         p = Pending(cols, n, step, group, raw, inverse, m, uniq, self.workers if workers is None else workers,
-                    self.run_rows if run_rows is None else run_rows)
+                    self.run_rows if run_rows is None else run_rows, extra)
         t1 = time.perf_counter()
         p.time_dedup = t1 - t0
         if self.in_workers and p.workers > 1 and m >= self.pool_min_rows:
@@ -454,7 +454,7 @@ class Program:
         if p.batch is not None:
             raw_cols = self._pool_collect(p, None if helper is None else helper.batch)
         else:
-            raw_cols = self.row_phase(p.uniq, m, step, workers=p.workers, run_rows=p.run_rows)
+            raw_cols = self.row_phase(p.uniq, m, step, workers=p.workers, run_rows=p.run_rows, extra=p.extra)
         self.stats.update(p.stats)  # what this process counted while scoring the batch's chunks
         t2 = time.perf_counter()
         values: dict[str, np.ndarray] = {}
@@ -516,8 +516,8 @@ class Program:
         return ScoreResult(total, values, masked, errors, infra, spans, adv, W, dict(stats), attribution)
 
     def row_phase(self, cols: dict[str, list[Any]], m: int, step: int, trace: dict | None = None,
-                  workers: int | None = None, stats: Counter | None = None, run_rows: int | None = None
-                  ) -> dict[str, tuple[Col, Col | None]]:
+                  workers: int | None = None, stats: Counter | None = None, run_rows: int | None = None,
+                  extra: Mapping[str, Any] | None = None) -> dict[str, tuple[Col, Col | None]]:
         """The per-sample phase in this process: every component's raw values (and spans) for ``m`` unique rows
         of validated ``cols``, before the policies. With ``trace`` (a dict), every named intermediate value of the
         generated program is recorded in it (``rewardlang explain``)."""
@@ -539,7 +539,7 @@ class Program:
         run_rows = self.run_rows if run_rows is None else run_rows
         if run_rows is not None:
             ctx.extra["run_rows"] = run_rows
-        ctx.extra.update(self.context_extra)
+        ctx.extra.update(extra or {})
         if trace is not None:
             ctx.extra["explain"] = True
             return self.module.rows(I, ctx, step, trace)
@@ -562,7 +562,7 @@ class Program:
                 self._pool = parallel.RowPool(self.python_source, self.name, p.workers, Program.from_python)
             # this process scores the chunks it takes back on one core (the worker processes have the others)
             return self._pool.submit(p.uniq, p.m, p.step, lambda c, n, st: self.row_phase(
-                c, n, st, workers=1, stats=p.stats, run_rows=p.run_rows), p.stats)
+                c, n, st, workers=1, stats=p.stats, run_rows=p.run_rows, extra=p.extra), p.stats)
         except (BrokenProcessPool, OSError) as exc:
             self._pool_failed(exc, p.stats)
             return None
@@ -575,7 +575,8 @@ class Program:
             # scored here instead (the same values), counted, and the next large batch starts fresh workers.
             # (CancelledError: a batch handed out before the pool failed was cancelled when it was shut down.)
             self._pool_failed(exc, p.stats)
-            return self.row_phase(p.uniq, p.m, p.step, workers=p.workers, stats=p.stats, run_rows=p.run_rows)
+            return self.row_phase(p.uniq, p.m, p.step, workers=p.workers, stats=p.stats, run_rows=p.run_rows,
+                                  extra=p.extra)
 
     def _pool_failed(self, exc: BaseException, stats: Counter) -> None:
         self.close()

@@ -36,7 +36,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -405,7 +405,7 @@ def _numbered(rows: Iterable[Any], label: str, on_bad_row: str, bad: list[tuple[
 def score_rows(prog: Program, rows: Iterable[dict[str, Any] | tuple[int, dict[str, Any] | None, str | None]], *,
                step: int = 0, group_by: str | None = None, group: Sequence[Any] | None = None,
                on_bad_row: str = "fail", label: str = "<rows>", workers: int | None = None,
-               warn: Callable[[str], None] | None = None) -> Scored:
+               warn: Callable[[str], None] | None = None, extra: Mapping[str, Any] | None = None) -> Scored:
     """Score ``rows`` as one batch (a group is whole when all its rows are here; their order does not matter).
 
     ``rows`` are dicts (numbered by position), or the ``(line, row, problem)`` triples of
@@ -413,14 +413,14 @@ def score_rows(prog: Program, rows: Iterable[dict[str, Any] | tuple[int, dict[st
     value groups rows for the advantage in place of the spec's group key; ``group`` gives the ids themselves.
     ``on_bad_row``: ``fail`` (:class:`ScoringError`) or ``skip`` (left out, in ``bad_rows``); a missing column
     always fails. ``workers``: cores for the per-sample phase (default: the program's). ``warn`` receives warnings
-    (default: standard error).
+    (default: standard error). ``extra`` goes into the functions' ``Context.extra`` (``{"plan_only": True}``).
     """
     run = _Run(prog, label=label, group_by=group_by, on_bad_row=on_bad_row, step=step, warn=warn, order=False)
     batch, run.numbered = _numbered(rows, label, on_bad_row, run.bad_rows)
     c = run.check(batch, group)
     if c is None:
         return Scored([], None, run.bad_rows)
-    res = prog.score_columns(c.cols, len(c.rows), step=step, group=c.group, raw=c.raw, workers=workers)
+    res = prog.score_columns(c.cols, len(c.rows), step=step, group=c.group, raw=c.raw, workers=workers, extra=extra)
     return Scored(c.rows, res, run.bad_rows)
 
 

@@ -29,6 +29,7 @@ from rewardlang.diagnostics import Diagnostic, did_you_mean
 from rewardlang.parser import STATEMENT_KEYWORDS, ParseFailure, deep_recursion, parse
 from rewardlang.regexrisk import catastrophic
 from rewardlang.signature import MISSING, Signature
+from rewardlang.specfiles import ImportRefused, import_roots, import_search_path, read_spec_file, resolve_import
 from rewardlang.types import (ANY, BOOL, CODE, NONE, NUMBER, REGEX, SPANS, TEXT, ListOf, Scalar,
                               TupleOf, Type, parse_type)
 
@@ -115,10 +116,13 @@ class Scope:
 
 class Checker:
     def __init__(self, signatures: dict[str, Signature], params: dict[str, Any] | None = None,
-                 read_file: Callable[[str], str] | None = None) -> None:
+                 read_file: Callable[[str], str] | None = None, import_path: Iterable[str] | None = None) -> None:
         self.sigs = signatures
         self.overrides = dict(params or {})
-        self.read_file = read_file or (lambda p: Path(p).read_text(encoding="utf-8"))
+        # only regular files, bounded, never blocking (rewardlang.specfiles)
+        self.read_file = read_file or read_spec_file
+        self.import_search = import_search_path(list(import_path or []))
+        self.import_roots: list[str] = []  # set by run(): the main spec's folder and the search path's
         self.diags: list[Diagnostic] = []
         self.g = ir.Graph()
         self.sources: dict[str, str] = {}
@@ -192,7 +196,11 @@ class Checker:
         return module, env
 
     def resolve_import(self, stmt: S.Import, env: ModuleEnv) -> None:
-        path = str((Path(env.file).parent / stmt.path)) if not Path(stmt.path).is_absolute() else stmt.path
+        try:
+            path = resolve_import(stmt.path, env.file, self.import_roots, self.import_search)
+        except ImportRefused as exc:
+            self.error("E105", exc.message, stmt.loc, hint=exc.hint)
+            return
         norm = str(Path(path))
         # the stack holds every file being declared, the main spec first, by its real path: `a.reward`,
         # `./a.reward` and a symlink to it are one file, so a.reward -> b.reward -> a.reward and a file
@@ -1800,6 +1808,7 @@ class Checker:
     # ------------------------------------------------------------------ the whole spec
     def run(self, file: str, source: str) -> ir.Program | None:
         self.main_file = file
+        self.import_roots = import_roots(file, self.import_search)
         loaded = self.load_module(file, source, None)
         self.apply_param_overrides()
         if loaded is None:
@@ -2117,15 +2126,16 @@ def _non_finite(v: Any) -> bool:
 
 
 def check_source(source: str, file: str, signatures: dict[str, Signature], params: dict[str, Any] | None = None,
-                 read_file: Callable[[str], str] | None = None
+                 read_file: Callable[[str], str] | None = None, import_path: Iterable[str] | None = None
                  ) -> tuple[ir.Program | None, list[Diagnostic], dict[str, str]]:
-    """Check ``source`` (the spec at ``file``) and lower it.
+    """Check ``source`` (the spec at ``file``) and lower it. Its imports read only inside its folder and the
+    search path (``import_path``, ``$REWARDLANG_IMPORT_PATH``, the shipped library; rewardlang.specfiles).
 
     Returns the program (None on errors), all diagnostics (warnings too) sorted by location, and the source
     of every file read (the spec and its imports), for rendering the diagnostics.
     """
     source = strip_bom(source)
-    ch = Checker(signatures, params, read_file)
+    ch = Checker(signatures, params, read_file, import_path)
     try:
         with deep_recursion():  # a long flat chain of terms or of lets (bounded by the parser) recurses
             prog = ch.run(file, source)

@@ -70,8 +70,9 @@ def _compile_cached(path: str, params: dict[str, Any] | None) -> tuple[str, list
     """:func:`compile_spec` of a spec file, through an on-disk cache of compiled specs.
 
     A command-line run spends ~0.1 s of CPU importing the parser and checker and compiling the spec, about a tenth
-    of `rewardlang score` on a small file. The entry is keyed by the path, the working directory, the parameters
-    and the compiler's fingerprint, and used only if every source file it was compiled from (imports included)
+    of `rewardlang score` on a small file. The entry is keyed by the path, the working directory, the parameters,
+    the import search path and the compiler's fingerprint, and used only if every source file it was compiled from
+    (imports included)
     still reads the same. Specs with errors are not cached. Any problem with the cache falls back to compiling.
     """
     import hashlib
@@ -82,8 +83,10 @@ def _compile_cached(path: str, params: dict[str, Any] | None) -> tuple[str, list
     if cache is None:
         return compile_spec(path, params)
     try:
+        # the import search path decides which files an import reads (rewardlang.specfiles)
         key = hashlib.sha256(json.dumps([os.path.abspath(path), os.getcwd(), sorted((params or {}).items()),
-                                         _compiler_fingerprint()], default=repr).encode()).hexdigest()
+                                         _compiler_fingerprint(), os.environ.get("REWARDLANG_IMPORT_PATH")],
+                                        default=repr).encode()).hexdigest()
         entry = cache / f"{key}.pickle"
         if entry.exists():
             with open(entry, "rb") as f:

@@ -27,7 +27,7 @@ import numpy as np
 from rewardlang.runtime.audits import reward_range, scaled
 from rewardlang.runtime.scoring import ScoringError, record, score_rows
 
-__all__ = ["build_report", "render_html", "PROBES"]
+__all__ = ["build_report", "render_html", "PROBES", "probe_rows", "row_groups"]
 
 BINS = 20
 EXTREMES = 3
@@ -82,7 +82,9 @@ def _correlations(comps: dict[str, np.ndarray]) -> dict[str, dict[str, float | N
     return out
 
 
-def _group_ids(prog: Any, rows: list[dict], group_by: str | None) -> list[str] | None:
+def row_groups(prog: Any, rows: list[dict], group_by: str | None) -> list[str] | None:
+    """Each row's group id for the advantage: by the ``group_by`` column, else by the spec's group keys (one group
+    for ``advantage over batch``); None when neither applies."""
     if group_by is not None:
         return [json.dumps(r.get(group_by), sort_keys=True) for r in rows]
     adv = prog.spec.get("advantage")
@@ -100,7 +102,7 @@ def _score(prog: Any, rows: list[dict], step: int, group: list[str] | None, sour
     return score_rows(prog, rows, step=step, group=group, label=source).result
 
 
-def _probe_rows(template: dict, best_completion: str) -> list[tuple[str, dict | None, str]]:
+def probe_rows(template: dict, best_completion: str) -> list[tuple[str, dict | None, str]]:
     """(probe, row or None when it does not apply, what it is) for each reward-hack probe, from a real row."""
     out: list[tuple[str, dict | None, str]] = []
 
@@ -141,7 +143,7 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
     from rewardlang.runtime.components.execution import UNDEFINED_KEY, undefined_names
 
     t0 = time.perf_counter()
-    group = _group_ids(prog, rows, group_by)
+    group = row_groups(prog, rows, group_by)
     out = _score(prog, rows, step, group if group_by is not None else None, source)
     elapsed = time.perf_counter() - t0
     names = [c.name for c in prog.components]
@@ -226,11 +228,11 @@ def _audits(prog: Any, rows: list[dict], total: np.ndarray, step: int, probes: d
     live = [p for p in probes.get("results", []) if p.get("applies")]
     template = probes.get("template_row")
     if live and template is not None:
-        plan = {name: r for name, r, _ in _probe_rows(dict(rows[template]), rows[template].get("completion")
+        plan = {name: r for name, r, _ in probe_rows(dict(rows[template]), rows[template].get("completion")
                                                         if isinstance(rows[template].get("completion"), str) else "")}
-        probe_rows = [plan[p["probe"]] for p in live]
+        probed = [plan[p["probe"]] for p in live]
         try:
-            pres = _audit_score(prog, probe_rows, step)
+            pres = _audit_score(prog, probed, step)
         except ScoringError:
             pres = None
         if pres is not None:
@@ -268,7 +270,7 @@ def _probes(prog: Any, rows: list[dict], out: Any, order: list[int], threshold: 
     best = order[0] if order else 0
     template = dict(rows[best])
     best_completion = template.get("completion") if isinstance(template.get("completion"), str) else ""
-    plan = _probe_rows(template, best_completion)
+    plan = probe_rows(template, best_completion)
     live = [(name, r, what) for name, r, what in plan if r is not None]
     scored = _score(prog, [r for _, r, _ in live], step, None, source) if live else None
     results = []

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from rewardlang.cli import data, explain, score, spec, tools, train
+from rewardlang.cli import audit, data, explain, score, spec, tools, train
 from rewardlang.cli.common import _err
 from rewardlang.datasets.commands import ir_groups as _ir_groups  # light: typer only
 
@@ -31,6 +31,7 @@ app.command()(score.pairs)
 app.command()(explain.explain)
 app.command()(spec.fmt)
 app.command()(explain.report)
+app.command()(audit.audit)
 app.command()(tools.lsp)
 app.command()(tools.functions)
 app.command()(tools.doctor)

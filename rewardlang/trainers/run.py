@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
+from rewardlang.trainers.audit import AuditGuard
 from rewardlang.trainers.config import ALGORITHMS, ConfigError, TrainConfig, load_config_file, save_resolved
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -207,7 +208,7 @@ def checkpoint_damage(path: str) -> str | None:
 
 #: settings that do not change the trajectory of the steps already taken; a resumed run may change them
 RESUME_MAY_CHANGE = {"max_steps", "save_steps", "save_total_limit", "logging_steps", "progress", "report_to",
-                     "output_dir", "stop_after_masked_steps"}
+                     "output_dir", "stop_after_masked_steps", "stop_on_alarm"}
 
 
 def check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
@@ -336,6 +337,8 @@ def open_run(prog: "Program", cfg: TrainConfig, resume: bool) -> tuple[str, str 
     from rewardlang.trainers.metrics import MaskedRunGuard
 
     MaskedRunGuard.register(os.path.join(run_dir, "metrics.jsonl"), prog, cfg.stop_after_masked_steps)
+    # and the spec's audits: their alarm reads the same records (trainers/audit.py)
+    AuditGuard.register(os.path.join(run_dir, "metrics.jsonl"), prog, run_dir, cfg.stop_on_alarm)
     return run_dir, checkpoint
 
 
@@ -461,6 +464,9 @@ def finish_run(trainer: Any, tokenizer: Any, cfg: TrainConfig, run_dir: str, che
     if trainer.accelerator.is_main_process:
         report.write_run_readme(run_dir)
     trainer.accelerator.wait_for_everyone()
+    guard = AuditGuard.for_path(os.path.join(run_dir, "metrics.jsonl"))
+    if guard is not None:  # train.stop_on_alarm: the run stopped at an alarm (its checkpoint is saved)
+        guard.raise_if_stopped()
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.state.global_step, config=cfg, trainer=trainer)
 

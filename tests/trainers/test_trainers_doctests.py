@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo", "align", "dense", "authors", "algos", "ppo", "gepo", "dpo", "oorl", "run",
+MODULES = ["config", "model", "data", "metrics", "runlog", "plot", "cli", "grpo", "align", "dense", "authors", "algos", "ppo", "gepo", "dpo", "oorl", "run",
            "evaluate", "eval_lang", "defaults"]
 
 

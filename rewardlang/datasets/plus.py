@@ -611,7 +611,7 @@ def _run_oracle(jobs: list[tuple[str, str, list[tuple[Any, ...]]]], stats: Count
                for start in range(0, len(inp), 48)]
     while pending:
         tasks, nonces = [], []
-        for j, start, chunk in pending:
+        for j, _start, chunk in pending:
             nonce = "rlp" + secrets.token_hex(6)
             nonces.append(nonce)
             code, entry, _ = jobs[j]

@@ -44,6 +44,7 @@ from rewardlang.runtime.audits import (
 )
 from rewardlang.runtime.program import Program, chat_to_text
 from rewardlang.trainers.data import DataError
+from rewardlang.trainers.runlog import read_metrics
 
 __all__ = ["PROBE_KEYS", "AlarmStop", "AuditGuard", "TrainingAudits", "audit_columns", "reference_completion"]
 
@@ -204,7 +205,7 @@ class TrainingAudits:
             return None
         given = {k: list(v) for k, v in columns.items() if k not in ("completion", "completions")}
         given["completion"] = list(texts)
-        cols = ap._columns(len(texts), {**{i.name: given[i.column] for i in ap.inputs
+        cols = ap.columns(len(texts), {**{i.name: given[i.column] for i in ap.inputs
                                            if i.column in given and i.name != "completion"},
                                         "completion": given["completion"]})
         return ap.score_columns(cols, len(texts), step=step, raw=given)
@@ -229,7 +230,7 @@ class TrainingAudits:
             self._prober = Program.from_python(self.program.python_source, f"{self.program.name}_probes")
         given = {k: [r.get(k) for _, r, _ in plan] for k in set().union(*(r.keys() for _, r, _ in plan))}
         try:
-            cols = self._prober._columns(len(plan), given, by="column")
+            cols = self._prober.columns(len(plan), given, by="column")
             res = self._prober.score_columns(cols, len(plan), step=step, raw=given)
         except Exception as exc:  # noqa: BLE001 - a probe the data cannot make: said, never a crash of the run
             print(f"warning: the hack probes of step {step} could not be scored ({exc})", file=sys.stderr)
@@ -481,7 +482,7 @@ def audit_rollouts(program: Any, rows: Sequence[Mapping[str, Any]], *, step_colu
         batch = [dict(r) for r in by_step[s]]
         given = {k: [r.get(k) for r in batch] for k in set().union(*(r.keys() for r in batch))}
         groups = row_groups(program, batch, group_by)
-        cols = program._columns(len(batch), given, by="column")
+        cols = program.columns(len(batch), given, by="column")
         res = program.score_columns(cols, len(batch), step=s, group=groups if group_by is not None else None,
                                     raw=given)
         texts = [str(chat_to_text(r.get("completion", ""), "assistant")) for r in batch]
@@ -507,8 +508,6 @@ def audit_run(run_dir: str) -> tuple[list[dict[str, Any]], list[Alarm], Watch, d
     """The audit table and alarms of a training run directory, recomputed from its ``metrics.jsonl`` and
     ``audits.json`` (the same watch the run had: the same alarms). ValueError for a directory that is not a run
     with audits."""
-    from rewardlang.trainers.metrics import read_metrics
-
     meta = load_meta(run_dir)
     path = os.path.join(run_dir, "metrics.jsonl")
     if not os.path.exists(path):

@@ -29,28 +29,12 @@ from typing import Any, Optional
 
 import typer
 
+from rewardlang.trainers.defaults import default_model
+
 __all__ = ["app", "main", "default_model"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Train a policy on a reward spec, and plot training runs.")
-
-
-def default_model() -> str:
-    """The model of ``train``/``eval`` when ``--model`` is not given: ``$REWARDLANG_DEFAULT_MODEL`` or smollm2."""
-    return os.environ.get("REWARDLANG_DEFAULT_MODEL") or "smollm2"
-
-
-def _names_model(spec: str, config: str | None, sets: dict[str, Any]) -> bool:
-    """Whether a layer below the command line (spec train section, config file, --set) chooses the model."""
-    import rewardlang
-    from rewardlang.trainers.config import load_config_file
-
-    if "train.model" in sets or (config and "model" in load_config_file(config)[0]):
-        return True
-    try:
-        return "model" in rewardlang.load(spec).train
-    except Exception:  # the spec's errors are reported by train(), with their locations
-        return False
 
 
 def _fail(message: str) -> None:
@@ -97,11 +81,12 @@ def train_command(
         sets = parse_set(set_)
         from rewardlang.trainers.run import train
 
-        if model is None and not _names_model(spec, config, sets):
-            model = default_model()
         flags: dict[str, Any] = {"model": model, "dataset": dataset, "output_dir": output, "max_steps": max_steps,
                                  "seed": seed, "lora": lora}
-        result = train(spec, config_file=config, sets=sets, flags=flags, resume=resume, progress=progress)
+        # the spec is compiled and the configuration read once, there; the default model applies when no layer
+        # (the spec's train section, --config, --set train.model) names one
+        result = train(spec, config_file=config, sets=sets, flags=flags, resume=resume, progress=progress,
+                       default_model=default_model())
     except SpecError as exc:
         typer.echo(exc.render(color=False), err=True)
         raise SystemExit(1) from None

@@ -17,6 +17,13 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import typer
+
+from rewardlang.outputs import OutputError, check_output
+from rewardlang.trainers import evaluate as ev
+from rewardlang.trainers.config import ConfigError
+from rewardlang.trainers.defaults import default_model
+
 __all__ = ["eval_languages", "table"]
 
 
@@ -38,19 +45,12 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
     """Evaluate each language in turn and print its table row, then the summaries as one JSON line; the
     per-problem records of every language go to ``output`` (written once, complete). ``plus``: pass@k on the
     hidden tests too (:mod:`rewardlang.trainers.plus_eval`), one line per language."""
-    import typer
-
-    from rewardlang.trainers import evaluate as ev
-    from rewardlang.trainers.config import ConfigError
-
     ks = sorted(set(ks or [1, n]))
     if any(x < 1 or x > n for x in ks):
         fail(f"--k {ks}: every k must be between 1 and --n ({n})")
     if dataset != "humaneval":
         fail(f"--lang: only HumanEval is translated (not --dataset {dataset})")
     if output is not None:
-        from rewardlang.outputs import OutputError, check_output
-
         try:
             check_output(output, inputs={"completions file": completions})
         except OutputError as exc:
@@ -69,8 +69,6 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
     try:
         if completions is None:
             from transformers.utils import logging as hf_logging
-
-            from rewardlang.trainers.cli import default_model
 
             hf_logging.disable_progress_bar()
             if threads > 0:

@@ -45,8 +45,8 @@ from rewardlang.trainers.data import DataError
 from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import lora_config
-from rewardlang.trainers.run import (RunResult, finish_run, load_layers, load_run_policy, open_run, record_config,
-                                     trainer_args, TiedResume)
+from rewardlang.trainers.run import (Layers, RunResult, finish_run, load_layers, load_run_policy, open_run,
+                                     record_config, trainer_args, TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -442,12 +442,12 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
 
 def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[str, Any] | None = None,
         flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
-        callbacks: Sequence[Any] = ()) -> RunResult:
+        callbacks: Sequence[Any] = (), layers: Layers | None = None) -> RunResult:
     """The shared recipe of GEPO and online DPO: spec, configuration, run directory, trainer, train, save."""
 
     from rewardlang.trainers import report
 
-    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    prog, cfg, sources, params = layers or load_layers(spec, config_file, sets, flags)
     if "beta" not in sources:  # the β in force, so that config.json records it (not GRPO's default 0.0)
         cfg.beta = DEFAULT_BETA
     if cfg.preference_data:  # a bad preference file is named before the run directory is made or a model loads
@@ -462,9 +462,9 @@ def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[s
 
 def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] | None = None,
           flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
-          callbacks: Sequence[Any] = ()) -> RunResult:
+          callbacks: Sequence[Any] = (), layers: Layers | None = None) -> RunResult:
     """Train with GEPO on ``spec``: groups from ``train.preference_data`` (``rewardlang pairs --groups``), or mined
     online from the policy's own samples with the spec's ``preference { }`` section."""
     return run(spec, mode="groups", config_file=config_file, sets=sets, flags=flags, resume=resume,
-               progress=progress, callbacks=callbacks)
+               progress=progress, callbacks=callbacks, layers=layers)
 

@@ -46,8 +46,9 @@ from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers import report
 from rewardlang.trainers.model import lora_config
-from rewardlang.trainers.run import (RunResult, args_record, finish_run, last_checkpoint, load_layers, load_run_policy,
-                                     missing_after_tying, open_run, record_config, trainer_args, TiedResume)
+from rewardlang.trainers.run import (Layers, RunResult, args_record, finish_run, last_checkpoint, load_layers,
+                                     load_run_policy, missing_after_tying, open_run, record_config, trainer_args,
+                                     TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -406,6 +407,7 @@ def train(
     resume: bool = False,
     progress: bool | None = None,
     callbacks: Sequence[Any] = (),
+    layers: Layers | None = None,
 ) -> RunResult:
     """Train a policy on the rewards of ``spec`` with GRPO; returns where the run went.
 
@@ -416,7 +418,7 @@ def train(
 
     # 1-2. The spec with its parameters, and the configuration: defaults < spec train section < config file <
     # --set < flags (run.load_layers); the run directory, checked for a resume (run.open_run).
-    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    prog, cfg, sources, params = layers or load_layers(spec, config_file, sets, flags)
     run_dir, checkpoint = open_run(prog, cfg, resume)
 
     # 3. Data, policy, trainer (and train.eval's held-out problems, checked before any model is loaded).

@@ -57,7 +57,7 @@ from rewardlang.trainers.data import build_dataset, check_columns, load_rows, sp
 from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import lora_config, resolve_dtype
-from rewardlang.trainers.run import RunResult, finish_run, load_layers, load_run_policy, open_run, record_config
+from rewardlang.trainers.run import Layers, RunResult, finish_run, load_layers, load_run_policy, open_run, record_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -621,6 +621,7 @@ def train(
     resume: bool = False,
     progress: bool | None = None,
     callbacks: Sequence[Any] = (),
+    layers: Layers | None = None,
 ) -> RunResult:
     """Train a policy on the per-token rewards of ``spec`` with PPO; returns where the run went.
 
@@ -631,7 +632,7 @@ def train(
 
     # 1-2. The spec with its parameters, and the configuration: defaults < spec train section < config file <
     # --set < flags (run.load_layers); the run directory, checked for a resume (run.open_run).
-    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    prog, cfg, sources, params = layers or load_layers(spec, config_file, sets, flags)
     cfg.algorithm = "ppo"
     run_dir, checkpoint = open_run(prog, cfg, resume)
 

@@ -183,8 +183,17 @@ def test_plot_draws_smoothed_reward_per_component_and_the_before_after_pass_at_1
     # one raw + one smoothed line per component
     comp = [list(ln.get_ydata()) for ln in axes["component rewards (mean)"].get_lines()]
     assert fmt in comp and smooth(fmt) in comp and len(comp) == 4
-    bars = axes["held-out pass@1 (greedy)"].patches
+    bars = axes["held-out problems, greedy: before / after (95% CI)"].patches
     assert [b.get_height() for b in bars] == [0.1, 0.3]
+    # with the spec's reward scored: pass@1 and reward, before then after, each with its interval
+    side = {"pass@1": 0.1, "pass@1_ci95": [0.0, 0.2], "reward": {"mean": 0.4, "ci95": [0.3, 0.5]}}
+    (tmp_path / "eval.json").write_text(json.dumps({
+        "before": side, "after": {**side, "pass@1": 0.3, "pass@1_ci95": [0.1, 0.5], "reward": {"mean": 0.6, "ci95": [0.5, 0.7]}},
+        "change": {"pass@1": {"mean": 0.2, "ci95": [0.1, 0.3]}}}))
+    figures.clear()
+    plot_run(str(tmp_path))
+    bars = {ax.get_title(): ax for ax in figures[0].axes}["held-out problems, greedy: before / after (95% CI)"].patches
+    assert [round(b.get_height(), 6) for b in bars] == [0.1, 0.4, 0.3, 0.6]
 
 
 @pytest.mark.slow

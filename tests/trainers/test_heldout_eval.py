@@ -193,7 +193,16 @@ def test_plot_draws_smoothed_reward_per_component_and_the_before_after_pass_at_1
     figures.clear()
     plot_run(str(tmp_path))
     bars = {ax.get_title(): ax for ax in figures[0].axes}["held-out problems, greedy: before / after (95% CI)"].patches
+    ax = {ax.get_title(): ax for ax in figures[0].axes}["held-out problems, greedy: before / after (95% CI)"]
+    bars = ax.patches
     assert [round(b.get_height(), 6) for b in bars] == [0.1, 0.4, 0.3, 0.6]
+    # each bar's interval is drawn at the bar's centre from its ci95's low to its high end
+    segments = [seg for coll in ax.collections for seg in coll.get_segments()]
+    drawn = sorted((round(float(s[0][0]), 6), round(float(min(s[0][1], s[1][1])), 6), round(float(max(s[0][1], s[1][1])), 6))
+                   for s in segments)
+    centres = [round(b.get_x() + b.get_width() / 2, 6) for b in bars]
+    assert drawn == sorted(zip(centres, [0.0, 0.3, 0.1, 0.5], [0.2, 0.5, 0.5, 0.7]))
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["before", "after"]
 
 
 @pytest.mark.slow

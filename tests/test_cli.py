@@ -61,11 +61,14 @@ def test_check_reports_every_error_located_and_exits_1(tmp_path: Path) -> None:
 
 def test_check_syntax_error(tmp_path: Path) -> None:
     spec = tmp_path / "syntax.reward"
-    spec.write_text("component c = (1 +\n")
+    spec.write_text("component c = 1 +\n")
     r = invoke("check", spec)
     assert r.exit_code == 1
-    assert f"error[E003]: unexpected end of file\n --> {spec}:1:19" in r.stderr
+    assert f"error[E003]: unexpected end of file\n --> {spec}:1:18" in r.stderr
     assert "Traceback" not in r.stderr
+    spec.write_text("component c = (1 +\n")  # an unclosed bracket: said at the bracket (issue 37)
+    r = invoke("check", spec)
+    assert r.exit_code == 1 and f"error[E006]: unclosed `(`\n --> {spec}:1:15" in r.stderr, r.stderr
 
 
 def test_check_runs_examples_and_reports_failures_as_E403(tmp_path: Path) -> None:

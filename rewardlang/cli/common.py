@@ -43,15 +43,22 @@ def _load(spec: Path, sets: list[str] | None, scoring: bool = False) -> Any:
     return prog
 
 
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was written on the command line (or set in the environment), not left at its
+    default: an option that does not apply is refused only when given."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _sources(prog: Any) -> dict[str, str]:
+def _sources(prog: Any) -> dict[str, list[str]]:
     """The files a loaded spec was read from (itself and what it imports), as inputs an output must not be."""
     import os
 
-    return {"spec file": f for f in getattr(prog, "sources", {}) if os.path.isfile(f)}
+    return {"spec file": [f for f in getattr(prog, "sources", {}) if os.path.isfile(f)]}
 
 
 def _print_tree(value: Any, indent: str) -> None:

@@ -32,7 +32,15 @@ def _delegate(name: str) -> Any:
                 raise typer.Exit(exc.exit_code)
             raise
 
-    run.__doc__ = {"train": "Train a model with a spec (GRPO on TRL); `rewardlang train --help`.",
-                   "plot": "Render a run's metrics to PNG curves; `rewardlang plot --help`.",
-                   "eval": "pass@1/pass@k of a model on HumanEval in the sandbox; `rewardlang eval --help`."}[name]
+    run.__doc__ = _summary(name) + f" (`rewardlang {name} --help`)"
     return run
+
+
+def _summary(name: str) -> str:
+    """The first sentence of the training CLI's own help for ``name``: ``rewardlang --help`` says what
+    ``rewardlang NAME --help`` says (that module imports typer only, never torch)."""
+    from rewardlang.trainers import cli as trainers_cli
+
+    fn = next(i.callback for i in trainers_cli.app.registered_commands if i.name == name)
+    doc = " ".join((getattr(fn, "__doc__", None) or "").split())
+    return doc.split("; ")[0].split(". ")[0].rstrip(".")

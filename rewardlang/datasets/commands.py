@@ -1,5 +1,5 @@
-"""The data builders' commands: ``rewardlang ir-groups`` (GEPO groups of LLVM IR from C functions with harnesses)
-and ``rewardlang data cfuncs`` (the C functions written here, with recorded harnesses)."""
+"""``rewardlang ir-groups``: GEPO groups of LLVM IR from C functions with harnesses (the functions themselves:
+``rewardlang data cfuncs``, :func:`rewardlang.datasets.cli.write_cfuncs`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-__all__ = ["ir_groups", "write_cfuncs"]
+__all__ = ["ir_groups"]
 
 
 def _err(msg: str) -> None:
@@ -96,18 +96,6 @@ def ir_groups(input: Path = typer.Option(..., "-i", "--input", help="JSONL rows 
          f"(discarded); killed/tried per operator: {ops or '-'}")
     if n_groups == 0:
         raise typer.Exit(1)
-
-
-def write_cfuncs(output: Path) -> int:
-    """Write the C functions with recorded harnesses (``rewardlang data cfuncs``); returns the row count."""
-    from rewardlang.datasets.cfuncs import rows
-    from rewardlang.outputs import atomic_write
-
-    data = rows()
-    with atomic_write(output) as fh:
-        for r in data:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    return len(data)
 
 
 if __name__ == "__main__":  # pragma: no cover

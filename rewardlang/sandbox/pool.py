@@ -420,13 +420,15 @@ class _Direct:
     thread makes on one (``set_running_or_notify_cancel``, ``set_result``), the result passed straight to
     ``finish(key, raw)``; ``set_result`` is called exactly once, on every path of ``_serve``."""
 
-    __slots__ = ("finish", "key")
+    __slots__ = ("cancelled", "finish", "key")
 
-    def __init__(self, key: Any, finish: Callable[[Any, RawResult], None]) -> None:
-        self.key, self.finish = key, finish
+    def __init__(self, key: Any, finish: Callable[[Any, RawResult], None], cancelled: threading.Event) -> None:
+        self.key, self.finish, self.cancelled = key, finish, cancelled
 
     def set_running_or_notify_cancel(self) -> bool:
-        return True     # nothing can cancel it
+        # the stream's caller was interrupted (Ctrl-C, SIGTERM): a request still queued is never run, so the
+        # command ends once the programs already running end, not after every queued one (issue 37, item 5)
+        return not self.cancelled.is_set()
 
     def set_result(self, raw: RawResult) -> None:
         self.finish(self.key, raw)
@@ -609,21 +611,26 @@ class SlotPool:
                 if state["left"] == 0 or (not state["fed"] and state["left"] == low):
                     room.notify()
 
-        for key, req, hard in requests:
+        cancelled = threading.Event()
+        try:
+            for key, req, hard in requests:
+                with lock:
+                    while state["left"] >= window:
+                        room.wait()
+                    state["left"] += 1
+                # no Future: the slot thread hands the result straight to finish (a Future's condition, locks
+                # and callback list cost a cheap program's judging about as much again; issue 20)
+                if self._closed:
+                    finish(key, RawResult(None, infra="sandbox closed"))
+                else:
+                    self._queue.put((req, hard, _Direct(key, finish, cancelled)))
             with lock:
-                while state["left"] >= window:
+                state["fed"] = True
+                while state["left"] > 0:
                     room.wait()
-                state["left"] += 1
-            # no Future: the slot thread hands the result straight to finish (a Future's condition, locks
-            # and callback list cost a cheap program's judging about as much again; issue 20)
-            if self._closed:
-                finish(key, RawResult(None, infra="sandbox closed"))
-            else:
-                self._queue.put((req, hard, _Direct(key, finish)))
-        with lock:
-            state["fed"] = True
-            while state["left"] > 0:
-                room.wait()
+        except BaseException:  # an interrupt: the requests still queued are dropped, never run
+            cancelled.set()
+            raise
         if errors:
             raise errors[0]
 

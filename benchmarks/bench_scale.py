@@ -1,6 +1,7 @@
 """Issue 23's scale figures, each baseline beside ours in one run (docs/scale.md).
 
     python benchmarks/bench_scale.py [--samples 512] [--ray-rows 20000] [--workers-rows 0] [--runs 3] [--server-runs 3]
+    python benchmarks/bench_scale.py --only server --server-against REF   # this tree's server beside REF's
 
 1. verl, ``specs/quality_grpo.reward``, ``--samples`` distinct samples: a per-sample ``compute_score`` (one
    ``Program.score`` call per sample, as verl's reward loop calls a custom function) against the batched manager's
@@ -9,7 +10,9 @@
    side's samples differ by a comment, so no side reads another's caches.
 2. ``rewardlang serve`` under 16 concurrent clients (``--clients``) (32 rows per request, and one row per request as OpenRLHF
    sends) against in-process batch scoring of the same number of rows (one ``Program.score`` call), in turns
-   (``--server-runs``, fresh rows each time), medians: throughput ratios.
+   (``--server-runs``, fresh rows each time), medians: throughput ratios. With ``--server-against REF``: this
+   tree's server beside git REF's (a detached worktree), both running, turns alternating, the same workloads:
+   the throughput ratio this / REF.
 3. ``rewardlang score --ray local --workers 2`` against the local run on ``--ray-rows`` rows of
    ``specs/codepo_text.reward`` (outputs compared byte for byte): Ray's overhead. Needs Ray (skipped, said so,
    without it).
@@ -225,6 +228,100 @@ def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
         p.wait(60)
 
 
+def _start_server(root: str) -> tuple[subprocess.Popen, str]:
+    """``rewardlang serve`` of the tree at ``root`` (its own PYTHONPATH) on a free port; (process, url)."""
+    p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", SPEC, "--port", "0"], stderr=subprocess.PIPE,
+                         text=True, env={**os.environ, "PYTHONPATH": root}, cwd=root)
+    m = re.search(r":(\d+) ", p.stderr.readline())
+    assert m, "the server did not start"
+    url = f"http://127.0.0.1:{m.group(1)}"
+    threading.Thread(target=p.stderr.read, daemon=True).start()  # never let its log fill the pipe
+    for _ in range(600):
+        try:
+            urllib.request.urlopen(url + "/health", timeout=5)
+            break
+        except OSError:
+            time.sleep(0.1)
+    return p, url
+
+
+def _clients(url: str, rows: list[dict], per_request: int, clients: int) -> tuple[float, int]:
+    """``clients`` threads post ``rows`` to ``url``/score, ``per_request`` at a time, a new connection per
+    request (as OpenRLHF's aiohttp session per call); (seconds, rows answered)."""
+    n = len(rows)
+    done: list = []
+
+    def post(body: dict) -> dict:
+        req = urllib.request.Request(url + "/score", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=600) as r:
+            return json.loads(r.read())
+
+    def client(k: int) -> None:
+        mine = rows[k * (n // clients):(k + 1) * (n // clients)] if per_request > 1 else rows[k::clients]
+        for j in range(0, len(mine), per_request):
+            done.extend(x["score"] for x in post({"rows": mine[j:j + per_request]})["results"])
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, len(done)
+
+
+def bench_server_against(ref: str, n: int, clients: int = 16, runs: int = 3) -> None:
+    """This tree's server beside git ``ref``'s, both running, in alternating turns (fresh rows for every turn and
+    side: nothing is read from a cache), at ``n // clients`` rows and at 1 row per request: throughput ratio
+    this / ``ref`` (medians), with the machine's load beside each turn."""
+    tmp = tempfile.mkdtemp(prefix="rewardlang-bench-")
+    old = os.path.join(tmp, "tree")
+    subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", "-q", old, ref], check=True)
+    procs: list[subprocess.Popen] = []
+    try:
+        sha = subprocess.run(["git", "-C", old, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, check=False).stdout.strip()
+        sides = {"this tree": ROOT, f"{ref} ({sha})": old}
+        urls = {}
+        for name, root in sides.items():
+            p, url = _start_server(root)
+            procs.append(p)
+            urls[name] = url
+            # warm: compile, sandbox slots, analyser helpers
+            _clients(url, samples(2 * clients, f"warm-{name}"), 1, clients)
+        print(f"[server against {ref}] {n} rows of quality_grpo.reward, {clients} concurrent clients, "
+              f"{runs} alternating turn(s)")
+        times: dict[tuple[str, int], list[float]] = {}
+        for turn in range(runs):
+            order = list(sides) if turn % 2 == 0 else list(sides)[::-1]
+            line = []
+            for per_request in (max(1, n // clients), 1):
+                for name in order:
+                    rows = samples(n, f"{name}-{per_request}-{turn}")
+                    dt, got = _clients(urls[name], rows, per_request, clients)
+                    assert got == n, (got, n)
+                    times.setdefault((name, per_request), []).append(dt)
+                    line.append(f"{name} {per_request}/req {n / dt:.1f} rows/s")
+            print(f"  turn {turn + 1}: " + "; ".join(line) + f"  [{load()}]")
+        a, b = list(sides)
+        for per_request in (max(1, n // clients), 1):
+            ta, tb = statistics.median(times[(a, per_request)]), statistics.median(times[(b, per_request)])
+            print(f"  {per_request} row(s) per request: {a} {n / ta:.1f} rows/s, {b} {n / tb:.1f} rows/s (medians);"
+                  f" throughput ratio {tb / ta:.2f}x (target >= 0.95)")
+    finally:
+        for p in procs:
+            p.terminate()
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", old], check=False)
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _read(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
@@ -378,12 +475,16 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=16,
                     help="concurrent clients of the server part (OpenRLHF has one per rollout in flight)")
     ap.add_argument("--only", default="verl,server,ray,workers")
+    ap.add_argument("--server-against", metavar="REF",
+                    help="the server part: this tree's server beside git REF's, alternating turns (throughput ratio)")
     args = ap.parse_args()
     only = set(args.only.split(","))
     print(load())
     if "verl" in only:
         bench_verl(args.samples)
-    if "server" in only:
+    if "server" in only and args.server_against:
+        bench_server_against(args.server_against, args.samples, clients=args.clients, runs=args.server_runs)
+    elif "server" in only:
         bench_server(args.samples, clients=args.clients, runs=args.server_runs)
     if "ray" in only and args.ray_rows:
         bench_ray(args.ray_rows)

@@ -32,7 +32,7 @@ from rewardlang.signature import MISSING, Signature
 from rewardlang.types import (ANY, BOOL, CODE, NONE, NUMBER, REGEX, SPANS, TEXT, ListOf, Scalar,
                               TupleOf, Type, parse_type)
 
-__all__ = ["check_source", "check_file", "MATH_FUNCS", "AGGREGATES", "LANGUAGE_FUNCS"]
+__all__ = ["check_source", "check_file", "MATH_FUNCS", "AGGREGATES", "LANGUAGE_FUNCS", "STATISTICS", "AUDIT_DEFAULTS"]
 
 MATH_FUNCS = {"abs", "log", "exp", "tanh", "sqrt", "floor", "ceil", "round", "sigmoid"}
 AGGREGATES = {"mean", "std", "min", "max", "median", "count", "loo_mean", "rank", "sum"}
@@ -62,6 +62,19 @@ PREFERENCE_SETTINGS: dict[str, tuple[str, Any]] = {
     "min_losers": ("count", 1),
     "max_group": ("count", 2),
 }
+
+#: the built-in statistical audits (``audit NAME = STATISTIC(option=value, ...)``): per statistic its options with
+#: (default, lowest, highest), and what it watches. The trainers and ``rewardlang audit`` compute them
+#: (rewardlang/runtime/audits.py); docs/language.md, "Audits", gives each one's alarm.
+STATISTICS: dict[str, dict[str, tuple[float, float, float]]] = {
+    "component_dominance": {"threshold": (0.9, 0.0, 1.0)},
+    "length_drift": {"margin": (0.5, 0.0, 1e6)},
+    "group_collapse": {"threshold": (0.75, 0.0, 1.0)},
+    "kl_acceleration": {"ratio": (2.0, 1.0, 1e6), "min_kl": (0.01, 0.0, 1e6)},
+    "entropy_collapse": {"fraction": (0.5, 0.0, 1.0)},
+}
+#: an expression audit's period, window and margin when its clauses leave them out (a statistic: every step)
+AUDIT_DEFAULTS = {"every": 10, "window": 20, "margin": 0.1}
 
 RESERVED = {"completion", "prompt", "step", "reward", "x", "true", "false", "none", "advantage"}
 
@@ -113,6 +126,7 @@ class Checker:
         self.used_inputs: set[str] = set()
         self.params: dict[str, tuple[S.Param, Any, Type]] = {}
         self.components: dict[str, tuple[S.Component, ModuleEnv]] = {}
+        self.audits: dict[str, tuple[S.Audit, ModuleEnv]] = {}
         self.weights: dict[str, S.Weight] = {}
         self.used_weights: set[str] = set()
         self.in_progress: list[str] = []
@@ -240,6 +254,14 @@ class Checker:
                                    hint=f"first defined at {prev.loc.file}:{prev.loc.line}")
                 else:
                     self.components[stmt.name] = (stmt, env)
+            elif isinstance(stmt, S.Audit) and not imported_only:  # E108 in an imported file (misplaced_in_import)
+                if stmt.name in RESERVED:
+                    self.reject(stmt, env)
+                elif stmt.name in self.audits:
+                    self.error("E103", f"audit `{stmt.name}` is defined twice", stmt.loc,
+                               hint=f"first defined on line {self.audits[stmt.name][0].loc.line}")
+                else:
+                    self.audits[stmt.name] = (stmt, env)
         # weights: an imported file's apply to its components; the main spec's own weight statements win
         for stmt in module.body:
             if isinstance(stmt, S.Weight):
@@ -250,11 +272,11 @@ class Checker:
                     self.error("E103", f"the weight of `{stmt.component}` is set twice", stmt.loc,
                                hint=f"first set at {prev.loc.file}:{prev.loc.line}")
 
-    def reject(self, stmt: S.Let | S.Component, env: ModuleEnv) -> None:
+    def reject(self, stmt: S.Let | S.Component | S.Audit, env: ModuleEnv) -> None:
         """E107 for a definition with a reserved name. The name is remembered so that its uses, its weight and
         its example expectations add no follow-on errors, and its value is still checked (for its own errors,
         and so that what it uses is not reported unused)."""
-        what = "component" if isinstance(stmt, S.Component) else "let"
+        what = "component" if isinstance(stmt, S.Component) else "audit" if isinstance(stmt, S.Audit) else "let"
         self.error("E107", f"`{stmt.name}` is a reserved name", stmt.loc,
                    hint=f"rename the {what}: `{stmt.name}` means {_RESERVED_MEANING.get(stmt.name, 'something else')}")
         self.rejected[stmt.name] = (stmt, env)
@@ -272,11 +294,22 @@ class Checker:
                 what = "an example"
             elif isinstance(stmt, S.Section):
                 what = f"a `{stmt.kind}` section"
+            elif isinstance(stmt, S.Audit):
+                what = "an audit"
             else:
                 continue
             self.error("E108", f"{what} in an imported file", stmt.loc,
                        hint=f"move it into the importing spec (`{main}`): an imported file contributes only its "
                             "inputs, params, lets, components and weights")
+
+    def audit_misuse(self, name: str, loc: S.Loc, sc: Scope) -> int:
+        """E219 for an audit named where the reward is made (reward, advantage, preference, a component): an audit
+        is a second verifier beside the reward, and a reward that read it would train on it."""
+        where = {"reward": "the reward", "stage": "the advantage", "preference": "the `preference` section",
+                 "row": "a component or let", "scalar": "a weight"}.get(sc.kind, "here")
+        return self.error("E219", f"`{name}` is an audit: it cannot be used in {where}", loc,
+                          hint="audits never enter the reward, the advantage, masks or preference pairs; to train on "
+                               f"this expression, declare it as a component (`component {name} = ...`)")
 
     def declare_input(self, stmt: S.Input) -> None:
         try:
@@ -446,6 +479,8 @@ class Checker:
             return self.error("E101", f"`{name}` varies per sample and cannot be used in {where}", e.loc,
                               hint=f"{where} combines components, weights, params and constants; compute from "
                                    f"`{name}` in a component, e.g. `component n = len({name})`, and use `n`")
+        if name in self.audits and name not in self.components:
+            return self.audit_misuse(name, e.loc, sc)
         if name in self.components and sc.kind == "row":
             return self.error("E101", f"component `{name}` cannot be used inside another component", e.loc,
                               hint="combine components in `reward = ...`, or share the expression with a `let`")
@@ -492,6 +527,8 @@ class Checker:
                 return self.error("E217", "weights are known only in `reward` and `advantage`", e.loc)
             self.used_weights.add(e.target.id)
             return self.g.add("weight", (), (e.target.id,), NUMBER)
+        if isinstance(e.target, S.Name) and e.name == "weight" and e.target.id in self.audits:
+            return self.audit_misuse(e.target.id, e.loc, sc)
         if isinstance(e.target, S.Name) and e.name == "weight":
             return self.error("E101", f"unknown component `{e.target.id}`", e.target.loc,
                               hint=did_you_mean(e.target.id, self.components))
@@ -776,6 +813,14 @@ class Checker:
                         self.error("E203", f"`{a.name}` of `{sig.name}`: {refused[0]}", ex.loc, hint=refused[1])
                         ok = False
                         continue
+                if a.trusted and any(self.g[i].kind == "input" and self.g[i].attrs[:1] == ("completion",)
+                                     for i in self.g.closure([nid])):
+                    self.error("E203", f"`{a.name}` of `{sig.name}` must not come from the completion: it is "
+                               "trusted code of the task, and the program under test would write it",
+                               ex.loc, hint=f"give the task's own text, e.g. `{a.name}=prompt` (docs/language.md, "
+                                            "Tests' helpers)")
+                    ok = False
+                    continue
                 if a.static:
                     if not self.is_const(nid):
                         self.error("E205", f"`{a.name}` of `{sig.name}` must be a constant", ex.loc)
@@ -1193,13 +1238,16 @@ class Checker:
         return self.g.add("agg", (src,), (name, opts.get("ddof", 0), sc.stage_scope), NUMBER)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ statements
-    def check_component(self, stmt: S.Component, env: ModuleEnv) -> ir.ComponentIR | None:
+    def check_component(self, stmt: S.Component, env: ModuleEnv, what: str = "component"
+                        ) -> ir.ComponentIR | None:
+        """A component's value and clauses (``what = "audit"``: an audit's, which has no weight and no spans)."""
+        clause_code = "E216" if what == "component" else "E218"
         timeout = None
         if stmt.timeout is not None:
             t = self.lower(stmt.timeout, Scope("const", env))
             if t != ERR:
                 if not self.is_const(t) or not isinstance(self.cval(t), (int, float)) or self.cval(t) <= 0:
-                    self.error("E216", "`timeout` is a positive number of seconds", stmt.timeout.loc)
+                    self.error(clause_code, "`timeout` is a positive number of seconds", stmt.timeout.loc)
                 else:
                     timeout = float(self.cval(t))
         on_error: float | None = None
@@ -1212,7 +1260,7 @@ class Checker:
                 elif isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
                     on_error = float(v)
                 else:
-                    self.error("E216", "`on_error` is a number, or `none` to mask the sample", stmt.on_error.loc)
+                    self.error(clause_code, "`on_error` is a number, or `none` to mask the sample", stmt.on_error.loc)
         rng = None
         if stmt.range is not None:
             lo, hi = (self.lower(x, Scope("const", env)) for x in stmt.range)
@@ -1225,24 +1273,26 @@ class Checker:
                 else:
                     rng = (float(self.cval(lo)), float(self.cval(hi)))
         if on_error is not None and rng is not None and not rng[0] <= on_error <= rng[1]:
-            self.error("E216", f"`on_error {on_error:g}` lies outside the range [{rng[0]:g}, {rng[1]:g}]",
+            self.error(clause_code, f"`on_error {on_error:g}` lies outside the range [{rng[0]:g}, {rng[1]:g}]",
                        stmt.on_error.loc if stmt.on_error else stmt.loc)
         sc = Scope("row", env, {}, timeout)
         value = self.lower(stmt.value, sc)
         if value != ERR:
             t = self.type_of(value)
             if not t.is_assignable_to(NUMBER.optional()):
-                self.error("E209", f"component `{stmt.name}` is `{t}`, not a number", stmt.value.loc,
+                self.error("E209" if what == "component" else "E218", f"{what} `{stmt.name}` is `{t}`, not a number",
+                           stmt.value.loc,
                            hint="turn text into a number with len(...), count(...), or a condition: 1 if ... else 0")
                 value = ERR
             else:
                 value = self.to_number(value)
                 if t.nullable:
-                    self.warn("W004", f"component `{stmt.name}` is none for some samples (they will be masked)",
+                    self.warn("W004", f"{what} `{stmt.name}` is none for some samples (they will be masked)",
                               stmt.value.loc, hint="give a default with `or`, e.g. `codebleu(...) or 0`")
             if value != ERR and self.is_const(value) and self.cval(value) is None:
                 value = ERR
-                self.error("E209", f"component `{stmt.name}` is always none", stmt.value.loc)
+                self.error("E209" if what == "component" else "E218", f"{what} `{stmt.name}` is always none",
+                           stmt.value.loc)
         spans = None
         if stmt.spans is not None:
             s = self.lower(stmt.spans, sc)
@@ -1255,7 +1305,7 @@ class Checker:
         tokens = None
         if stmt.tokens is not None:
             tokens, spans = self.check_tokens(stmt, sc, env, spans)
-        wstmt = self.weights.get(stmt.name)
+        wstmt = self.weights.get(stmt.name) if what == "component" else None
         if wstmt is not None:
             w = self.lower(wstmt.value, Scope("scalar", env))
             if w != ERR and not self.type_of(w).is_assignable_to(NUMBER):
@@ -1280,6 +1330,101 @@ class Checker:
         if tokens is not None:
             self.tokens_locs[stmt.name] = stmt.clause_locs.get("tokens", stmt.loc)
         return comp
+
+    def check_audit(self, stmt: S.Audit, env: ModuleEnv) -> ir.AuditIR | None:
+        """An ``audit``: its period, window and margin, and either a per-sample value checked as a component's is
+        (a number, `on_error`, `timeout`, a range) or a built-in statistic with its options (STATISTICS)."""
+        ok = True
+        statistic = stmt.value.func if isinstance(stmt.value, S.Call) and stmt.value.func in STATISTICS \
+            and stmt.value.func not in self.sigs else None
+        if statistic is None and isinstance(stmt.value, S.Name) and stmt.value.id in STATISTICS \
+                and stmt.value.id not in self.inputs and stmt.value.id not in env.lets and stmt.value.id not in self.params:
+            statistic = stmt.value.id  # `audit groups = group_collapse`: the statistic with its default options
+        settings: dict[str, float] = {}
+        defaults = {"every": 1 if statistic else AUDIT_DEFAULTS["every"], "window": AUDIT_DEFAULTS["window"],
+                    "margin": AUDIT_DEFAULTS["margin"]}
+        for key in ("every", "window", "margin"):
+            e = getattr(stmt, key)
+            if e is None:
+                settings[key] = defaults[key]
+                continue
+            n = self.lower(e, Scope("const", env))
+            if n == ERR:
+                ok = False
+                continue
+            v = self.cval(n) if self.is_const(n) else MISSING
+            if key == "margin":
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1e6:
+                    self.error("E218", "`margin` is a positive number: how far the reward must rise", e.loc,
+                               hint="e.g. `margin 0.1`: the reward's mean (on [0, 1] when its range is known) rising "
+                                    "by 0.1 over the window while the audit does not")
+                    ok = False
+                    continue
+            elif isinstance(v, bool) or not isinstance(v, (int, float)) or v < 1 or float(v) != int(v):
+                self.error("E218", f"`{key}` is a whole number of steps, at least 1", e.loc,
+                           hint=f"e.g. `{key} {defaults[key] if key != 'every' else 10} steps`")
+                ok = False
+                continue
+            settings[key] = float(v) if key == "margin" else int(v)
+        if ok and settings["window"] < 2 * settings["every"]:
+            loc = stmt.window.loc if stmt.window is not None else stmt.loc
+            self.error("E218", f"a window of {settings['window']} steps holds fewer than two audits taken every "
+                               f"{settings['every']} steps", loc,
+                       hint=f"make the window at least twice the period (`window {2 * settings['every']} steps`): the "
+                            "alarm compares the audits of the window's first and second halves")
+            ok = False
+        from rewardlang.fmt import format_expr
+
+        text = format_expr(stmt.value)  # canonical: the same text however the spec is laid out
+        if statistic is not None:
+            for kind in ("on_error", "timeout"):
+                if getattr(stmt, kind) is not None:
+                    self.error("E218", f"the statistic `{statistic}` takes no `{kind}`",
+                               stmt.clause_locs.get(kind, stmt.loc), hint="it is computed from the step's logged "
+                               "values, not per sample")
+                    ok = False
+            if stmt.range is not None:
+                self.error("E218", f"the statistic `{statistic}` has no declared range", stmt.range[0].loc,
+                           hint="drop `in [...]`: each statistic's scale is fixed (docs/language.md, Audits)")
+                ok = False
+            options = {k: v[0] for k, v in STATISTICS[statistic].items()}
+            for a in (stmt.value.args if isinstance(stmt.value, S.Call) else []):
+                if not isinstance(a, S.Keyword):
+                    self.error("E218", f"`{statistic}` takes options only, such as "
+                                       f"`{statistic}({next(iter(options))}={next(iter(options.values())):g})`",
+                               a.loc)
+                    ok = False
+                    continue
+                if a.name not in options:
+                    self.error("E218", f"`{statistic}` has no option `{a.name}`", a.loc,
+                               hint=did_you_mean(a.name, options) or f"its options: {', '.join(options)}")
+                    ok = False
+                    continue
+                n = self.lower(a.value, Scope("const", env))
+                v = self.cval(n) if n != ERR and self.is_const(n) else MISSING
+                _, lo, hi = STATISTICS[statistic][a.name]
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+                    if n != ERR:
+                        self.error("E218", f"`{a.name}` of `{statistic}` is a constant number in [{lo:g}, {hi:g}]",
+                                   a.value.loc)
+                    ok = False
+                    continue
+                options[a.name] = float(v)
+            if statistic == "component_dominance" and len(self.components) < 2:
+                self.error("E218", "`component_dominance` needs at least two components", stmt.value.loc,
+                           hint="with one component the reward is that component: there is nothing to dominate")
+                ok = False
+            if not ok:
+                return None
+            return ir.AuditIR(stmt.name, int(settings["every"]), int(settings["window"]), float(settings["margin"]),
+                              text, statistic=statistic, options=options, line=stmt.loc.line)
+        comp = S.Component(stmt.loc, stmt.name, stmt.range, stmt.value, on_error=stmt.on_error,
+                           timeout=stmt.timeout, clause_locs=dict(stmt.clause_locs))
+        value = self.check_component(comp, env, what="audit")
+        if value is None or not ok:
+            return None
+        return ir.AuditIR(stmt.name, int(settings["every"]), int(settings["window"]), float(settings["margin"]), text,
+                          value=value, line=stmt.loc.line)
 
     _TOKENS_FORMS = "last, over(TEXT), spans, spans(uncovered=V), ends or split(TEXT, at=POS, before=A, after=B, " \
                     "edges=E)"
@@ -1524,13 +1669,19 @@ class Checker:
                 for i in range(n_rows)]
         expects = []
         comp_names = set(self.components)
+        audit_names = {n for n, (a, _) in self.audits.items() if n not in comp_names}
         for ex in stmt.expects:
             if ex.name in self.rejected:
                 ok = False  # the component is already an error (E107)
                 continue
-            if ex.name not in comp_names and ex.name not in ("reward", "advantage"):
+            if ex.name in audit_names and _is_statistic(self.audits[ex.name][0], self.sigs):
+                self.error("E402", f"`{ex.name}` is a statistic of a training run: an example cannot expect it",
+                           ex.loc, hint="examples expect components, audits of samples, `reward` and `advantage`")
+                ok = False
+                continue
+            if ex.name not in comp_names and ex.name not in audit_names and ex.name not in ("reward", "advantage"):
                 self.error("E402", f"`{ex.name}` is not a component", ex.loc,
-                           hint=did_you_mean(ex.name, list(comp_names) + ["reward", "advantage"]))
+                           hint=did_you_mean(ex.name, list(comp_names) + list(audit_names) + ["reward", "advantage"]))
                 ok = False
                 continue
             n = self.lower(ex.value, Scope("const", env))
@@ -1668,7 +1819,10 @@ class Checker:
             if isinstance(stmt, S.SpecStmt):
                 spec_name, doc = stmt.name, stmt.doc or ""
         for name, stmt in self.weights.items():
-            if name not in self.components and name not in self.rejected:
+            if name in self.audits and name not in self.components:
+                self.error("E219", f"`{name}` is an audit: it has no weight", stmt.loc,
+                           hint="audits never enter the reward; to train on it, declare it as a component")
+            elif name not in self.components and name not in self.rejected:
                 self.error("E211", f"weight for unknown component `{name}`", stmt.loc,
                            hint=did_you_mean(name, self.components))
         comps = []
@@ -1724,6 +1878,20 @@ class Checker:
         for k in list(self.overrides):
             if k.startswith("train."):
                 train[k[6:]] = _parse_scalar(self.overrides.pop(k))
+        # audits: lowered after everything the reward reads, so an input only they read is known as such (the
+        # reward's scoring never needs its column)
+        before = set(self.used_inputs)
+        audits = []
+        for name, (astmt, aenv) in self.audits.items():
+            if name in self.components:
+                prev = self.components[name][0]
+                self.error("E103", f"`{name}` is both a component and an audit", astmt.loc,
+                           hint=f"the component is defined at {prev.loc.file}:{prev.loc.line}; rename the audit")
+                continue
+            a = self.check_audit(astmt, aenv)
+            if a is not None:
+                audits.append(a)
+        audit_only = self.used_inputs - before
         for i, stmt in enumerate(s for s in module.body if isinstance(s, S.Example)):
             ex = self.check_example(stmt, env, i)
             if ex is not None:
@@ -1742,7 +1910,8 @@ class Checker:
                 self.lower_let(name, Scope("row", env), stmt.loc)  # its own errors are still errors
         if any(d.is_error for d in self.diags) or r == ERR:
             return None
-        inputs = [ir.InputIR(n, t, col, n in self.used_inputs) for n, (_, t, col) in self.inputs.items()]
+        inputs = [ir.InputIR(n, t, col, n in self.used_inputs and n not in audit_only)
+                  for n, (_, t, col) in self.inputs.items()]
         if not any(i.name == "completion" for i in inputs):
             inputs.insert(0, ir.InputIR("completion", TEXT, "completion", False))
         digest = hashlib.sha256()
@@ -1750,7 +1919,7 @@ class Checker:
             digest.update(f.encode() + b"\0" + self.sources[f].encode("utf-8", "surrogatepass") + b"\0")
         params = {n: v for n, (_, v, _) in self.params.items()}
         prog = ir.Program(spec_name, doc, file, self.g, inputs, comps, r, reward_text, weighted_sum, adv, examples,
-                          train, params, digest.hexdigest(), dict(self.sources))
+                          train, params, digest.hexdigest(), dict(self.sources), audits, audit_only)
         prog.train_locs = train_locs  # type: ignore[attr-defined]
         prog.preference = getattr(self, "preference", None)  # type: ignore[attr-defined]
         prog.let_names = self.let_names  # type: ignore[attr-defined]
@@ -1758,6 +1927,12 @@ class Checker:
 
 
 # ---------------------------------------------------------------------- utilities
+
+def _is_statistic(stmt: S.Audit, sigs: dict[str, Signature]) -> bool:
+    v = stmt.value
+    return (isinstance(v, S.Call) and v.func in STATISTICS and v.func not in sigs) or \
+        (isinstance(v, S.Name) and v.id in STATISTICS)
+
 
 def _scope_of(s: S.Scope) -> tuple[str, str | None]:
     return ("batch", None) if s.kind == "batch" else ("group", s.key)

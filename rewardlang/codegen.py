@@ -7,6 +7,10 @@ needs no ``.reward`` file at run time: ``rewardlang.runtime.program.Program.from
 
 User strings (regexes, literals, tag names) enter the module only through ``repr()`` of validated Python
 values, never by pasting source text, so no spec can inject code.
+
+A spec's ``audit`` declarations never reach these functions: the audits of samples are a second module, generated
+from the same graph with the audits as its components, whose source the first holds as the text ``AUDITS`` (the
+runtime compiles it only when audits are scored: ``Program.audit``). ``SPEC["audits"]`` describes every audit.
 """
 
 from __future__ import annotations
@@ -286,6 +290,8 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
         pref_fn.append("    return {" + ", ".join(
             f"{k!r}: A.as_float({p_var[v[0]]})" for k, v in exprs.items()) + "}")
 
+    audits_source = _audits_module(prog, let_names or {}, source_file)
+
     meta = {
         "name": prog.name,
         "doc": prog.doc,
@@ -313,6 +319,10 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
                       "expects": [(n, v, t) for n, v, t, _ in e.expects]} for e in prog.examples],
         "row_inputs": sorted({em.g[i].attrs[0] for i in em.g.closure(roots) if em.g[i].kind == "input"}),
         "functions": sorted(em.fn_names),
+        "audits": [{"name": a.name, "kind": "statistic" if a.statistic else "samples", "every": a.every,
+                    "window": a.window, "margin": a.margin, "text": a.text, "statistic": a.statistic,
+                    "options": dict(a.options), "line": a.line,
+                    "range": None if a.value is None else a.value.range} for a in prog.audits],
     }
     doc = "\n".join([
         f"Reward program `{prog.name}`, compiled by rewardlang {__version__} from {source_file or prog.file}.",
@@ -337,12 +347,35 @@ def generate(prog: ir.Program, let_names: dict[int, str] | None = None, source_f
         "# functions, patterns and options used below (validated when the spec was compiled)",
     ]
     body = header + em.consts + ["", ""] + rows_fn + ["", ""] + weights_fn + ["", ""] + reward_fn
+    if audits_source is not None:
+        body += ["", "", "# the audits' own module (never part of the reward): Program.audit compiles and runs it",
+                 "AUDITS = " + repr(audits_source)]
     if adv_fn:
         body += ["", ""] + adv_fn
     if pref_fn:
         body += ["", ""] + pref_fn
     body += ["", ""] + _API
     return "\n".join(body)
+
+
+def _audits_module(prog: ir.Program, let_names: dict[int, str], source_file: str | None) -> str | None:
+    """The source of the audits' module: the spec's audits of samples as the components of a program of their own
+    (same graph, inputs, params and functions), whose reward is 0 and which has no advantage, preference or
+    examples. None when the spec has no such audit."""
+    comps = [a.value for a in prog.audits if a.value is not None]
+    if not comps:
+        return None
+    from dataclasses import replace
+
+    from rewardlang.types import NUMBER
+
+    g = prog.graph
+    roots = [c.value for c in comps]
+    read = {g[i].attrs[0] for i in g.closure(roots) if g[i].kind == "input"}
+    sub = ir.Program(f"{prog.name}_audits", f"The audits of spec `{prog.name}` (never part of its reward).",
+                     prog.file, g, [replace(i, used=i.name in read) for i in prog.inputs], comps,
+                     g.const(0.0, NUMBER), "0", False, None, [], {}, prog.params, prog.source_hash, {})
+    return generate(sub, let_names, source_file)
 
 
 #: the module's public face: run it as a script, or call program()/score() from Python. rows(), weights(),

@@ -64,6 +64,8 @@ CODES: dict[str, str] = {
     "E215": "reward is not a number",
     "E216": "invalid component clause",
     "E217": "unsupported operation",
+    "E218": "invalid audit",
+    "E219": "audit used in the reward",
     # advantages
     "E301": "invalid advantage stage",
     "E302": "per-component normalization without a sum",

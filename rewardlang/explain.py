@@ -93,6 +93,8 @@ def explain_row(prog: Any, row: dict[str, Any], step: int = 0, group_rows: list[
         t.caption = (f"advantage: {_show(_nan(out.advantages[0]))} "
                      f"(its group: {n_group} row{'s' if n_group != 1 else ''} of the input)")
     console.print(t)
+    if prog.audits:
+        console.print(audit_table(prog, row, step))
 
     # derivation: every named value and call line of the generated rows() for this row
     console.print("\n[bold]derivation[/bold] (generated program, this row)")
@@ -133,6 +135,41 @@ def explain_row(prog: Any, row: dict[str, Any], step: int = 0, group_rows: list[
         console.print("\n[bold]spans[/bold]")
         for a, b, label in span_rows:
             console.print(f"  [{a}, {b}) {label}: {completion[a:b]!r}", highlight=False, markup=False)
+
+
+def audit_table(prog: Any, row: dict[str, Any], step: int = 0) -> Any:
+    """The spec's audits for one row (a rich Table): each audit of samples with its value, and each statistic of the
+    run named as such. Audits are not part of the reward; a row without a column an audit reads says so."""
+    from rich.table import Table
+
+    from rewardlang.runtime.program import DataError
+
+    t = Table(title="audits (scored on the policy's samples while it trains; never part of the reward)")
+    for col in ("audit", "value", "range", "when", "note"):
+        t.add_column(col)
+    values: Any = None
+    note = ""
+    ap = prog.audit_program
+    if ap is not None:
+        given = {k: [v] for k, v in row.items()}
+        try:
+            values = ap.score_columns(ap._columns(1, given, by="column"), 1, step=step, raw=given)
+        except DataError as exc:
+            note = "not scored: " + "; ".join(f"column `{c}` {m}" for _, c, m in exc.problems)
+    for a in prog.audits:
+        when = f"every {a.every} step{'s' if a.every != 1 else ''}"
+        if a.kind == "statistic":
+            t.add_row(a.name, "", "", when, f"a statistic of the run: {a.text}")
+            continue
+        if values is None:
+            t.add_row(a.name, "", "", when, note)
+            continue
+        v = _nan(values.components[a.name][0])
+        why = values.errors[a.name][0] or ""
+        if values.masked[a.name][0]:
+            why = ("masked: " + why) if why else "masked (none)"
+        t.add_row(a.name, _show(v), f"[{a.range[0]:g}, {a.range[1]:g}]" if a.range else "", when, why)
+    return t
 
 
 class _Row:

@@ -145,6 +145,11 @@ def _fill(pieces: list[str], width: int = WIDTH - 4) -> list[str]:
     return rows
 
 
+def _unit(e: S.Expr) -> str:
+    """`step` after the number 1, `steps` otherwise (a param's value is not known here: `steps`)."""
+    return "step" if isinstance(e, S.Number) and e.value == 1 else "steps"
+
+
 def _stmt(s: S.Stmt) -> list[str]:
     f = format_expr
     if isinstance(s, S.SpecStmt):
@@ -180,6 +185,24 @@ def _stmt(s: S.Stmt) -> list[str]:
         if s.tokens is not None:
             lines.append(f"    tokens {f(s.tokens)}")
         return lines
+    if isinstance(s, S.Audit):
+        head = f"audit {s.name}"
+        if s.range is not None:
+            head += f" in [{f(s.range[0])}, {f(s.range[1])}]"
+        head += f" = {f(s.value)}"
+        # the period and the alarm's window and margin stay on the head line (short, and read as one sentence)
+        if s.every is not None:
+            head += f" every {f(s.every)} {_unit(s.every)}"
+        if s.window is not None:
+            head += f" window {f(s.window)} {_unit(s.window)}"
+        if s.margin is not None:
+            head += f" margin {f(s.margin)}"
+        lines = [head]
+        if s.on_error is not None:
+            lines.append(f"    on_error {f(s.on_error)}")
+        if s.timeout is not None:
+            lines.append(f"    timeout {f(s.timeout)}")
+        return lines
     if isinstance(s, S.Weight):
         return [f"{s.component}.weight = {f(s.value)}"]
     if isinstance(s, S.Reward):
@@ -212,6 +235,15 @@ def _anchors(s: S.Stmt) -> list[tuple[int, int, int]]:
     if isinstance(s, S.Component):
         out = [(s.loc.line, s.loc.column, s.value.loc.end_line)]
         for kind in ("on_error", "timeout", "spans", "tokens"):
+            if getattr(s, kind) is not None:
+                loc = s.clause_locs.get(kind, s.loc)
+                out.append((loc.line, loc.column, loc.end_line))
+        return out
+    if isinstance(s, S.Audit):
+        head_end = max([s.value.loc.end_line] + [s.clause_locs[k].end_line for k in ("every", "window", "margin")
+                                                 if k in s.clause_locs])
+        out = [(s.loc.line, s.loc.column, head_end)]
+        for kind in ("on_error", "timeout"):
             if getattr(s, kind) is not None:
                 loc = s.clause_locs.get(kind, s.loc)
                 out.append((loc.line, loc.column, loc.end_line))

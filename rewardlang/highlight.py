@@ -25,12 +25,17 @@ from pygments.token import (Comment, Error, Keyword, Name, Number, Operator, Pun
 __all__ = ["RewardLexer", "scan", "highlight_source", "KEYWORDS", "DECLARATIONS"]
 
 #: words that start a statement and introduce a name
-DECLARATIONS = ("spec", "param", "input", "let", "component")
+DECLARATIONS = ("spec", "param", "input", "let", "component", "audit")
 #: every other keyword of the grammar (`each component` is one keyword there; both words are keywords here)
 KEYWORDS = ("import", "from", "in", "on_error", "timeout", "spans", "tokens", "reward", "advantage", "over",
             "group", "batch", "each", "then", "example", "expect", "train", "preference", "if", "else", "and",
             "or", "not", "for")
 CONSTANTS = ("true", "false", "none")
+#: an audit's clauses: `every N steps`, `window N steps` (N a number or a name) and `margin X` (X a number) are
+#: keywords only in that shape, so a component named `margin` or `steps` stays a name (the TextMate grammar
+#: matches the same shapes)
+_PERIOD = re.compile(r"(?:every|window)[ \t]+(?:\d[\d_]*|[A-Za-z_][A-Za-z0-9_]*)[ \t]+(steps?)\b")
+_MARGIN = re.compile(r"margin(?=[ \t]+(?:\d|\.\d))")
 #: names every spec has without declaring them
 BUILTIN_NAMES = ("completion", "prompt", "step")
 
@@ -60,6 +65,7 @@ def scan(text: str) -> Iterator[tuple[int, str, str]]:
     prev = ""              # the last significant token's text
     line_start = True
     bracket_words: list[str] = []
+    unit_at = -1           # where the `steps` of an audit's `every N steps` / `window N steps` starts
     while i < n:
         c = text[i]
         if c.isspace():
@@ -114,6 +120,10 @@ def scan(text: str) -> Iterator[tuple[int, str, str]]:
                 kind = "type"  # `input task: group`, `param keywords: list[text]`
             elif word in DECLARATIONS and at_line_start:
                 kind = "declaration"
+            elif word in ("every", "window") and _PERIOD.match(text, i) or _MARGIN.match(text, i) or i == unit_at:
+                kind = "keyword"
+                period = _PERIOD.match(text, i) if word in ("every", "window") else None
+                unit_at = period.start(1) if period is not None else unit_at
             elif word in CONSTANTS:
                 kind = "constant"
             elif word in KEYWORDS or word in DECLARATIONS:

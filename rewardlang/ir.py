@@ -18,7 +18,7 @@ from typing import Any
 
 from rewardlang.types import Type
 
-__all__ = ["Node", "Graph", "ComponentIR", "StageIR", "AdvantageIR", "ExampleIR", "Program"]
+__all__ = ["Node", "Graph", "ComponentIR", "AuditIR", "StageIR", "AdvantageIR", "ExampleIR", "Program"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,22 @@ class ComponentIR:
 
 
 @dataclass
+class AuditIR:
+    """An ``audit``: either a per-sample expression (``value``: a component-like column, never in the reward) or a
+    built-in statistic of the run (``statistic`` with its ``options``), with its period and alarm settings."""
+
+    name: str
+    every: int                      # audited at step 1, at every multiple of `every` and at the last step
+    window: int                     # the alarm compares the reward and the audit over this many steps
+    margin: float                   # the rise of the reward (on [0, 1] where ranges allow) that counts
+    text: str                       # the audit's expression as written
+    value: ComponentIR | None = None
+    statistic: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    line: int = 0
+
+
+@dataclass
 class StageIR:
     scope: tuple[str, str | None]   # ("group", key) or ("batch", None)
     node: int | None                # expression over `x` and aggregates; None for the `sum` stage
@@ -157,3 +173,6 @@ class Program:
     params: dict[str, Any]
     source_hash: str
     sources: dict[str, str] = field(default_factory=dict)
+    audits: list[AuditIR] = field(default_factory=list)
+    #: inputs read only by audits (not by the reward): scoring does not need their columns
+    audit_only_inputs: set[str] = field(default_factory=set)

@@ -174,6 +174,25 @@ class ToSyntax(Transformer_NonRecursive):
             setattr(comp, kind, expr)
         return comp
 
+    def every_clause(self, meta: Any, c: list) -> tuple:
+        return ("every", c[1], self._l(meta))
+
+    def window_clause(self, meta: Any, c: list) -> tuple:
+        return ("window", c[1], self._l(meta))
+
+    def margin_clause(self, meta: Any, c: list) -> tuple:
+        return ("margin", c[1], self._l(meta))
+
+    def audit_stmt(self, meta: Any, c: list) -> S.Audit:
+        name, rng, value, *clauses = c
+        audit = S.Audit(self._l(meta), str(name), rng, value)
+        for kind, expr, loc in clauses:
+            if kind in audit.clause_locs:
+                raise _DuplicateClause(kind, loc, "E218")
+            audit.clause_locs[kind] = loc
+            setattr(audit, kind, expr)
+        return audit
+
     def weight_stmt(self, meta: Any, c: list) -> S.Weight:
         return S.Weight(self._l(meta), str(c[0]), c[1])
 
@@ -322,16 +341,18 @@ class ToSyntax(Transformer_NonRecursive):
 
 
 class _DuplicateClause(Exception):
-    def __init__(self, kind: str, loc: S.Loc) -> None:
+    def __init__(self, kind: str, loc: S.Loc, code: str = "E216") -> None:
         super().__init__(kind)
         self.kind = kind
         self.loc = loc
+        self.code = code
 
 
 _READABLE = {
     "NAME": "a name", "NUMBER": "a number", "STRING": "a string", "REGEX": "a /regex/",
     "COMP_OP": "a comparison", "ADD_OP": "`+` or `-`", "MUL_OP": "`*`, `/` or `%`", "SECTION": "`train`",
     "EACH_COMPONENT": "`each component`", "OPTIONAL": "`?`", "$END": "end of file",
+    "EVERY": "`every`", "WINDOW": "`window`", "MARGIN": "`margin`", "STEPS": "`steps`",
 }
 
 
@@ -383,7 +404,7 @@ def _opens_unterminated_regex(exc: UnexpectedToken, source: str) -> bool:
 
 #: the keywords that start a statement (a misspelt one is read as `<component>.weight = ...`)
 STATEMENT_KEYWORDS = ("spec", "import", "from", "param", "input", "let", "component", "reward", "advantage",
-                      "example", "train", "preference")
+                      "example", "train", "preference", "audit")
 
 _IN_HINT = ("`in` is not an operator here: test text with contains(completion, \"x\"), startswith(...), "
             "endswith(...), or count(completion, /pattern/) > 0")
@@ -697,7 +718,7 @@ def parse(source: str, file: str = "<string>") -> S.Module:
         if isinstance(orig, _LiteralError):
             raise ParseFailure(Diagnostic("E005", str(orig), _loc(file, orig.tok))) from None
         if isinstance(orig, _DuplicateClause):
-            raise ParseFailure(Diagnostic("E216", f"`{orig.kind}` is given twice", orig.loc,
+            raise ParseFailure(Diagnostic(orig.code, f"`{orig.kind}` is given twice", orig.loc,
                                           hint="keep one clause of each kind")) from None
         raise
     except RecursionError:

@@ -135,6 +135,8 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
                  probe_threshold: float | None = None, source: str = "") -> dict:
     """The report's data (JSON-ready). ``probe_threshold`` defaults to the median total of the real rows: a
     probe that earns more than a typical real completion is flagged."""
+    from rewardlang.runtime.components.execution import UNDEFINED_KEY, undefined_names
+
     t0 = time.perf_counter()
     group = _group_ids(prog, rows, group_by)
     out = _score(prog, rows, step, group if group_by is not None else None)
@@ -152,7 +154,10 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
                        for n in names},
         "phases": {k[5:]: float(v) for k, v in out.stats.items() if k.startswith("time_")},
         "unique_rows": int(out.stats.get("unique_rows", len(rows))),
-        "counters": {k: v for k, v in out.stats.items() if not k.startswith("time") and isinstance(v, (int, float))},
+        "counters": {k: v for k, v in out.stats.items() if not k.startswith("time") and isinstance(v, (int, float))
+                     and not k.startswith(UNDEFINED_KEY)},
+        # tests that use names nothing defines fail for every program: named here, never a silent 0
+        "undefined_names": [{"task": t, "names": n} for t, n, _ in undefined_names(out.stats)],
         "total": _distribution(total, np.isnan(total), None),
         "correlations": _correlations(comps),
         # the spec and what it imports, as read; paths as the user would type them (relative to here when inside)
@@ -176,7 +181,63 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
     valid = total[np.isfinite(total)]
     threshold = probe_threshold if probe_threshold is not None else (float(np.median(valid)) if len(valid) else 0.0)
     rep["probes"] = _probes(prog, rows, out, order, threshold, step)
+    if prog.audits:
+        rep["audits"] = _audits(prog, rows, total, step, rep["probes"])
     return rep
+
+
+def _audit_score(prog: Any, rows: list[dict], step: int) -> Any:
+    ap = prog.audit_program
+    given = {k: [r.get(k) for r in rows] for k in set().union(*(r.keys() for r in rows))} if rows else {}
+    return ap.score_columns(ap._columns(len(rows), given, by="column"), len(rows), step=step, raw=given)
+
+
+def _audits(prog: Any, rows: list[dict], total: np.ndarray, step: int, probes: dict) -> dict:
+    """The spec's audits on the rows: each audit of samples' distribution, its correlation with the total and the
+    gap (the total's mean minus the audit's, both scaled to [0, 1] by their declared ranges where known); and what
+    each probe earns on the audits (a hack that fools the reward should not fool them). Statistics of a run are
+    listed; they need a training run (`rewardlang audit RUN_DIR`)."""
+    from rewardlang.runtime.audits import reward_range, scaled
+
+    out: dict[str, Any] = {"statistics": [{"name": a.name, "text": a.text, "every": a.every}
+                                          for a in prog.audits if a.kind == "statistic"],
+                           "samples": {}, "error": None}
+    sampled = [a for a in prog.audits if a.kind == "samples"]
+    if not sampled or not rows:
+        return out
+    from rewardlang.runtime.program import DataError
+
+    try:
+        res = _audit_score(prog, rows, step)
+    except DataError as exc:
+        out["error"] = "; ".join(f"column `{c}` {m}" for _, c, m in exc.problems[:3])
+        return out
+    rr = reward_range(prog, step)
+    for a in sampled:
+        v = np.asarray(res.components[a.name], dtype=float)
+        ok = np.isfinite(v) & np.isfinite(total)
+        corr = float(np.corrcoef(v[ok], total[ok])[0, 1]) if ok.sum() >= 2 and v[ok].std() > 0 and \
+            total[ok].std() > 0 else None
+        gap = None
+        if ok.any() and rr is not None and a.range is not None:
+            gap = float(np.mean(scaled(total[ok], rr)) - np.mean(scaled(v[ok], a.range)))
+        out["samples"][a.name] = {**_distribution(v, res.masked[a.name], res.errors[a.name]), "text": a.text,
+                                  "every": a.every, "correlation_with_total": corr, "gap": gap,
+                                  "range": list(a.range) if a.range else None}
+    live = [p for p in probes.get("results", []) if p.get("applies")]
+    template = probes.get("template_row")
+    if live and template is not None:
+        plan = {name: r for name, r, _ in _probe_rows(dict(rows[template]), rows[template].get("completion")
+                                                        if isinstance(rows[template].get("completion"), str) else "")}
+        probe_rows = [plan[p["probe"]] for p in live]
+        try:
+            pres = _audit_score(prog, probe_rows, step)
+        except DataError:
+            pres = None
+        if pres is not None:
+            for k, p in enumerate(live):
+                p["audits"] = {a.name: _f(pres.components[a.name][k]) for a in sampled}
+    return out
 
 
 def _shown_path(path: str) -> str:
@@ -281,6 +342,18 @@ def _dist_card(name: str, d: dict, extra: str = "") -> str:
             + "</div>")
 
 
+def _undefined_html(found: list[dict]) -> list[str]:
+    """The warning about tests that use names nothing defines (they fail for every program)."""
+    if not found:
+        return []
+    e = html.escape
+    items = "".join(f"<li><code>{e(x['task'])}</code>: " + ", ".join(f"<code>{e(n)}</code>" for n in x["names"])
+                    + "</li>" for x in found)
+    return [(f'<p class="warn">The tests of {len(found)} task(s) use names nothing defines, so those tests fail '
+             f"for every program:</p><ul>{items}</ul><p>Give the helpers as trusted code with <code>prelude=</code> "
+             "(the shipped specs pass the row's prompt), or put them at the head of the tests.</p>")]
+
+
 def render_html(rep: dict) -> str:
     """One self-contained page (inline CSS and SVG; no script, no network)."""
     e = html.escape
@@ -291,6 +364,7 @@ def render_html(rep: dict) -> str:
              f"training step {rep['step']}; scored in {rep['scoring_seconds']:.2f} s "
              f"({rep['ms_per_row']:.3f} ms per row; {rep.get('unique_rows', rep['rows'])} distinct rows computed"
              + "".join(f", {e(k)} {v:.3g} s" for k, v in rep.get("phases", {}).items()) + ").</p>",
+             *_undefined_html(rep.get("undefined_names") or []),
              "<h2>Total reward</h2>", _dist_card("total", rep["total"]), "<h2>Components</h2>"]
     for name, d in rep["components"].items():
         parts.append(_dist_card(name, d, f" <small>(weight {_num(d.get('weight'))})</small>"))
@@ -334,6 +408,30 @@ def render_html(rep: dict) -> str:
         parts.append(f"<tr><td class=l>{e(r['probe'])}</td><td class=l>{e(r['what'])}</td><td>{_num(r['total'])}"
                      f"</td><td class=l>{verdict}</td></tr>")
     parts.append("</table>")
+    audits = rep.get("audits")
+    if audits:
+        parts.append("<h2>Audits</h2><p>Second verifiers the spec declares: scored on the policy's samples while it "
+                     "trains (here on the rows), never part of the reward. The gap is the total's mean minus the "
+                     "audit's, both on [0, 1] by their declared ranges; a large gap, or an audit that does not follow "
+                     "the total, is what the training alarm watches for.</p>")
+        if audits.get("error"):
+            parts.append(f'<p class="warn">not scored: {e(audits["error"])}</p>')
+        for name, d in audits.get("samples", {}).items():
+            extra = (f" <small>(every {d['every']} steps; correlation with the total "
+                     f"{_num(d['correlation_with_total'])}; gap {_num(d['gap'])})</small>")
+            parts.append(_dist_card(name, d, extra))
+        names = list(audits.get("samples", {}))
+        probed = [r for r in p["results"] if r.get("audits")]
+        if names and probed:
+            parts.append("<table><tr><th class=l>probe</th><th>total</th>"
+                         + "".join(f"<th>{e(n)}</th>" for n in names) + "</tr>")
+            for r in probed:
+                parts.append(f"<tr><td class=l>{e(r['probe'])}</td><td>{_num(r['total'])}</td>"
+                             + "".join(f"<td>{_num(r['audits'].get(n))}</td>" for n in names) + "</tr>")
+            parts.append("</table>")
+        for s in audits.get("statistics", []):
+            parts.append(f"<p>statistic <code>{e(s['name'])}</code> = <code>{e(s['text'])}</code>: a statistic of a "
+                         "training run (see <code>rewardlang audit RUN_DIR</code>)</p>")
     if rep.get("spec_sources"):
         parts.append("<h2>The spec</h2>")
         for path, text in rep["spec_sources"].items():

@@ -59,6 +59,9 @@ class Arg:
     #: not accepted (e.g. an unknown language name), so the checker reports it at the argument; values that
     #: vary per sample are checked per row by the implementation
     check: Any = field(default=None, compare=False, repr=False)
+    #: trusted code or data of the task (the tests' ``prelude``): the checker refuses a value computed from the
+    #: completion (the program under test would write it)
+    trusted: bool = field(default=False, compare=False)
 
     @property
     def required(self) -> bool:

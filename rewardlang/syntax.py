@@ -234,6 +234,22 @@ class Component(Node):
 
 
 @dataclass
+class Audit(Node):
+    """``audit NAME [in [LO, HI]] = EXPR [every N steps] [window N steps] [margin X] [on_error V] [timeout S]``:
+    a second verifier scored on the policy's samples at its period, never part of the reward."""
+
+    name: str
+    range: tuple[Expr, Expr] | None
+    value: Expr
+    on_error: Expr | None = None
+    timeout: Expr | None = None
+    every: Expr | None = None
+    window: Expr | None = None
+    margin: Expr | None = None
+    clause_locs: dict[str, Loc] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass
 class Weight(Node):
     component: str
     value: Expr
@@ -295,7 +311,7 @@ class Section(Node):
     items: list[SectionItem]
 
 
-Stmt = Union[SpecStmt, Import, Param, Input, Let, Component, Weight, Reward, Advantage, Example, Section]
+Stmt = Union[SpecStmt, Import, Param, Input, Let, Component, Audit, Weight, Reward, Advantage, Example, Section]
 
 
 @dataclass

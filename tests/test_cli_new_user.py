@@ -138,8 +138,7 @@ def test_eval_lang_pass_at_k_uses_the_completions_the_file_holds(tmp_path: Path)
 
 
 @pytest.mark.parametrize("option", [["--n", "0"], ["--n", "5"], ["--temperature", "0.8"], ["--model", "tiny"],
-                                    ["--seed", "3"], ["--max-new-tokens", "9"], ["--threads", "1"],
-                                    ["--spec", "specs/quality_grpo.reward"]])
+                                    ["--seed", "3"], ["--max-new-tokens", "9"], ["--threads", "1"]])
 @pytest.mark.parametrize("lang", ["python", "c"])
 def test_eval_completions_refuses_what_says_how_to_generate(tmp_path: Path, monkeypatch, option: list[str],
                                                            lang: str) -> None:
@@ -150,6 +149,17 @@ def test_eval_completions_refuses_what_says_how_to_generate(tmp_path: Path, monk
     r = invoke("eval", "--lang", lang, "--completions", comp, *option)
     assert r.exit_code == 1, r.output
     assert f"error: {option[0]} does not apply with --completions" in r.output, r.output
+
+
+def test_eval_lang_completions_are_scored_by_the_spec(tmp_path: Path) -> None:
+    """--spec scores every answer (the reward and each component) with --lang and --completions too."""
+    spec = tmp_path / "s.reward"
+    spec.write_text("component n in [0, 99] = len(completion)\n")
+    comp = _c_completions(tmp_path, 1)
+    r = invoke("eval", "--lang", "c", "--completions", comp, "--limit", "2", "--spec", spec)
+    assert r.exit_code == 0, r.output
+    summary = json.loads(next(line for line in r.output.splitlines() if line.startswith("{")))
+    assert summary["spec"] == "s" and summary["reward"]["mean"] == len("  return 0;\n}\n"), summary
 
 
 # ----------------------------------------------------------------------- item 17: each language its own problems

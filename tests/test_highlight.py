@@ -35,6 +35,10 @@ GOLDEN_KINDS = [
     ('keyword', 'if'), ('name', 'ratio'), ('name', 'limit'), ('keyword', 'else'), ('number', '0'),
     ('keyword', 'on_error'), ('number', '0'), ('keyword', 'tokens'), ('keyword', 'over'),
     ('name', 'code'), ('name', 'short'), ('name', 'weight'), ('number', '0.5'),
+    ('declaration', 'audit'), ('variable', 'hidden'), ('keyword', 'in'), ('number', '0'), ('number', '1'),
+    ('function', 'min'), ('name', 'ratio'), ('number', '1'), ('keyword', 'every'), ('number', '10'),
+    ('keyword', 'steps'), ('keyword', 'window'), ('name', 'limit'), ('keyword', 'steps'), ('keyword', 'margin'),
+    ('number', '0.2'), ('keyword', 'timeout'), ('number', '5'),
     ('keyword', 'advantage'), ('keyword', 'over'), ('keyword', 'group'), ('name', 'task'),
     ('name', 'center'), ('keyword', 'example'), ('string', '"a golden example"'),
     ('builtin', 'completion'), ('string', '"""Step 1: x"""'), ('keyword', 'expect'), ('name', 'short'),
@@ -59,6 +63,15 @@ def test_golden_spec_token_classes():
     text = GOLDEN.read_text(encoding="utf-8")
     got = [(k, p) for _, k, p in scan(text) if k not in ("whitespace", "punctuation", "operator")]
     assert got == GOLDEN_KINDS
+
+
+def test_audit_clause_words_are_keywords_only_in_their_shape():
+    src = ("component margin = 1\ncomponent steps = 2\nmargin.weight = steps\n"
+           "audit a = margin + steps every 5 steps window n step margin .5\n")
+    got = [(k, p) for _, k, p in scan(src) if p in ("margin", "steps", "step", "every", "window")]
+    assert got == [("variable", "margin"), ("variable", "steps"), ("name", "margin"), ("name", "steps"),
+                   ("name", "margin"), ("name", "steps"), ("keyword", "every"), ("keyword", "steps"),
+                   ("keyword", "window"), ("keyword", "step"), ("keyword", "margin")]
 
 
 def test_regex_or_division_by_context():

@@ -143,3 +143,33 @@ def test_output_is_never_an_input_and_is_written_whole(rows_file, tmp_path):
     res = _run(str(SPEC), "-i", str(rows_file), "-o", str(out), "--format", "json")
     assert res.returncode == 0 and json.loads(out.read_text())["rows"] == 32
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary left beside it
+
+
+def test_audits_in_the_report(tmp_path):
+    """A spec's audits: each audit of samples' distribution, its gap to the total (both on [0, 1]) and what each
+    probe earns on it; statistics are listed; the HTML page has an Audits section."""
+    import rewardlang
+    from rewardlang.report import build_report, render_html
+
+    spec = tmp_path / "a.reward"
+    spec.write_text(
+        "input tests: text\ninput plus_tests: text\ninput entry_point: text\n"
+        "let code = code_block(completion, \"python\") or \"\"\n"
+        "component correct in [0, 1] = tests_pass_rate(code, tests, entry_point) if len(code) > 0 else 0\n"
+        "component fmt in [0, 1] = 1 if len(code) > 0 else 0\n"
+        "audit hidden in [0, 1] = tests_pass_rate(code, plus_tests, entry_point) if len(code) > 0 else 0\n"
+        "audit dom = component_dominance\n", encoding="utf-8")
+    tests = "def check(candidate):\n    assert candidate(1) == 2\n"
+    plus = tests + "    assert candidate(5) == 6\n"
+    rows = [{"completion": f"```python\ndef inc(x):\n    {body}\n```", "tests": tests, "plus_tests": plus,
+             "entry_point": "inc"} for body in ("return x + 1", "return 2")]
+    rep = build_report(rewardlang.load(str(spec)), rows)
+    hidden = rep["audits"]["samples"]["hidden"]
+    assert hidden["mean"] == 0.75 and hidden["range"] == [0.0, 1.0]
+    # totals 2 and 2 on [0, 2] -> 1; hidden 1 and 0.5 -> gap 1 - 0.75
+    assert hidden["gap"] == 0.25
+    assert rep["audits"]["statistics"] == [{"name": "dom", "text": "component_dominance", "every": 1}]
+    probes = {p["probe"]: p for p in rep["probes"]["results"] if p["applies"]}
+    assert probes["right format, wrong answer"]["audits"] == {"hidden": 0.0}
+    page = render_html(rep)
+    assert "<h2>Audits</h2>" in page and "gap 0.25" in page

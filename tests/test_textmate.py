@@ -139,5 +139,7 @@ def test_golden_spec_classes_cover_every_class(tokens):
     # spot checks, by the word's first character
     for word, cls in [("spec", "keyword"), ("golden", "name"), ("group", "keyword"), ("2.5e1", "number"),
                       ("/Step", "string"), ("# a comment", "comment"), ("code_block", "name"), ("none", "keyword"),
-                      ('"""Step', "string"), ("+-", "operator"), ("over(code)", "keyword")]:
+                      ('"""Step', "string"), ("+-", "operator"), ("over(code)", "keyword"),
+                      ("audit hidden", "keyword"), ("every 10", "keyword"), ("steps window", "keyword"),
+                      ("limit steps", "name"), ("margin 0.2", "keyword")]:
         assert tm[text.index(word)] == cls, word

@@ -37,6 +37,7 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
 
     from rewardlang import outputs
     from rewardlang.datasets.prm import label, mutate
+    from rewardlang.datasets.sandboxed import NoSandbox
 
     if limit < 0:
         _err(f"error: --limit must be 0 (every problem) or positive (got {limit})")
@@ -72,7 +73,7 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
                            progress=label._stderr_progress)
         if groups:
             label.groups_of(problems, data, seed=seed, **settings)
-    except (label.DataRowError, ValueError) as exc:
+    except (label.DataRowError, ValueError, NoSandbox) as exc:
         _err(f"error: {exc}")
         raise typer.Exit(1)
     data.bad_rows[:0] = bad
@@ -111,17 +112,19 @@ def data_command(ctx: typer.Context,
         said = write_dataset(name, output, given=given, split=split, lang=lang, source=source, target=target,
                              report=report, verify=_verify_robot if verify else None, progress=progress)
     except DataSetError as exc:
-        _err(f"error: {exc}")
+        _err("\n".join(f"error: {line}" for line in str(exc).splitlines()))
         raise typer.Exit(1)
     _err(said)
 
 
 def _verify_robot(data: list[dict[str, Any]]) -> list[str]:
-    """``data robot --verify``: each task whose canonical program does not succeed on all of its worlds."""
-    from rewardlang.runtime.api import Context
-    from rewardlang.runtime.components.robot import robot_outcome_label
+    """``data robot --verify``: each task whose canonical program does not succeed on all of its worlds, run in the
+    sandbox scoring uses (none available: refused, never a task taken for verified)."""
+    from rewardlang.datasets.cli import DataSetError
+    from rewardlang.datasets.commands import verify_robot
+    from rewardlang.datasets.sandboxed import NoSandbox
 
-    res = robot_outcome_label.fn([r["canonical"] for r in data], [r["task"] for r in data], params=None,
-                                 ctx=Context())
-    return [f"{r['task_id']}: the canonical program gives {v} ({d})"
-            for r, v, d in zip(data, res.values, res.details) if v != "success"]
+    try:
+        return verify_robot(data)
+    except NoSandbox as exc:
+        raise DataSetError(str(exc)) from None

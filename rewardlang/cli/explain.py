@@ -172,6 +172,10 @@ def report(spec: Path = typer.Argument(..., help="spec file"),
             _err(f"error[D001]: {input}: row {r}: column `{c}` {m}")
         raise typer.Exit(1)
     text = json.dumps(rep, indent=1) + "\n" if format == "json" else render_html(rep)
+    from rewardlang.runtime.components.execution import undefined_names_lines
+
+    for line in undefined_names_lines(found=[(x["task"], x["names"]) for x in rep["undefined_names"]]):
+        _err(line)
     if output is None:
         typer.echo(text, nl=False)
     else:

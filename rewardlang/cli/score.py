@@ -92,6 +92,10 @@ class _Summary:
         sandbox = _sandbox_line(stats or {})
         if sandbox:
             console.print(sandbox)
+        from rewardlang.runtime.components.execution import undefined_names_lines
+
+        for line in undefined_names_lines(stats or {}):  # tests that fail for every program: said, never a silent 0
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
         if self.bad_rows:
             shown = ", ".join(f"line {ln}" for ln, _ in self.bad_rows[:20])
             console.print(f"skipped bad rows: {shown}" + (" …" if len(self.bad_rows) > 20 else ""))
@@ -448,16 +452,38 @@ def serve(spec: Path = typer.Argument(..., help="spec file"),
           max_batch: int = typer.Option(512, "--max-batch", help="most rows in one batch"),
           max_pending: int = typer.Option(8192, "--max-pending", help="rows that may wait; beyond, requests are "
                                                                      "answered 503 overloaded"),
+          max_request_mb: float = typer.Option(16.0, "--max-request-mb", help="a larger request body is answered "
+                                                                             "413"),
+          max_held_mb: float = typer.Option(64.0, "--max-held-mb", help="request bytes held at once; beyond, 503"),
+          max_connections: Optional[int] = typer.Option(None, "--max-connections", help="open connections "
+                                                        "(default: 1024, or fewer to stay below the file-descriptor limit)"),
+          header_timeout: float = typer.Option(10.0, "--header-timeout", help="seconds for a request's headers"),
+          body_timeout: float = typer.Option(30.0, "--body-timeout", help="seconds for a request's body"),
+          shutdown_timeout: float = typer.Option(5.0, "--shutdown-timeout", help="seconds that requests being "
+                                                 "scored get to be answered after SIGTERM"),
+          token_file: Optional[Path] = typer.Option(None, "--token-file", help="file whose first line is the "
+                                                    "token every request must carry (or $REWARDLANG_SERVE_TOKEN)"),
           set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE")) -> None:
     """Serve the spec over HTTP: OpenRLHF's remote reward protocol and JSON rows, batched (docs/scale.md)."""
+    from rewardlang.integrations.server import ServerLimits, read_token
+
     if window_ms < 0 or max_batch < 1 or max_pending < 1:
         _err("error: --window-ms must be >= 0, --max-batch and --max-pending >= 1")
+        raise typer.Exit(1)
+    try:
+        limits = ServerLimits(max_request_bytes=int(max_request_mb * (1 << 20)),
+                              max_held_bytes=int(max_held_mb * (1 << 20)), max_connections=max_connections,
+                              header_timeout=header_timeout, body_timeout=body_timeout,
+                              shutdown_timeout=shutdown_timeout).check()
+        token = read_token(str(token_file) if token_file is not None else None)
+    except ValueError as exc:
+        _err(f"error: {exc}")
         raise typer.Exit(1)
     prog = _load(spec, set_, scoring=True)
     from rewardlang.integrations.server import serve as run_server
 
     code = run_server(str(spec), host=host, port=port, program=prog, window_s=window_ms / 1000,
-                      max_batch=max_batch, max_pending=max_pending)
+                      max_batch=max_batch, max_pending=max_pending, limits=limits, token=token)
     if code:
         raise typer.Exit(code)
 

@@ -13,8 +13,12 @@ from rewardlang.cli.common import _err, _load, _overrides, _plural, _sources
 
 def check(specs: list[Path] = typer.Argument(..., help="spec files"),
           set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE"),
-          examples: bool = typer.Option(True, "--examples/--no-examples", help="run the specs' examples")) -> None:
-    """Check specs: every error, located, in one run; then run each spec's examples."""
+          examples: bool = typer.Option(True, "--examples/--no-examples", help="run the specs' examples"),
+          data: Optional[Path] = typer.Option(None, "--data", help="also check the spec against these JSONL rows "
+                                              "before scoring: bad rows, tests that cannot be read or use names "
+                                              "nothing defines; no program is run")) -> None:
+    """Check specs: every error, located, in one run; then run each spec's examples (and, with --data, read the
+    rows' tests as scoring would, running nothing)."""
     from rewardlang.diagnostics import Diagnostic, SpecError, render_all, use_color
     from rewardlang.runtime.program import load_program
 
@@ -48,7 +52,20 @@ def check(specs: list[Path] = typer.Argument(..., help="spec files"),
             _err(f"{spec}: {len(bad)} example failure(s)\n")
             failed += 1
             continue
-        typer.echo(f"ok  {spec}  ({_plural(len(prog.components), 'component')}, {_plural(n_ex, 'example')})")
+        if data is not None:
+            from rewardlang.datacheck import check_data
+
+            if not data.is_file():
+                _err(f"error: --data {data}: no such file")
+                raise typer.Exit(1)
+            found = check_data(prog, str(data))
+            for stream, line in found.lines():
+                (_err if stream == "err" else typer.echo)(line)
+            if found.failed:
+                failed += 1
+                continue
+        audits = f"{_plural(len(prog.audits), 'audit')}, " if prog.audits else ""
+        typer.echo(f"ok  {spec}  ({_plural(len(prog.components), 'component')}, {audits}{_plural(n_ex, 'example')})")
     if failed:
         raise typer.Exit(1)
 

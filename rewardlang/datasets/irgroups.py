@@ -15,9 +15,12 @@ For a C function with a test harness (a row ``{"id", "source", "harness"}``: ``s
 3. The prompt asks for the IR of the C source; the row is the group format ``rewardlang train`` reads for GEPO
    (``prompt``, ``winners``, ``losers``) plus ``id``.
 
-Trust: the programs run here are the dataset's own sources and their mutants (not a policy's output); each runs
-as a child process under CPU, memory, file-size and process rlimits with a wall-clock backstop, in a private
-temporary directory. A compiler or harness that cannot run is an error of the row, named and counted.
+Trust: a row is data from anywhere (a third-party data set is the normal case), so nothing built from it runs on
+the host: clang's compiles and links and every harness run happen in the sandbox's slots (docs/sandbox.md), at the
+isolation level scoring uses, each step under its own CPU, memory, output and process limits; where no level can be
+had the command refuses (:class:`~rewardlang.datasets.sandboxed.NoSandbox`). Only ``clang --version`` runs on the
+host. A row that does not compile, or whose harness fails on its own source, is an error of the row, named and
+counted; a sandbox failure skips the row (counted), it never decides a winner or a loser.
 
     >>> ir = 'define dso_local i32 @f(i32 noundef %0) #0 {\\n  ret i32 %0\\n}\\nattributes #0 = { nounwind }\\n'
     >>> print(normalize_ir(ir))
@@ -31,15 +34,21 @@ from __future__ import annotations
 import os
 import random
 import re
-import resource
 import shutil
 import subprocess
-import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Generator, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
+
+from rewardlang.datasets.sandboxed import (
+    STEP_LIMITS,
+    open_sandbox,
+    split_files,
+    steps_request,
+)
+from rewardlang.sandbox.config import Limits
 
 __all__ = ["LEVELS", "OPERATORS", "GroupResult", "build_group", "build_groups", "mutants", "normalize_ir",
            "prompt_for"]
@@ -184,35 +193,29 @@ def mutants(ir: str) -> Iterator[tuple[str, str]]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Running
+# Running: every compile and every harness run of a row happens in the sandbox (datasets/sandboxed.py)
 
-def _limits(cpu_s: float, mem_mb: int) -> Any:
-    def apply() -> None:
-        cpu = max(1, int(cpu_s + 0.999))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (mem_mb << 20, mem_mb << 20))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        os.setsid()
-    return apply
+#: clang's compile and link steps: a minute of CPU, 2 GiB, 1 MiB of diagnostics (an endless or exploding compile
+#: of a hostile row ends there, as a row that does not compile)
+COMPILE_LIMITS = Limits(cpu=60.0, memory_mb=2048, output_bytes=1 << 20, observation_bytes=1 << 16, processes=16,
+                        file_bytes=64 << 20)
 
 
-def _run(argv: list[str], cwd: str, *, cpu_s: float, mem_mb: int = 1024) -> tuple[str, int]:
-    """("ok" | "fail" | "timeout", status) of one program under rlimits; wall backstop 10x the CPU limit."""
-    try:
-        p = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, preexec_fn=_limits(cpu_s, mem_mb),
-                           timeout=max(10.0, 10 * cpu_s), env={"PATH": "/usr/bin:/bin"})
-    except subprocess.TimeoutExpired:
-        return "timeout", -9
-    if p.returncode == -9 or p.returncode == -24:  # SIGKILL at the hard CPU limit, SIGXCPU at the soft one
-        return "timeout", p.returncode
-    return ("ok" if p.returncode == 0 else "fail"), p.returncode
+def _run_limits(cpu_s: float) -> Limits:
+    """The harness run: ``cpu_s`` CPU seconds (over it: a hang), a wall-clock backstop of 10x that (at least 10 s,
+    counting idle time only), 1 GiB, 1 MiB of output and of any file it writes."""
+    return Limits(cpu=float(cpu_s), wall=max(10.0, 10.0 * cpu_s), memory_mb=1024, output_bytes=1 << 20,
+                  observation_bytes=1 << 16, processes=16, file_bytes=1 << 20)
 
 
-def _compile(args: list[str], cwd: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLANG, *args], cwd=cwd, capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "HOME": cwd})
+def clang_path() -> str | None:
+    """Where clang is (``REWARDLANG_CLANG``, else ``clang`` on PATH), or None. The sandbox's slots see ``/usr``
+    (read-only): a clang elsewhere cannot run there."""
+    return shutil.which(CLANG)
+
+
+def _tool(path: str, *args: str) -> tuple[str, ...]:
+    return (path, *args)
 
 
 @dataclass
@@ -230,41 +233,151 @@ class GroupResult:
     survived: int = 0
     timeouts: int = 0
     invalid: int = 0
+    #: sandbox failures (a slot that died, a machine too loaded): the row is skipped, never decided by them
+    infra: int = 0
 
 
-def build_group(row: dict[str, Any], *, losers: int = 4, seed: int = 0, max_tries: int = 40,
-                cpu_s: float = 1.0) -> GroupResult:
-    """The GEPO group of one ``{"id", "source", "harness"}`` row (see the module docstring)."""
+class _Infra(Exception):
+    """A sandbox failure while building a row: the row is skipped and counted, never judged on it."""
+
+
+#: a request to run and what comes back (see sandboxed.steps_request; RawResult of the sandbox's pool)
+_Request = tuple[tuple[bytes, bytes], float]
+
+
+def _raw_runs(raw: Any, what: str) -> list[Any]:
+    if raw.runs is None:
+        raise _Infra(f"{what}: {raw.infra or 'sandbox failure'}")
+    return raw.runs
+
+
+def _compile_error(run: Any) -> str:
+    if run.reason in ("cpu", "wall"):
+        return "compilation exceeded its time limit"
+    if run.reason == "memory":
+        return "compilation exceeded its memory limit"
+    if run.reason in ("output", "obs"):
+        return "compilation exceeded its output limit"
+    if run.exit < 0:
+        return f"the compiler was killed by signal {-run.exit}"
+    return _first_error(run.out.decode("utf-8", "replace"))
+
+
+def _step_ok(run: Any) -> bool:
+    return run.reason is None and run.exit == 0 and not run.exec_failed and not getattr(run, "not_built", False)
+
+
+class _Builder:
+    """Requests for one row, and how to read what comes back (clang at ``clang``, in the sandbox at ``level``)."""
+
+    def __init__(self, clang: str, level: str, slack: float, cpu_s: float) -> None:
+        self.clang, self.level, self.slack, self.cpu_s = clang, level, slack, cpu_s
+
+    def harness(self, harness: str) -> _Request:
+        """The harness compiled to an object file, returned as bytes (``cat``)."""
+        return steps_request("h.c", harness.encode("utf-8", "surrogatepass"), [
+            (_tool(self.clang, "-O0", "-w", "-c", "h.c", "-o", "h.o"), COMPILE_LIMITS, True),
+            (("/usr/bin/cat", "h.o"), STEP_LIMITS, False)], self.level, self.slack)
+
+    def levels(self, source: str) -> _Request:
+        """The source's IR at every level in :data:`LEVELS` (each compile's diagnostics, then each text)."""
+        steps = [(_tool(self.clang, lv, "-w", "-S", "-emit-llvm", "f.c", "-o", f"f{k}.ll"), COMPILE_LIMITS, True)
+                 for k, lv in enumerate(LEVELS)]
+        steps += [(("/usr/bin/cat", f"f{k}.ll"), STEP_LIMITS, False) for k in range(len(LEVELS))]
+        return steps_request("f.c", source.encode("utf-8", "surrogatepass"), steps, self.level, self.slack)
+
+    def check(self, harness_obj: bytes, ir: str) -> _Request:
+        """The harness object linked with ``ir`` and run: the object and the IR travel as one file, cut apart
+        inside."""
+        return steps_request("bundle", harness_obj + ir.encode("utf-8", "surrogatepass"), [
+            *split_files("bundle", [("h.o", len(harness_obj)), ("m.ll", None)]),
+            (_tool(self.clang, "-O0", "-w", "h.o", "m.ll", "-o", "m", "-lm"), COMPILE_LIMITS, True),
+            (("./m",), _run_limits(self.cpu_s), False)], self.level, self.slack)
+
+    @staticmethod
+    def harness_object(raw: Any) -> tuple[bytes | None, str | None]:
+        """(the object file, None) or (None, why the harness does not compile); :class:`_Infra`."""
+        runs = _raw_runs(raw, "compiling the harness")
+        if any(r.exec_failed for r in runs):
+            raise _Infra("clang or cat could not be started in the sandbox")
+        if not _step_ok(runs[0]):
+            return None, "the harness does not compile: " + _compile_error(runs[0])
+        if len(runs) < 2 or not _step_ok(runs[1]):
+            return None, "the harness's object file is larger than the 8 MiB the sandbox returns"
+        return runs[1].out, None
+
+    @staticmethod
+    def level_texts(raw: Any) -> tuple[list[str] | None, str | None]:
+        """(the raw IR per level, None) or (None, why the source does not compile); :class:`_Infra`."""
+        runs = _raw_runs(raw, "compiling the source")
+        if any(r.exec_failed for r in runs):
+            raise _Infra("clang or cat could not be started in the sandbox")
+        n = len(LEVELS)
+        for k in range(n):
+            if k >= len(runs):
+                raise _Infra("the sandbox stopped before every level was compiled")
+            if not _step_ok(runs[k]):
+                return None, f"the source does not compile at {LEVELS[k]}: " + _compile_error(runs[k])
+        if len(runs) < 2 * n or not all(_step_ok(r) for r in runs[n:]):
+            return None, "an IR text is larger than the 8 MiB the sandbox returns"
+        return [r.out.decode("utf-8", "replace") for r in runs[n:2 * n]], None
+
+    @staticmethod
+    def verdict(raw: Any) -> str:
+        """``ok``, ``fail``, ``timeout`` or ``invalid`` (does not assemble or link) of one harness run; ``infra``
+        for a sandbox failure. A hang is CPU time over the limit (or output past its cap); running out of memory
+        or being killed is dying: ``fail``."""
+        if raw.runs is None:
+            return "infra"
+        runs = raw.runs
+        if any(r.exec_failed for r in runs[:3]):
+            return "infra"                   # dd or clang could not be started: the sandbox's, not the row's
+        if len(runs) < 3 or not all(_step_ok(r) for r in runs[:3]):
+            return "invalid"
+        if len(runs) < 4:
+            return "infra"
+        run = runs[3]
+        if run.exec_failed:
+            return "invalid"                 # what clang linked cannot be executed
+        if run.reason in ("cpu", "wall", "output", "obs"):
+            return "timeout"
+        if run.reason is None and run.exit == 0:
+            return "ok"
+        return "fail"
+
+
+def _row_flow(row: dict[str, Any], b: _Builder, *, losers: int, seed: int,
+              max_tries: int) -> Generator[list[_Request], list[Any], GroupResult]:
+    """One row's group, as a coroutine: it yields the requests it needs next (run in parallel) and receives
+    their raw results; it returns the :class:`GroupResult`. Mutants are checked in rounds of as many as are still
+    needed, so exactly the mutants a one-at-a-time loop would try are tried (the counts are the same)."""
     rid = str(row.get("id"))
     res = GroupResult(rid, None)
     for key in ("id", "source", "harness"):
         if not isinstance(row.get(key), str) or not row[key].strip():
             res.error = f"`{key}` must be a non-empty string"
             return res
-    tmp = tempfile.mkdtemp(prefix="rl-ir-")
     try:
-        with open(os.path.join(tmp, "f.c"), "w") as fh:
-            fh.write(row["source"])
-        with open(os.path.join(tmp, "h.c"), "w") as fh:
-            fh.write(row["harness"])
-        p = _compile(["-O0", "-w", "-c", "h.c", "-o", "h.o"], tmp)
-        if p.returncode:
-            res.error = "the harness does not compile: " + _first_error(p.stderr)
+        h_raw, s_raw = yield [b.harness(row["harness"]), b.levels(row["source"])]
+        obj, err = b.harness_object(h_raw)
+        if obj is None:
+            res.error = err
             return res
-        texts: list[str] = []
-        for lv in LEVELS:
-            p = _compile([lv, "-w", "-S", "-emit-llvm", "f.c", "-o", "f.ll"], tmp)
-            if p.returncode:
-                res.error = f"the source does not compile at {lv}: " + _first_error(p.stderr)
-                return res
-            with open(os.path.join(tmp, "f.ll")) as fh:
-                texts.append(normalize_ir(fh.read()))
+        texts_raw, err = b.level_texts(s_raw)
+        if texts_raw is None:
+            res.error = err
+            return res
+        texts = [normalize_ir(t) for t in texts_raw]
         res.levels = len(texts)
         distinct = list(dict.fromkeys(texts))
         res.distinct = len(distinct)
+        checked = yield [b.check(obj, ir) for ir in distinct]
         winners = []
-        for k, ir in enumerate(distinct):
-            if _check(ir, tmp, f"w{k}", cpu_s) == "ok":
+        for ir, raw in zip(distinct, checked):
+            v = b.verdict(raw)
+            if v == "infra":
+                raise _Infra(f"checking a winner: {raw.infra or 'a sandbox step could not be started'}")
+            if v == "ok":
                 winners.append(ir)
             else:
                 res.winners_failed += 1
@@ -280,20 +393,19 @@ def build_group(row: dict[str, Any], *, losers: int = 4, seed: int = 0, max_trie
             by_op.setdefault(op, []).append(text)
         order = [op for op in OPERATORS if op in by_op]
         rng.shuffle(order)
-        seen = set(winners)
+        candidates = _candidates(by_op, order, set(winners), max_tries)
         found: list[str] = []
-        tries = 0
-        while len(found) < losers and tries < max_tries and any(by_op.values()):
-            for op in order:
-                if not by_op[op] or len(found) >= losers or tries >= max_tries:
-                    continue
-                text = by_op[op].pop()
-                if text in seen:
-                    continue
-                seen.add(text)
-                tries += 1
+        while len(found) < losers:
+            # every one of the next `losers - found` candidates would be tried one at a time too: check them at once
+            batch = [c for _, c in zip(range(losers - len(found)), candidates)]
+            if not batch:
+                break
+            raws = yield [b.check(obj, text) for _, text in batch]
+            for (op, text), raw in zip(batch, raws):
+                verdict = b.verdict(raw)
+                if verdict == "infra":
+                    raise _Infra(f"checking a mutant: {raw.infra or 'a sandbox step could not be started'}")
                 res.tried[op] += 1
-                verdict = _check(text, tmp, f"m{tries}", cpu_s)
                 if verdict == "fail":
                     res.killed[op] += 1
                     found.append(text)
@@ -304,12 +416,32 @@ def build_group(row: dict[str, Any], *, losers: int = 4, seed: int = 0, max_trie
                 else:
                     res.invalid += 1
         if not found:
-            res.error = f"no mutant changes the harness's verdict ({tries} tried)"
+            res.error = f"no mutant changes the harness's verdict ({sum(res.tried.values())} tried)"
             return res
         res.group = {"id": rid, "prompt": prompt_for(row["source"]), "winners": winners, "losers": found}
         return res
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    except _Infra as e:
+        res.infra += 1
+        res.error = f"sandbox infrastructure failure ({e}); the row is skipped, not judged"
+        res.group = None
+        return res
+
+
+def _candidates(by_op: dict[str, list[str]], order: list[str], seen: set[str],
+                max_tries: int) -> Iterator[tuple[str, str]]:
+    """The mutants in the order they are tried: operators in turn, each operator's sites in the drawn order, a text
+    seen before skipped, at most ``max_tries``."""
+    tries = 0
+    while tries < max_tries and any(by_op.values()):
+        for op in order:
+            if not by_op[op] or tries >= max_tries:
+                continue
+            text = by_op[op].pop()
+            if text in seen:
+                continue
+            seen.add(text)
+            tries += 1
+            yield op, text
 
 
 def _first_error(stderr: str) -> str:
@@ -319,45 +451,75 @@ def _first_error(stderr: str) -> str:
     return stderr.strip().splitlines()[0] if stderr.strip() else "(no message)"
 
 
-def _check(ir: str, tmp: str, tag: str, cpu_s: float) -> str:
-    """"ok", "fail", "timeout" or "invalid" (does not assemble) for the harness linked with ``ir``."""
-    ll = os.path.join(tmp, f"{tag}.ll")
-    exe = os.path.join(tmp, tag)
-    with open(ll, "w") as fh:
-        fh.write(ir)
-    p = _compile(["-O0", "-w", "h.o", f"{tag}.ll", "-o", tag, "-lm"], tmp)
+def build_group(row: dict[str, Any], *, sandbox: Any = None, losers: int = 4, seed: int = 0, max_tries: int = 40,
+                cpu_s: float = 1.0) -> GroupResult:
+    """The GEPO group of one ``{"id", "source", "harness"}`` row (see the module docstring), built in ``sandbox``
+    (default: one of its own, see :func:`build_groups`)."""
+    return next(iter(build_groups([row], sandbox=sandbox, losers=losers, seed=seed, max_tries=max_tries,
+                                  cpu_s=cpu_s)))
+
+
+def build_groups(rows: Iterable[dict[str, Any]], *, workers: int | None = None, sandbox: Any = None,
+                 losers: int = 4, seed: int = 0, max_tries: int = 40, cpu_s: float = 1.0) -> Iterator[GroupResult]:
+    """:func:`build_group` over ``rows``, in input order, every compile and run in the sandbox: ``sandbox``, or one of
+    its own with ``workers`` slots (default: one per core) at the level scoring uses. Several rows are in flight at
+    once so that every slot is busy. Raises :class:`~rewardlang.datasets.sandboxed.NoSandbox` where no sandbox
+    level can be had, :class:`FileNotFoundError` without clang."""
+    clang = clang_path()
+    if clang is None:
+        raise FileNotFoundError(f"{CLANG} is not installed (Debian: apt-get install clang)")
+    own = sandbox is None
+    sb = sandbox if sandbox is not None else open_sandbox("ir-groups", slots=workers)
     try:
-        if p.returncode:
-            return "invalid"
-        return _run([exe], tmp, cpu_s=cpu_s)[0]
+        b = _Builder(clang, sb.level, sb.config.hard_timeout_slack, cpu_s)
+        yield from _drive(sb, [lambda r=r: _row_flow(r, b, losers=losers, seed=seed, max_tries=max_tries)
+                               for r in rows])
     finally:
-        for f in (ll, exe):
-            try:
-                os.unlink(f)
-            except OSError:
-                pass
+        if own:
+            sb.close()
 
 
-def _build_one(args: tuple[dict[str, Any], dict[str, Any]]) -> GroupResult:
-    row, kw = args
-    return build_group(row, **kw)
+def _drive(sb: Any, flows: list[Any]) -> Iterator[GroupResult]:
+    """Run the row coroutines ``flows`` (callables making them) over the sandbox's slots, a few rows ahead of the
+    slots' count, and yield their results in order. On any exit, requests not started yet are cancelled."""
+    ahead = 2 * max(1, len(sb.pool.slots)) + 1
+    waiting: dict[int, tuple[Any, list[Future]]] = {}
+    done: dict[int, GroupResult] = {}
+    nxt = out = 0
 
+    def advance(i: int, gen: Any, answers: list[Any] | None) -> None:
+        try:
+            reqs = next(gen) if answers is None else gen.send(answers)
+        except StopIteration as stop:
+            done[i] = stop.value
+            return
+        waiting[i] = (gen, [sb.pool.submit(frames, hard) for frames, hard in reqs])
 
-def build_groups(rows: Iterable[dict[str, Any]], *, workers: int | None = None, **kw: Any) -> Iterator[GroupResult]:
-    """:func:`build_group` over ``rows`` on ``workers`` processes (default: every core), in input order."""
-    rows = list(rows)
-    n = workers or os.cpu_count() or 1
-    if n <= 1 or len(rows) <= 1:
-        for r in rows:
-            yield build_group(r, **kw)
-        return
-    with ProcessPoolExecutor(max_workers=n) as ex:
-        yield from ex.map(_build_one, [(r, kw) for r in rows], chunksize=1)
+    try:
+        while out < len(flows):
+            while nxt < len(flows) and len(waiting) < ahead:
+                advance(nxt, flows[nxt](), None)
+                nxt += 1
+            while out in done:
+                yield done.pop(out)
+                out += 1
+            if not waiting:
+                continue
+            wait([f for _, fs in waiting.values() for f in fs], return_when=FIRST_COMPLETED)
+            for i in [i for i, (_, fs) in waiting.items() if all(f.done() for f in fs)]:
+                gen, fs = waiting.pop(i)
+                advance(i, gen, [f.result() for f in fs])
+    finally:
+        for _, fs in waiting.values():
+            for f in fs:
+                f.cancel()
 
 
 def clang_version() -> str | None:
-    """The first line of ``clang --version``, or ``None`` where clang is missing."""
-    if shutil.which(CLANG) is None:
+    """The first line of ``clang --version`` (clang's own, run on the host: no input reaches it), or ``None`` where
+    clang is missing."""
+    path = clang_path()
+    if path is None:
         return None
-    p = subprocess.run([CLANG, "--version"], capture_output=True, text=True)
+    p = subprocess.run([path, "--version"], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     return p.stdout.splitlines()[0] if p.returncode == 0 and p.stdout else None

@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["Batcher", "Overloaded", "Scored", "SpecScorer", "batcher_for", "result_keys", "scorer_for"]
+__all__ = ["Batcher", "Overloaded", "Scored", "SpecScorer", "batcher_for", "log_masks", "result_keys",
+           "scorer_for"]
 
 log = logging.getLogger("rewardlang.integrations")
 
@@ -57,18 +58,49 @@ class Scored(dict):
     ``keep_places`` is set (the verl managers, which turn it into per-token rewards)."""
 
     places: list[tuple[float, Any]] | None = None
+    #: why a masked sample is masked (:meth:`SpecScorer.masked_result`); None for one that is not
+    reason: str | None = None
+
+
+def _mask_reason(res: Any, j: int, reward_components: Sequence[str]) -> str:
+    """Why row ``j`` of a :class:`~rewardlang.runtime.program.ScoreResult` is masked: the first component of the
+    reward that is masked, with its error (an infrastructure failure says so), or a reward that is not finite."""
+    for c in reward_components:
+        m = res.masked.get(c)
+        if m is not None and m[j]:
+            err = res.errors.get(c, [None] * (j + 1))[j]
+            infra = " (an infrastructure failure)" if bool(res.infra[c][j]) else ""
+            return f"component `{c}`: {err or 'none'}{infra}"
+    return "the reward is not a finite number"
+
+
+def log_masks(logger: logging.Logger, where: str, results: Sequence[Any], shown: int = 50) -> None:
+    """One warning naming every masked result of ``results`` (by position) with its reason; past ``shown``
+    rows, the rest are counted by reason."""
+    masked = [(k, getattr(r, "reason", None) or "masked") for k, r in enumerate(results) if r.get(MASK_KEY)]
+    if not masked:
+        return
+    parts = [f"row {k}: {why}" for k, why in masked[:shown]]
+    if len(masked) > shown:
+        rest = Counter(why for _, why in masked[shown:])
+        parts.append(f"and {len(masked) - shown} more: " + ", ".join(f"{c} x {w}" for w, c in rest.most_common()))
+    logger.warning("rewardlang: %d of %d row(s) of %s masked: %s", len(masked), len(results), where,
+                   "; ".join(parts))
 
 
 class SpecScorer:
     """A compiled spec that scores lists of row dicts (keys: the spec's input names or their columns).
 
-    A row whose values are bad (a missing column, a wrong type) is masked and counted in ``stats["bad_rows"]``
-    (its reason in ``reasons``), not dropped and not an exception; a failure of the scoring run itself masks the
-    batch and counts ``stats["infra_failures"]``. With ``keep_places`` set, results are :class:`Scored`.
+    A row whose values are bad (a missing column, a wrong type) is masked and counted in ``stats["bad_rows"]``,
+    not dropped and not an exception; a failure of the scoring run itself masks the batch and counts
+    ``stats["infra_failures"]``. Every masked result is a :class:`Scored` whose ``reason`` says why (logged too);
+    with ``keep_places`` set, every result is a :class:`Scored`.
     """
 
     #: return :class:`Scored` results that carry the spec's per-token placement (set by the verl managers)
     keep_places: bool = False
+    #: log every masked row with its reason (one line per batch); the server turns this off and logs per request
+    log_masks: bool = True
 
     def __init__(self, spec: str, params: dict[str, Any] | None = None, program: Any = None) -> None:
         from rewardlang.runtime.program import load_program
@@ -90,14 +122,28 @@ class SpecScorer:
             return row[inp.column]
         return row.get(inp.name)
 
-    def masked_result(self) -> dict[str, float]:
-        """The result of a masked sample (same keys as every other)."""
-        out = dict.fromkeys(self.keys, 0.0)
+    def masked_result(self, reason: str | None = None) -> dict[str, float]:
+        """The result of a masked sample (same keys as every other); ``reason``, why it is masked, rides along as
+        the dict's ``reason`` attribute (the reward server puts it in its answer), never as a key."""
+        out = Scored.fromkeys(self.keys, 0.0)
         out[MASK_KEY] = 1.0
+        out.reason = reason or "masked"
         return out
 
+    def _missing(self, row: Any) -> str | None:
+        """Why ``row`` cannot be read: not a dict, or a column the spec needs is absent (an optional input's column
+        may be absent: it is none)."""
+        if not isinstance(row, dict):
+            return f"a row must be an object of the spec's columns, not {type(row).__name__}"
+        for inp in self.inputs:
+            if not inp.nullable and inp.column not in row and inp.name not in row:
+                return f"column `{inp.column}` missing (the spec's input `{inp.name}` reads it)"
+        return None
+
     def score_rows(self, rows: Sequence[dict[str, Any]], step: int = 0) -> list[dict[str, float]]:
-        """Score rows together; one dict per row with :attr:`keys` (see the module docstring)."""
+        """Score rows together; one dict per row with :attr:`keys` (see the module docstring). A masked row's dict
+        says why in its ``reason`` attribute (:meth:`masked_result`); every mask is logged, one line per batch,
+        unless :attr:`log_masks` is off (the server logs them per request)."""
         from rewardlang.runtime.program import DataError
 
         n = len(rows)
@@ -106,29 +152,40 @@ class SpecScorer:
         self.stats["rows"] += n
         self.stats["batches"] += 1
         out: list[dict[str, float] | None] = [None] * n
-        good = list(range(n))
-        given = {i.column: [self._row_value(r, i) for r in rows] for i in self.inputs}
+        good = []
+        for i, r in enumerate(rows):
+            why = self._missing(r)
+            if why is None:
+                good.append(i)
+            else:
+                out[i] = self.masked_result(why)
+        given = {inp.column: [self._row_value(rows[i], inp) for i in good] for inp in self.inputs}
         prog = self.program
         cols: dict[str, list[Any]] = {}
         try:
-            cols = prog._columns(n, given, by="column")
+            cols = prog._columns(len(good), given, by="column") if good else {}
         except DataError as exc:
-            bad = {r for r, _, _ in exc.problems}
+            bad: dict[int, str] = {}
             for r, c, m in exc.problems:
-                log.warning("rewardlang: row %d of a batch of %d: column `%s` %s (masked)", r, n, c, m)
-            self.stats["bad_rows"] += len(bad)
-            for r in bad:
-                out[r] = self.masked_result()
-            good = [i for i in range(n) if i not in bad]
-            given = {k: [v[i] for i in good] for k, v in given.items()}
+                bad.setdefault(r, f"column `{c}` {m}")
+            for r, why in bad.items():
+                out[good[r]] = self.masked_result(why)
+            keep = [j for j in range(len(good)) if j not in bad]
+            good = [good[j] for j in keep]
+            given = {k: [v[j] for j in keep] for k, v in given.items()}
             try:
                 cols = prog._columns(len(good), given, by="column") if good else {}
-            except DataError:  # problems the first pass could not see per row: mask the rest too, counted
-                self.stats["bad_rows"] += len(good)
+            except DataError as again:  # problems the first pass could not see per row: mask the rest too
+                for i in good:
+                    out[i] = self.masked_result(f"the batch's columns: {again}")
                 good = []
+        self.stats["bad_rows"] += n - len(good)
         if good:
             self._score_part(good, cols, given, step, out)
-        return [o if o is not None else self.masked_result() for o in out]
+        results = [o if o is not None else self.masked_result() for o in out]
+        if self.log_masks:
+            log_masks(log, "a batch", results)
+        return results
 
     def _score_part(self, idx: list[int], cols: dict[str, list[Any]], given: dict[str, list[Any]], step: int,
                     out: list[dict[str, float] | None], sibling_failed: bool = False) -> bool:
@@ -149,7 +206,8 @@ class SpecScorer:
             self.stats["infra_failures"] += len(idx)
             log.error("rewardlang: scoring %d row(s) failed (%s: %s); masked", len(idx), type(exc).__name__, exc)
             for i in idx:
-                out[i] = self.masked_result()
+                out[i] = self.masked_result(f"an infrastructure failure: scoring raised {type(exc).__name__}: "
+                                            f"{exc}")
             return False
         for j, i in enumerate(idx):
             total = float(res.total[j])
@@ -161,7 +219,9 @@ class SpecScorer:
                 self.stats["masked"] += 1
                 if any(bool(res.infra[c][j]) for c in self.names):
                     self.stats["infra_failures"] += 1
-            if self.keep_places:
+                d = Scored(d)
+                d.reason = _mask_reason(res, j, self.program.spec.get("reward_components") or self.names)
+            elif self.keep_places:
                 d = Scored(d)
                 if self.dense and not masked:
                     d.places = self._places(res, j)
@@ -207,7 +267,10 @@ class Batcher:
     once as many requests wait as the previous batch answered (those callers are back: waiting longer would only
     add idle time to every batch). More than
     ``max_pending`` waiting rows make :meth:`submit` raise :class:`Overloaded` at once (a bounded queue, never an
-    unbounded wait). :meth:`close` stops accepting, scores everything accepted, then returns.
+    unbounded wait). A submission whose future is cancelled before its batch starts leaves the queue, unscored
+    (the server cancels the requests of clients that went away). :meth:`close` stops accepting, scores everything
+    accepted, then returns (or, with a ``timeout``, returns when that is over; :attr:`running` says whether the
+    thread still scores).
     """
 
     def __init__(self, scorer: SpecScorer, *, window_s: float = 0.02, max_batch: int = 512,
@@ -242,10 +305,23 @@ class Batcher:
                 self.rejected += 1
                 raise Overloaded(f"overloaded: {self._pending} rows already wait (limit {self.max_pending})")
             self.requests += 1
-            self._queue.append((list(rows), fut, time.perf_counter()))
+            item = (list(rows), fut, time.perf_counter())
+            self._queue.append(item)
             self._pending += len(rows)
             self._cond.notify()
+        fut.add_done_callback(lambda f, item=item: self._withdraw(item) if f.cancelled() else None)
         return fut
+
+    def _withdraw(self, item: tuple[list[dict], Future, float]) -> None:
+        """A submission cancelled before it was taken (its caller left) leaves the queue at once: its rows no
+        longer count against ``max_pending`` and are never scored."""
+        with self._cond:
+            for k, other in enumerate(self._queue):
+                if other is item:
+                    del self._queue[k]
+                    self._pending -= len(item[0])
+                    self._cond.notify()
+                    return
 
     def score(self, rows: list[dict]) -> list[dict[str, float]]:
         """Submit and wait (for callers on threads, such as verl's per-sample ``compute_score``)."""
@@ -270,6 +346,10 @@ class Batcher:
             # whole requests only: a request's rows are scored together (a group is never split)
             while self._queue and (not taken or size + len(self._queue[0][0]) <= self.max_batch):
                 item = self._queue.popleft()
+                if not item[1].set_running_or_notify_cancel():
+                    # cancelled while this thread held the lock (its _withdraw finds it gone): nobody wants its rows
+                    self._pending -= len(item[0])
+                    continue
                 taken.append(item)
                 size += len(item[0])
             self._pending -= size
@@ -279,7 +359,9 @@ class Batcher:
         while True:
             taken = self._take()
             if not taken:
-                return
+                if self._closing and not self._queue:
+                    return
+                continue  # every request taken had been cancelled
             rows = [r for item in taken for r in item[0]]
             self.batch_sizes[len(rows)] += 1
             try:
@@ -301,6 +383,11 @@ class Batcher:
     @property
     def pending(self) -> int:
         return self._pending
+
+    @property
+    def running(self) -> bool:
+        """Whether the batcher's thread is still scoring (after :meth:`close` with a timeout, it may be)."""
+        return self._thread.is_alive()
 
     def close(self, timeout: float | None = None) -> None:
         """Accept nothing more, finish every accepted submission, stop the thread."""

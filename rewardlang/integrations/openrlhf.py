@@ -11,7 +11,7 @@ OpenRLHF imports this file in every vLLM engine actor and calls ``reward_func`` 
 
 - The response is the query minus its prompt (OpenRLHF decodes prompt + response with the special tokens, so the
   trailing end-of-sequence texts named in ``REWARDLANG_STRIP``, comma-separated, default the common ones, are cut).
-  A query that does not start with its prompt is a bad row: masked and counted.
+  A query that does not start with its prompt is a bad row: masked, counted and logged with its reason.
 - A label carries the spec's other columns: a dict, or a JSON object in a string; a plain string fills the spec's
   one other input when it has exactly one.
 - The result: ``rewards`` and ``scores`` (the spec's total; 0.0 when masked) and ``extra_logs`` with
@@ -30,13 +30,21 @@ Example::
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from typing import Any
 
-from rewardlang.integrations.batching import SpecScorer, batcher_for
+from rewardlang.integrations.batching import (
+    MASK_KEY,
+    SpecScorer,
+    batcher_for,
+    log_masks,
+)
 
-__all__ = ["openrlhf_rows", "reward_func", "to_openrlhf"]
+__all__ = ["merge_masked", "openrlhf_rows", "read_samples", "reward_func", "score_openrlhf", "to_openrlhf"]
+
+log = logging.getLogger("rewardlang.integrations")
 
 _STRIP = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<｜end▁of▁sentence｜>")
 
@@ -77,28 +85,44 @@ def _label_columns(scorer: SpecScorer, label: Any) -> dict[str, Any]:
                    f"({', '.join(i.column for i in others)})")
 
 
-def openrlhf_rows(scorer: SpecScorer, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any]
-                  ) -> list[dict[str, Any] | None]:
-    """The spec rows of OpenRLHF samples; None for a sample that cannot be read (it is masked)."""
+def read_samples(scorer: SpecScorer, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any]
+                 ) -> tuple[list[dict[str, Any] | None], list[str | None]]:
+    """The spec rows of OpenRLHF samples (None for a sample that cannot be read: it is masked) and, beside each,
+    why it cannot be read (None for one that can)."""
     if not (len(queries) == len(prompts) == len(labels)):
         raise ValueError(f"reward_func: {len(queries)} queries, {len(prompts)} prompts, {len(labels)} labels")
     comp = next(i for i in scorer.program.inputs if i.name == "completion")
     rows: list[dict[str, Any] | None] = []
+    reasons: list[str | None] = []
     for q, p, lab in zip(queries, prompts, labels):
-        if not isinstance(q, str) or not isinstance(p, str) or not q.startswith(p):
+        if not isinstance(q, str) or not isinstance(p, str):
             rows.append(None)
+            reasons.append(f"the query and the prompt must be text, not {type(q).__name__} and {type(p).__name__}")
+            continue
+        if not q.startswith(p):
+            rows.append(None)
+            reasons.append("the query does not start with its prompt (the response is the query after the prompt)")
             continue
         try:
             row = _label_columns(scorer, lab)
-        except BadLabel:
+        except BadLabel as exc:
             rows.append(None)
+            reasons.append(f"the label cannot be mapped: {exc}")
             continue
         row.setdefault("prompt", p)
         response = _strip_eos(q[len(p):])
         row[comp.column] = response
         row["completion"] = response
         rows.append(row)
-    return rows
+        reasons.append(None)
+    return rows, reasons
+
+
+def openrlhf_rows(scorer: SpecScorer, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any]
+                  ) -> list[dict[str, Any] | None]:
+    """The spec rows of OpenRLHF samples; None for a sample that cannot be read (it is masked; :func:`read_samples`
+    also says why)."""
+    return read_samples(scorer, queries, prompts, labels)[0]
 
 
 def to_openrlhf(results: list[dict[str, float]], scalar: bool) -> dict[str, Any]:
@@ -111,22 +135,29 @@ def to_openrlhf(results: list[dict[str, float]], scalar: bool) -> dict[str, Any]
             "extra_logs": {k: [r[k] for r in results] for k in keys}}
 
 
-def merge_masked(scorer: SpecScorer, rows: Sequence[dict | None], scored: Sequence[dict[str, float]]
-                 ) -> list[dict[str, float]]:
-    """Put the results of the readable rows back in place; an unreadable one is masked and counted."""
+def merge_masked(scorer: SpecScorer, rows: Sequence[dict | None], scored: Sequence[dict[str, float]],
+                 reasons: Sequence[str | None] | None = None) -> list[dict[str, float]]:
+    """Put the results of the readable rows back in place; an unreadable one is masked (with its reason from
+    :func:`read_samples`) and counted."""
     it = iter(scored)
     bad = sum(r is None for r in rows)
     if bad:
         scorer.stats["bad_rows"] += bad
-    return [next(it) if r is not None else scorer.masked_result() for r in rows]
+    why = list(reasons) if reasons is not None else [None] * len(rows)
+    return [next(it) if r is not None else scorer.masked_result(w) for r, w in zip(rows, why)]
 
 
 def score_openrlhf(batcher: Any, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any]
                    ) -> list[dict[str, float]]:
-    """Result dicts for OpenRLHF samples through ``batcher`` (unreadable samples masked and counted)."""
-    rows = openrlhf_rows(batcher.scorer, queries, prompts, labels)
+    """Result dicts for OpenRLHF samples through ``batcher`` (unreadable samples masked, counted and logged with
+    their reason; the batcher's scorer logs the masks of the rows it scores)."""
+    rows, reasons = read_samples(batcher.scorer, queries, prompts, labels)
     good = [r for r in rows if r is not None]
-    return merge_masked(batcher.scorer, rows, batcher.score(good) if good else [])
+    results = merge_masked(batcher.scorer, rows, batcher.score(good) if good else [], reasons)
+    if any(r is None for r in rows):
+        log_masks(log, "an OpenRLHF request", [r if rows[k] is None else {MASK_KEY: 0.0}
+                                                for k, r in enumerate(results)])
+    return results
 
 
 def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **kwargs: Any

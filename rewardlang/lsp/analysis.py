@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from rewardlang import syntax as S
-from rewardlang.checker import (AGGREGATES, PREFERENCE_SETTINGS, STAGE_SHORTHANDS, Checker, ModuleEnv, _canonical,
-                                _strip_bom, unique_diagnostics)
+from rewardlang.checker import (AGGREGATES, PREFERENCE_SETTINGS, STAGE_SHORTHANDS, STATISTICS, Checker, ModuleEnv,
+                                _canonical, _strip_bom, unique_diagnostics)
 from rewardlang.diagnostics import CODES, Diagnostic
 from rewardlang.parser import STATEMENT_KEYWORDS, ParseFailure, deep_recursion
 from rewardlang.signature import Signature
@@ -81,12 +81,19 @@ TOKENS_FORMS: list[tuple[str, str, str]] = [
 
 EXPRESSION_KEYWORDS = ("if", "else", "and", "or", "not", "for", "in", "true", "false", "none")
 COMPONENT_CLAUSES = ("on_error", "timeout", "spans", "tokens")
+#: an audit's clauses (on its head line: `every N steps`, `window N steps`, `margin X`; below it: the others)
+AUDIT_CLAUSES = (("every", "every ${1:10} steps", "how often it is scored: step 1, every N steps and the last"),
+                 ("window", "window ${1:20} steps", "the alarm's window: the reward and the audit over these steps"),
+                 ("margin", "margin ${1:0.1}", "the reward's rise over the window that fires the alarm"),
+                 ("on_error", "on_error ${1:0}", "what a failing sample scores"),
+                 ("timeout", "timeout ${1:10}", "seconds per sample for the functions it calls"))
 TYPES = ("text", "code", "number", "bool", "group", "list[text]", "list[code]", "list[number]")
 #: the always-present inputs of every spec
 IMPLICIT_INPUTS = ("completion", "prompt")
 
 _NAME_AT = {
     S.Let: r"let\s+", S.Component: r"component\s+", S.Param: r"param\s+", S.Input: r"input\s+",
+    S.Audit: r"audit\s+",
     S.SpecStmt: r"spec\s+", S.Weight: r"",
 }
 
@@ -195,12 +202,19 @@ class _RecordingChecker(Checker):
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         self.component_irs: dict[str, Any] = {}
+        self.audit_irs: dict[str, Any] = {}
 
-    def check_component(self, stmt: S.Component, env: ModuleEnv) -> Any:
-        c = super().check_component(stmt, env)
-        if c is not None:
+    def check_component(self, stmt: S.Component, env: ModuleEnv, what: str = "component") -> Any:
+        c = super().check_component(stmt, env, what)
+        if c is not None and what == "component":
             self.component_irs[stmt.name] = c
         return c
+
+    def check_audit(self, stmt: S.Audit, env: ModuleEnv) -> Any:
+        a = super().check_audit(stmt, env)
+        if a is not None:
+            self.audit_irs[stmt.name] = a
+        return a
 
 
 def _walk(node: Any) -> Iterator[Any]:
@@ -392,7 +406,7 @@ class Analysis:
         seen: set[int] = set()
         for module, env in ch.imported_files.values():
             for stmt in module.body:
-                if id(stmt) in seen or not isinstance(stmt, (S.Input, S.Param, S.Let, S.Component)):
+                if id(stmt) in seen or not isinstance(stmt, (S.Input, S.Param, S.Let, S.Component, S.Audit)):
                     continue
                 seen.add(id(stmt))
                 file = stmt.loc.file
@@ -457,6 +471,22 @@ class Analysis:
                     lines.append(f"tokens: {c.tokens.get('mode')}")
             lines.append(f"({where})")
             d.detail = "\n\n".join(lines)
+        elif isinstance(stmt, S.Audit):
+            a = ch.audit_irs.get(stmt.name)
+            d.type = "number"
+            lines = [f"```reward\naudit {stmt.name}: number\n```",
+                     "an audit: a second verifier scored on the policy's samples while it trains; never part of the "
+                     "reward, the advantage, masks or preference pairs"]
+            if a is not None:
+                what = f"the statistic `{a.statistic}`" + (
+                    " (" + ", ".join(f"{k}={v:g}" for k, v in a.options.items()) + ")" if a.options else "") \
+                    if a.statistic else f"`{a.text}`"
+                lines.append(f"{what}: audited at step 1, every {a.every} step{'s' if a.every != 1 else ''} and at "
+                             f"the last step; alarm over {a.window} steps when the reward rises by {a.margin:g}")
+                if a.value is not None and a.value.range is not None:
+                    lines.append(f"declared range: [{a.value.range[0]:g}, {a.value.range[1]:g}]")
+            lines.append(f"({where})")
+            d.detail = "\n\n".join(lines)
 
     def definition_of(self, stmt: Any) -> Definition | None:
         for d in self.definitions:
@@ -473,6 +503,8 @@ class Analysis:
             stmt = self.env.lets[name][0]
         elif kind == "component" and name in ch.components:
             stmt = ch.components[name][0]
+        elif kind == "audit" and name in ch.audits:
+            stmt = ch.audits[name][0]
         elif kind == "param" and name in ch.params:
             stmt = ch.params[name][0]
         elif kind == "input" and name in ch.inputs:
@@ -481,9 +513,9 @@ class Analysis:
 
     def resolve(self, name: str, context: Any = None) -> Definition | None:
         """What ``name`` refers to, as the checker resolves it in the statement ``context``."""
-        order = ("let", "param", "input", "component")
+        order = ("let", "param", "input", "component", "audit")
         if isinstance(context, (S.Reward, S.Advantage, S.Weight, S.Section)):
-            order = ("component", "param", "let", "input")
+            order = ("component", "param", "let", "input", "audit")
         for kind in order:
             d = self._by(kind, name)
             if d is not None:
@@ -557,12 +589,12 @@ class Analysis:
         if self.ch is None:
             return None
         target = _canonical(self.resolve_path(stmt.path))
-        names = {"let": [], "component": [], "param": [], "input": []}  # type: dict[str, list[str]]
+        names = {"let": [], "component": [], "param": [], "input": [], "audit": []}  # type: dict[str, list[str]]
         for d in self.definitions:
             if _canonical(d.file) == target:
                 names[d.kind].append(d.name)
         body = [f"imports `{stmt.path}`"]
-        for kind in ("let", "component", "param", "input"):
+        for kind in ("let", "component", "param", "input", "audit"):
             if names[kind]:
                 body.append(f"{kind}s: " + ", ".join(f"`{n}`" for n in names[kind]))
         return "\n\n".join(body)
@@ -637,6 +669,12 @@ class Analysis:
                 rtxt = f" in [{src[stmt.range[0].loc.start:stmt.range[0].loc.end]}, " \
                        f"{src[stmt.range[1].loc.start:stmt.range[1].loc.end]}]"
             return Symbol(stmt.name, "function", "component" + rtxt, rng, sel, kids)
+        if isinstance(stmt, S.Audit):
+            kids = [Symbol(clause, "property", "clause", crng, crng) for clause, cloc in stmt.clause_locs.items()
+                    if (crng := self.range_of(cloc)) is not None]
+            a = self.ch.audit_irs.get(stmt.name) if self.ch is not None else None
+            detail = "audit" + (f" every {a.every} step{'s' if a.every != 1 else ''}" if a is not None else "")
+            return Symbol(stmt.name, "event", detail, rng, sel, kids)
         if isinstance(stmt, S.Weight):
             return Symbol(f"{stmt.component}.weight", "property", "weight", rng,
                           self.offset_range(stmt.loc.start, stmt.loc.start + len(stmt.component)) or rng)
@@ -729,7 +767,7 @@ def _scan(text: str) -> tuple[list[tuple[str, str | None]], bool]:
 
 
 def _kind_of(d: Definition) -> str:
-    return {"let": "variable", "param": "constant", "input": "field", "component": "class"}[d.kind]
+    return {"let": "variable", "param": "constant", "input": "field", "component": "class", "audit": "event"}[d.kind]
 
 
 def complete(analysis: Analysis | None, text: str, file: str, line: int, character: int,
@@ -780,8 +818,12 @@ def complete(analysis: Analysis | None, text: str, file: str, line: int, charact
             return out
         # an indented line inside a component: its clauses
     if re.match(r"\s+[A-Za-z_]*$", prefix_line) and not stack:
-        for k in COMPONENT_CLAUSES:
-            out.append(Completion(k, "keyword", "component clause", sort="0"))
+        if _statement_keyword(before) == "audit":
+            for k, insert, doc in AUDIT_CLAUSES:
+                out.append(Completion(k, "keyword", "audit clause", doc, insert, snippet=True, sort="0"))
+        else:
+            for k in COMPONENT_CLAUSES:
+                out.append(Completion(k, "keyword", "component clause", sort="0"))
     if at_statement_start:
         return out
 
@@ -805,6 +847,14 @@ def complete(analysis: Analysis | None, text: str, file: str, line: int, charact
     if stmt_kind == "advantage":
         for k in sorted(AGGREGATES | set(STAGE_SHORTHANDS)):
             out.append(Completion(k, "value", "advantage aggregate / shorthand", sort="2"))
+    if stmt_kind == "audit":
+        if re.match(r"\s*audit\s+\w+(?:\s+in\s*\[[^\]]*\])?\s*=\s*\w*$", prefix_line):
+            for k, opts in STATISTICS.items():  # `audit NAME = ` can name a built-in statistic of the run
+                args = ", ".join(f"{o}={d[0]:g}" for o, d in opts.items())
+                out.append(Completion(k, "function", f"{k}({args}): a statistic of the run", sort="2"))
+        elif not calls:
+            for k, insert, doc in AUDIT_CLAUSES[:3]:
+                out.append(Completion(k, "keyword", "audit clause", doc, insert, snippet=True, sort="2"))
     return out
 
 
@@ -832,8 +882,8 @@ def _names(analysis: Analysis | None, stmt_kind: str | None) -> list[Completion]
     in_reward = stmt_kind in ("reward", "advantage", "preference")
     have = set()
     for d in analysis.definitions:
-        if d.kind == "component" and not in_reward:
-            continue
+        if d.kind == "audit" or d.kind == "component" and not in_reward:
+            continue  # an audit is never read by an expression (E219)
         if d.kind == "let" and (in_reward or (analysis.env is not None and d.name not in analysis.env.lets)):
             continue
         if d.kind == "input" and in_reward:

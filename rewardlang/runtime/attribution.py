@@ -20,6 +20,7 @@ overlaps the range.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ import numpy as np
 
 __all__ = ["MODES", "Placement", "edge_ranges", "place", "to_tokens"]
 
+_EOL = re.compile(r"\r\n|\r|\n")
 #: the placements a ``tokens`` clause can name (``sequence``: no clause, the value on the last token)
 MODES = ("sequence", "last", "over", "spans", "ends", "split")
 
@@ -59,10 +61,11 @@ class Placement:
 
 def edge_ranges(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """The delimiters around ``text[start:end]``: the line before it up to ``start`` (a code block's opening
-    fence with its newline) and from ``end`` to the end of the line after it (the newline and closing fence). When
-    that line holds a ```` ``` ```` fence, the delimiter is the fence alone: prose before an opening fence or after a
-    closing one on the same line is not the fence (it gets what text outside the block gets), so the value of an
-    answer never depends on which line its prose starts.
+    fence with its line break) and from ``end`` to the end of the line after it (the line break and the closing
+    fence). When that line holds a ```` ``` ```` fence, the delimiter is the fence alone: prose before an opening
+    fence or after a closing one on the same line is not the fence (it gets what text outside the block gets), so
+    the value of an answer never depends on which line its prose starts; the closing fence's indentation is part of
+    it. Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r``.
 
     >>> t = "hi\\n```python\\nx = 1\\n```\\nbye"
     >>> [t[a:b] for a, b in edge_ranges(t, 13, 18)]
@@ -70,16 +73,20 @@ def edge_ranges(text: str, start: int, end: int) -> list[tuple[int, int]]:
     >>> t = "Sure: ```python\\nx = 1\\n``` Hope it helps"
     >>> [t[a:b] for a, b in edge_ranges(t, 16, 21)]
     ['```python\\n', '\\n```']
+    >>> t = "Sure:\\r\\n  ```python\\r\\nx = 1\\r\\n  ```\\r\\n"
+    >>> [t[a:b] for a, b in edge_ranges(t, 20, 25)]
+    ['```python\\r\\n', '\\r\\n  ```']
     """
     out = []
     if start > 0:
-        line_start = text.rfind("\n", 0, start - 1) + 1
+        brk = start - 2 if text[start - 2:start] == "\r\n" else start - 1 if text[start - 1] in "\r\n" else start
+        line_start = max(text.rfind("\n", 0, brk), text.rfind("\r", 0, brk)) + 1
         fence = text.rfind("```", line_start, start)
         out.append((fence if fence >= 0 else line_start, start))
     if end < len(text):
-        after = end + 1 if text[end] == "\n" else end
-        nl = text.find("\n", after)
-        stop = len(text) if nl < 0 else nl
+        after = end + 2 if text[end:end + 2] == "\r\n" else end + 1 if text[end] in "\r\n" else end
+        eol = _EOL.search(text, after)
+        stop = eol.start() if eol else len(text)
         rest = text[after:stop]
         if rest.lstrip(" \t").startswith("```"):  # the closing fence: its backticks (and nothing after them)
             ticks = after + len(rest) - len(rest.lstrip(" \t"))

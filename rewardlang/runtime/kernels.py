@@ -642,7 +642,12 @@ def call(ctx: Context, impl: Implementation, layout: Sequence[tuple], args: Sequ
                       component=component, cache=ctx.cache, stats=ctx.stats, use_cache=ctx.use_cache,
                       extra=ctx.extra)
         t_start = time.perf_counter()
-        res = _call_isolated(impl, layout, columns, m, params, sub, ctx)
+        if ctx.extra.get("plan_only") and not impl.in_workers and "plans" not in sig.tags:
+            # `rewardlang check --data`: nothing runs a program, a tool or a model; the functions that run tests
+            # (tagged "plans") only read the tests; every other value is computed as when scoring
+            res = Result([None] * m)
+        else:
+            res = _call_isolated(impl, layout, columns, m, params, sub, ctx)
         ctx.stats[f"time:{component or sig.name}"] += time.perf_counter() - t_start
         values = list(res.values) if not isinstance(res.values, np.ndarray) else res.values
         if len(values) != m:

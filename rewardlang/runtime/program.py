@@ -33,8 +33,8 @@ from rewardlang.runtime.aggregates import group_codes
 from rewardlang.runtime.api import Context, LRUCache, Span
 from rewardlang.runtime.columns import Col
 
-__all__ = ["Program", "ScoreResult", "DataError", "InputInfo", "ComponentInfo", "load_program", "compile_spec",
-           "chat_to_text"]
+__all__ = ["Program", "ScoreResult", "DataError", "InputInfo", "ComponentInfo", "AuditInfo", "load_program",
+           "compile_spec", "chat_to_text"]
 
 
 class DataError(ValueError):
@@ -66,6 +66,25 @@ class ComponentInfo:
     weight_expr: str
     has_spans: bool
     tokens: dict | None = None  # the `tokens` clause's placement (runtime/attribution.py); None: sequence reward
+
+
+@dataclass(frozen=True)
+class AuditInfo:
+    """One ``audit`` of the spec: ``kind`` is ``samples`` (a per-sample value, :meth:`Program.audit`) or
+    ``statistic`` (a built-in statistic of the run: ``statistic`` and ``options``). Audited at step 1, at every
+    multiple of ``every`` and at the last step; the alarm looks ``window`` steps back for a reward rise of
+    ``margin`` (rewardlang/runtime/audits.py)."""
+
+    name: str
+    kind: str
+    every: int
+    window: int
+    margin: float
+    text: str
+    range: tuple[float, float] | None = None
+    statistic: str | None = None
+    options: dict[str, float] = field(default_factory=dict)
+    line: int = 0
 
 
 @dataclass
@@ -196,6 +215,11 @@ class Program:
                                          c["on_error_given"], c["timeout"], c["weight"], c["has_spans"],
                                          c.get("tokens"))
                            for c in spec["components"]]
+        self.audits = [AuditInfo(a["name"], a["kind"], int(a["every"]), int(a["window"]), float(a["margin"]),
+                                 a["text"], tuple(a["range"]) if a.get("range") else None, a.get("statistic"),
+                                 dict(a.get("options") or {}), int(a.get("line") or 0))
+                       for a in spec.get("audits", [])]
+        self._audit_program: Program | None = None
         self.train: dict[str, Any] = dict(spec["train"])
         self.params: dict[str, Any] = dict(spec["params"])
         self.has_advantage = spec["advantage"] is not None
@@ -223,6 +247,8 @@ class Program:
         self.pool_min_rows = int(os.environ.get("REWARDLANG_POOL_MIN_ROWS",
                                                 _POOL_MIN_ROWS_HEAVY if heavy else _POOL_MIN_ROWS))
         self._resources_ok = False
+        #: entries added to every call's ``Context.extra`` (``{"plan_only": True}``: `rewardlang check --data`)
+        self.context_extra: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ resources
     def missing_resources(self) -> list[Diagnostic]:
@@ -520,6 +546,7 @@ class Program:
                       stats=self.stats if stats is None else stats)
         if self.run_rows is not None:
             ctx.extra["run_rows"] = self.run_rows
+        ctx.extra.update(self.context_extra)
         if trace is not None:
             ctx.extra["explain"] = True
             return self.module.rows(I, ctx, step, trace)
@@ -585,6 +612,46 @@ class Program:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+        if self._audit_program is not None:
+            self._audit_program.close()
+
+    # ------------------------------------------------------------------ audits
+    @property
+    def audit_program(self) -> "Program | None":
+        """The spec's audits of samples as a program of their own (their values are its components), compiled
+        on first use; None when the spec has none. It shares nothing with this program's scoring: an audit never
+        enters the reward, the advantage, a mask or a preference pair."""
+        source = getattr(self.module, "AUDITS", None)
+        if source is None:
+            return None
+        if self._audit_program is None:
+            self._audit_program = Program.from_python(source, f"{self.name}_audits")
+            self._audit_program.workers = self.workers
+        return self._audit_program
+
+    def audit_columns(self) -> list[str]:
+        """Dataset columns the audits of samples read (the completion excluded)."""
+        ap = self.audit_program
+        return [] if ap is None else ap.required_columns()
+
+    def audit(self, completion: Sequence[Any] | None = None, *, step: int = 0, **columns: Sequence[Any]
+              ) -> ScoreResult:
+        """Score the spec's audits of samples on a batch: ``.components[NAME]`` is each audit's value per row (NaN
+        where masked), with ``.masked`` and ``.errors`` as for components. The reward is not computed.
+
+            >>> import rewardlang
+            >>> prog = rewardlang.loads(
+            ...     "component short in [0, 1] = 1 if len(completion) < 10 else 0\\n"
+            ...     "audit words in [0, 100] = len(words(completion)) every 5 steps\\n")
+            >>> prog.audit(["a b c", "d"]).components["words"].tolist()
+            [3.0, 1.0]
+            >>> [c.name for c in prog.components], [(a.name, a.every) for a in prog.audits]
+            (['short'], [('words', 5)])
+        """
+        ap = self.audit_program
+        if ap is None:
+            raise ValueError(f"spec `{self.name}` declares no audit of samples")
+        return ap.score(completion, step=step, **columns)
 
     def _policy(self, info: ComponentInfo, v: Any, m: int, stats: Counter
                 ) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
@@ -750,15 +817,24 @@ class Program:
             for inp in self.inputs:
                 if inp.used and inp.name not in given:
                     given[inp.name] = [None] * n
+            audited = None
             try:
                 cols = self._columns(n, given, example=True)
                 out = self.score_columns(cols, n, step=step, group=group, raw=given)
+                if any(a.name == name for a in self.audits for name, _, _ in ex["expects"]) \
+                        and self.audit_program is not None:
+                    ap = self.audit_program
+                    audited = ap.score_columns(ap._columns(n, given, example=True), n, step=step, raw=given)
             except DataError as exc:
                 results.append((ex["name"], ex["file"], ex["line"], [str(exc)]))
                 continue
             for name, expected, tol in ex["expects"]:
+                if name not in ("reward", "advantage") and name not in out.components and audited is not None:
+                    out_for = audited  # an audit's expected value
+                else:
+                    out_for = out
                 got = out.total if name == "reward" else (out.advantages if name == "advantage" else
-                                                          out.components[name])
+                                                          out_for.components[name])
                 if got is None:
                     failures.append(f"`{name}`: the example gives no groups for the advantage")
                     continue
@@ -768,7 +844,7 @@ class Program:
                         if g == g:
                             failures.append(f"`{name}`{_row(i, n)}: expected none, got {g:.10g}")
                     elif g != g:
-                        why = out.errors.get(name, [None] * n)[i] if name in out.errors else None
+                        why = out_for.errors.get(name, [None] * n)[i] if name in out_for.errors else None
                         failures.append(f"`{name}`{_row(i, n)}: expected {e:.10g}, got none"
                                         + (f" ({why})" if why else ""))
                     elif abs(g - e) > tol:

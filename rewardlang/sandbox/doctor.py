@@ -29,7 +29,37 @@ from rewardlang.sandbox.languages import PROFILES, TESTS_FORMAT, Profile
 from rewardlang.sandbox.launch import find_bwrap
 from rewardlang.sandbox.runner import Sandbox, Task, expected_level, probe_level
 
-__all__ = ["doctor_report", "doctor_languages"]
+__all__ = ["doctor_report", "doctor_languages", "core_dumps"]
+
+
+def core_dumps(path: str = "/proc/sys/kernel/core_pattern") -> dict[str, Any]:
+    """The host's core-dump handler as it concerns programs: ``kernel.core_pattern``, and a warning when it is
+    a pipe. Programs run with ``RLIMIT_CORE`` 0 and those forked from the worker are not dumpable, but a
+    process that execs (every step of a program in another language, a Python program's ``exec``) is
+    dumpable again, and the kernel ignores ``RLIMIT_CORE`` for a pipe (fs/coredump.c): each crash of such a
+    process starts the handler (systemd-coredump, apport) on the host, as root, outside every limit of the
+    sandbox. A file pattern (``core``) is disabled by the limit.
+
+        >>> import tempfile
+        >>> with tempfile.NamedTemporaryFile("w", suffix="core_pattern") as fh:
+        ...     _ = fh.write("|/usr/lib/systemd/systemd-coredump %P %u %g %s %t %c %h\\n"); fh.flush()
+        ...     r = core_dumps(fh.name)
+        >>> r["pipe"], r["warning"][:40]
+        (True, 'crashing programs start /usr/lib/systemd')
+    """
+    try:
+        with open(path) as fh:
+            pattern = fh.read().strip()
+    except OSError:
+        return {"core_pattern": None, "pipe": False, "warning": None}
+    pipe = pattern.startswith("|")
+    warning = None
+    if pipe:
+        handler = pattern[1:].split()[0] if pattern[1:].split() else "?"
+        warning = (f"crashing programs start {handler} on the host, as root, once per crash, whatever the "
+                   "sandbox's limits (the kernel ignores RLIMIT_CORE for a pipe): set kernel.core_pattern to a "
+                   "file name (e.g. `sysctl kernel.core_pattern=core`) on machines that score untrusted programs")
+    return {"core_pattern": pattern, "pipe": pipe, "warning": warning}
 
 
 def _bwrap_version(path: str | None) -> str | None:
@@ -100,6 +130,7 @@ def doctor_report(config: SandboxConfig | None = None, *, all_levels: bool = Tru
         # whether a slot's CPU weight is fixed (see docs/sandbox.md, "Memory" and the mask table)
         "memory": (cgroups.support().as_dict() if config.cgroups else
                    cgroups.CgroupSupport(None, reasons=("SandboxConfig(cgroups=False)",)).as_dict()),
+        "core_dumps": core_dumps(),
     }
     if shutil.which("bwrap") is None and config.bwrap is None:
         out["bwrap"]["path"] = None

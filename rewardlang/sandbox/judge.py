@@ -291,6 +291,7 @@ def _short(v: Any) -> str:
     return s if len(s) <= 120 else s[:117] + "..."
 
 
+_DUPLICATE = TestResult("fail", "more than one record for this test (the program wrote on the result channel)")
 _JUDGED = {"pass": "pass", "fail": "fail", "error": "runtime_error", "memory": "memory", "limit": "output_limit"}
 
 
@@ -316,7 +317,14 @@ def _judge_call(plan: Plan, run: RawRun) -> tuple[str, list[TestResult], str | N
             continue
         i, kind = rec[1], rec[2]
         test = plan.tests[i]
-        if results[i] is not None or test.kind == "inside":
+        if test.kind == "inside":
+            continue
+        if results[i] is not None:
+            # The runner writes one record per test, from the program's own process only (a process the
+            # program forks never reports: _worker._owner_only); a second is the program writing on the
+            # channel. Whichever came first, the test fails: the verdict never depends on which process
+            # the scheduler ran first (issue 32), and a forged record never passes a test.
+            results[i] = _DUPLICATE
             continue
         detail = str(rec[3])[:300] if len(rec) > 3 and isinstance(rec[3], str) else ""
         if kind == "memory":

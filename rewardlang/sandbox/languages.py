@@ -118,6 +118,11 @@ class Profile:
     #: virtual memory up front (node dies with "Failed to reserve virtual memory for CodeRange" under 512 MiB).
     #: RLIMIT_AS is raised to it; the program's memory budget (the memory cgroup) is unchanged
     address_space_mb: int = 0
+    #: a file the compile step must leave in the run directory for the run step to start, checked by the
+    #: worker before the run step (a regular file, not a symlink): Java's ``Main.class`` (a unit that declares
+    #: a package compiles it into a subdirectory, and the JVM would start and find no class). The run steps
+    #: ``./main`` need no such check: the exec itself fails on anything that is not a runnable file there
+    needs: str | None = None
     hello: str = field(default="", repr=False)
 
     def tools(self) -> list[str]:
@@ -140,7 +145,7 @@ PROFILES: dict[str, Profile] = {p.code: p for p in (
              JAVATUPLES, "-d", ".", "Main.java"),
             ("/usr/bin/java", *JVM_FLAGS, "-cp", ".:" + JAVATUPLES, "Main"),
             frozenset({"java"}), ("openjdk-17-jdk-headless", "libjavatuples-java"), ("/usr/bin/javac", "-version"),
-            compile_cpu=20.0, address_space_mb=1024,
+            compile_cpu=20.0, address_space_mb=1024, needs="Main.class",
             hello='public class Main { public static void main(String[] a) throws Exception {\n'
                   '  try (java.io.FileOutputStream f = new java.io.FileOutputStream("/proc/self/fd/3")) {\n'
                   '    f.write("0 \\"hello\\"\\n".getBytes("UTF-8")); } } }\n'),
@@ -329,8 +334,10 @@ class LanguagePlan:
             w = lim.to_wire(nproc_base)
             mem = max(mem, int(w["mem"]))
             w["mem"] = max(int(w["mem"]), self.profile.address_space_mb << 20)
-            steps.append({"step": name, "argv": list(argv or ()), "env": env, "limits": w,
-                          "stderr": name == "compile"})
+            st = {"step": name, "argv": list(argv or ()), "env": env, "limits": w, "stderr": name == "compile"}
+            if name == "run" and self.profile.needs and self.profile.compile is not None:
+                st["needs"] = self.profile.needs
+            steps.append(st)
         # "limits" (last, see pool.request_memory): the memory group's budget, the largest step's budget
         top = dict(steps[-1]["limits"], mem=mem)
         return {"mode": "argv", "file": self.profile.file, "steps": steps, "limits": top}
@@ -370,9 +377,9 @@ class LanguagePlan:
         cpu = sum(r.cpu for r in runs)
         wall = sum(r.wall for r in runs)
         n = self.n
-        if any(getattr(r, "exec_failed", False) for r in runs):
-            return Verdict("infra", infra=f"{self.profile.title}: a step could not be started (exec failed)",
-                           level=level, cpu=cpu, wall=wall)
+        for i, r in enumerate(runs):
+            if r.exec_failed or r.not_built:
+                return self._not_started(i, r, level, cpu, wall)
         run = runs[-1]
         if self.profile.compile is not None:
             comp = runs[0]
@@ -401,6 +408,37 @@ class LanguagePlan:
         outcome = worst([r.status for r in results])
         out = run.out[:2000].decode("utf-8", "replace")
         return Verdict(outcome, tuple(results), level=level, cpu=cpu, wall=wall, stdout=out)
+
+    def _not_started(self, i: int, run: Any, level: str, cpu: float, wall: float) -> Verdict:
+        """The verdict of a program whose step ``i`` could not be started. The rule (issue 32): only a
+        toolchain executable (the profile's own absolute paths, under the read-only ``/usr``, checked before
+        the request) may mask; an exec failure of anything else (``./main``: what the program's own compile
+        step built in its run directory) or a missing file the step needs (Java's ``Main.class``) is the
+        program's outcome, ``compile_error`` (nothing runnable was built), never a mask. A compile step that
+        exits 0 without a runnable result (a Go unit of another package: an archive; a C unit whose
+        ``.interp`` the kernel refuses; a Java unit in a package) therefore earns what a failed compile does."""
+        steps = ([("compile", self.profile.compile)] if self.profile.compile is not None else []) + \
+            [("run", self.profile.run)]
+        name, argv = steps[min(i, len(steps) - 1)]
+        exe = argv[0] if argv else ""
+        if run.exec_failed and exe in self.profile.tools():
+            _forget_tool(exe)
+            return Verdict("infra", infra=f"{self.profile.title}: {exe} could not be started in the sandbox "
+                                          f"(the toolchain is missing or unusable; see `rewardlang doctor`)",
+                           level=level, cpu=cpu, wall=wall)
+        if run.not_built:
+            why = (f"nothing runnable was built: the compile step exited 0 without leaving {self.profile.needs} "
+                   f"in the run directory")
+        else:
+            why = (f"nothing runnable was built: the {name} step's {exe} (made by the program's own compile "
+                   f"step) could not be executed")
+        return Verdict("compile_error", tuple(TestResult("compile_error", why) for _ in range(self.n)),
+                       level=level, cpu=cpu, wall=wall, stdout=why)
+
+
+def _forget_tool(tool: str) -> None:
+    """Check ``tool`` again before the next request (its exec failed in the sandbox: it may be gone)."""
+    _tool_ok.pop(tool, None)
 
 
 def _compile_why(run: Any) -> str:

@@ -320,6 +320,10 @@ def bwrap_argv(bwrap: str, python: str, *, binds: list[tuple[str, str]], worker_
     for p in toolchain_paths():
         argv += ["--ro-bind", p, p]
     argv += ["--proc", "/proc", "--dev", "/dev",
+             # no pseudo-terminal: bubblewrap's /dev holds a devpts instance of its own, whose ptys count
+             # against the host-wide kernel.pty.max (a program opened 3,071 of them, issue 32); an empty
+             # read-only tmpfs over it leaves /dev/ptmx (a link to pts/ptmx) pointing at nothing
+             "--perms", "0555", "--size", "4096", "--tmpfs", "/dev/pts", "--remount-ro", "/dev/pts",
              "--size", str(tmp_size), "--tmpfs", "/tmp",
              "--size", str(1 << 20), "--tmpfs", "/dev/shm",
              "--ro-bind-data", str(worker_fd), "/sandbox/worker.py",

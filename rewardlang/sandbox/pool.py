@@ -104,7 +104,8 @@ def unpack_run(data: bytes) -> dict[str, Any]:
         raise ValueError(f"malformed binary run head: {e}") from None
     return {"run": {"exit": code, "reason": why, "cpu": cpu, "wall": wall, "idle": idle,
                     "setup_failed": bool(flags & 1), "clean": bool(flags & 2), "recycle": bool(flags & 4),
-                    "oom": oom, "exec_failed": bool(flags & 8), "spawn": "clone" if flags & 32 else "fork",
+                    "oom": oom, "exec_failed": bool(flags & 8), "not_built": bool(flags & 64),
+                    "spawn": "clone" if flags & 32 else "fork",
                     "t": [t0, t1, t2, t3], "res_len": res_len, "out_len": out_len, "last": bool(flags & 16)}}
 
 
@@ -495,7 +496,7 @@ class SlotPool:
                                      wall=float(r["wall"]), setup_failed=bool(r["setup_failed"]),
                                      clean=bool(r["clean"]), res=blobs[2 * i], out=blobs[2 * i + 1],
                                      judge=r.get("judge_bytes"), judge_info=r.get("judge"), oom=int(r.get("oom", 0)),
-                                     exec_failed=bool(r.get("exec_failed")))
+                                     exec_failed=bool(r.get("exec_failed")), not_built=bool(r.get("not_built")))
                         part.append(run)
                         oom_kills += run.oom
                         setup_failed = setup_failed or run.setup_failed

@@ -37,8 +37,12 @@ class RawRun:
     #: processes of the program the memory cgroup's OOM killer ended during this run (``reason`` is then
     #: ``"memory"`` unless it is a CPU timeout)
     oom: int = 0
-    #: an argv step's executable could not be exec'd (a missing toolchain; see ``languages.py``)
+    #: an argv step's executable could not be exec'd: a toolchain's (absent or unusable: a mask) or one the
+    #: program's own earlier step built (its outcome, ``compile_error``; see ``languages.py``)
     exec_failed: bool = False
+    #: an argv step was not started: the file it needs from the steps before it is not in the run directory
+    #: (``Profile.needs``, Java's Main.class): the program's outcome, ``compile_error``
+    not_built: bool = False
 
 
 @dataclass

@@ -76,9 +76,13 @@ def machine_key() -> str:
     return f"{platform.machine()}|{model}|{os.cpu_count()}|{sys.version.split()[0]}"
 
 
-def _key(code: str, tests: Any, entry: Any, fmt: str, compare: str, level: str, cap: float) -> str:
-    blob = json.dumps([_VERSION, code, tests if isinstance(tests, str) or tests is None else list(tests), entry, fmt,
-                       compare, level, cap, machine_key()], ensure_ascii=False, default=repr)
+def _key(code: str, tests: Any, entry: Any, fmt: str, compare: str, level: str, cap: float,
+         prelude: str | None = None) -> str:
+    parts = [_VERSION, code, tests if isinstance(tests, str) or tests is None else list(tests), entry, fmt,
+             compare, level, cap, machine_key()]
+    if prelude:   # the tests' trusted helpers (keys without one are those measured before it existed)
+        parts.append(["prelude", prelude])
+    blob = json.dumps(parts, ensure_ascii=False, default=repr)
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -109,15 +113,17 @@ def clear_memory_cache() -> None:
         _memory.clear()
 
 
-def reference_times(sandbox: Any, refs: Sequence[tuple[str, Any, Any, str, str]], cap: float, *,
+def reference_times(sandbox: Any, refs: Sequence[tuple[Any, ...]], cap: float, *,
                     stats: Counter[str] | None = None, use_disk: bool = True) -> list[float | None]:
-    """The reference CPU time of each ``(reference code, tests, entry point, format, compare)``, measured in
-    ``sandbox`` under a CPU limit of ``cap`` (all unmeasured ones in one batch), from the caches when known.
+    """The reference CPU time of each ``(reference code, tests, entry point, format, compare[, prelude])``,
+    measured in ``sandbox`` under a CPU limit of ``cap`` (all unmeasured ones in one batch), from the caches when
+    known.
 
     None where the reference does not pass its tests within ``cap`` (or the sandbox failed: not cached).
     """
     out: list[float | None] = [None] * len(refs)
-    keys = [_key(c, t, e, f, cmp, sandbox.level, cap) for c, t, e, f, cmp in refs]
+    refs = [tuple(r) + (None,) * (6 - len(r)) for r in refs]
+    keys = [_key(c, t, e, f, cmp, sandbox.level, cap, pre) for c, t, e, f, cmp, pre in refs]
     todo: dict[str, int] = {}
     for i, k in enumerate(keys):
         with _lock:
@@ -135,8 +141,8 @@ def reference_times(sandbox: Any, refs: Sequence[tuple[str, Any, Any, str, str]]
     if todo:
         tasks = []
         for k, i in todo.items():
-            c, t, e, f, cmp = refs[i]
-            tasks.append(Task(c, t, e, f, Limits(cpu=float(cap)), cmp))
+            c, t, e, f, cmp, pre = refs[i]
+            tasks.append(Task(c, t, e, f, Limits(cpu=float(cap)), cmp, prelude=pre))
         verdicts = sandbox.evaluate(tasks, use_cache=False)
         for (k, _), v in zip(todo.items(), verdicts, strict=True):
             if v.infra:

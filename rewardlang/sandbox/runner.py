@@ -91,6 +91,9 @@ class Task:
     language: str = "python"
     #: CPU seconds of an argv program's compile step (None: the language profile's default)
     compile_cpu: float | None = None
+    #: trusted helper code for Python tests (e.g. the task's prompt), run in the judge process only; the tests'
+    #: names resolve to it, never to the program's (:func:`~rewardlang.sandbox.convert.make_plan`)
+    prelude: str | None = None
 
 
 def _answer_key(tests: str | Sequence[str] | None) -> bytes:
@@ -318,7 +321,8 @@ class Sandbox:
                     pending[key] = (payload, hard, lplan, task.compare, [i])  # type: ignore[assignment]
                 continue
             try:
-                plan = make_plan(task.tests, task.entry_point, task.format) if task.tests is not None else None
+                plan = make_plan(task.tests, task.entry_point, task.format, task.prelude) \
+                    if task.tests is not None else None
             except TestFormatError as e:
                 out[i] = Verdict("error", error=str(e), level=self.level)
                 continue

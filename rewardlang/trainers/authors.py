@@ -12,13 +12,18 @@ what their code gives it. This is an implementation written here from their algo
   (decoded since the previous row start, special tokens as text) holds the ``r``-th line break; a finding on
   ruff rows ``a..b`` gives −1 to the tokens from row ``a``'s start to row ``b+1``'s start (to the end when there is
   no such row; a first row past the last is the last); every other token, EOS included, gets +1.
-- **syntax** (the SynCode logits processor): before generating token ``k`` the text of the tokens since the last
-  marker is searched, special tokens as text: ``"```python"`` opens a block, then ``"```"`` closes it; at each
-  marker the **two tokens before** ``k`` get 2.0 (whatever they held); tokens inside a block get ±1, others 0;
-  blocks re-open after a close (every later python block is valued). Their ±1 is SynCode's check of a
-  *resampled* token (a random draw, not a function of the completion); here it is CPython's check of the
-  generated ones: +1 while the block's text up to the token's end is before its first violation
-  (:func:`rewardlang.runtime.code.validity.first_violation`), −1 from there on.
+- **syntax** (the SynCode logits processor, ``wrappers/syncode_wrapper.py``): before generating token ``k`` the
+  text of the tokens since the last marker is searched, special tokens as text: ``"```python"`` opens a block,
+  then ``"```"`` closes it; at each marker the **two tokens before** ``k`` get 2.0 (whatever they held); tokens
+  inside a block get ±1, others 0; blocks re-open after a close (every later python block is valued). Inside a
+  block, SynCode's rule: the code starts one token after the opening marker's (``start_from = input_ids.size(1)
+  + 1``), so that first token is judged against empty code (+1) and is never part of the code; every later token
+  gets +1 while the code up to it is a *viable prefix* of a Python program (some text can follow it to make a
+  valid program: an unclosed docstring or bracket, a block header without its body are viable), −1 from the first
+  token after which no valid program can follow; the end-of-sequence token gets +1 only where the code before it
+  is a whole program. CPython decides viability (:func:`rewardlang.runtime.code.validity.viable`). Their check
+  is of a *resampled* token (a random draw, not a function of the completion); here the generated tokens are
+  checked.
 - **masked code**: the tokens whose ``lint_w·lint + syntax_w·syntax`` (float32) is > 0 are kept, the others
   become padding; the kept tokens are decoded (special tokens skipped) and ``extract_python_code`` is applied.
   The spec is scored again on that text (its ``tests`` and ``dfg`` terms under ``mapping = "authors"``: the
@@ -32,8 +37,9 @@ what their code gives it. This is an implementation written here from their algo
   ``dfg`` puts its value there when > 0. Both values are stored in bfloat16 and summed in bfloat16
   (``0.1·dfg`` then ``+ 0.7·tests``, their order), then added to the float32 ``0.1·lint + 0.1·syntax``.
 
-Where equality cannot hold: SynCode's ±1 (random, above); a block marker completed by the very first token
-(their score list grows by one and ``torch.stack`` fails: their run stops; here the one token before it gets 2.0).
+Where equality cannot hold: SynCode's ±1 (random, above; and SynCode's LALR grammar for Python approximates the
+language where CPython decides here); a block marker completed by the very first token (their score list grows by
+one and ``torch.stack`` fails: their run stops; here the one token before it gets 2.0).
 
     >>> import rewardlang
     >>> from rewardlang.trainers.model import build_tokenizer
@@ -47,7 +53,6 @@ Where equality cannot hold: SynCode's ±1 (random, above); a block marker comple
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -57,8 +62,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from rewardlang.runtime.api import Context
-from rewardlang.runtime.components.dense import first_violation
+from rewardlang.runtime.code import validity
+from rewardlang.runtime.components.syntax import DEFAULT_TIMEOUT, SyntaxParams
+from rewardlang.trainers.align import TokenAligner
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -120,6 +126,8 @@ class AuthorsMapping:
                              f"and dfg of specs/dense_ppo.reward (missing: {', '.join(sorted(missing))})")
         pad = getattr(tokenizer, "pad_token_id", None)
         self.pad = pad if pad is not None else getattr(tokenizer, "eos_token_id", None)
+        self.max_chars = SyntaxParams().max_chars  # longer code is not compiled (the syntax component's bound)
+        self.aligner = TokenAligner(tokenizer)
         self.seconds_scoring = 0.0
 
     # -- decoding as their code does -------------------------------------------------------------------------
@@ -157,7 +165,7 @@ class AuthorsMapping:
         return np.where(acc == 0.0, 1.0, -1.0).astype(np.float32)
 
     def syntax(self, ids: Sequence[int]) -> np.ndarray:
-        """The SynCode processor's fence state machine; ±1 inside a block from CPython's first violation."""
+        """The SynCode processor's fence state machine, and SynCode's check of every token inside a block."""
         n = len(ids)
         vals: list[float] = []
         blocks: list[tuple[int, int]] = []  # token ranges valued ±1, [first, stop)
@@ -175,24 +183,39 @@ class AuthorsMapping:
             vals.append(1.0 if inside else 0.0)
         out = np.asarray(vals, dtype=np.float32)
         for first, stop in blocks:
-            self._violations(ids, first, stop, out)
+            self._check_block(ids, first, stop, out)
         return out
 
-    def _violations(self, ids: Sequence[int], first: int, stop: int, out: np.ndarray) -> None:
-        text = self._text(ids[first:stop], special=False)
-        # the registered function: too deep or too long is invalid from 0, an overloaded machine an error (masked)
-        got = first_violation.fn([text], params=None, ctx=Context())
-        if got.errors[0] is not None:
-            raise _Masked(got.errors[0])
-        bad = got.values[0]
-        if bad is None:
+    def _check_block(self, ids: Sequence[int], first: int, stop: int, out: np.ndarray) -> None:
+        """SynCode's verdict on the tokens ``first..stop-1`` of one block (``first``: the token after the one that
+        completed the marker). The first is judged against empty code (+1) and is never part of the code: their
+        processor starts the code at ``input_ids.size(1) + 1``. Every later token ``k`` gets +1 while the code
+        ``decode(ids[first + 1 : k + 1])`` is a viable prefix of a Python program (:func:`~rewardlang.runtime.code.
+        validity.viable`), −1 from the first that is not; the end-of-sequence token gets +1 only when the code
+        before it is a whole program (SynCode accepts EOS only where its grammar accepts the end), −1 otherwise.
+        A token that ends inside a multi-byte character is judged by the whole characters before it."""
+        body = [int(t) for t in ids[first + 1:stop]]
+        if not body:
             return
-        for k in range(first, stop):
+        # each token's character end in the block's code (a token ending inside a character: the whole ones)
+        text, ends = self.aligner.align(body)
+        if len(text) > self.max_chars:  # not compiled: invalid from its start (the completion's own outcome)
+            bad: int | None = 0
+        else:
+            try:
+                bad = validity.shortest_nonviable_prefix(text, cuts=ends, deadline=time.monotonic() + DEFAULT_TIMEOUT)
+            except validity.TooDeep:
+                bad = 0
+            except TimeoutError as exc:  # an overloaded machine (as the syntax component): masked, never a value
+                raise _Masked(f"syntax: {exc} ({DEFAULT_TIMEOUT} s)") from exc
+        eos = getattr(self.tokenizer, "eos_token_id", None)
+        for j, k in enumerate(range(first + 1, stop)):
             if out[k] != 1.0:
                 continue  # a fence token (2.0)
-            end = len(_common_prefix(self._text(ids[first:k + 1], special=False), text))
-            if end > bad:
+            if bad is not None and ends[j] >= bad:
                 out[k] = -1.0
+            elif body[j] == eos:
+                out[k] = 1.0 if _whole_program(text[:ends[j]]) else -1.0
 
     def related(self, code: str, masked: Sequence[int], selected: Sequence[bool]) -> tuple[int, int]:
         """``get_related_indicies``: the token range that gets the tests' and the dataflow's value."""
@@ -300,5 +323,10 @@ def _rows_of(span: Any) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def _common_prefix(a: str, b: str) -> str:
-    return os.path.commonprefix([a, b])
+def _whole_program(code: str) -> bool:
+    """True when ``code`` compiles as it is (not merely a viable prefix): where SynCode accepts the end."""
+    try:
+        return validity.is_valid(code)
+    except validity.TooDeep:
+        return False
+

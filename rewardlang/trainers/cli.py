@@ -124,8 +124,7 @@ def train_command(
 
 #: eval's options that say how to generate: with --completions nothing is generated, so each is refused
 _GENERATION_OPTIONS = {"model": "--model", "n": "--n", "temperature": "--temperature",
-                       "max_new_tokens": "--max-new-tokens", "seed": "--seed", "threads": "--threads",
-                       "spec": "--spec"}
+                       "max_new_tokens": "--max-new-tokens", "seed": "--seed", "threads": "--threads"}
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -134,19 +133,19 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
-def _presentation(spec: str) -> dict[str, Any]:
-    """``--spec``'s ``system_prompt`` and ``prompt_template`` (its errors printed, located, and status 1)."""
+def _load_spec(spec: str) -> Any:
+    """``--spec`` compiled (its errors printed, located, and status 1): how problems are presented (its
+    ``system_prompt`` and ``prompt_template``) and how answers are scored, in every ``--lang``."""
     import rewardlang
     from rewardlang.diagnostics import SpecError
 
     if not os.path.exists(spec):
         _fail(f"--spec {spec}: file not found")
     try:
-        train = rewardlang.load(spec).train
+        return rewardlang.load(spec)
     except SpecError as exc:
         typer.echo(exc.render(color=False), err=True)
         raise SystemExit(1) from None
-    return {key: train[key] for key in ("system_prompt", "prompt_template") if train.get(key)}
 
 
 @app.command("eval")
@@ -165,7 +164,13 @@ def eval_command(
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N problems."),
     max_new_tokens: int = typer.Option(256, "--max-new-tokens", help="Tokens generated per completion."),
     spec: Optional[str] = typer.Option(None, "--spec", help="Present problems as this spec's train section says "
-                                       "(system_prompt, prompt_template), in every --lang."),
+                                       "(system_prompt, prompt_template), in every --lang, and score every answer "
+                                       "with it: the "
+                                       "reward and each component, with 95% bootstrap intervals (default: a run "
+                                       "directory's own spec)."),
+    compare: Optional[str] = typer.Option(None, "--compare", help="Per-problem results of an earlier evaluation "
+                                          "(eval -o FILE, or a run's eval-before.jsonl): the paired change in reward "
+                                          "and pass@1 with its 95% bootstrap interval; its problems by default."),
     completions: Optional[str] = typer.Option(None, "--completions", help="Judge these completions (JSONL rows "
                                               "{task_id, completion}) instead of generating."),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Per-problem results as JSONL (written "
@@ -196,7 +201,9 @@ def eval_command(
         if unused:
             _fail(f"{unused[0]} does not apply with --completions (the completions are given: nothing is "
                   "generated; pass@k uses the completions the file holds per problem)")
-    shown: dict[str, Any] = _presentation(spec) if spec is not None else {}
+    prog = _load_spec(spec) if spec is not None else None  # its errors before any work
+    shown: dict[str, Any] = {key: prog.train[key] for key in ("system_prompt", "prompt_template")
+                             if prog is not None and prog.train.get(key)}
     if completions is None:  # generation options, checked before the model loads
         if n < 1:
             _fail(f"--n must be at least 1 (got {n})")
@@ -215,12 +222,16 @@ def eval_command(
     if lang == "all" or canonical_language(lang) != "python":
         if completions is not None and lang == "all":
             _fail("--completions with --lang all: give one language's completions with --lang L")
+        if compare is not None:
+            _fail("--compare takes one language's results: evaluate --lang python (or compare the -o files of "
+                  "one language)")
         from rewardlang.trainers.eval_lang import eval_languages
 
         eval_languages(list(LANGUAGES) if lang == "all" else [canonical_language(lang)], model=model,
                        dataset=dataset, n=n, temperature=temperature, ks=k, problems=problems, limit=limit,
                        max_new_tokens=max_new_tokens, completions=completions, output=output, seed=seed,
-                       threads=threads, progress=progress, fail=_fail, presentation=shown, inputs={"spec": spec})
+                       threads=threads, progress=progress, fail=_fail, presentation=shown, inputs={"spec": spec},
+                       program=prog)
         return
     ks = sorted(set(k or [1, n]))
     if completions is None and any(x < 1 or x > n for x in ks):
@@ -233,7 +244,12 @@ def eval_command(
         except OutputError as exc:
             _fail(str(exc))
     try:
+        earlier = ev.load_compare(compare) if compare else None
+        if earlier is not None and not problems:
+            problems = [r["task_id"] for r in earlier]
         rows = ev.select_problems(problems, limit, dataset)
+        if prog is None and model is not None and os.path.isdir(model):
+            prog = ev.run_spec(model)  # a run directory's answers are scored with the spec it trained on
         if completions is not None:
             if not os.path.exists(completions):
                 _fail(f"--completions {completions}: file not found")
@@ -244,7 +260,8 @@ def eval_command(
                 short = next(r["task_id"] for r, c in zip(rows, given) if len(c) == fewest)
                 _fail(f"--k {ks}: every k must be between 1 and the completions per problem ({completions} holds "
                       f"{fewest} for {short})")
-            summary, _ = ev.evaluate(rows, completions=given, ks=ks, out_path=output, dataset=dataset)
+            summary, records = ev.evaluate(rows, completions=given, ks=ks, out_path=output, dataset=dataset,
+                                           program=prog)
         else:
             from transformers.utils import logging as hf_logging
 
@@ -256,16 +273,20 @@ def eval_command(
             name = model or default_model()
             m, tok, from_run = ev.load_eval_model(name)
             shown = {**from_run, **shown}
-            summary, _ = ev.evaluate(rows, model=m, tokenizer=tok, n=n, ks=ks, temperature=temperature,
-                                     max_new_tokens=max_new_tokens, seed=seed, progress=progress, out_path=output,
-                                     system_prompt=shown.get("system_prompt", ev.ROBOT_SYSTEM_PROMPT
-                                                             if dataset == "robot" else ev.DEFAULT_SYSTEM_PROMPT),
-                                     prompt_template=shown.get("prompt_template"), dataset=dataset)
+            summary, records = ev.evaluate(rows, model=m, tokenizer=tok, n=n, ks=ks, temperature=temperature,
+                                           max_new_tokens=max_new_tokens, seed=seed, progress=progress,
+                                           out_path=output, dataset=dataset, program=prog,
+                                           system_prompt=shown.get("system_prompt", ev.ROBOT_SYSTEM_PROMPT
+                                                                   if dataset == "robot" else ev.DEFAULT_SYSTEM_PROMPT),
+                                           prompt_template=shown.get("prompt_template"))
             summary["model"] = name
+        if earlier is not None:
+            summary["change"] = {**ev.change_between(earlier, records), "against": compare}
     except (ConfigError, ValueError) as exc:
         _fail(str(exc))
         return
-    figures = ", ".join(f"{key} {summary[key]:.3f}" for key in summary if key.startswith("pass@"))
+    figures = ", ".join(f"{key} {summary[key]:.3f}" for key in summary
+                        if key.startswith("pass@") and isinstance(summary[key], float))  # not pass@1_ci95
     unscored = summary["problems"] - summary["scored"]
     if "outcome_classes" in summary:
         typer.echo("outcome classes: " + ", ".join(f"{c} {v}" for c, v in summary["outcome_classes"].items()))
@@ -274,6 +295,8 @@ def eval_command(
                   + (f"; {unscored} problems with every completion masked are not in pass@k" if unscored else "")
                   + ")" if summary["infra_failures"] else ""))
     typer.echo(_json.dumps(summary))
+    for line in ev.figures_lines(summary):  # after the JSON line, which scripts read as the second line
+        typer.echo(line)
     if output:
         typer.echo(f"per-problem results: {output}")
 

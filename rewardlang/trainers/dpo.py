@@ -132,4 +132,4 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     record_config(trainer, run_dir, checkpoint, prog, cfg, sources, params, {"dpo_args": args_record(trainer.args)})
 
     # 4. Held-out pass@1 before, train, save the final policy, pass@1 after, the run's README.
-    return finish_run(trainer, trainer.processing_class, cfg, run_dir, checkpoint, heldout, progress=progress)
+    return finish_run(trainer, trainer.processing_class, cfg, run_dir, checkpoint, heldout, program=prog, progress=progress)

@@ -57,7 +57,7 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
                    ks: Sequence[int] | None, problems: Sequence[str] | None, limit: int | None,
                    max_new_tokens: int, completions: str | None, output: str | None, seed: int, threads: int,
                    progress: bool, fail: Callable[[str], None], presentation: dict[str, Any] | None = None,
-                   inputs: dict[str, Any] | None = None) -> None:
+                   inputs: dict[str, Any] | None = None, program: Any = None) -> None:
     """Evaluate each language in turn and print its table row, then the summaries as one JSON line; the
     per-problem records of every language go to ``output`` (written once, complete).
 
@@ -66,8 +66,8 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
     none is left out and named; none at all is an error. ``presentation`` (``--spec``'s ``system_prompt`` and
     ``prompt_template``) is how every language's problems are asked; without it, Python's are asked as a run
     directory was trained (else the default) and another language's with :func:`~rewardlang.trainers.evaluate.
-    lang_system_prompt`. With ``completions``, pass@k's k defaults to 1 and the completions the file holds per
-    problem, as for Python."""
+    lang_system_prompt`. ``program`` (``--spec``, else a run directory's spec) scores every answer too. With
+    ``completions``, pass@k's k defaults to 1 and the completions the file holds per problem, as for Python."""
     import typer
 
     from rewardlang.trainers import evaluate as ev
@@ -121,6 +121,8 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
                 torch.set_num_threads(threads)
             name = model or default_model()
             m, tok, run_shown = ev.load_eval_model(name)
+            if program is None and model is not None and os.path.isdir(model):
+                program = ev.run_spec(model)  # a run directory's answers are scored with the spec it trained on
         elif not os.path.exists(completions):
             fail(f"--completions {completions}: file not found")
         for lang, rows in chosen.items():
@@ -132,14 +134,15 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
                     short = next(r["task_id"] for r, c in zip(rows, given) if len(c) == fewest)
                     fail(f"--k {lang_ks}: every k must be between 1 and the completions per problem ({completions} "
                          f"holds {fewest} for {short})")
-                summary, recs = ev.evaluate(rows, completions=given, ks=lang_ks)
+                summary, recs = ev.evaluate(rows, completions=given, ks=lang_ks, program=program)
             else:
                 shown = presentation if presentation else (run_shown if lang == "python" else {})
                 default = ev.DEFAULT_SYSTEM_PROMPT if lang == "python" else ev.lang_system_prompt(lang)
                 summary, recs = ev.evaluate(rows, model=m, tokenizer=tok, n=n, ks=ks, temperature=temperature,
                                             max_new_tokens=max_new_tokens, seed=seed, progress=progress,
                                             system_prompt=shown.get("system_prompt") or default,
-                                            prompt_template=shown.get("prompt_template"), desc=f"eval {lang}")
+                                            prompt_template=shown.get("prompt_template"), desc=f"eval {lang}",
+                                            program=program)
                 summary["model"] = name
             summaries[lang] = summary
             records.extend(recs)

@@ -39,7 +39,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["pass_at_k", "program_for", "lang_program_for", "lang_system_prompt", "translated_humaneval",
            "translation_code", "robot_program", "judge", "judge_robot", "generate", "evaluate", "summarize", "write_jsonl",
-           "load_completions", "select_problems", "load_eval_model", "DEFAULT_SYSTEM_PROMPT"]
+           "load_completions", "select_problems", "load_eval_model", "DEFAULT_SYSTEM_PROMPT", "bootstrap_ci",
+           "mean_ci", "paired_change", "spec_scores", "spec_summary", "change_between", "BOOTSTRAP_SEED",
+           "run_spec", "load_compare", "figures_lines"]
 
 #: how a problem is presented when neither a spec nor a run directory says (the shipped specs state their own)
 DEFAULT_SYSTEM_PROMPT = ("You are an expert Python programmer. Complete the function the user gives. Reply with the "
@@ -241,9 +243,9 @@ def judge(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[
                 else:
                     tasks.append(Task(code, row["tests"], row["entry_point"], limits=limits, language=lang))
                     where.append((i, j))
-            elif lang == "python":
+            elif lang == "python":   # the prompt's helpers are the tests' trusted prelude (docs/sandbox.md)
                 tasks.append(Task(program_for(comp, row["prompt"], row["entry_point"]), row["tests"],
-                                  row["entry_point"], format="humaneval", limits=limits))
+                                  row["entry_point"], format="humaneval", limits=limits, prelude=row["prompt"]))
             else:
                 tasks.append(Task(lang_program_for(comp, row["prompt"], lang), row["tests"], row["entry_point"],
                                   limits=limits, language=lang))
@@ -257,6 +259,29 @@ def judge(problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[
             else:
                 v = verdicts[(i, j)]
                 out[i].append(None if v.infra else v.outcome)
+    return out
+
+
+def undefined_in(problems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The Python problems whose tests use names nothing defines (not the tests, the prompt as their prelude, the
+    builtins or the standard library): ``{"task", "names"}`` each. Those tests fail for every program.
+
+        >>> from rewardlang.datasets.humaneval import load_humaneval
+        >>> undefined_in(load_humaneval())
+        []
+    """
+    from rewardlang.sandbox.convert import TestFormatError, make_plan
+
+    out = []
+    for row in problems:
+        if (row.get("language") or "python") != "python" or row.get("source_language") or not row.get("tests"):
+            continue
+        try:
+            plan = make_plan(row["tests"], row.get("entry_point"), "humaneval", row.get("prompt"))
+        except TestFormatError:
+            continue
+        if plan.undefined:
+            out.append({"task": row.get("task_id", row.get("entry_point")), "names": list(plan.undefined)})
     return out
 
 
@@ -403,13 +428,181 @@ def load_completions(path: str, problems: Sequence[Mapping[str, Any]]) -> list[l
     return [by_id[r["task_id"]] for r in problems]
 
 
+#: the bootstrap's fixed seed: an interval is a function of its sample alone, the same on every run and machine
+BOOTSTRAP_SEED = 20240601
+#: bootstrap resamples (the interval's ends move by about 0.005 of a standard error between seeds at this count)
+BOOTSTRAP_RESAMPLES = 10_000
+
+
+def bootstrap_ci(values: Sequence[float], *, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
+                 seed: int = BOOTSTRAP_SEED) -> list[float] | None:
+    """The percentile bootstrap interval of the mean of ``values`` (Efron & Tibshirani, 1993, ch. 13): the mean of
+    ``resamples`` resamples drawn with replacement, and their ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles
+    (numpy's linear interpolation). Deterministic: a fixed ``seed``. None for an empty sample; a sample whose
+    values are all equal gives that value at both ends.
+
+    A sample of two values, 0 and 1: the resampled means are 0, 0.5 and 1 with probabilities 1/4, 1/2, 1/4, so the
+    95 % interval is [0, 1]; one of 40 values spread evenly is about the mean ± 1.96 standard errors.
+
+    >>> bootstrap_ci([0.0, 1.0])
+    [0.0, 1.0]
+    >>> bootstrap_ci([0.3] * 7), bootstrap_ci([])
+    ([0.3, 0.3], None)
+    >>> lo, hi = bootstrap_ci([i / 39 for i in range(40)]); round(lo, 2), round(hi, 2)
+    (0.41, 0.59)
+    """
+    import numpy as np
+
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError("bootstrap_ci: a one-dimensional sample")
+    if not 0 < level < 1 or resamples < 1:
+        raise ValueError(f"bootstrap_ci: level in (0, 1) and resamples >= 1 (got {level}, {resamples})")
+    if x.size == 0:
+        return None
+    if not np.isfinite(x).all():
+        raise ValueError("bootstrap_ci: the sample holds NaN or infinity (leave masked values out first)")
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    step = max(1, 4_000_000 // x.size)  # bounded memory for large samples: indices drawn in blocks
+    for start in range(0, resamples, step):
+        stop = min(resamples, start + step)
+        means[start:stop] = x[rng.integers(0, x.size, size=(stop - start, x.size))].mean(axis=1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    # an all-equal sample's resampled means differ from it in the last bit (summation order): clamp to the range
+    lo, hi = max(float(lo), float(x.min())), min(float(hi), float(x.max()))
+    return [lo, hi]
+
+
+def mean_ci(values: Sequence[float], **kw: Any) -> dict[str, Any]:
+    """``{"mean", "ci95", "n"}`` of a sample (:func:`bootstrap_ci`); mean and interval None when it is empty.
+
+    >>> mean_ci([1.0, 0.0, 1.0, 1.0])["mean"]
+    0.75
+    """
+    vals = [float(v) for v in values]
+    return {"mean": sum(vals) / len(vals) if vals else None, "ci95": bootstrap_ci(vals, **kw), "n": len(vals)}
+
+
+def paired_change(before: Sequence[float | None], after: Sequence[float | None], **kw: Any) -> dict[str, Any]:
+    """The change ``after - before`` of paired values (one pair per problem): its mean and the 95 % bootstrap
+    interval of that mean, resampling problems (the pairs stay together, so what every problem shares, its
+    difficulty, cancels). A pair with a None on either side (a masked reward, a problem with no judged sample) is
+    left out and counted in ``"left_out"``.
+
+    >>> paired_change([0.2, 0.5, 0.1], [0.2, 0.5, 0.1])
+    {'mean': 0.0, 'ci95': [0.0, 0.0], 'n': 3, 'left_out': 0}
+    >>> c = paired_change([0.2, 0.5, None], [0.4, 0.7, 0.9]); c["ci95"], c["n"], c["left_out"]
+    ([0.2, 0.2], 2, 1)
+    """
+    if len(before) != len(after):
+        raise ValueError(f"paired_change: {len(before)} values before, {len(after)} after")
+    pairs = [(float(b), float(a)) for b, a in zip(before, after) if b is not None and a is not None]
+    out = mean_ci([a - b for b, a in pairs], **kw)
+    if out["mean"] is not None:
+        out["mean"] = round(out["mean"], 12)  # 0.4 - 0.2 and 0.7 - 0.5 differ in the last bit; their mean is 0.2
+        out["ci95"] = [round(v, 12) for v in out["ci95"]]
+    out["left_out"] = len(before) - len(pairs)
+    return out
+
+
+def spec_scores(program: Any, problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[str]], *,
+                chat: bool = True, system_prompt: str | None = None, prompt_template: str | None = None
+                ) -> list[dict[str, Any]]:
+    """Each problem's completions scored by ``program`` (a compiled spec), as training scores them: the spec reads
+    the problem's columns by its inputs' names, and the prompt as the model was shown it
+    (:func:`rewardlang.trainers.data.present`). Per problem: ``reward`` (the mean total of its unmasked
+    completions; None when every one is masked), ``components`` (each one's mean over the same completions) and
+    ``reward_masked`` (completions whose total the spec masked: an infrastructure failure, never scored 0)."""
+    import numpy as np
+
+    from rewardlang.trainers.data import present
+
+    flat = [(i, c) for i, comps in enumerate(completions) for c in comps]
+    if not flat:
+        return [{"reward": None, "components": {}, "reward_masked": 0} for _ in problems]
+    cols: dict[str, list[Any]] = {"completion": [c for _, c in flat]}
+    for inp in program.inputs:
+        if inp.name == "completion" or not inp.used:
+            continue
+        if inp.name == "prompt":
+            cols["prompt"] = [present(problems[i]["prompt"], chat, system_prompt, prompt_template) for i, _ in flat]
+        else:
+            cols[inp.name] = [problems[i].get(inp.column) for i, _ in flat]
+    res = program.score(**cols)
+    out = []
+    for i in range(len(problems)):
+        rows = [j for j, (k, _) in enumerate(flat) if k == i]
+        totals = [float(res.total[j]) for j in rows if res.total[j] == res.total[j]]
+        comps = {}
+        for name, vals in res.components.items():
+            got = [float(vals[j]) for j in rows if vals[j] == vals[j] and res.total[j] == res.total[j]]
+            comps[name] = float(np.mean(got)) if got else None
+        out.append({"reward": float(np.mean(totals)) if totals else None, "components": comps,
+                    "reward_masked": len(rows) - len(totals)})
+    return out
+
+
+def spec_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The spec's held-out figures over ``records`` (per problem: ``reward``, ``components``, ``pass@1``): the
+    reward's mean and 95 % bootstrap interval over problems, each component's mean (and interval), pass@1's
+    interval. Problems whose reward is masked are left out of the reward and counted."""
+    out: dict[str, Any] = {}
+    rewards = [r["reward"] for r in records if r.get("reward") is not None]
+    if any("reward" in r for r in records):
+        out["reward"] = {**mean_ci(rewards), "masked": len(records) - len(rewards)}
+        names = list(dict.fromkeys(k for r in records for k in (r.get("components") or {})))
+        per = {k: [r["components"][k] for r in records if r.get("reward") is not None
+                   and (r.get("components") or {}).get(k) is not None] for k in names}
+        out["components"] = {k: (sum(v) / len(v) if v else None) for k, v in per.items()}
+        out["components_ci95"] = {k: bootstrap_ci(v) for k, v in per.items()}
+    passes = [r["pass@1"] for r in records if r.get("pass@1") is not None]
+    if passes:
+        out["pass@1_ci95"] = bootstrap_ci(passes)
+    return out
+
+
+def _key(r: Mapping[str, Any]) -> tuple[str, str]:
+    return (str(r["task_id"]), str(r.get("language") or "python"))
+
+
+def change_between(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``after - before`` per problem (paired by task id and language), for the spec's reward, each component and
+    pass@1: each a :func:`paired_change`. Problems on one side only are an error (the two evaluations must judge
+    the same problems)."""
+    a = {_key(r): r for r in after}
+    b = {_key(r): r for r in before}
+    if set(a) != set(b):
+        only = sorted(set(a) ^ set(b))
+        raise ValueError(f"before and after evaluated different problems (first: {only[0][0]})")
+    keys = [_key(r) for r in before]
+    out: dict[str, Any] = {}
+    if any("reward" in r for r in before):
+        out["reward"] = paired_change([b[k].get("reward") for k in keys], [a[k].get("reward") for k in keys])
+        names = list(dict.fromkeys(n for r in (*before, *after) for n in (r.get("components") or {})))
+
+        def comp(r: Mapping[str, Any], n: str) -> float | None:
+            return None if r.get("reward") is None else (r.get("components") or {}).get(n)
+
+        out["components"] = {n: paired_change([comp(b[k], n) for k in keys], [comp(a[k], n) for k in keys])
+                             for n in names}
+    out["pass@1"] = paired_change([b[k].get("pass@1") for k in keys], [a[k].get("pass@1") for k in keys])
+    return out
+
+
 def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokenizer: Any = None,
              completions: Sequence[Sequence[str]] | None = None, n: int = 1, ks: Sequence[int] = (1,),
              temperature: float = 0.0, max_new_tokens: int = 256, system_prompt: str | None = None,
              prompt_template: str | None = None, seed: int = 0, progress: bool = False, desc: str = "eval",
-             out_path: str | None = None, dataset: str = "humaneval") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+             out_path: str | None = None, dataset: str = "humaneval", program: Any = None,
+             chat: bool | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Generate (or take the given ``completions``), judge, and return ``(summary, per-problem records)``; the
     records go to ``out_path`` as JSONL when given (written once everything is judged).
+
+    With a ``program`` (a compiled spec) every completion is also scored by it (:func:`spec_scores`; ``chat``:
+    whether prompts were shown as chats, default: when the tokenizer has a chat template) and the summary adds
+    :func:`spec_summary`'s figures: the reward's mean and 95 % bootstrap interval, each component's mean, and
+    pass@1's interval.
 
     >>> from rewardlang.datasets.humaneval import load_humaneval
     >>> rows = load_humaneval()[:2]
@@ -436,6 +629,12 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
             if bar is not None:
                 bar.close()
     gen_s = time.perf_counter() - t0
+    undefined = undefined_in(problems) if dataset != "robot" else []
+    if undefined:   # tests that fail for every program: said once, never a silent 0
+        from rewardlang.runtime.components.execution import undefined_names_lines
+
+        for line in undefined_names_lines(found=[(u["task"], u["names"]) for u in undefined]):
+            print(line, file=sys.stderr, flush=True)
     outcomes = judge(problems, completions, dataset=dataset)
     passing = "success" if dataset == "robot" else "pass"
     records = []
@@ -449,7 +648,20 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
             if len(ok) >= k:
                 rec[f"pass@{k}"] = pass_at_k(len(ok), c, k)
         records.append(rec)
+    if program is not None:
+        if chat is None:
+            chat = bool(getattr(tokenizer, "chat_template", None)) if tokenizer is not None else True
+        scores = spec_scores(program, problems, completions, chat=chat, system_prompt=system_prompt,
+                             prompt_template=prompt_template)
+        for rec, sc in zip(records, scores, strict=True):
+            rec.update(sc)
     summary = summarize(records, ks)
+    if undefined:
+        summary["undefined_names"] = undefined
+    if program is not None or 1 in ks:
+        summary.update(spec_summary(records))
+        if program is not None:
+            summary["spec"] = program.name
     if dataset == "robot":  # the paper's table: how many completions end in each class
         classes = ("python_error", "simulation_error", "completion_error", "success")
         flat = [o for r in records for o in r["outcomes"] if o is not None]
@@ -469,6 +681,72 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
     if out_path:
         write_jsonl(out_path, records)
     return summary, records
+
+
+def run_spec(name: str) -> Any:
+    """The spec a run directory trained on (its ``config.json``: path and parameters), compiled; None when ``name``
+    is not a run directory, or the spec file is no longer where the run found it (then ``--spec`` names one)."""
+    path = os.path.join(name, "config.json")
+    if not (os.path.isdir(os.path.join(name, "final")) and os.path.exists(path)):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        spec = json.load(fh).get("spec") or {}
+    where = spec.get("path")
+    if not where or not os.path.exists(where):
+        return None
+    import rewardlang
+    from rewardlang.diagnostics import SpecError
+
+    try:
+        return rewardlang.load(where, params=spec.get("params") or None)
+    except SpecError as exc:
+        raise ValueError(f"--model {name}: the spec it trained on, {where}, no longer compiles "
+                         f"({exc}); name one with --spec") from None
+
+
+def load_compare(path: str) -> list[dict[str, Any]]:
+    """Per-problem records of an earlier evaluation (``rewardlang eval -o FILE``, or a run's
+    ``eval-before.jsonl``) to pair with this one; ValueError naming the line of a row that is not one."""
+    from rewardlang.jsonl import read_jsonl
+
+    out = []
+    for lineno, row in read_jsonl(path):
+        if not isinstance(row.get("task_id"), str) or not isinstance(row.get("n"), int):
+            raise ValueError(f"{path}:{lineno}: not a per-problem evaluation record (task_id, n, outcomes ...); "
+                             f"give a file written by `rewardlang eval -o` or a run's eval-before.jsonl")
+        out.append(row)
+    if not out:
+        raise ValueError(f"{path}: no per-problem records")
+    return out
+
+
+def figures_lines(summary: Mapping[str, Any]) -> list[str]:
+    """``rewardlang eval``'s lines for the spec's reward, its components and pass@1, each with its 95 % bootstrap
+    interval over problems, and the paired change against ``--compare`` when there is one.
+
+        >>> figures_lines({"spec": "s", "scored": 3, "pass@1": 0.5, "pass@1_ci95": [0.0, 1.0],
+        ...                "reward": {"mean": 0.4, "ci95": [0.1, 0.7], "n": 3, "masked": 0},
+        ...                "components": {"format": 1.0}})
+        ['reward (spec `s`): 0.400 (95% CI 0.100 to 0.700) over 3 problems; components: format 1.000', 'pass@1: 0.500 (95% CI 0.000 to 1.000)']
+    """
+    out = []
+    r = summary.get("reward") or {}
+    if r.get("mean") is not None:
+        comps = ", ".join(f"{k} {v:.3f}" for k, v in (summary.get("components") or {}).items() if v is not None)
+        out.append(f"reward (spec `{summary.get('spec', '?')}`): {r['mean']:.3f} (95% CI {r['ci95'][0]:.3f} to "
+                   f"{r['ci95'][1]:.3f}) over {r['n']} problems" + (f", {r['masked']} masked left out"
+                                                                     if r.get("masked") else "")
+                   + (f"; components: {comps}" if comps else ""))
+    if summary.get("pass@1_ci95"):
+        lo, hi = summary["pass@1_ci95"]
+        out.append(f"pass@1: {summary['pass@1']:.3f} (95% CI {lo:.3f} to {hi:.3f})")
+    ch = summary.get("change") or {}
+    for what in ("reward", "pass@1"):
+        c = ch.get(what) or {}
+        if c.get("mean") is not None:
+            out.append(f"change in {what} against {ch.get('against', 'the comparison')}: {c['mean']:+.3f} (95% CI "
+                       f"{c['ci95'][0]:+.3f} to {c['ci95'][1]:+.3f}, paired over {c['n']} problems)")
+    return out
 
 
 def not_policy(name: str) -> None:

@@ -442,7 +442,7 @@ def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[s
     trainer = build_trainer(cfg, sources, prog, run_dir, mode=mode, progress=progress, callbacks=callbacks)
     record_config(trainer, run_dir, checkpoint, prog, cfg, sources, params,
                   {"beta": trainer.beta, "lambda": trainer.lam, "mode": mode, "online": trainer.online})
-    return finish_run(trainer, trainer.tok, cfg, run_dir, checkpoint, heldout, progress=progress)
+    return finish_run(trainer, trainer.tok, cfg, run_dir, checkpoint, heldout, program=prog, progress=progress)
 
 
 def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] | None = None,

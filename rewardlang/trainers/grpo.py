@@ -394,4 +394,4 @@ def train(
     record_config(trainer, run_dir, checkpoint, prog, cfg, sources, params, {"grpo_args": args_record(trainer.args)})
 
     # 4. Held-out pass@1 before, train, save the final policy (the adapter only, with LoRA), pass@1 after, README.
-    return finish_run(trainer, trainer.processing_class, cfg, run_dir, checkpoint, heldout, progress=progress)
+    return finish_run(trainer, trainer.processing_class, cfg, run_dir, checkpoint, heldout, program=prog, progress=progress)

@@ -55,6 +55,7 @@ class StepReward:
 
     def __init__(self, program: Any) -> None:
         self.program = program
+        self._warned: set[tuple[str, tuple[str, ...]]] = set()
         self._reset()
 
     def _stats(self) -> Mapping[str, Any]:
@@ -96,8 +97,10 @@ class StepReward:
                     self._zero += int(np.all(t == t[0]))
 
     def take(self) -> dict[str, float]:
-        """This step's metrics; the next step starts."""
+        """This step's metrics; the next step starts. Tasks whose tests use names nothing defines (they fail for
+        every program) are said on stderr the first time they are seen, once per run."""
         stats = self._stats()
+        self._warn_undefined(stats)
 
         def delta(key: str) -> float:
             v = stats.get(key, 0)
@@ -124,6 +127,19 @@ class StepReward:
             out[f"components/{name}/max"] = self._hi[name]
         self._reset()
         return out
+
+
+    def _warn_undefined(self, stats: Mapping[str, Any]) -> None:
+        from rewardlang.runtime.components.execution import (
+            undefined_names,
+            undefined_names_lines,
+        )
+
+        new = [(t, n) for t, n, _ in undefined_names(stats) if (t, tuple(n)) not in self._warned]
+        if new:
+            self._warned.update((t, tuple(n)) for t, n in new)
+            for line in undefined_names_lines(found=new):
+                print(line, file=sys.stderr, flush=True)
 
 
 _COUNTERS = ("sandbox.timeouts", "sandbox.limit_relative", "sandbox.limit_no_reference")

@@ -225,5 +225,5 @@ def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] 
     record_config(trainer, run_dir, checkpoint, prog, cfg, sources, params, {"gepo_beta": trainer.gepo_beta})
 
     # 4. Held-out pass@1 before, train, save the final policy, pass@1 after, the run's README.
-    return finish_run(trainer, trainer.tokenizer, cfg, run_dir, checkpoint, heldout, progress=progress,
+    return finish_run(trainer, trainer.tokenizer, cfg, run_dir, checkpoint, heldout, program=prog, progress=progress,
                       save=trainer.save_models)

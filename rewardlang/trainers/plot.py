@@ -89,6 +89,32 @@ def chosen_panels(records: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     return panels
 
 
+def _heldout_panel(ax: Any, evals: dict[str, Any]) -> None:
+    """Held-out pass@1 and the spec's reward (when scored) before and after, as bars with their 95 % intervals."""
+    names = [k for k in ("before", "after") if k in evals]
+    figures = [("pass@1", lambda e: (e["pass@1"], e.get("pass@1_ci95")))]
+    if all((evals[k].get("reward") or {}).get("mean") is not None for k in names):
+        figures.append(("reward", lambda e: (e["reward"]["mean"], e["reward"].get("ci95"))))
+    width = 0.8 / len(names)
+    top = 1e-3
+    for j, name in enumerate(names):
+        xs, ys, lo, hi = [], [], [], []
+        for i, (_, get) in enumerate(figures):
+            y, ci = get(evals[name])
+            xs.append(i + (j - (len(names) - 1) / 2) * width)
+            ys.append(y)
+            lo.append(y - ci[0] if ci else 0.0)
+            hi.append(ci[1] - y if ci else 0.0)
+            top = max(top, y + hi[-1])
+        bars = ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=name,
+                      color=["#999999", "#2a7ab9"][j % 2])
+        ax.bar_label(bars, fmt="%.3f", fontsize=8)
+    ax.set_xticks(range(len(figures)), [f for f, _ in figures])
+    ax.set_ylim(min(0.0, *(get(evals[n])[0] for n in names for _, get in figures)), top * 1.3)
+    ax.legend(fontsize=8)
+    ax.set_title("held-out problems, greedy: before / after (95% CI)", fontsize=10)
+
+
 def plot_run(run_dir: str, out: str | None = None) -> str:
     """Render the run's curves; returns the PNG path (default ``RUN_DIR/curves.png``)."""
     import matplotlib
@@ -106,7 +132,9 @@ def plot_run(run_dir: str, out: str | None = None) -> str:
     evals = {}
     if os.path.exists(os.path.join(run_dir, "eval.json")):
         with open(os.path.join(run_dir, "eval.json"), encoding="utf-8") as fh:
-            evals = {k: v["pass@1"] for k, v in json.load(fh).items() if isinstance(v, dict) and "pass@1" in v}
+            doc = json.load(fh)
+        # before/after only (`change` holds the paired differences); each figure with its 95 % interval
+        evals = {k: doc[k] for k in ("before", "after") if isinstance(doc.get(k), dict) and "pass@1" in doc[k]}
     cols = 2
     rows = math.ceil((len(panels) + bool(evals)) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(11, 3.2 * rows), squeeze=False)
@@ -129,11 +157,7 @@ def plot_run(run_dir: str, out: str | None = None) -> str:
             ax.legend(fontsize=8)
     if evals:
         ax = list(axes.flat)[len(panels)]
-        names = [k for k in ("before", "after") if k in evals]
-        bars = ax.bar(names, [evals[k] for k in names], color=["#999999", "#2a7ab9"][:len(names)])
-        ax.bar_label(bars, fmt="%.3f")
-        ax.set_ylim(0, max(1e-3, *evals.values()) * 1.3)
-        ax.set_title("held-out pass@1 (greedy)", fontsize=10)
+        _heldout_panel(ax, evals)
     for ax in list(axes.flat)[len(panels) + bool(evals):]:
         ax.axis("off")
     fig.suptitle(os.path.basename(os.path.abspath(run_dir)))

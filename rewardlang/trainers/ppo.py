@@ -626,5 +626,5 @@ def train(
 
     # 4. Held-out pass@1 before, train, save the final policy (the adapter only, with LoRA), its tokenizer and the
     # critic, pass@1 after, the run's README.
-    return finish_run(trainer, trainer.tokenizer, cfg, run_dir, checkpoint, heldout, progress=progress,
+    return finish_run(trainer, trainer.tokenizer, cfg, run_dir, checkpoint, heldout, program=prog, progress=progress,
                       save=trainer.save_models)

@@ -28,7 +28,7 @@ from rewardlang.outputs import write_text
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.trainers.config import TrainConfig
 
-__all__ = ["heldout_rows", "evaluate_heldout", "evaluate_stage", "drop_leaked", "save_train_problems", "reward_change", "reward_cost", "files_line", "summary_lines", "write_run_readme"]
+__all__ = ["heldout_rows", "evaluate_heldout", "evaluate_stage", "heldout_lines", "drop_leaked", "save_train_problems", "reward_change", "reward_cost", "files_line", "summary_lines", "write_run_readme"]
 
 #: steps averaged at each end of the run for "first vs last" reward
 ENDS = 5
@@ -64,39 +64,51 @@ def _robot(rows: Sequence[dict[str, Any]]) -> bool:
 
 
 def evaluate_heldout(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], cfg: "TrainConfig", run_dir: str,
-                     when: str, *, progress: bool = True) -> dict[str, Any]:
-    """Greedy pass@1 on ``rows`` (``when``: ``before`` or ``after``); writes ``eval-<when>.jsonl`` and updates
-    ``eval.json``. Returns the summary."""
-    from rewardlang.trainers.evaluate import DEFAULT_SYSTEM_PROMPT, ROBOT_SYSTEM_PROMPT, evaluate
+                     when: str, *, progress: bool = True, program: Any = None) -> dict[str, Any]:
+    """Greedy pass@1 on ``rows`` (``when``: ``before`` or ``after``) and, with ``program`` (the run's spec), each
+    answer's reward and components as training scores them; each figure with its 95 % bootstrap interval over the
+    problems. Writes ``eval-<when>.jsonl`` and updates ``eval.json``; ``after`` also records the paired change
+    (:func:`rewardlang.trainers.evaluate.change_between`) against ``eval-before.jsonl``. Returns the summary."""
+    from rewardlang.trainers.evaluate import DEFAULT_SYSTEM_PROMPT, ROBOT_SYSTEM_PROMPT, change_between, evaluate
 
     robot = _robot(rows)
     # translation prompts hold their own instruction (the target and the answer's form): shown as in training
     default = None if _translation(rows) else ROBOT_SYSTEM_PROMPT if robot else DEFAULT_SYSTEM_PROMPT
-    summary, _ = evaluate(rows, model=model, tokenizer=tokenizer, n=1, ks=(1,), temperature=0.0,
-                          max_new_tokens=cfg.eval_max_new_tokens,
-                          system_prompt=cfg.system_prompt or default,
-                          prompt_template=cfg.prompt_template, progress=progress, desc=f"eval {when}",
-                          out_path=os.path.join(run_dir, f"eval-{when}.jsonl"),
-                          dataset="robot" if robot else "translation" if _translation(rows) else "humaneval")
+    chat = cfg.prompt_format == "chat" or (cfg.prompt_format == "auto" and bool(getattr(tokenizer, "chat_template",
+                                                                                         None)))
+    summary, records = evaluate(rows, model=model, tokenizer=tokenizer, n=1, ks=(1,), temperature=0.0,
+                                max_new_tokens=cfg.eval_max_new_tokens,
+                                system_prompt=cfg.system_prompt or default,
+                                prompt_template=cfg.prompt_template, progress=progress, desc=f"eval {when}",
+                                out_path=os.path.join(run_dir, f"eval-{when}.jsonl"),
+                                dataset="robot" if robot else "translation" if _translation(rows) else "humaneval",
+                                program=program, chat=chat)
     path = os.path.join(run_dir, "eval.json")
     doc: dict[str, Any] = {}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     doc[when] = {**summary, "task_ids": [r["task_id"] for r in rows], "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    before_path = os.path.join(run_dir, "eval-before.jsonl")
+    if when == "after" and os.path.exists(before_path):
+        from rewardlang.jsonl import read_jsonl
+
+        before = [row for _, row in read_jsonl(before_path)]
+        doc["change"] = {**change_between(before, records), "method": "paired percentile bootstrap over problems, "
+                         "10,000 resamples, fixed seed"}
     write_text(path, json.dumps(doc, indent=2))
     return summary
 
 
 def evaluate_stage(when: str, model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], cfg: "TrainConfig",
-                   run_dir: str, *, main: bool, progress: bool = True) -> dict[str, Any] | None:
+                   run_dir: str, *, main: bool, progress: bool = True, program: Any = None) -> dict[str, Any] | None:
     """The held-out evaluation of every generating trainer, ``before`` the first step or ``after`` the last one:
     on the main process only, and ``before`` not again when the run is resumed (its first figure stands)."""
     if not rows or not main:
         return None
     if when == "before" and os.path.exists(os.path.join(run_dir, "eval-before.jsonl")):
         return None
-    return evaluate_heldout(model, tokenizer, rows, cfg, run_dir, when, progress=progress)
+    return evaluate_heldout(model, tokenizer, rows, cfg, run_dir, when, progress=progress, program=program)
 
 
 def drop_leaked(rows: list[dict[str, Any]], heldout: Sequence[dict[str, Any]], source: str) -> list[dict[str, Any]]:
@@ -225,24 +237,74 @@ def summary_lines(run_dir: str) -> list[str]:
     if no_ref:
         out.append(f"time limits: {int(no_ref)} program runs had no reference time and ran under the spec's "
                    "timeout (limits/no_reference)")
-    ev = _eval(run_dir)
-    if "before" in ev and "after" in ev and "pass@1" in ev["before"] and "pass@1" in ev["after"]:
-        b, a = ev["before"], ev["after"]
-        what = {"robot": "robot tasks", "translation": "translation problems"}.get(b.get("dataset"),
-                                                                                  "HumanEval problems")
-        out.append(f"held-out pass@1 ({b['scored']} {what} never trained on, greedy): "
-                   f"{b['pass@1']:.3f} before -> {a['pass@1']:.3f} after "
-                   f"({round(b['pass@1'] * b['scored'])} -> {round(a['pass@1'] * a['scored'])} solved)")
-        lb, la = b.get("by_language") or {}, a.get("by_language") or {}
-        if len(lb) > 1:  # a translation run: each target's pass@1
-            out.append("held-out pass@1 per target language: " + ", ".join(
-                f"{lang} {lb[lang].get('pass@1', 0):.3f} -> {la.get(lang, {}).get('pass@1', 0):.3f}" for lang in lb))
-        if "outcome_classes" in b and "outcome_classes" in a:
-            out.append("held-out outcome classes before -> after: " + ", ".join(
-                f"{c} {b['outcome_classes'][c]} -> {a['outcome_classes'].get(c, 0)}" for c in b["outcome_classes"]))
     from rewardlang.trainers.health import learning_warnings
 
     out += [f"warning: {w}" for w in learning_warnings(records)]
+    return out + heldout_lines(_eval(run_dir))  # last: what the run changed on problems it never saw
+
+
+def _ci(ci: Sequence[float] | None, signed: bool = False) -> str:
+    if not ci:
+        return "no interval"
+    f = "{:+.3f}" if signed else "{:.3f}"
+    return f"95% CI {f.format(ci[0])} to {f.format(ci[1])}"
+
+
+def heldout_lines(ev: dict[str, Any]) -> list[str]:
+    """The held-out figures of ``eval.json`` in a few lines: the spec's reward before and after with their 95 %
+    bootstrap intervals and the paired change with its own, each component's means and change, and pass@1 the
+    same way (per target language too, and the outcome classes of robot tasks).
+
+        >>> ev = {"before": {"scored": 2, "dataset": "humaneval", "pass@1": 0.5, "pass@1_ci95": [0.0, 1.0],
+        ...                  "spec": "s", "reward": {"mean": 0.25, "ci95": [0.0, 0.5], "n": 2, "masked": 0}},
+        ...       "after": {"scored": 2, "pass@1": 0.5, "pass@1_ci95": [0.0, 1.0],
+        ...                 "reward": {"mean": 0.75, "ci95": [0.5, 1.0], "n": 2, "masked": 0}},
+        ...       "change": {"reward": {"mean": 0.5, "ci95": [0.5, 0.5], "n": 2}, "pass@1": {"mean": 0.0,
+        ...                  "ci95": [0.0, 0.0], "n": 2}}}
+        >>> print("\\n".join(heldout_lines(ev)))
+        held-out reward (spec `s`, 2 HumanEval problems never trained on, greedy): 0.250 (95% CI 0.000 to 0.500) before -> 0.750 (95% CI 0.500 to 1.000) after; change +0.500 (95% CI +0.500 to +0.500, paired over 2 problems)
+        held-out pass@1 (2 HumanEval problems never trained on, greedy): 0.500 (95% CI 0.000 to 1.000) before -> 0.500 (95% CI 0.000 to 1.000) after; change +0.000 (95% CI +0.000 to +0.000) (1 -> 1 solved)
+    """
+    out: list[str] = []
+    if not ("before" in ev and "after" in ev and "pass@1" in ev["before"] and "pass@1" in ev["after"]):
+        return out
+    b, a, ch = ev["before"], ev["after"], ev.get("change") or {}
+    what = {"robot": "robot tasks", "translation": "translation problems"}.get(b.get("dataset"), "HumanEval problems")
+    where = f"{b['scored']} {what} never trained on, greedy"
+    rb, ra, rc = b.get("reward") or {}, a.get("reward") or {}, ch.get("reward") or {}
+    if rb.get("mean") is not None and ra.get("mean") is not None:
+        masked = (f"; {rb.get('masked', 0)} before and {ra.get('masked', 0)} after masked, left out"
+                  if rb.get("masked") or ra.get("masked") else "")
+        line = (f"held-out reward (spec `{b.get('spec', '?')}`, {where}{masked}): {rb['mean']:.3f} ({_ci(rb.get('ci95'))}) "
+                f"before -> {ra['mean']:.3f} ({_ci(ra.get('ci95'))}) after")
+        if rc.get("mean") is not None:
+            line += f"; change {rc['mean']:+.3f} ({_ci(rc.get('ci95'), True)}, paired over {rc['n']} problems)"
+        out.append(line)
+        cb, ca, cc = b.get("components") or {}, a.get("components") or {}, ch.get("components") or {}
+        parts = []
+        for name in cb:
+            if cb[name] is None or ca.get(name) is None:
+                continue
+            part = f"{name} {cb[name]:.3f} -> {ca[name]:.3f}"
+            if (cc.get(name) or {}).get("mean") is not None:
+                part += f" ({cc[name]['mean']:+.3f}, {_ci(cc[name].get('ci95'), True)})"
+            parts.append(part)
+        if parts:
+            out.append("held-out components before -> after: " + "; ".join(parts))
+    pc = ch.get("pass@1") or {}
+    line = (f"held-out pass@1 ({where}): {b['pass@1']:.3f}"
+            + (f" ({_ci(b['pass@1_ci95'])})" if b.get("pass@1_ci95") else "") + f" before -> {a['pass@1']:.3f}"
+            + (f" ({_ci(a['pass@1_ci95'])})" if a.get("pass@1_ci95") else "") + " after")
+    if pc.get("mean") is not None:
+        line += f"; change {pc['mean']:+.3f} ({_ci(pc.get('ci95'), True)})"
+    out.append(line + f" ({round(b['pass@1'] * b['scored'])} -> {round(a['pass@1'] * a['scored'])} solved)")
+    lb, la = b.get("by_language") or {}, a.get("by_language") or {}
+    if len(lb) > 1:  # a translation run: each target's pass@1
+        out.append("held-out pass@1 per target language: " + ", ".join(
+            f"{lang} {lb[lang].get('pass@1', 0):.3f} -> {la.get(lang, {}).get('pass@1', 0):.3f}" for lang in lb))
+    if "outcome_classes" in b and "outcome_classes" in a:
+        out.append("held-out outcome classes before -> after: " + ", ".join(
+            f"{c} {b['outcome_classes'][c]} -> {a['outcome_classes'].get(c, 0)}" for c in b["outcome_classes"]))
     return out
 
 

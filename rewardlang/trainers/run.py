@@ -400,10 +400,10 @@ def record_config(trainer: Any, run_dir: str, checkpoint: str | None, prog: "Pro
 
 
 def _evaluate_policy(trainer: Any, tokenizer: Any, when: str, heldout: Sequence[dict[str, Any]], cfg: TrainConfig,
-                     run_dir: str, progress: bool) -> None:
-    """``train.eval``'s pass@1 with the trainer's current policy: every process takes part in unwrapping it (ZeRO-3
-    gathers the parameters), the main one evaluates. A model holding a policy and a critic (PPO's) is evaluated on
-    its ``policy``."""
+                     run_dir: str, progress: bool, program: "Program | None" = None) -> None:
+    """``train.eval`` with the trainer's current policy (pass@1, and the run's spec's reward when ``program`` is
+    given): every process takes part in unwrapping it (ZeRO-3 gathers the parameters), the main one evaluates. A
+    model holding a policy and a critic (PPO's) is evaluated on its ``policy``."""
     if not heldout:
         return
     from trl.models.utils import unwrap_model_for_generation
@@ -413,26 +413,28 @@ def _evaluate_policy(trainer: Any, tokenizer: Any, when: str, heldout: Sequence[
     acc = trainer.accelerator
     with unwrap_model_for_generation(trainer.model, acc, gather_deepspeed3_params=True) as model:
         report.evaluate_stage(when, getattr(model, "policy", model), tokenizer, heldout, cfg, run_dir,
-                              main=acc.is_main_process, progress=progress)
+                              main=acc.is_main_process, progress=progress, program=program)
     acc.wait_for_everyone()
 
 
 def finish_run(trainer: Any, tokenizer: Any, cfg: TrainConfig, run_dir: str, checkpoint: str | None,
-               heldout: Sequence[dict[str, Any]], *, progress: bool | None, save: Any = None) -> RunResult:
-    """What every trainer does around its loop: held-out pass@1 before (not again on a resume), ``trainer.train``,
-    the final policy saved to ``RUN_DIR/final`` (``save``, default ``trainer.save_model``; the adapter only, with
-    LoRA), pass@1 after, the run's README and plot, and the result.
+               heldout: Sequence[dict[str, Any]], *, progress: bool | None, save: Any = None,
+               program: "Program | None" = None) -> RunResult:
+    """What every trainer does around its loop: the held-out evaluation before (not again on a resume; pass@1, and
+    the reward of ``program``, the run's spec, with bootstrap intervals), ``trainer.train``, the final policy saved
+    to ``RUN_DIR/final`` (``save``, default ``trainer.save_model``; the adapter only, with LoRA), the evaluation
+    after (and the paired change), the run's README and plot, and the result.
 
     Every process leaves together: a worker that exits while the main one still writes can abort at exit (SIGABRT,
     "terminate called without an active exception"), and torchrun then fails the finished run."""
     from rewardlang.trainers import report
 
     show = cfg.progress if progress is None else progress
-    _evaluate_policy(trainer, tokenizer, "before", heldout, cfg, run_dir, show)
+    _evaluate_policy(trainer, tokenizer, "before", heldout, cfg, run_dir, show, program)
     trainer.train(resume_from_checkpoint=checkpoint)
     final_dir = os.path.join(run_dir, "final")
     (save or trainer.save_model)(final_dir)
-    _evaluate_policy(trainer, tokenizer, "after", heldout, cfg, run_dir, show)
+    _evaluate_policy(trainer, tokenizer, "after", heldout, cfg, run_dir, show, program)
     if trainer.accelerator.is_main_process:
         report.write_run_readme(run_dir)
     trainer.accelerator.wait_for_everyone()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import logging
 import math
 import threading
 from pathlib import Path
@@ -186,3 +187,55 @@ def test_openrlhf_strips_end_of_sequence_texts() -> None:
 def test_docstring_examples() -> None:
     for mod in (batching, verl, openrlhf, server):
         assert doctest.testmod(mod).failed == 0, mod.__name__
+
+
+def test_every_mask_has_its_reason_and_is_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 37 item 14: a missing column is called missing (it was called "null"), a null one null, a wrong type
+    named, a component's none and an infrastructure failure named; the reason rides on the result (never as a key:
+    verl and OpenRLHF take every key as a metric) and every mask is logged."""
+    spec = tmp_path / "m.reward"
+    spec.write_text("input n: number\ninput k: number?\ncomponent c in [0, 10] = n + k if k != none else none\n"
+                    "reward = c\n")
+    s = SpecScorer(str(spec))
+    with caplog.at_level(logging.WARNING, logger="rewardlang.integrations"):
+        rows = [{"completion": "a", "n": 1, "k": 2}, {"completion": "a"}, {"completion": "a", "n": None},
+                {"completion": "a", "n": "x"}, {"completion": "a", "n": 1}, "not a row"]
+        outs = s.score_rows(rows)  # type: ignore[arg-type]
+    assert [o["rl_masked"] for o in outs] == [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    assert all(list(o) == s.keys for o in outs)  # the reason is not a key
+    why = [getattr(o, "reason", None) for o in outs]
+    assert why[0] is None
+    assert why[1] == "column `n` missing (the spec's input `n` reads it)"
+    assert why[2].startswith("column `n` is null, but `n` is `number`")
+    assert why[3] == "column `n` expected number, got str"
+    assert why[4] == "component `c`: none"
+    assert why[5] == "a row must be an object of the spec's columns, not str"
+    assert s.stats["bad_rows"] == 4 and s.stats["masked"] == 1
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "5 of 6 row(s) of a batch masked" in logged and "row 1: column `n` missing" in logged
+    assert "row 4: component `c`: none" in logged
+
+
+def test_infrastructure_failure_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = SpecScorer(TEXT)
+    monkeypatch.setattr(s.program, "score_columns", lambda *a, **k: (_ for _ in ()).throw(OSError("slot died")))
+    out = s.score_rows([{"prompt": "p", "completion": "x"}])[0]
+    assert out.reason == "an infrastructure failure: scoring raised OSError: slot died"  # type: ignore[attr-defined]
+
+
+def test_openrlhf_unreadable_samples_are_masked_with_a_reason_and_logged(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Before: a query that does not start with its prompt, or a label the spec cannot map, was masked and logged
+    nowhere."""
+    monkeypatch.setenv("REWARDLANG_SPEC", QUALITY)
+    r = _rows()[0]
+    label = {"tests": r["tests"], "entry_point": r["entry_point"]}
+    rows, why = openrlhf.read_samples(batching.scorer_for(QUALITY), ["other" + r["completion"], "q"],
+                                      [r["prompt"], "q"], [label, 7])
+    assert rows == [None, None]
+    assert why[0] == "the query does not start with its prompt (the response is the query after the prompt)"
+    assert why[1].startswith("the label cannot be mapped: a label must be a dict or a JSON object")
+    with caplog.at_level(logging.WARNING, logger="rewardlang.integrations"):
+        out = openrlhf.reward_func(["other" + r["completion"]], [r["prompt"]], [label])
+    assert out["extra_logs"]["rl_masked"] == 1.0 and "errors" not in out  # OpenRLHF's keys only, numbers only
+    assert "does not start with its prompt" in " ".join(x.getMessage() for x in caplog.records)

@@ -21,13 +21,20 @@ ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "specs" / "quality_grpo.reward")
 
 
-def _start(*extra: str) -> tuple[subprocess.Popen, str]:
+def _start(*extra: str, spec: str = SPEC) -> tuple[subprocess.Popen, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", SPEC, "--port", "0", *extra],
+    p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", spec, "--port", "0", *extra],
                          stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    line = p.stderr.readline()
-    m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-    assert m, line + p.stderr.read()
+    seen = ""
+    for _ in range(100):  # the spec's warnings come first
+        line = p.stderr.readline()
+        seen += line
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        if m or not line:
+            break
+    if not m:
+        p.kill()
+        raise AssertionError(seen + p.stderr.read())
     url = f"http://127.0.0.1:{m.group(1)}"
     for _ in range(300):  # up to 30 s for the spec to compile and uvicorn to serve
         try:
@@ -103,15 +110,16 @@ def test_protocols_errors_and_metrics() -> None:
         assert st == 422 and "`rows` must be a list" in out["error"]
         st, out = _post(url + "/", {"query": ["a", "b"], "prompts": ["a"], "labels": [{}, {}]})
         assert st == 422 and "2 queries, 1 prompts" in out["error"]
+        # more rows than may ever wait: retrying cannot help, so 413 (not 503), naming the option
         st, out = _post(url + "/score", {"rows": [{}] * 65})
-        assert st == 503 and "overloaded" in out["error"]
+        assert st == 413 and "at most 64 (--max-pending)" in out["error"]
         assert _get(url + "/health")[0] == 200
     finally:
         assert _stop(p) == 0
 
 
 def test_graceful_shutdown_answers_accepted_requests() -> None:
-    p, url = _start("--window-ms", "2000")
+    p, url = _start("--window-ms", "2000", "--shutdown-timeout", "120")  # a grace period no load can exceed
     got: list = []
     t = threading.Thread(target=lambda: got.append(_post(url + "/score", {"rows": [_sample(0)]})))
     t.start()
@@ -139,3 +147,36 @@ def test_port_in_use_is_a_plain_error() -> None:
     finally:
         s.close()
     assert r.returncode == 1 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_masked_rows_say_why_in_the_answer_and_the_log(tmp_path: Path) -> None:
+    """Issue 37 item 14: a masked row's answer says why (`error`; OpenRLHF's answer: `errors`), a missing column
+    is "missing" (it was called "null", and only in the log), and every mask is logged with the client."""
+    spec = tmp_path / "m.reward"
+    spec.write_text("input n: number\ninput k: number?\ncomponent c in [0, 10] = n + k if k != none else none\n"
+                    "reward = c\n")
+    p, url = _start(spec=str(spec))
+    try:
+        st, out = _post(url + "/score", {"rows": [{"completion": "a", "n": 1, "k": 2}, {"completion": "a"},
+                                                  {"completion": "a", "n": None}, {"completion": "a", "n": 1}]})
+        assert st == 200
+        res = out["results"]
+        assert [r["rl_masked"] for r in res] == [0.0, 1.0, 1.0, 1.0] and res[0]["score"] == 3.0
+        assert [r["error"] for r in res] == [None, "column `n` missing (the spec's input `n` reads it)",
+                                            res[2]["error"], "component `c`: none"]
+        assert res[2]["error"].startswith("column `n` is null")
+        # OpenRLHF: a query that does not start with its prompt, a label the spec cannot map, a good one
+        st, out = _post(url + "/get_reward", {"query": ["P: done", "Q: done", "P: x"], "prompts": ["Q:", "Q:", "P:"],
+                                              "labels": [{"n": 1, "k": 1}, [1], {"n": 1, "k": 1}]})
+        assert st == 200 and out["rewards"] == [0.0, 0.0, 2.0] and out["extra_logs"]["rl_masked"] == [1.0, 1.0, 0.0]
+        assert out["errors"][0] == ("the query does not start with its prompt (the response is the query after "
+                                    "the prompt)")
+        assert out["errors"][1].startswith("the label cannot be mapped") and out["errors"][2] is None
+        st, out = _post(url + "/get_reward", {"query": ["P: done"], "prompts": ["Q:"], "labels": [{"n": 1}]})
+        assert out["rewards"] == 0.0 and out["errors"].startswith("the query does not start")  # scalar for one
+    finally:
+        assert _stop(p) == 0
+    log = p.stderr.read()
+    assert "3 of 4 row(s) of a request from 127.0.0.1:" in log and "(POST /score) masked" in log
+    assert "row 1: column `n` missing" in log and "row 3: component `c`: none" in log
+    assert "row 0: the query does not start with its prompt" in log and "row 1: the label cannot be mapped" in log

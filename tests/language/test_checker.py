@@ -103,6 +103,13 @@ CASES: list[tuple[str, str, str, tuple[int, int, int, int] | None, str | None]] 
     ("E302", 'component c = count(completion, "a")\nadvantage over group(prompt) each component = x - mean',
      "`each component` normalizes components separately: add `then sum` to combine them", (2, 1, 2, 55),
      "advantage over group(prompt) each component = (x - mean) / (std + 1e-6) then sum"),
+    # audits
+    ("E218", "component c = 1\naudit a = len(completion) every 0 steps",
+     "`every` is a whole number of steps, at least 1", (2, 33, 2, 34), "e.g. `every 10 steps`"),
+    ("E219", "component c = 1\naudit a = len(completion)\nreward = c + a",
+     "`a` is an audit: it cannot be used in the reward", (3, 14, 3, 15),
+     "audits never enter the reward, the advantage, masks or preference pairs; to train on this expression, "
+     "declare it as a component (`component a = ...`)"),
     # examples
     ("E401", 'component c = count(completion, "a")\nexample { answr: "x", expect c = 1 }',
      "`answr` is not an input of this spec", (2, 11, 2, 21), None),

@@ -137,6 +137,10 @@ def test_every_statement_form_and_clause() -> None:
     assert all(c.range is not None for c in comps)
     for clause in ("on_error", "timeout", "spans"):
         assert any(getattr(c, clause) is not None for c in comps), clause
+    audits = [n for n in nodes if isinstance(n, S.Audit)]
+    for clause in ("every", "window", "margin", "on_error", "timeout", "range"):
+        assert any(getattr(a, clause) is not None for a in audits), clause
+    assert any(isinstance(a.value, S.Call) and a.value.func == "group_collapse" for a in audits), "a statistic"
     adv = next(n for n in nodes if isinstance(n, S.Advantage))
     assert adv.each_component and any(st.scope is not None for st in adv.stages)
     assert any(isinstance(n, S.Example) and n.name for n in nodes)

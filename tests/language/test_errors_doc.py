@@ -167,6 +167,25 @@ ENTRIES = [
                   "infinity has no JSON form).",
           "component size = completion.length\n",
           "Use a function: `len(completion)`."),
+    Entry("E218", "A bad `audit`: `every` or `window` not a whole number of steps, a window shorter than twice the "
+                  "period (the alarm compares the window's first and second halves), `margin` not a positive "
+                  "number, a value that is not a number, a bad `on_error`/`timeout` clause or one given twice; a "
+                  "built-in statistic with a positional argument, an unknown option, an option out of its range, a "
+                  "range or `on_error`/`timeout` clause, or `component_dominance` in a spec of one component.",
+          'input tests: text\ninput entry_point: text\nlet code = code_block(completion) or ""\n'
+          'component correct in [0, 1] = tests_pass_rate(code, tests, entry_point)\n'
+          'audit words = len(words(code)) every 10 steps window 15 steps\n',
+          "Make the window at least twice the period (`window 20 steps`), or audit more often (`every 5 steps`)."),
+    Entry("E219", "An audit is named where the reward is made: in `reward`, an advantage stage, the `preference` "
+                  "section, a component or let, a weight (`hidden.weight = ...`). An audit never enters the reward, "
+                  "the advantage, masks or preference pairs: it is the second verifier a run is watched with.",
+          'input tests: text\ninput plus_tests: text\ninput entry_point: text\n'
+          'let code = code_block(completion) or ""\n'
+          'component correct in [0, 1] = tests_pass_rate(code, tests, entry_point)\n'
+          'audit hidden in [0, 1] = tests_pass_rate(code, plus_tests, entry_point) every 10 steps\n'
+          'reward = correct + hidden\n',
+          "Keep the audit out of the reward (`reward = correct`). To train on the stricter tests, make them a "
+          "component: `component hidden in [0, 1] = ...`."),
     # ---------------------------------------------------------------- advantages
     Entry("E301", "A bad advantage stage: a group key that is not an input, `sum` without `each component`, an "
                   "aggregate option other than `std(ddof=0|1)`, a stage that is not a number.",

@@ -44,3 +44,44 @@ def test_line_index_round_trip_with_wide_characters():
         assert idx.offset(*idx.position(off)) == off
     assert idx.position(text.index("b")) == (0, 3)  # 🙂 is two UTF-16 units
     assert idx.offset(5, 0) == len(text)  # past the end: clamped
+
+
+AUDITED = '''input tests: text
+input plus_tests: text
+input entry_point: text
+let code = code_block(completion) or ""
+component correct in [0, 1] = tests_pass_rate(code, tests, entry_point)
+component fmt in [0, 1] = 1 if len(code) > 0 else 0
+audit hidden in [0, 1] = tests_pass_rate(code, plus_tests, entry_point) every 5 steps window 10 steps
+    on_error 0
+audit dom = component_dominance(threshold=0.8)
+reward = correct + hidden
+'''
+
+
+def test_audits_in_the_language_server(sigs):
+    a = A.analyse(AUDITED, "/tmp/audited.reward", sigs)
+    assert [(d.code, d.message.split("\n")[0]) for d in a.diagnostics] == [
+        ("E219", "`hidden` is an audit: it cannot be used in the reward")]
+    (l0, c0), _ = a.diagnostics[0].range
+    assert (l0, c0) == (9, 19)
+    syms = {s.name: s for s in a.symbols()}
+    assert syms["hidden"].kind == "event" and syms["hidden"].detail == "audit every 5 steps"
+    assert {k.name for k in syms["hidden"].children} == {"every", "window", "on_error"}
+    assert syms["dom"].detail == "audit every 1 step"
+    text, _ = a.hover(6, 8)  # the audit's name
+    assert "audit hidden: number" in text and "never part of the reward" in text
+    assert "every 5 steps" in text and "alarm over 10 steps" in text and "[0, 1]" in text
+    assert "component_dominance" in a.hover(8, 7)[0]
+    # `reward = correct + hidden`: go to the audit's definition
+    assert a.definition(9, 21)[1] == ((6, 6), (6, 12))
+    # completions: an audit's clauses on its indented lines, statistics after `audit NAME = `, no audit in an
+    # expression
+    lines = AUDITED.split("\n")
+    text2 = "\n".join(lines[:8]) + "\n    "
+    labels = {c.label for c in A.complete(a, text2, "/tmp/audited.reward", 8, 4, sigs, [])}
+    assert {"every", "window", "margin", "on_error", "timeout"} <= labels and "spans" not in labels
+    text3 = "\n".join(lines[:8]) + "\naudit g = "
+    labels = {c.label for c in A.complete(a, text3, "/tmp/audited.reward", 8, 10, sigs, [])}
+    assert {"group_collapse", "length_drift", "entropy_collapse"} <= labels and "hidden" not in labels
+    assert "audit" in {c.label for c in A.complete(a, "", "/tmp/x.reward", 0, 0, sigs, [])}

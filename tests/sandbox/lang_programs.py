@@ -160,3 +160,17 @@ def require(lang: str) -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(msg)
         pytest.skip(msg)
+
+
+#: what the next program finds: the run directory holds only its own source, /tmp only the run directory,
+#: /dev/shm nothing (Bash, judged like any program: three str cases)
+PROBE = """probe() { :; }
+"""
+PROBE_HARNESS = """printf '0 "%s"\\n' "$(ls -A . | tr '\\n' ' ')" >&3
+printf '1 "%s"\\n' "$(ls -A .. | tr '\\n' ' ')" >&3
+printf '2 "%s"\\n' "$(ls -A /dev/shm | tr '\\n' ' ')" >&3
+"""
+PROBE_TESTS = {"format": "rewardlang-tests/1", "harness": PROBE_HARNESS,
+               "cases": [{"expected": "main.sh ", "type": "str", "tolerance": None},
+                         {"expected": "run ", "type": "str", "tolerance": None},
+                         {"expected": "", "type": "str", "tolerance": None}]}

@@ -6,32 +6,20 @@ outcome, no slot respawn). A fast representative set runs by default; the rest i
 from __future__ import annotations
 
 import json
+import os
 import resource
 import time
 from dataclasses import dataclass
 
 import pytest
-from lang_programs import lang_tests, require, unit
+from lang_programs import PROBE, PROBE_TESTS, lang_tests, require, unit
 
 from rewardlang.sandbox.config import Limits
+from rewardlang.sandbox.languages import PROFILES
 from rewardlang.sandbox.runner import Sandbox, Task
 
 LIMITS = Limits(cpu=1.0, wall=3.0, memory_mb=512, processes=16)
 COMPILE_CPU = 3.0
-
-#: what the next program finds: the run directory holds only its own source, /tmp only the run directory,
-#: /dev/shm nothing (Bash, judged like any program: three str cases)
-PROBE = """probe() { :; }
-"""
-PROBE_HARNESS = """printf '0 "%s"\\n' "$(ls -A . | tr '\\n' ' ')" >&3
-printf '1 "%s"\\n' "$(ls -A .. | tr '\\n' ' ')" >&3
-printf '2 "%s"\\n' "$(ls -A /dev/shm | tr '\\n' ' ')" >&3
-"""
-PROBE_TESTS = {"format": "rewardlang-tests/1", "harness": PROBE_HARNESS,
-               "cases": [{"expected": "main.sh ", "type": "str", "tolerance": None},
-                         {"expected": "run ", "type": "str", "tolerance": None},
-                         {"expected": "", "type": "str", "tolerance": None}]}
-
 
 @dataclass(frozen=True)
 class Case:
@@ -189,3 +177,38 @@ def test_a_program_never_sees_the_expected_values(sb1: Sandbox) -> None:
              "cases": [{"expected": secret, "type": "str", "tolerance": None}]}
     v = sb1.run("f() { :; }\n", tests, language="sh", limits=LIMITS)
     assert v.outcome == "fail" and secret not in v.tests[0].detail
+
+
+def _follower(k: int) -> Task:
+    """The correct programs of a pooled batch, in turn: the probe that the run directory, /tmp and /dev/shm
+    hold nothing of an earlier program, and correct units in Bash and C."""
+    if k % 3 == 0:
+        return Task(PROBE, PROBE_TESTS, limits=LIMITS, language="sh")
+    lang = "sh" if k % 3 == 1 else "c"
+    return Task(unit(lang), lang_tests(lang), limits=LIMITS, language=lang, compile_cpu=COMPILE_CPU)
+
+
+@pytest.mark.parametrize("slow", [pytest.param(False, id="fast"), pytest.param(True, id="all", marks=pytest.mark.slow)])
+def test_hostile_programs_pooled(slow: bool, listener: object, canaries: object,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entries above as a trainer scores them (issue 32): three slots, one batch, each hostile program
+    followed on its slot by correct programs and the probe; the same verdicts as one by one, nothing
+    escaped, no respawn, no mask."""
+    from pooled import run_pooled
+
+    from rewardlang.sandbox.config import SandboxConfig
+
+    require("sh")
+    require("c")
+    cases = [c for c in CASES if (slow or not c.slow)
+             and all(os.access(t, os.X_OK) for t in PROFILES[c.lang].tools())]
+    tasks = [Task(_fill(c.code, listener, canaries), lang_tests(c.lang), limits=LIMITS, language=c.lang,
+                  compile_cpu=COMPILE_CPU) for c in cases]
+    with Sandbox(SandboxConfig(slots=3)) as sb:
+        got = run_pooled(sb, tasks, _follower, monkeypatch=monkeypatch)
+    for case, v in zip(cases, got.verdicts):
+        assert v.outcome == case.outcome, (case.name, v.details())
+        if case.statuses is not None:
+            assert tuple(t.status for t in v.tests) == case.statuses, (case.name, v.details())
+    assert canaries.intact() and canaries.none_created()  # type: ignore[attr-defined]
+    assert listener.connections == []  # type: ignore[attr-defined]

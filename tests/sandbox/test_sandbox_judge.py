@@ -95,9 +95,12 @@ def test_forged_records_do_not_pass() -> None:
     assert [t.status for t in v.tests][:2] == ["fail", "fail"]
 
 
-def test_first_record_wins_and_malformed_channel() -> None:
-    v = judge(PLAN, RawResult([run(ok(0, 4) + ok(0, 5) + b"\x10\x00\x00\x00{", exit=0)]))
-    assert v.tests[0].status == "pass"
+def test_a_second_record_fails_the_test_and_malformed_channel() -> None:
+    # a second record for a test fails it, the right value first or second (issue 32: which process of the
+    # program wrote first must not decide a verdict)
+    for recs in (ok(0, 4) + ok(0, 5), ok(0, 5) + ok(0, 4), ok(0, 4) + ok(0, 4)):
+        v = judge(PLAN, RawResult([run(recs + b"\x10\x00\x00\x00{", exit=0)]))
+        assert v.tests[0].status == "fail" and "more than one record" in v.tests[0].detail
     assert v.tests[1].status == "runtime_error" and "malformed" in v.tests[1].detail
     recs, malformed = parse_records(frame(["d"]) + b"\x01")
     assert recs == [["d"]] and malformed

@@ -232,6 +232,11 @@ SUBSET = {
     "fork_bomb": ("import os\ndef f(x):\n    while True:\n        os.fork()\n", "runtime_error"),
     "env": ("import os\ndef f(x):\n    return 2 * x if not os.environ else -1\n", "pass"),
     "loop": ("def f(x):\n    while True:\n        pass\n", "timeout"),
+    # no pseudo-terminal at any isolating level (issue 32, class 5: kernel.pty.max is host-wide)
+    "pty": ("import os\ndef f(x):\n    n = 0\n    for p in ('/dev/ptmx', '/dev/pts/ptmx'):\n        try:\n"
+            "            os.open(p, os.O_RDWR | os.O_NOCTTY)\n            n += 1\n        except OSError:\n"
+            "            pass\n    try:\n        os.openpty()\n        n += 1\n    except OSError:\n"
+            "        pass\n    return 2 * x if n == 0 else -n\n", "pass"),
     "memory": ("def f(x):\n    return len(bytearray(1 << 36))\n", "memory"),
 }
 

@@ -457,7 +457,7 @@ def test_rl_step_runs_a_short_step_whole_and_hands_a_long_one_over(tmp_path: obj
 
 def _head(**kw: object) -> dict:
     h = {"exit": 0, "reason": None, "cpu": 0.0012, "wall": 0.0031, "idle": 0.0, "setup_failed": False,
-         "clean": True, "recycle": False, "oom": 0, "exec_failed": False, "spawn": "clone",
+         "clean": True, "recycle": False, "oom": 0, "exec_failed": False, "not_built": False, "spawn": "clone",
          "t": [1e-05, 0.0031, 2e-05, 0.0004], "res_len": 12, "out_len": 0, "last": False}
     h.update(kw)
     return h
@@ -466,7 +466,8 @@ def _head(**kw: object) -> dict:
 @pytest.mark.parametrize("kw", [{}, {"reason": "cpu", "exit": -9, "last": True}, {"reason": "memory", "oom": 3},
                                 {"reason": "killed", "exit": -9}, {"reason": "output", "out_len": 1 << 20},
                                 {"setup_failed": True, "clean": False, "recycle": True, "exec_failed": True,
-                                 "spawn": "fork", "exit": 121}, {"reason": "obs"}, {"reason": "wall"},
+                                 "spawn": "fork", "exit": 121}, {"not_built": True, "last": True},
+                                {"reason": "obs"}, {"reason": "wall"},
                                 {"reason": "overload", "idle": 3.5}])
 def test_a_run_head_travels_binary_and_comes_back_the_same(kw: dict) -> None:
     from rewardlang.sandbox.pool import unpack_run

@@ -91,47 +91,80 @@ def replay_lint(resp: torch.Tensor, tok) -> torch.Tensor:
     return torch.where(rewards < 0.0, -1.0, rewards)
 
 
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, inverted (SmolLM2's tokens are byte-level BPE pieces)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + \
+        list(range(ord("\xae"), ord("\xff") + 1))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
 class ReplaySyncode:
-    """Their SyncodeLogitsProcessorHelper, called once per generated token with the tokens so far; the grammar
-    check is CPython's on the block's final text (see the module docstring)."""
+    """Their SyncodeLogitsProcessorHelper (wrappers/syncode_wrapper.py:40-127), called once per generated token with
+    the tokens so far: the fence markers (code_generation_started / _finished, lines 75-96), and the grammar check of
+    the token (line 122, GrammarConstrainer.is_valid) asked about the generated token where theirs draws one again.
+
+    is_valid as SynCode's: the code is ``input_ids[start_from:]`` with the token appended, decoded byte by byte with
+    special tokens skipped and a trailing unfinished UTF-8 sequence left out (_get_partial_codes,
+    _bytes_to_string); ``start_from`` is the marker's length + 1 (syncode_wrapper.py:80), so the token right after
+    the marker is checked against empty code. Valid: the code is a viable prefix (CPython decides, per token here:
+    validity.viable); the EOS token only where the code is a whole program (is_valid's ``$END`` check)."""
+
+    BYTES = _byte_decoder()
 
     def __init__(self, tok) -> None:
-        self.tok, self.reward, self.input_size, self.started = tok, [], 0, False
-        self.blocks: list[list[int]] = []
+        self.tok, self.reward, self.input_size, self.start_from, self.started = tok, [], 0, 0, False
+        self.special = set(tok.all_special_ids)
 
-    def step(self, generated: list[int]) -> None:
+    def step(self, generated: list[int], next_token: int) -> None:
         text = self.tok.batch_decode([generated[self.input_size:]])[0]
         if not self.started:
             if "```python" in text:
                 self.input_size = len(generated)
+                self.start_from = len(generated) + 1
                 self.reward[-2:] = [2.0, 2.0]
                 self.started = True
-                self.blocks.append([len(generated), None])
         elif "```" in text:
             self.input_size = len(generated)
+            self.start_from = len(generated)
             self.reward[-2:] = [2.0, 2.0]
             self.started = False
-            self.blocks[-1][1] = len(generated)
-        self.reward.append(1.0 if self.started else 0.0)  # ±1 decided below, once the block's text is known
+        self.reward.append((1.0 if self.is_valid(generated + [next_token]) else -1.0) if self.started else 0.0)
+
+    def partial_code(self, ids: list[int]) -> str:
+        data = b"".join(bytes(self.BYTES[c] for c in piece)
+                        for i, piece in zip(ids, self.tok.convert_ids_to_tokens(ids)) if i not in self.special)
+        for cut in range(len(data), max(len(data) - 4, -1), -1):
+            try:
+                return data[:cut].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        raise AssertionError("not UTF-8")
+
+    def is_valid(self, ids: list[int]) -> bool:
+        from rewardlang.runtime.code.validity import viable
+
+        code = self.partial_code(ids[self.start_from:])
+        if ids[-1] == self.tok.eos_token_id:
+            try:
+                compile(code, "<code>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+                return True
+            except SyntaxError:
+                return False
+        return viable(code)
 
 
 def replay_syntax(resp: list[int], tok) -> torch.Tensor:
-    from rewardlang.runtime.code.validity import first_violation
-
     proc = ReplaySyncode(tok)
     for k in range(len(resp)):
-        proc.step(resp[:k])
-    out = torch.tensor(proc.reward)
-    for first, stop in proc.blocks:
-        stop = len(resp) if stop is None else stop
-        block = tok.decode(resp[first:stop], skip_special_tokens=True)
-        bad = first_violation(block)
-        for k in range(first, stop):
-            upto = tok.decode(resp[first:k + 1], skip_special_tokens=True)
-            done = len(os.path.commonprefix([upto, block]))
-            if out[k] == 1.0 and bad is not None and done > bad.start:
-                out[k] = -1.0
-    return out
+        proc.step(resp[:k], resp[k])
+    return torch.tensor(proc.reward)
 
 
 def extract_python_code(text):
@@ -175,14 +208,27 @@ def run_code_subprocess(code_string, timeout=2):
         return False
 
 
-def replay_pass_at_k(resp, tok, score, unit_tests):
+def replay_cases(unit_tests: str, entry_point: str) -> list[str]:
+    """calculate_pass_at_k's test list: ``ast.literal_eval`` of the column (extra_rewards.py:107). A HumanEval
+    check() text cannot go through it; read as their tests are (each assert a test, issue 36): for each assert line
+    of check(), the text without the other assert lines, then ``check(ENTRY_POINT)``."""
+    try:
+        return ast.literal_eval(unit_tests)
+    except (ValueError, SyntaxError):
+        lines = unit_tests.splitlines()
+        asserts = [i for i, ln in enumerate(lines) if ln.lstrip().startswith("assert ")]
+        return ["\n".join(ln for j, ln in enumerate(lines) if j == i or j not in asserts) + f"\ncheck({entry_point})"
+                for i in asserts]
+
+
+def replay_pass_at_k(resp, tok, score, unit_tests, entry_point="add"):
     attention_mask = score > 0.0
     rewards = torch.zeros_like(attention_mask, dtype=torch.bfloat16)
     if attention_mask.any():
         selected = torch.masked_fill(resp, ~attention_mask, tok.pad_token_id)
         code = extract_python_code(tok.decode(selected, skip_special_tokens=True))
         if code != "":
-            cases = ast.literal_eval(unit_tests)
+            cases = replay_cases(unit_tests, entry_point)
             # their limit is 2 s of wall time; none of these programs comes near it, and a longer limit keeps a
             # loaded test machine from deciding (the limit itself: test_dense_components.py)
             passed = sum(run_code_subprocess(f"{code}\n{case}", timeout=30) for case in cases)
@@ -212,7 +258,7 @@ def replay_dfg(resp, tok, score, label):
     return rewards
 
 
-def replay(resp: list[int], tok, unit_tests: str, label: str) -> dict[str, torch.Tensor]:
+def replay(resp: list[int], tok, unit_tests: str, label: str, entry_point: str = "add") -> dict[str, torch.Tensor]:
     """ppo_wrapper's score: 0.1 lint + 0.1 syncode (float32), then the extra rewards in bfloat16 in the config's
     order (calculate_dfg_match 0.1, calculate_pass_at_k 0.7)."""
     t = torch.tensor(resp)
@@ -220,7 +266,7 @@ def replay(resp: list[int], tok, unit_tests: str, label: str) -> dict[str, torch
     syn = replay_syntax(resp, tok)
     score = 0.1 * lint + 0.1 * syn
     dfg = replay_dfg(t, tok, score, label)
-    tests = replay_pass_at_k(t, tok, score, unit_tests)
+    tests = replay_pass_at_k(t, tok, score, unit_tests, entry_point)
     extra = torch.zeros_like(score, dtype=torch.bfloat16)
     extra += 0.1 * dfg
     extra += 0.7 * tests
@@ -250,7 +296,33 @@ COMPLETIONS = [
     "```py\ndef add(a, b):\n    return a + b\n```\n```Python\nx = 1\n```",
     # no code at all
     "I cannot answer — désolé.",
+    # issue 36: the code ends inside a docstring (viable: +1 up to the EOS, which gets -1 on unfinished code)
+    "```python\ndef add(a, b):\n    \"\"\"Add a and b.\n\n    Returns their sum",
+    # ... inside an open bracket
+    "```python\ndef add(a, b):\n    return sum([a,\n                b",
+    # a title on the fence line: the token after "python" is judged against empty code, never parsed
+    "```python title\ndef add(a, b):\n    return a + b\n```",
+    # CRLF line ends, and a lone CR inside the code
+    "```python\r\ndef add(a, b):\r\n    total = a + b\r    return total\r\n```\r\n",
+    # an indented fence (code indented with it: an unexpected indent for CPython)
+    "Answer:\n  ```python\n  def add(a, b):\n      return a + b\n  ```",
 ]
+#: HumanEval/0 with an answer that compares neighbours only: 5 of check()'s 7 asserts pass (by hand: the third
+#: needs 5.9 and 5.0, the fifth 2.0 and 2.0, neither pair adjacent)
+HE0_COMPLETION = ("```python\nfrom typing import List\n\n\ndef has_close_elements(numbers: List[float], threshold: float) "
+                  "-> bool:\n    return any(abs(a - b) < threshold for a, b in zip(numbers, numbers[1:]))\n```")
+HE0_REF = ("```python\nfrom typing import List\n\n\ndef has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
+           "    for idx, elem in enumerate(numbers):\n        for idx2, elem2 in enumerate(numbers):\n"
+           "            if idx != idx2:\n                distance = abs(elem - elem2)\n"
+           "                if distance < threshold:\n                    return True\n\n    return False\n```")
+HE0_TESTS = ("\n\nMETADATA = {\n    'author': 'jt',\n    'dataset': 'test'\n}\n\n\ndef check(candidate):\n"
+             "    assert candidate([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True\n"
+             "    assert candidate([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.05) == False\n"
+             "    assert candidate([1.0, 2.0, 5.9, 4.0, 5.0], 0.95) == True\n"
+             "    assert candidate([1.0, 2.0, 5.9, 4.0, 5.0], 0.8) == False\n"
+             "    assert candidate([1.0, 2.0, 3.0, 4.0, 5.0, 2.0], 0.1) == True\n"
+             "    assert candidate([1.1, 2.2, 3.1, 4.1, 5.1], 1.0) == True\n"
+             "    assert candidate([1.1, 2.2, 3.1, 4.1, 5.1], 0.5) == False\n\n")
 
 
 def test_authors_mapping_equals_the_replay_token_by_token(tok) -> None:
@@ -259,17 +331,24 @@ def test_authors_mapping_equals_the_replay_token_by_token(tok) -> None:
     rows = [tok(c, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for c in COMPLETIONS]
     # cut at the length limit (no EOS, no final newline: W292 flags the last row, whose tokens leave the masked code)
     rows.append(tok("```python\ndef add(a, b):\n    return a + b", add_special_tokens=False)["input_ids"])
+    # cut inside an open bracket and inside a docstring: every code token viable (+1), no EOS to judge the end
+    rows.append(tok("```python\ndef add(a, b):\n    return sum([a,\n", add_special_tokens=False)["input_ids"])
+    rows.append(tok("```python\ndef add(a, b):\n    \"\"\"Add", add_special_tokens=False)["input_ids"])
+    cols = {"tests": [TESTS] * len(rows), "entry_point": ["add"] * len(rows), "reference": [REF] * len(rows)}
+    rows.append(tok(HE0_COMPLETION, add_special_tokens=False)["input_ids"] + [tok.eos_token_id])
+    cols["tests"].append(HE0_TESTS)
+    cols["entry_point"].append("has_close_elements")
+    cols["reference"].append(HE0_REF)
     # the multi-byte characters really are byte pieces under this tokenizer
     assert any("\ufffd" in tok.decode([i]) for i in rows[0])
     T = max(map(len, rows))
     ids = torch.tensor([r + [tok.pad_token_id] * (T - len(r)) for r in rows])
     mask = torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r in rows])
-    n = len(rows)
-    out = dense(ids, mask, {"tests": [TESTS] * n, "entry_point": ["add"] * n, "reference": [REF] * n})
+    out = dense(ids, mask, cols)
     assert not out.masked.any()
     seen = {"range": 0, "minus": 0, "dfg": 0}
     for b, r in enumerate(rows):
-        want = replay(r, tok, TESTS, REF)
+        want = replay(r, tok, cols["tests"][b], cols["reference"][b], cols["entry_point"][b])
         L = len(r)
         for name in ("lint", "syntax", "tests", "dfg"):
             assert out.components[name][b, :L].tolist() == want[name].tolist(), (b, name)
@@ -281,6 +360,16 @@ def test_authors_mapping_equals_the_replay_token_by_token(tok) -> None:
         seen["dfg"] += any(v > 0 for v in want["dfg"].tolist())
     # the cases reach every branch: a valued code range, the -0.3 path and a positive dataflow term
     assert seen["range"] >= 4 and seen["minus"] >= 2 and seen["dfg"] >= 1, seen
+    # HumanEval/0: 5 of 7 asserts pass, stored in bfloat16 as their code stores it (extra_rewards.py:118-119)
+    assert max(out.components["tests"][-1].tolist()) == float(torch.tensor(5 / 7, dtype=torch.bfloat16))
+    syn = {b: out.components["syntax"][b, :len(rows[b])].tolist() for b in range(len(rows))}
+    # ending inside a docstring / an open bracket: every code token +1; with an EOS, the EOS -1 (unfinished code)
+    for b in (9, 10):
+        assert syn[b][-1] == -1.0 and -1.0 not in syn[b][:-1] and syn[b].count(1.0) >= 10, (b, syn[b])
+    for b in (15, 16):
+        assert -1.0 not in syn[b] and syn[b][-1] == 1.0, (b, syn[b])
+    # the title: no -1 anywhere (the token after "python" is never parsed)
+    assert -1.0 not in syn[11]
 
 
 def test_the_authors_places_values_where_the_project_does_not(tok) -> None:

@@ -31,6 +31,13 @@ def _check_run(run: Path, rewards: bool = True) -> None:
         assert {r["task_id"] for r in rows} == _held_ids() and all(r["n"] == 1 for r in rows)
     readme = (run / "README.md").read_text()
     assert "held-out pass@1" in readme and ("mean reward: first" in readme) == rewards  # offline DPO scores nothing
+    # the run's spec scores the held-out answers too, before and after, and the paired change has its interval
+    for when in ("before", "after"):
+        reward = doc[when]["reward"]
+        assert reward["n"] + reward["masked"] == HELD and len(reward["ci95"]) == 2
+        assert set(doc[when]["components"]) and len(doc[when]["pass@1_ci95"]) == 2
+    assert set(doc["change"]) >= {"reward", "pass@1", "components"} and len(doc["change"]["reward"]["ci95"]) == 2
+    assert "held-out reward (spec `" in readme
 
 
 @pytest.mark.slow

@@ -143,8 +143,11 @@ def build(problems: Sequence[dict[str, Any]], *, operators: Sequence[str] | None
           seed: int = 0, timeout: float = 2.0, sandbox: Any = None, batch: int = 512,
           progress: Callable[[int, int], None] | None = None) -> PrmData:
     """Build the DPO and stepwise rows (see the module docstring). ``operators``: names from
-    :data:`mutate.OPERATORS` (default all); ``timeout``: CPU seconds per program."""
-    from rewardlang.sandbox import Limits, Sandbox, Task
+    :data:`mutate.OPERATORS` (default all); ``timeout``: CPU seconds per program. Every program runs in
+    ``sandbox``, or in one of its own at the level scoring uses: where none can be had,
+    :class:`~rewardlang.datasets.sandboxed.NoSandbox` is raised before anything runs."""
+    from rewardlang.datasets.sandboxed import open_sandbox
+    from rewardlang.sandbox import Limits, Task
 
     if level not in LEVELS:
         raise ValueError(f"unknown segment level {level!r} (expected one of {', '.join(LEVELS)})")
@@ -170,11 +173,13 @@ def build(problems: Sequence[dict[str, Any]], *, operators: Sequence[str] | None
                 if m is not None:
                     variants.append(_Variant(i, j, m))
                     data.per_operator[name]["applied"] += 1
-    tasks = [Task(p["prompt"] + p["reference"], p["tests"], p.get("entry_point"), limits=limits) for p in problems]
-    tasks += [Task(v.mutant.code, problems[v.row]["tests"], problems[v.row].get("entry_point"), limits=limits)
-              for v in variants]
+    # the prompt is the tests' trusted prelude: raw HumanEval tests call helpers only the prompt defines (`poly`)
+    tasks = [Task(p["prompt"] + p["reference"], p["tests"], p.get("entry_point"), limits=limits,
+                  prelude=p["prompt"]) for p in problems]
+    tasks += [Task(v.mutant.code, problems[v.row]["tests"], problems[v.row].get("entry_point"), limits=limits,
+                   prelude=problems[v.row]["prompt"]) for v in variants]
     own = sandbox is None
-    sb = Sandbox() if own else sandbox
+    sb = open_sandbox("prm-data") if own else sandbox
     verdicts: list[Any] = []
     try:
         for k in range(0, len(tasks), batch):

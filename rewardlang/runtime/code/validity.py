@@ -42,11 +42,13 @@ import ast
 import re
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rewardlang.runtime.code.parse import replace_surrogates
 
-__all__ = ["LINEAR_SCAN_LINES", "TooDeep", "Violation", "first_violation", "is_valid", "tree_sitter_errors"]
+__all__ = ["LINEAR_SCAN_LINES", "TooDeep", "Violation", "first_violation", "is_valid", "shortest_nonviable_prefix",
+           "tree_sitter_errors", "viable"]
 
 _PyCF_ALLOW_INCOMPLETE_INPUT = 0x4000  # codeop.PyCF_ALLOW_INCOMPLETE_INPUT (not exported by ast)
 _ONLY_AST = ast.PyCF_ONLY_AST
@@ -96,9 +98,35 @@ def is_valid(code: str) -> bool:
     return _compile(replace_surrogates(code), _ONLY_AST) is None
 
 
+_STRING_OPEN = re.compile(r"([rRbBuUfF]{0,2})(?:'''|\"\"\"|'|\")")
+
+
 def _viable(prefix: str) -> tuple[bool, SyntaxError | None]:
+    """Whether ``prefix`` compiles or CPython calls it incomplete, and CPython's error.
+
+    CPython's tokenizer reads a string as one token: an input that ends inside one (a docstring not closed yet, a
+    one-line string continued by a backslash) is "incomplete" before the parser has seen the string at all, so
+    ``x = 1 '''doc`` would pass. Such a prefix counts as incomplete only when a string may stand where it starts:
+    the same text with an empty string of the same kind there, followed by a line continuation, is incomplete too.
+    """
     err = _compile(prefix, _VIABLE_FLAGS)
-    return (err is None or err.msg == "incomplete input"), err
+    if err is None:
+        return True, None
+    if err.msg != "incomplete input":
+        return False, err
+    plain = _compile(prefix, _ONLY_AST)
+    if plain is None or "unterminated" not in (plain.msg or "") or "string" not in (plain.msg or ""):
+        return True, err
+    lines = _LINES.findall(prefix)
+    at = sum(len(ln) for ln in lines[:max((plain.lineno or 1) - 1, 0)]) + max((plain.offset or 1) - 1, 0)
+    m = _STRING_OPEN.match(prefix, at)
+    if m is None:  # CPython did not point at the string's start: its verdict stands
+        return True, err
+    stands = _compile(prefix[:at] + m.group(1) + "''\\\n", _VIABLE_FLAGS)
+    if stands is None or stands.msg == "incomplete input":
+        return True, err
+    # located at the string's start, where the code breaks (CPython's own message would be about the stand-in)
+    return False, SyntaxError("invalid syntax", (plain.filename, plain.lineno, plain.offset, plain.text))
 
 
 def first_violation(code: str, deadline: float | None = None) -> Violation | None:
@@ -169,6 +197,177 @@ def first_violation(code: str, deadline: float | None = None) -> Violation | Non
         start = min(line_start + max(0, k_err.offset - 1), starts[k] - 1 if starts[k] > line_start else line_start)
     message = k_err.msg if k_err is not None else err.msg
     return Violation(start, k, message)
+
+
+# -- viable prefixes at any character (SynCode's rule, decided by CPython) ---------------------------------------
+#
+# A text P is a *viable prefix* when some text S makes P + S valid Python. CPython decides it. (1) P compiles, or
+# CPython calls it incomplete (PyCF_ALLOW_INCOMPLETE_INPUT: its first parser pass consumed every token and asked
+# for more at the end of the input: an open bracket, a triple-quoted string, a block header, a trailing backslash):
+# P is viable. (2) Otherwise, when P ends inside a line, P + C + "\\\n" is compiled for a few continuations C of
+# P's last token (none; a longer name or a keyword the trailing name begins; the quotes of a string whose prefix
+# letters end P; a digit after "1e" or "0x", or a keyword the letters after a number begin (`1if`, `3is`: CPython
+# warns and accepts); the second character of "!=", "->", ":=", "**", "//", "..."; "n"
+# after a pending backslash in a one-line string): the line continuation makes the tokenizer read on past the end,
+# so CPython calls it incomplete exactly when its parser consumed every token of P + C without an error and wanted
+# more. Any such C is a witness (P + C is a viable prefix, so P is one). (3) A P that ends with a line break
+# outside brackets and strings is decided by (1) alone: its logical line is finished.
+#
+# Viability is monotone (once a prefix is not viable, no longer one is). Inside an unterminated one-line string
+# CPython reads the string as one token, checked when it closes: its content (bytes with non-ASCII characters, an
+# f-string's replacement fields) does not make a prefix non-viable before the closing quote, as in SynCode, whose
+# grammar reads a string as one terminal too.
+
+_IDENT_TAIL = re.compile(r"[^\W\d]\w*$|\w+$")
+_NUMBER_TAIL = re.compile(r"(?<![\w.])(?:\d[\w.]*(?:[eE][+-])?|\.\d[\w]*(?:[eE][+-])?)$")
+_LETTERS_TAIL = re.compile(r"[^\W\d_]+$")
+_STRING_PREFIXES = {"r", "u", "b", "f", "br", "rb", "fr", "rf"}
+_KEYWORDS: tuple[str, ...] = ()
+#: after P + C: nothing, or a line continuation (the parser asks for the next token at the end of the input)
+_THEN = ("", "\\\n")
+
+
+def _keywords() -> tuple[str, ...]:
+    global _KEYWORDS
+    if not _KEYWORDS:
+        import keyword
+
+        _KEYWORDS = tuple(sorted(set(keyword.kwlist) | set(getattr(keyword, "softkwlist", ()))))
+    return _KEYWORDS
+
+
+def _ok(source: str) -> bool:
+    """Step 1: ``source`` compiles or CPython calls it incomplete."""
+    return _viable(source)[0]
+
+
+def _continuations(prefix: str, err: SyntaxError | None) -> list[str]:
+    """Texts that continue the last token of ``prefix`` (the empty text first)."""
+    out = [""]
+    number = _NUMBER_TAIL.search(prefix)
+    m = _IDENT_TAIL.search(prefix)
+    if m and not number:
+        w = m.group(0)
+        out += ["x"] + [k[len(w):] for k in _keywords() if k.startswith(w) and k != w]  # a longer name, a keyword
+        if w.lower() in _STRING_PREFIXES:  # r, b, f, rb, ...: the prefix letters of a string
+            out += ["''", '""']
+    if number:
+        out.append("1")
+        letters = _LETTERS_TAIL.search(prefix)
+        if letters:  # a keyword may follow a number directly: `1if x else y`, `3is x` (CPython warns, accepts)
+            w = letters.group(0)
+            out += [k[len(w):] for k in _keywords() if k.startswith(w) and k != w]
+    if prefix[-1:] in ("!", "-", ":", ".", "=", "<", ">", "*", "/"):
+        out += ["=", ">", "*", "/", ".", ".."]
+    if err is not None and "unterminated string" in (err.msg or "") and prefix.endswith("\\"):
+        out.append("n")  # a pending escape
+    return out
+
+
+def viable(prefix: str) -> bool:
+    """True when some text can follow ``prefix`` to make valid Python (the rule above; CPython decides).
+    Raises :class:`TooDeep` when CPython's compiler gives up on nesting.
+
+    >>> [viable(p) for p in ("def f(x", "x = 1 an", "x = 1 if y", "x = (1 2", "x = \\n", "print(1)\\nelse")]
+    [True, True, True, False, False, True]
+    >>> [viable(p) for p in ("s = '''doc", "x = 'abc", "x = 1 + # c", "x = 1\\n  y = 2")]
+    [True, True, False, False]
+    """
+    prefix = replace_surrogates(prefix)
+    if "\x00" in prefix:
+        return False
+    ok, err = _viable(prefix)
+    if ok:
+        return True
+    if not prefix or prefix[-1] in "\r\n":
+        return False
+    for cont in _continuations(prefix, err):
+        for then in _THEN:
+            if (cont or then) and _ok(prefix + cont + then):
+                return True
+    return False
+
+
+def shortest_nonviable_prefix(code: str, cuts: Sequence[int] | None = None, deadline: float | None = None
+                              ) -> int | None:
+    """The length ``n`` of the shortest prefix ``code[:n]`` that is not viable (:func:`viable`), ``n`` taken from
+    ``cuts`` (ascending prefix lengths, e.g. the character ends of the tokens; default every length); None when
+    every such prefix is viable. Characters from ``n - 1`` on are past the violation.
+
+    The scan is line by line first (a prefix ending at a line break is decided by one compilation), then within
+    the first line whose end is not viable, by bisection over the cuts inside it. ``deadline`` (a
+    ``time.monotonic()`` value) bounds it (:class:`TimeoutError`); :class:`TooDeep` as :func:`viable`.
+
+    >>> shortest_nonviable_prefix("x = 1\\ny = = 2\\n")    # "x = 1\\ny = =": the second "=" (index 10)
+    11
+    >>> shortest_nonviable_prefix("def f(x):\\n    return x +"), shortest_nonviable_prefix("x = 1 an")
+    (None, None)
+    >>> shortest_nonviable_prefix("x = 1\\ny = = 2\\n", cuts=[1, 5, 6, 9, 12, 14])
+    12
+    """
+    code = replace_surrogates(code)
+    n = len(code)
+    all_cuts = list(range(1, n + 1)) if cuts is None else sorted({c for c in cuts if 0 < c <= n})
+    if not all_cuts:
+        return None
+
+    def check() -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError("syntax check exceeded its time budget")
+
+    if "\x00" in code:  # CPython refuses the text from its first NUL on
+        nul = code.index("\x00")
+        got = shortest_nonviable_prefix(code[:nul], [c for c in all_cuts if c <= nul], deadline)
+        return got if got is not None else next(c for c in all_cuts if c > nul)
+    if _ok(code):
+        return None
+    lines = _LINES.findall(code)
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln))
+    complete = len(lines) if code and code[-1] in "\r\n" else len(lines) - 1
+    # the first complete line whose end is not viable (prefixes ending at a line break: step 1 decides)
+    k = 0
+    if complete:
+        if complete <= LINEAR_SCAN_LINES:
+            for j in range(1, complete + 1):
+                check()
+                if not _ok(code[:starts[j]]):
+                    k = j
+                    break
+        else:
+            lo, hi = 0, complete + 1  # prefix[:starts[lo]] viable; starts[hi] not (complete + 1: unknown)
+            if _ok(code[:starts[complete]]):
+                lo = complete
+            else:
+                hi = complete
+            while hi - lo > 1 and hi <= complete:
+                check()
+                mid = (lo + hi) // 2
+                if _ok(code[:starts[mid]]):
+                    lo = mid
+                else:
+                    hi = mid
+            k = hi if hi <= complete else 0
+    if k:
+        lo, hi = starts[k - 1], starts[k]   # code[:lo] viable, code[:hi] not
+    else:  # every complete line is viable: the last, unfinished line decides
+        lo, hi = starts[complete], n
+        check()
+        if viable(code):
+            return None
+    inside = [c for c in all_cuts if lo < c < hi]
+    a, b = 0, len(inside)  # inside[:a] viable, inside[b:] not
+    while a < b:
+        check()
+        mid = (a + b) // 2
+        if viable(code[:inside[mid]]):
+            a = mid + 1
+        else:
+            b = mid
+    if a < len(inside):
+        return inside[a]
+    return next((c for c in all_cuts if c >= hi), None)
 
 
 def tree_sitter_errors(code: str) -> list[tuple[int, int, str]]:

@@ -31,9 +31,10 @@ own outcome, never a mask; ``ctx.timeout`` bounds the scan (running out of it is
 from __future__ import annotations
 
 import ast
+import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -147,14 +148,40 @@ def ruff_rows(code: list[str], *, params: RuffParams | None, ctx: Context) -> Re
     return findings_result(code, run_ruff(code, params, ctx), spans, ctx, "ruff_rows")
 
 
-def script_tests(tests: Any, entry_point: str | None) -> list[str]:
-    """The tests as the authors' per-test runner takes them: a list of test statements (or a text holding a
-    Python list literal of them, OpenCodeInstruct's column, which their code reads with ``ast.literal_eval``);
-    a HumanEval ``check(candidate)`` text is one test, ``check(ENTRY_POINT)`` after it.
+def script_tests(tests: Any, entry_point: str | None, check: str = "asserts") -> list[str]:
+    """The tests as the authors' per-test runner takes them (``rewards/extra_rewards.py``, ``calculate_pass_at_k``:
+    each test run as ``code + "\\n" + test``, the share that exit with 0 is the value): a list of test statements,
+    or a text holding a Python list literal of them (OpenCodeInstruct's column, which their code reads with
+    ``ast.literal_eval``).
+
+    A HumanEval ``check(candidate)`` text cannot go through their ``literal_eval``. With ``check="asserts"`` (the
+    default) it is read as their tests are: **each assert a test**, as the sandbox's converter splits them: one
+    test per statement of ``check``'s body that holds an ``assert`` (a loop of asserts is one test; an ``assert`` of
+    a true constant, a debugging aid, is none), each a script with the module-level test code, ``check`` holding
+    the statements before it that hold no assert (its set-up) and that one statement, then
+    ``check(ENTRY_POINT)``. With ``check="whole"`` the text is one test, ``check(ENTRY_POINT)`` after it. A text
+    that does not parse, or defines no ``check``, is one test either way.
 
     >>> script_tests("['assert f(1) == 2', 'assert f(2) == 3']", None)
     ['assert f(1) == 2', 'assert f(2) == 3']
-    >>> script_tests("def check(candidate):\\n    assert candidate(1) == 2\\n", "f")
+    >>> tests = "M = 2\\ndef check(c):\\n    x = M\\n    assert c(1) == x\\n    assert True\\n    assert c(x) == 3\\n"
+    >>> for t in script_tests(tests, "f"):
+    ...     print(t, end="\\n--\\n")
+    M = 2
+    <BLANKLINE>
+    def check(c):
+        x = M
+        assert c(1) == x
+    check(f)
+    --
+    M = 2
+    <BLANKLINE>
+    def check(c):
+        x = M
+        assert c(x) == 3
+    check(f)
+    --
+    >>> script_tests("def check(candidate):\\n    assert candidate(1) == 2\\n", "f", check="whole")
     ['def check(candidate):\\n    assert candidate(1) == 2\\n\\ncheck(f)']
     """
     if isinstance(tests, (list, tuple)):
@@ -166,29 +193,67 @@ def script_tests(tests: Any, entry_point: str | None) -> list[str]:
         parsed = None
     if isinstance(parsed, (list, tuple)) and all(isinstance(t, str) for t in parsed):
         return list(parsed)
-    return [f"{text}\ncheck({entry_point})" if entry_point else text]
+    whole = [f"{text}\ncheck({entry_point})" if entry_point else text]
+    if check != "asserts" or not entry_point:
+        return whole
+    try:
+        mod = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return whole
+    fn = next((st for st in mod.body if isinstance(st, ast.FunctionDef) and st.name == "check"), None)
+    if fn is None:
+        return whole
+    # module-level code stays (helpers, constants); a call of check() is made once, at the end of each script
+    setup = [st for st in mod.body if st is not fn and not _calls_check(st)]
+    out: list[str] = []
+    before: list[ast.stmt] = []
+    for st in fn.body:
+        asserts = [n for n in ast.walk(st) if isinstance(n, ast.Assert)]
+        if not asserts:
+            before.append(st)
+            continue
+        if all(isinstance(n.test, ast.Constant) and bool(n.test.value) for n in asserts):
+            continue  # `assert True, "..."`: a debugging aid of HumanEval's, no test (as the sandbox's converter)
+        one = ast.FunctionDef(name="check", args=fn.args, body=[*before, st], decorator_list=[], returns=None,
+                              type_comment=None, **({"type_params": []} if sys.version_info >= (3, 12) else {}))
+        call = ast.Expr(ast.Call(ast.Name("check", ast.Load()), [ast.Name(entry_point, ast.Load())], []))
+        out.append(ast.unparse(ast.fix_missing_locations(ast.Module([*setup, one, call], []))))
+    return out or whole
+
+
+def _calls_check(st: ast.stmt) -> bool:
+    """A module-level ``check(...)`` call statement of a HumanEval test text."""
+    return isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and \
+        isinstance(st.value.func, ast.Name) and st.value.func.id == "check"
+
+
+class ScriptTestsParams(ExecParams):
+    """Options of ``script_tests_pass_rate``: the execution's, and how a HumanEval ``check()`` is read."""
+
+    #: ``asserts``: each assert-holding statement of ``check()`` a test (their fraction); ``whole``: one test
+    check: Literal["asserts", "whole"] = "asserts"
 
 
 @function("script_tests_pass_rate", args={"code": "code?", "tests": "any",
                                           "entry_point": Arg("entry_point", TEXT.optional(), default=None)},
-          returns="number", params=ExecParams, range=(0.0, 1.0), accepts_none=True, in_workers=False,
+          returns="number", params=ScriptTestsParams, range=(0.0, 1.0), accepts_none=True, in_workers=False,
           requires=forced_level_missing,
           doc="The authors' per-test execution (dense-reward PPO, mapping = \"authors\"): each test is its own "
               "sandboxed run of code + newline + test as a script, passed when it exits with status 0; the share "
               "passed. Their semantics, exploitable: a program that exits 0 first passes every test.")
 def script_tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, *,
-                           params: ExecParams | None, ctx: Context) -> Result:
+                           params: ScriptTestsParams | None, ctx: Context) -> Result:
     from rewardlang.sandbox.launch import LevelUnavailable
     from rewardlang.sandbox.runner import Task, get_sandbox
 
-    p = params or ExecParams()
+    p = params or ScriptTestsParams()
     n = len(code)
     limits = exec_limits(p, ctx)
     entries = per_row(entry_point, n)
     of_row: list[list[int]] = []
     tasks: list[Any] = []
     for i in range(n):
-        ts = script_tests(tests[i], entries[i]) if code[i] is not None and tests[i] is not None else []
+        ts = script_tests(tests[i], entries[i], p.check) if code[i] is not None and tests[i] is not None else []
         of_row.append(list(range(len(tasks), len(tasks) + len(ts))))
         tasks.extend(Task(f"{code[i]}\n{t}", None, None, "auto", limits) for t in ts)
     try:
@@ -226,13 +291,15 @@ class SplitParams(BaseModel):
 @function("split_at", args={"text": "text", "at": "number"}, returns="spans", params=SplitParams, spans_of="text",
           tags=("no_dedup",),
           doc="Two spans: `text` before character `at` (label before) and from it on (label after); all of it "
-              "`before` when `at` is negative or past the end (what `tokens split` compiles to).")
+              "`before` when `at` is negative or past the end, a zero-width `before` span for empty text (what "
+              "`tokens split` compiles to: the edges of an empty code block are its fences).")
 def split_at(text: list[str], at: Sequence[float], *, params: SplitParams, ctx: Context) -> list[list[Span]]:
     out = []
     for t, a in zip(text, at):
         k = int(a)
         if k < 0 or k >= len(t):
-            out.append([Span(0, len(t), params.before, "before")] if t else [])
+            # empty text: a zero-width span still marks where it is (a `split` clause's edges go around it)
+            out.append([Span(0, len(t), params.before, "before")])
         else:
             out.append(([Span(0, k, params.before, "before")] if k > 0 else [])
                        + [Span(k, len(t), params.after, "after")])

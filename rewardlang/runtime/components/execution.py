@@ -117,6 +117,16 @@ def _check_language(value: Any) -> tuple[str, str] | None:
     return None
 
 
+def _check_prelude(value: Any) -> tuple[str, str] | None:
+    """A constant prelude must define something: Python source, or text holding a fenced Python block."""
+    from rewardlang.sandbox.convert import prelude_statements
+
+    _stmts, notes = prelude_statements(str(value), set())
+    if notes:
+        return notes[0], "give the helpers' Python source (the row's prompt: `prelude=prompt`), or leave it out"
+    return None
+
+
 _ARGS = {
     "code": "code?",
     "tests": "any",
@@ -124,6 +134,8 @@ _ARGS = {
     # python (default), c, cpp, java, js, php, sh, go, or a column of them: docs/languages.md
     "language": Arg("language", TEXT, default="python", check=_check_language),
     "reference": Arg("reference", CODE.optional(), default=None),
+    # trusted helper code for the tests (e.g. the task's prompt): run in the judge process, never the program's
+    "prelude": Arg("prelude", CODE.optional(), default=None, check=_check_prelude, trusted=True),
 }
 
 
@@ -152,6 +164,91 @@ def forced_level_missing(params: Any) -> tuple[str, str] | None:
     return None
 
 
+#: the counter key under which a task's tests that use names nothing defines are noted (prefix, task, names)
+UNDEFINED_KEY = "tests.undefined_names"
+#: the counter key under which tests that cannot be read are noted (prefix, task, why)
+UNREADABLE_KEY = "tests.unreadable"
+_SEP = "\x1f"
+
+
+def _task_label(task: Any, plan: Any) -> str:
+    """How a task is named in the undefined-name report: its entry point, else its first test."""
+    if task.entry_point:
+        return str(task.entry_point)
+    first = plan.tests[0].source.splitlines()[0] if plan.tests else "tests"
+    return first if len(first) <= 60 else first[:57] + "..."
+
+
+def note_plans(tasks: Sequence[Any], stats: Any) -> list[Any]:
+    """Note in ``stats`` each task (Python, with tests) whose tests use names nothing defines: those tests fail for
+    every program, so the run says so (``score``'s summary, ``report``, ``check --data``, ``eval``, the training
+    log) instead of a silent 0. One key per task and names, so a run reports each once; tests that cannot be read
+    are noted the same way (``UNREADABLE_KEY``), and ``tests.planned`` counts the distinct test suites read per
+    call. Returns ``tasks`` with a prelude the tests do not use dropped (it changes nothing: the verdicts and the
+    cached reference times of such tasks stay those of the task without it)."""
+    from dataclasses import replace
+
+    from rewardlang.sandbox.convert import TestFormatError, make_plan
+
+    seen: dict[tuple[Any, ...], Any] = {}
+    out = list(tasks)
+    for i, t in enumerate(tasks):
+        if t.language != "python" or t.tests is None:
+            continue
+        key = (id(t.tests), t.entry_point, t.format, t.prelude)
+        if key not in seen:
+            try:
+                plan = make_plan(t.tests, t.entry_point, t.format, t.prelude)   # cached: the sandbox makes the same
+            except TestFormatError as e:
+                plan = None
+                stats[_SEP.join((UNREADABLE_KEY, str(t.entry_point or "tests"), str(e)[:300]))] += 1
+            seen[key] = plan
+            stats["tests.planned"] += 1
+            if plan is not None and plan.undefined:
+                stats[_SEP.join((UNDEFINED_KEY, _task_label(t, plan), ",".join(plan.undefined)))] += 1
+        plan = seen[key]
+        if t.prelude is not None and plan is not None and not plan.uses_prelude:
+            out[i] = replace(t, prelude=None)
+    return out
+
+
+def undefined_names(stats: Any) -> list[tuple[str, list[str], int]]:
+    """The tasks whose tests use names nothing defines, from a run's counters: ``(task, names, batches that had
+    it)``, sorted.
+
+        >>> from collections import Counter
+        >>> from rewardlang.sandbox import Task
+        >>> st = Counter()
+        >>> _ = note_plans([Task("def f(x):\\n    return x\\n",
+        ...                                "def check(candidate):\\n    assert candidate(helper(1)) == 1\\n", "f")], st)
+        >>> undefined_names(st)
+        [('f', ['helper'], 1)]
+    """
+    out = []
+    for k, v in stats.items():
+        if isinstance(k, str) and k.startswith(UNDEFINED_KEY + _SEP):
+            _, task, names = k.split(_SEP, 2)
+            out.append((task, names.split(","), int(v)))
+    return sorted(out)
+
+
+def undefined_names_lines(stats: Any = None, found: Sequence[tuple[str, Sequence[str]]] | None = None,
+                          level: str = "warning") -> list[str]:
+    """The warning a run prints about those tasks (empty when there are none): once per run, tasks and names. From
+    a run's counters, or from ``found`` (``(task, names)`` pairs); ``level="error"`` where it fails the command
+    (``check --data``)."""
+    found = [(t, n) for t, n, *_ in (found if found is not None else undefined_names(stats or {}))]
+    if not found:
+        return []
+    shown = "; ".join(f"`{task}`: {', '.join(names)}" for task, names in found[:20])
+    more = f" (and {len(found) - 20} more)" if len(found) > 20 else ""
+    return [(f"{level}: the tests of {len(found)} task(s) use names nothing defines, so those tests fail for every "
+             f"program: {shown}{more}"),
+            ("hint: give the helpers the tests need as trusted code, `prelude=` of the test functions (the shipped "
+             "specs pass the row's prompt), or put them at the head of the tests; the program's own definitions "
+             "are never used for test code (docs/language.md, docs/sandbox.md)")]
+
+
 def exec_limits(params: ExecParams | None, ctx: Context) -> Any:
     """The sandbox :class:`~rewardlang.sandbox.config.Limits` of one execution under ``params``: its ``timeout``
     (CPU seconds), else the component's, else the default; wall, memory, output and process caps as given.
@@ -167,7 +264,7 @@ def exec_limits(params: ExecParams | None, ctx: Context) -> Any:
 
 
 def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, params: ExecParams | None,
-              ctx: Context, language: Any = "python", reference: Any = None) -> list[Any]:
+              ctx: Context, language: Any = "python", reference: Any = None, prelude: Any = None) -> list[Any]:
     """Judge every sample; returns Verdicts (or a str: why the sandbox is unavailable).
 
     With ``reference`` (a per-sample program: the task's reference solution), each sample's CPU limit is
@@ -186,6 +283,7 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
 
     entries = per_row(entry, n)
     langs = per_row(language, n)
+    preludes = per_row(prelude, n)
     tasks = []
     bad_lang: dict[int, str] = {}
     for i in range(n):
@@ -197,8 +295,13 @@ def _verdicts(code: Sequence[Any], tests: Sequence[Any] | None, entry: Any, para
             bad_lang[i] = unknown_language_message(langs[i])
             ctx.stats["sandbox.unknown_language"] += 1
             lang = "python"
+        # the prelude is Python helper code for Python tests; structured tests of other languages have none
+        pre = preludes[i] if lang == "python" and isinstance(preludes[i], str) and preludes[i].strip() else None
         tasks.append(Task(code[i], t if tests is not None else None, entries[i], p.format, limits, p.compare,
-                          lang, p.compile_timeout))
+                          lang, p.compile_timeout, pre))
+    tasks = note_plans(tasks, ctx.stats)
+    if ctx.extra.get("plan_only"):   # `rewardlang check --data`: the tests are read, no program runs
+        return [Verdict("infra", infra="not run: the tests were only read (check --data)") for _ in range(n)]
     try:
         sandbox = get_sandbox()
     except LevelUnavailable as e:
@@ -239,7 +342,7 @@ def _relative_limits(sandbox: Any, tasks: list[Any], refs: list[Any], p: ExecPar
     wanted = [i for i in run if isinstance(refs[i], str) and refs[i].strip()
               and getattr(tasks[i], "language", "python") == "python"]
     times = reference_times(sandbox, [(refs[i], tasks[i].tests, tasks[i].entry_point, tasks[i].format,
-                                       tasks[i].compare) for i in wanted], cap.cpu, stats=ctx.stats)
+                                       tasks[i].compare, tasks[i].prelude) for i in wanted], cap.cpu, stats=ctx.stats)
     out = list(tasks)
     derived = 0
     for i, t_ref in zip(wanted, times, strict=True):
@@ -276,48 +379,52 @@ def _result(verdicts: list[Any], value: Any) -> Result:
 
 
 @function("tests_pass_rate", args=_ARGS, returns="number", params=ExecParams, range=(0.0, 1.0), accepts_none=True,
-          in_workers=False, requires=forced_level_missing, doc="Share of the unit tests the program passes (sandboxed; see docs/sandbox.md).")
+          in_workers=False, requires=forced_level_missing, tags=("plans",), doc="Share of the unit tests the program passes (sandboxed; see docs/sandbox.md).")
 def tests_pass_rate(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
-                    reference: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference), lambda v: v.pass_rate)
+                    reference: Any = None, prelude: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference, prelude),
+                   lambda v: v.pass_rate)
 
 
-@function("tests_all_pass", args=_ARGS, returns="bool", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
+@function("tests_all_pass", args=_ARGS, returns="bool", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing, tags=("plans",),
           doc="True when the program passes every unit test (sandboxed).")
 def tests_all_pass(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
-                   reference: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference), lambda v: v.all_passed)
+                   reference: Any = None, prelude: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference, prelude),
+                   lambda v: v.all_passed)
 
 
 @function("tests_results", args=_ARGS, returns="list[number]", params=ExecParams, accepts_none=True,
-          in_workers=False, requires=forced_level_missing, doc="1 or 0 for each unit test, in the order of the tests (sandboxed).")
+          in_workers=False, requires=forced_level_missing, tags=("plans",), doc="1 or 0 for each unit test, in the order of the tests (sandboxed).")
 def tests_results(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
-                  reference: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference),
+                  reference: Any = None, prelude: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference, prelude),
                    lambda v: [1.0 if t.passed else 0.0 for t in v.tests])
 
 
 @function("outcome", args=_ARGS, returns="number", params=OutcomeParams, range=(-1.0, 1.0), accepts_none=True,
-          in_workers=False, requires=forced_level_missing,
+          in_workers=False, requires=forced_level_missing, tags=("plans",),
           doc="CodeRL-style outcome value: pass 1, fail -0.3, runtime error -0.6, compile error -1 "
               "(timeout, memory, output limit: -0.6 by default).")
-def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python", reference: Any = None, *,
-            params: OutcomeParams | None, ctx: Context) -> Result:
+def outcome(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
+            reference: Any = None, prelude: Any = None, *, params: OutcomeParams | None, ctx: Context) -> Result:
     p = params or OutcomeParams()
     values = {"pass": p.pass_value, "fail": p.fail_value, "runtime_error": p.runtime_error_value,
               "compile_error": p.compile_error_value, "timeout": p.timeout_value, "memory": p.memory_value,
               "output_limit": p.output_limit_value}
-    return _result(_verdicts(code, tests, entry_point, p, ctx, language, reference), lambda v: values[v.outcome])
+    return _result(_verdicts(code, tests, entry_point, p, ctx, language, reference, prelude),
+                   lambda v: values[v.outcome])
 
 
-@function("outcome_label", args=_ARGS, returns="text", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing,
+@function("outcome_label", args=_ARGS, returns="text", params=ExecParams, accepts_none=True, in_workers=False, requires=forced_level_missing, tags=("plans",),
           doc="The outcome class: pass, fail, runtime_error, compile_error, timeout, memory or output_limit.")
 def outcome_label(code: list[str | None], tests: list[Any], entry_point: Any = None, language: Any = "python",
-                  reference: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
-    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference), lambda v: v.outcome)
+                  reference: Any = None, prelude: Any = None, *, params: ExecParams | None, ctx: Context) -> Result:
+    return _result(_verdicts(code, tests, entry_point, params, ctx, language, reference, prelude),
+                   lambda v: v.outcome)
 
 
 @function("executes", args={"code": "code?"}, returns="bool", params=ExecParams, accepts_none=True,
-          in_workers=False, requires=forced_level_missing, doc="True when the program runs to the end as a script (empty stdin, sandboxed).")
+          in_workers=False, requires=forced_level_missing, tags=("plans",), doc="True when the program runs to the end as a script (empty stdin, sandboxed).")
 def executes(code: list[str | None], *, params: ExecParams | None, ctx: Context) -> Result:
     return _result(_verdicts(code, None, None, params, ctx), lambda v: v.outcome == "pass")

@@ -212,16 +212,22 @@ def tags(text: list[str], name: str, *, params: TagParams, ctx: Context) -> list
 
 # ---------------------------------------------------------------------- fenced code blocks
 
+_EOL = re.compile(r"\r\n|\r|\n")
+
+
 def _fences(text: str) -> list[tuple[str, int, int, bool]]:
-    """Fenced blocks as (language, content start, content end, closed). A fence is ``` anywhere."""
+    """Fenced blocks as (language, content start, content end, closed). A fence is ``` anywhere; lines end at
+    ``\\n``, ``\\r\\n`` or a lone ``\\r`` (as Python's). The info string runs to the end of the opening fence's
+    line and the content starts after that line's break; a closed block's content ends where :func:`_content_end`
+    says (before the line break ahead of the closing fence's line, that line's indentation included)."""
     out = []
     pos = 0
     while True:
         start = text.find("```", pos)
         if start < 0:
             return out
-        nl = text.find("\n", start + 3)
-        info_end = nl if nl >= 0 else len(text)
+        eol = _EOL.search(text, start + 3)
+        info_end = eol.start() if eol else len(text)
         info = text[start + 3:info_end].strip()
         if "```" in info:  # ```inline``` on one line: content is between the fences
             close = text.find("```", start + 3)
@@ -229,16 +235,31 @@ def _fences(text: str) -> list[tuple[str, int, int, bool]]:
             pos = close + 3
             continue
         lang = info.split()[0].lower() if info else ""
-        content_start = info_end + 1 if nl >= 0 else len(text)
+        content_start = eol.end() if eol else len(text)
         close = text.find("```", content_start)
         if close < 0:
             out.append((lang, content_start, len(text), False))
             return out
-        end = close
-        if end > content_start and text[end - 1] == "\n":
-            end -= 1
-        out.append((lang, content_start, end, True))
+        out.append((lang, content_start, _content_end(text, content_start, close), True))
         pos = close + 3
+
+
+def _content_end(text: str, start: int, close: int) -> int:
+    """Where a closed block's content ends: when only spaces or tabs stand before the closing fence on its line
+    (an indented fence, or none), before the line break ahead of that line (``\\r\\n`` whole); else at the fence.
+
+    >>> t = "```python\\r\\nx = 1\\r\\n  ```"
+    >>> t[11:_content_end(t, 11, t.index("  ```") + 2)]
+    'x = 1'
+    """
+    k = close
+    while k > start and text[k - 1] in " \t":
+        k -= 1
+    if k == start:  # the fence's line is the content's first: no content
+        return start
+    if text[k - 1] not in "\r\n":  # code before the fence on its line
+        return close
+    return k - 2 if text[k - 2:k] == "\r\n" and k - 2 >= start else k - 1
 
 
 def _lang_ok(lang: str, want: str | None) -> bool:
@@ -262,7 +283,9 @@ _LANG = Arg("lang", TEXT, default="")
 @function("code_block", args={"text": "text", "lang": _LANG},
           returns="code?", params=BlockParams, spans_of="text", tags=CHEAP,
           doc="The content of the first (or last) fenced ``` block, optionally of one language "
-              "(`python` also accepts py/python3). None when there is no such closed block.")
+              "(`python` also accepts py/python3). None when there is no such closed block. Lines end at \\n, "
+              "\\r\\n or \\r; the content runs from after the opening fence's line to the line break ahead of "
+              "the closing fence's line (that line's indentation is the fence's).")
 def code_block(text: list[str], lang: Any, *, params: BlockParams, ctx: Context) -> Result:
     out: list[str | None] = []
     offs: list[int | None] = []

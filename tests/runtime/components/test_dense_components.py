@@ -115,8 +115,7 @@ def test_ruff_rows_gives_rufs_own_rows_with_noqa_honoured_when_asked() -> None:
 
 
 def test_script_tests_run_each_test_alone_and_pass_on_exit_status_zero() -> None:
-    from rewardlang.runtime.components.dense import script_tests_pass_rate
-    from rewardlang.runtime.components.execution import ExecParams
+    from rewardlang.runtime.components.dense import ScriptTestsParams, script_tests_pass_rate
 
     tests = ["assert f(1) == 2", "assert f(2) == 4", "assert seen == []\nseen.append(1)"]
     codes = [
@@ -126,11 +125,13 @@ def test_script_tests_run_each_test_alone_and_pass_on_exit_status_zero() -> None
         "while True:\n    pass",                               # the 2 s CPU limit: a timeout fails
         None,                                                # no code: 0
     ]
-    r = script_tests_pass_rate.fn(codes, [tests] * 5, None, params=ExecParams(timeout=2), ctx=Context(use_cache=False))
+    r = script_tests_pass_rate.fn(codes, [tests] * 5, None, params=ScriptTestsParams(timeout=2),
+                                  ctx=Context(use_cache=False))
     assert r.infra == [False] * 5
     assert r.values == pytest.approx([2 / 3, 1.0, 0.0, 0.0, 0.0])
-    # OpenCodeInstruct's column is a list literal in a text; HumanEval's check(candidate) is one test
+    # OpenCodeInstruct's column is a list literal in a text; HumanEval's check(candidate): each assert a test
+    # (tests/trainers/test_dense_authors.py: HumanEval/0, and the one-test reading check="whole")
     lit = script_tests_pass_rate.fn(["def f(x):\n    return x + 1"] * 2,
                                     ["['assert f(1) == 2', 'assert f(1) == 3']", TESTS],
-                                    ["f", "f"], params=ExecParams(timeout=2), ctx=Context())
+                                    ["f", "f"], params=ScriptTestsParams(timeout=2), ctx=Context())
     assert lit.values == pytest.approx([0.5, 1.0])

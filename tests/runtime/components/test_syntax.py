@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import io
 import random
 import time
+import tokenize
 
 import pytest
 from hypothesis import given, settings
@@ -73,15 +75,31 @@ def test_tree_sitter_missing_node_is_zero_width() -> None:
     assert spans("def f(:\n    pass\n", TS) == [Span(6, 6, -1.0, "MISSING )")]
 
 
+def _incomplete_or_valid(text: str) -> bool:
+    try:
+        compile(text, "<t>", "exec", ast.PyCF_ONLY_AST | 0x4000, dont_inherit=True)
+        return True
+    except SyntaxError as e:
+        return e.msg == "incomplete input"
+
+
 def _brute(code: str) -> int | None:
-    """First k such that lines[:k] is neither valid nor incomplete (compiled one by one)."""
+    """First k such that lines[:k] is neither valid nor incomplete (compiled one by one). Text that ends inside a
+    string is incomplete only when a string may stand where it starts (docs/components/syntax.md): the tokenize
+    module finds the open string here, and an empty string with a line continuation takes its place."""
     lines = code.splitlines(keepends=True)
     for k in range(1, len(lines) + 1):
+        text = "".join(lines[:k])
+        if not _incomplete_or_valid(text):
+            return k
         try:
-            compile("".join(lines[:k]), "<t>", "exec", ast.PyCF_ONLY_AST | 0x4000, dont_inherit=True)
-        except SyntaxError as e:
-            if e.msg != "incomplete input":
-                return k
+            list(tokenize.generate_tokens(io.StringIO(text).readline))
+        except tokenize.TokenError as e:
+            if "string" in str(e.args[0]):
+                row, col = e.args[1]
+                at = sum(len(x) for x in text.splitlines(keepends=True)[:row - 1]) + col
+                if not _incomplete_or_valid(text[:at] + "''\\\n"):
+                    return k
     return None
 
 

@@ -1,0 +1,138 @@
+"""``rewardlang check SPEC --data ROWS.jsonl``: the spec against real rows before scoring, running no program.
+
+Every row is read as ``score`` reads it (bad lines and bad values named ``FILE:LINE``), and the spec's per-sample
+phase runs with ``plan_only`` set: the functions that run tests read and plan every row's tests (the test format,
+what runs where, the names the tests use) and run nothing; every other function that would run a program, a tool
+or a model (those that keep to the calling process) is skipped; the text functions compute as when scoring, so
+the tests, entry points and preludes the test functions receive are exactly those scoring would give them. A file
+without a ``completion`` column (a problem file) gets a placeholder completion (a Python block holding ``pass``),
+so the test functions are reached.
+
+What it finds: tests that use names nothing defines (they fail for every program: the helpers HumanEval's tests
+take from the prompt, when no ``prelude=`` gives them), tests that cannot be read, and data errors. The first two
+make ``check`` fail (exit 1), as an example that fails does.
+
+    >>> import json, tempfile, rewardlang
+    >>> prog = rewardlang.loads('input tests: text\\ninput entry_point: text\\n'
+    ...     'component c in [0, 1] = tests_pass_rate(code_block(completion) or "", tests, entry_point)')
+    >>> path = tempfile.mktemp(suffix=".jsonl")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write(json.dumps({"tests": "def check(candidate):\\n    assert poly(candidate(1)) == 1\\n",
+    ...                              "entry_point": "f"}) + "\\n")
+    >>> rep = check_data(prog, path)
+    >>> rep.rows, rep.planned, rep.undefined
+    (1, 1, [('f', ['poly'])])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DataCheck", "check_data"]
+
+#: what a row without a completion is checked with: a code block, so the specs' `code_block(...)` finds one
+PLACEHOLDER = "```python\npass\n```"
+
+
+@dataclass
+class DataCheck:
+    """What :func:`check_data` found."""
+
+    path: str
+    rows: int = 0
+    #: ``(line, why)``: lines that are not JSON objects, and rows whose values the spec cannot take
+    bad_rows: list[tuple[int, str]] = field(default_factory=list)
+    #: distinct test suites read (per batch)
+    planned: int = 0
+    #: ``(task, names)``: tests that use names nothing defines
+    undefined: list[tuple[str, list[str]]] = field(default_factory=list)
+    #: ``(task, why)``: tests that cannot be read
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    #: a column every row lacks (``(column, why)``): nothing could be checked
+    missing: list[tuple[str, str]] = field(default_factory=list)
+    placeholder: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.undefined or self.unreadable or self.missing or self.bad_rows)
+
+    def lines(self) -> list[tuple[str, str]]:
+        """``(stream, text)`` lines for the command: ``out`` the summary, ``err`` the findings."""
+        from rewardlang.runtime.components.execution import undefined_names_lines
+
+        out: list[tuple[str, str]] = []
+        for col, why in self.missing:
+            out.append(("err", f"error[D001]: {self.path}: column `{col}` {why}"))
+        for line, why in self.bad_rows[:20]:
+            out.append(("err", f"error[D001]: {self.path}:{line}: {why}"))
+        if len(self.bad_rows) > 20:
+            out.append(("err", f"... and {len(self.bad_rows) - 20} more bad row(s)"))
+        for task, why in self.unreadable[:20]:
+            out.append(("err", f"error: {self.path}: the tests of `{task}` cannot be read: {why}"))
+        out += [("err", line) for line in undefined_names_lines(found=self.undefined, level="error")]
+        what = "no completion column: a placeholder completion was used; " if self.placeholder else ""
+        out.append(("out", (f"data {self.path}: {self.rows} row(s), {len(self.bad_rows)} bad; {what}"
+                            f"{self.planned} test suite(s) read, {len(self.undefined)} using names nothing defines, "
+                            f"{len(self.unreadable)} unreadable; no program was run")))
+        return out
+
+
+def check_data(prog: Any, path: str, *, batch_size: int = 2048) -> DataCheck:
+    """Check ``prog`` against the JSONL rows of ``path`` without running any program (see the module docstring)."""
+    from rewardlang.jsonl import iter_jsonl
+    from rewardlang.runtime.components.execution import (
+        UNDEFINED_KEY,
+        UNREADABLE_KEY,
+        undefined_names,
+    )
+    from rewardlang.runtime.program import DataError
+
+    rep = DataCheck(str(path))
+    saved = dict(prog.context_extra)
+    prog.context_extra["plan_only"] = True
+    stats0 = {k: v for k, v in prog.stats.items()}
+
+    def run(batch: list[tuple[int, dict]]) -> None:
+        if not batch or rep.missing:
+            return
+        rows = [r for _, r in batch]
+        present: set[str] = set().union(*(r.keys() for r in rows))
+        if "completion" not in present:
+            rep.placeholder = True
+            rows = [dict(r, completion=PLACEHOLDER) for r in rows]
+        given = {k: [r.get(k) for r in rows] for k in set().union(*(r.keys() for r in rows))}
+        try:
+            cols = prog._columns(len(rows), given, by="column")
+        except DataError as exc:
+            whole = [(c, m) for _, c, m in exc.problems if m.startswith("missing")]
+            if whole:
+                rep.missing = whole
+                return
+            bad = {r for r, _, _ in exc.problems}
+            rep.bad_rows += [(batch[r][0], f"column `{c}` {m}") for r, c, m in exc.problems]
+            run([b for i, b in enumerate(batch) if i not in bad])
+            return
+        rep.rows += len(rows)
+        prog.score_columns(cols, len(rows), raw=given)
+
+    try:
+        batch: list[tuple[int, dict]] = []
+        for lineno, row, problem in iter_jsonl(path):
+            if problem is not None:
+                rep.bad_rows.append((lineno, problem))
+                continue
+            batch.append((lineno, row))
+            if len(batch) >= batch_size:
+                run(batch)
+                batch = []
+        run(batch)
+    finally:
+        prog.context_extra = saved
+    new = {k: v - stats0.get(k, 0) for k, v in prog.stats.items() if isinstance(v, (int, float))}
+    rep.planned = int(new.get("tests.planned", 0))
+    rep.undefined = [(t, n) for t, n, _ in undefined_names({k: v for k, v in new.items()
+                                                             if k.startswith(UNDEFINED_KEY) and v})]
+    rep.unreadable = sorted({tuple(k.split("\x1f", 2)[1:]) for k, v in new.items()  # type: ignore[misc]
+                             if k.startswith(UNREADABLE_KEY + "\x1f") and v})
+    return rep

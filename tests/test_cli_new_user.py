@@ -245,3 +245,75 @@ def test_no_page_says_the_tiny_model_is_the_default() -> None:
     said = [f"{p.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}" for p in pages
             for text in [p.read_text(encoding="utf-8")] for m in wrong.finditer(text)]
     assert not said, said
+
+
+# ----------------------------------------------------------------------- item 12: a progress bar where work is long
+def _recording_bar(monkeypatch) -> list[dict]:
+    import contextlib
+
+    import rewardlang.progress as progress
+
+    bars: list[dict] = []
+
+    @contextlib.contextmanager
+    def bar(total, description, *, enabled=True, unit=""):
+        rec = {"total": total, "description": description, "enabled": enabled, "done": 0}
+        bars.append(rec)
+
+        def advance(n=1):
+            rec["done"] += n
+        yield advance
+
+    monkeypatch.setattr(progress, "progress_bar", bar)
+    return bars
+
+
+def test_ir_groups_and_data_cfuncs_draw_a_progress_bar(tmp_path: Path, monkeypatch) -> None:
+    """`ir-groups` printed nothing for minutes and `data cfuncs` for 16-20 s: each advances a bar over its
+    functions (drawn on a terminal only, below), and --no-progress turns it off."""
+    from rewardlang.datasets import cfuncs
+
+    few = cfuncs.corpus()[:2]
+    monkeypatch.setattr(cfuncs, "corpus", lambda *a, **k: few)
+    bars = _recording_bar(monkeypatch)
+    r = invoke("data", "cfuncs", "-o", tmp_path / "f.jsonl")
+    assert r.exit_code == 0, r.output
+    assert bars == [{"total": 2, "description": "recording C harnesses", "enabled": True, "done": 2}]
+    bars.clear()
+    r = invoke("ir-groups", "-i", tmp_path / "f.jsonl", "-o", tmp_path / "g.jsonl", "--max-tries", "2",
+               "--losers", "1", "--workers", "1")
+    assert r.exit_code == 0, r.output
+    assert bars == [{"total": 2, "description": "ir-groups", "enabled": True, "done": 2}]
+    bars.clear()
+    r = invoke("ir-groups", "-i", tmp_path / "f.jsonl", "-o", tmp_path / "g.jsonl", "--max-tries", "2",
+               "--losers", "1", "--workers", "1", "--no-progress")
+    assert r.exit_code == 0 and bars[0]["enabled"] is False
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal_and_never_into_a_pipe() -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    code = ("import time\nfrom rewardlang.progress import progress_bar\n"
+            "with progress_bar(3, 'counting', unit='things') as advance:\n"
+            "    for _ in range(3):\n        advance(1)\n        time.sleep(0.2)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80", "TERM": "xterm"}
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-c", code], stderr=slave, stdout=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    p.wait(60)
+    os.close(master)
+    assert b"counting" in seen and b"things" in seen, seen
+    piped = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=60)
+    assert piped.returncode == 0 and piped.stderr == b""

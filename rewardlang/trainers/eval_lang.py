@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -149,7 +150,8 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
     except (ConfigError, ValueError) as exc:
         fail(str(exc))
         return
-    shown_ks = ks or sorted({int(key[5:]) for s in summaries.values() for key in s if key.startswith("pass@")})
+    shown_ks = ks or sorted({int(m.group(1)) for s in summaries.values() for key in s
+                             if (m := re.fullmatch(r"pass@(\d+)", key))})  # not pass@1_ci95
     typer.echo(table(summaries, shown_ks))
     typer.echo(json.dumps(next(iter(summaries.values())) if len(langs) == 1 else {"languages": summaries}))
     if output:

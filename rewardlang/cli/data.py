@@ -98,6 +98,12 @@ def data_command(ctx: typer.Context,
                  target: str = typer.Option(None, "--target", help="translate: c, cpp, java, js, php, sh, go"),
                  report: Path = typer.Option(None, "--report", help="humaneval: also write the skipped problems "
                                                                     "and reasons as JSON"),
+                 plus: bool = typer.Option(False, "--plus", help="humaneval: also generate hidden tests (a "
+                                           "plus_tests column: mutated inputs, the canonical solution run in the "
+                                           "sandbox as the oracle)"),
+                 per_problem: int = typer.Option(100, "--per-problem", min=1, help="humaneval --plus: new inputs "
+                                                 "kept per problem at most"),
+                 seed: int = typer.Option(0, "--seed", help="humaneval --plus: the mutation seed"),
                  progress: bool = typer.Option(True, "--progress/--no-progress", help="cfuncs: a progress bar on "
                                                                                       "a terminal")) -> None:
     """Write a task data set as JSONL (robot: task_id, split, instruction, prompt, task, canonical; humaneval:
@@ -106,11 +112,12 @@ def data_command(ctx: typer.Context,
     from rewardlang.datasets.cli import DataSetError, write_dataset
 
     flags = {"split": "--split", "verify": "--verify", "lang": "--lang", "source": "--source", "target": "--target",
-             "report": "--report", "progress": "--progress"}
-    given = [flag for key, flag in flags.items() if key != "progress" and _given(ctx, key)]
+             "report": "--report", "plus": "--plus", "per_problem": "--per-problem", "seed": "--seed"}
+    given = [flag for key, flag in flags.items() if _given(ctx, key)]
     try:
         said = write_dataset(name, output, given=given, split=split, lang=lang, source=source, target=target,
-                             report=report, verify=_verify_robot if verify else None, progress=progress)
+                             report=report, verify=_verify_robot if verify else None, progress=progress, plus=plus,
+                             per_problem=per_problem, seed=seed, plus_progress=_err)
     except DataSetError as exc:
         _err("\n".join(f"error: {line}" for line in str(exc).splitlines()))
         raise typer.Exit(1)

@@ -30,7 +30,7 @@ DATASETS = ("robot", "humaneval", "translate", "cfuncs")
 #: the options each data set takes besides ``-o``: any other one given is refused (never silently dropped)
 OPTIONS: dict[str, tuple[str, ...]] = {
     "robot": ("--split", "--verify"),
-    "humaneval": ("--lang", "--report"),
+    "humaneval": ("--lang", "--report", "--plus", "--per-problem", "--seed"),
     "translate": ("--source", "--target", "--split"),
     "cfuncs": (),
 }
@@ -41,7 +41,12 @@ _WHY_NOT = {
     "--verify": "it has no canonical programs to run",
     "--source": "it is no translation set",
     "--target": "it is no translation set",
+    "--plus": "it has no hidden tests",
+    "--per-problem": "it has no hidden tests",
+    "--seed": "nothing in it is drawn at random",
 }
+#: options that apply only beside another one (``data humaneval --per-problem`` without ``--plus`` generates nothing)
+_ONLY_WITH = {"--per-problem": "--plus", "--seed": "--plus"}
 
 
 class DataSetError(ValueError):
@@ -56,15 +61,18 @@ def refuse_unused(name: str, given: Iterable[str]) -> None:
         ...     refuse_unused("humaneval", ["--split"])
         ... except DataSetError as exc:
         ...     print(exc)
-        data humaneval does not take --split (its rows have no train/held-out split); it takes --lang, --report
+        data humaneval does not take --split (its rows have no train/held-out split); it takes --lang, --report, --plus, --per-problem, --seed
     """
     if name not in OPTIONS:
         raise DataSetError(f"unknown data set {name!r} (known: {', '.join(DATASETS)})")
+    given = list(given)
     for opt in given:
         if opt not in OPTIONS[name]:
             takes = ", ".join(OPTIONS[name]) or "only -o"
             raise DataSetError(f"data {name} does not take {opt} ({_WHY_NOT.get(opt, 'it does not apply')}); "
                                f"it takes {takes}")
+        if opt in _ONLY_WITH and _ONLY_WITH[opt] not in given:
+            raise DataSetError(f"data {name}: {opt} applies only with {_ONLY_WITH[opt]}")
 
 
 def language_code(flag: str, name: str, allowed: Iterable[str]) -> str:
@@ -90,26 +98,60 @@ def _write(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> N
 
 
 def write_humaneval(language: str, path: str | os.PathLike[str], skipped_report: str | os.PathLike[str] | None = None,
-                    ) -> str:
+                    *, plus: bool = False, per_problem: int | None = None, seed: int = 0, progress: Any = None) -> str:
     """Write one language's rows; the report (the skip reasons with counts) is returned as text, and written as
     JSON to ``skipped_report`` when given. Both destinations are checked before the rows are built. Raises
-    :class:`DataSetError` for an unknown language, ``OutputError`` for a destination that cannot be written."""
+    :class:`DataSetError` for an unknown language, ``OutputError`` for a destination that cannot be written.
+
+    ``plus``: generate the hidden tests too (:mod:`rewardlang.datasets.plus`: mutated inputs, the canonical solution
+    run in the sandbox as the oracle) and write them as each row's ``plus_tests``, in the format of its ``tests``;
+    the report gives the counts (problems covered, extra inputs per problem, what was dropped and why).
+    ``progress``: a callable given the hidden tests' progress lines."""
     from rewardlang.datasets.multilang import LANGUAGES, build
 
     language = language_code("--lang", language, LANGUAGES)
     check_outputs({"-o": path, "--report": skipped_report})
     b = build(language)
-    skipped = {"language": language, "rows": len(b.rows), "dropped_cases": b.dropped_cases,
-               "skipped": [{"task_id": t, "reason": r} for t, r in b.skipped]}
+    plus_lines: list[str] = []
+    plus_json: dict[str, Any] | None = None
+    if plus:
+        from rewardlang.datasets.plus import DEFAULT_PER_PROBLEM, build_plus, plus_for_language, python_plus_tests
+
+        wanted = sorted(int(r["task_id"].split("/")[1]) for r in b.rows)
+        pb = build_plus(wanted, per_problem=per_problem or DEFAULT_PER_PROBLEM, seed=seed, progress=progress)
+        by_task = pb.by_task()
+        rendered = not_rendered = 0
+        for r in b.rows:
+            p = by_task.get(r["task_id"])
+            if p is None or not p.covered:
+                continue
+            if language == "python":
+                r["plus_tests"] = python_plus_tests(p)
+                rendered += len(p.inputs)
+            else:
+                text, lost = plus_for_language(p, language)
+                not_rendered += lost
+                if text is not None:
+                    r["plus_tests"] = text
+                    rendered += len(json.loads(text)["cases"])
+        with_plus = sum("plus_tests" in r for r in b.rows)
+        plus_lines = pb.report_lines()
+        plus_lines.insert(1, f"  {with_plus} of {len(b.rows)} {language} rows have plus_tests: {rendered} extra "
+                             f"cases, {rendered / max(1, with_plus):.1f} per row"
+                             + (f" ({not_rendered} the target cannot render)" if not_rendered else ""))
+        plus_json = {**pb.report_json(), "rows_with_plus": with_plus, "extra_cases": rendered}
     _write(b.rows, path)
     if skipped_report is not None:
         with atomic_write(skipped_report) as fh:
-            json.dump(skipped, fh, indent=1)
+            json.dump({"language": language, "rows": len(b.rows), "dropped_cases": b.dropped_cases,
+                       "skipped": [{"task_id": t, "reason": r} for t, r in b.skipped],
+                       **({"plus": plus_json} if plus_json is not None else {})}, fh, indent=1)
             fh.write("\n")
     lines = [(f"wrote {len(b.rows)} {language} rows to {os.fspath(path)} ({len(b.skipped)} problems skipped, "
               f"{b.dropped_cases} cases dropped)")]
     for reason, n in b.reasons().most_common():
         lines.append(f"  skipped {n:3d}: {reason}")
+    lines += plus_lines
     if skipped_report is not None:
         lines.append(f"wrote the skipped problems to {os.fspath(skipped_report)}")
     return "\n".join(lines)
@@ -167,12 +209,15 @@ def write_cfuncs(path: str | os.PathLike[str], *, progress: bool = True) -> str:
 def write_dataset(name: str, path: str | os.PathLike[str], *, given: Iterable[str] = (), split: str = "all",
                   lang: str | None = None, source: str = "python", target: str | None = None,
                   report: str | os.PathLike[str] | None = None,
-                  verify: Callable[[list[dict[str, Any]]], list[str]] | None = None, progress: bool = True) -> str:
+                  verify: Callable[[list[dict[str, Any]]], list[str]] | None = None, progress: bool = True,
+                  plus: bool = False, per_problem: int | None = None, seed: int = 0,
+                  plus_progress: Callable[[str], Any] | None = None) -> str:
     """``rewardlang data NAME``: refuse an option ``NAME`` does not take (``given``: the options on the command
     line), check every destination, build and write; returns the report for standard error."""
     refuse_unused(name, given)
     if name == "humaneval":
-        return write_humaneval(lang or "python", path, report)
+        return write_humaneval(lang or "python", path, report, plus=plus, per_problem=per_problem, seed=seed,
+                               progress=plus_progress if plus else None)
     if name == "translate":
         if not target:
             raise DataSetError("data translate needs --target (c, cpp, java, js, php, sh, go)")

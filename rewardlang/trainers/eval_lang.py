@@ -18,6 +18,13 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import typer
+
+from rewardlang.outputs import OutputError, check_output
+from rewardlang.trainers import evaluate as ev
+from rewardlang.trainers.config import ConfigError
+from rewardlang.trainers.defaults import default_model
+
 __all__ = ["available", "eval_languages", "table"]
 
 
@@ -58,7 +65,7 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
                    ks: Sequence[int] | None, problems: Sequence[str] | None, limit: int | None,
                    max_new_tokens: int, completions: str | None, output: str | None, seed: int, threads: int,
                    progress: bool, fail: Callable[[str], None], presentation: dict[str, Any] | None = None,
-                   inputs: dict[str, Any] | None = None, program: Any = None) -> None:
+                   inputs: dict[str, Any] | None = None, program: Any = None, plus: bool = False) -> None:
     """Evaluate each language in turn and print its table row, then the summaries as one JSON line; the
     per-problem records of every language go to ``output`` (written once, complete).
 
@@ -68,12 +75,8 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
     ``prompt_template``) is how every language's problems are asked; without it, Python's are asked as a run
     directory was trained (else the default) and another language's with :func:`~rewardlang.trainers.evaluate.
     lang_system_prompt`. ``program`` (``--spec``, else a run directory's spec) scores every answer too. With
-    ``completions``, pass@k's k defaults to 1 and the completions the file holds per problem, as for Python."""
-    import typer
-
-    from rewardlang.trainers import evaluate as ev
-    from rewardlang.trainers.config import ConfigError
-
+    ``completions``, pass@k's k defaults to 1 and the completions the file holds per problem, as for Python.
+    ``plus``: pass@k on the hidden tests too (:mod:`rewardlang.trainers.plus_eval`), one line per language."""
     if completions is None:
         ks = sorted(set(ks or [1, n]))
         if any(x < 1 or x > n for x in ks):
@@ -81,8 +84,6 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
     if dataset != "humaneval":
         fail(f"--lang: only HumanEval is translated (not --dataset {dataset})")
     if output is not None:
-        from rewardlang.outputs import OutputError, check_output
-
         try:
             check_output(output, inputs={"completions file": completions, **(inputs or {})})
         except OutputError as exc:
@@ -109,11 +110,10 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
     run_shown: dict[str, Any] = {}
     summaries: dict[str, dict[str, Any]] = {}
     records: list[dict[str, Any]] = []
+    plus_lines: list[str] = []
     try:
         if completions is None:
             from transformers.utils import logging as hf_logging
-
-            from rewardlang.trainers.cli import default_model
 
             hf_logging.disable_progress_bar()
             if threads > 0:
@@ -145,6 +145,14 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
                                             prompt_template=shown.get("prompt_template"), desc=f"eval {lang}",
                                             program=program)
                 summary["model"] = name
+            if plus:
+                from rewardlang.trainers.plus_eval import plus_line, plus_summary
+
+                ps = plus_summary(rows, recs, lang_ks if completions is not None else ks)
+                summary["plus"] = {key: v for key, v in ps.items() if key != "per_problem"}
+                for rec, pp in zip(recs, ps["per_problem"], strict=True):
+                    rec["plus"] = {key: v for key, v in pp.items() if key != "task_id"}
+                plus_lines.append(f"hidden tests, {lang}: {plus_line(ps)}")
             summaries[lang] = summary
             records.extend(recs)
     except (ConfigError, ValueError) as exc:
@@ -154,6 +162,8 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
                              if (m := re.fullmatch(r"pass@(\d+)", key))})  # not pass@1_ci95
     typer.echo(table(summaries, shown_ks))
     typer.echo(json.dumps(next(iter(summaries.values())) if len(langs) == 1 else {"languages": summaries}))
+    for line in plus_lines:
+        typer.echo(line)
     if output:
         ev.write_jsonl(output, records)
         typer.echo(f"per-problem results: {output}")

@@ -319,3 +319,76 @@ def test_the_progress_bar_is_drawn_on_a_terminal_and_never_into_a_pipe() -> None
     assert b"counting" in seen and b"things" in seen, seen
     piped = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=60)
     assert piped.returncode == 0 and piped.stderr == b""
+
+
+# ----------------------------------------------------------------------- items 4 and 15: groups, and rows by FILE:LINE
+GROUPED = ("component n = len(completion)\n"
+           "advantage over group(prompt) = (reward - mean) then center\n")
+
+
+def _grouped(tmp_path: Path) -> Path:
+    spec = tmp_path / "g.reward"
+    spec.write_text(GROUPED, encoding="utf-8")
+    return spec
+
+
+@pytest.mark.parametrize("command", [
+    ["report", "--format", "json", "-o", "{out}"], ["score", "-o", "{out}"], ["pairs", "-o", "{out}"],
+    ["explain"]])
+@pytest.mark.parametrize("rows", ["none", "one"])
+def test_every_command_that_groups_refuses_a_group_column_a_row_lacks(tmp_path: Path, command: list[str],
+                                                                      rows: str) -> None:
+    """`report --group-by promt` made one group of every row and exited 0 (its zero-variance share and advantage
+    histogram of the wrong groups); a column some rows lack made a group of them. Every command that groups says
+    the first row that lacks it, FILE:LINE, and writes nothing."""
+    data = _jsonl(tmp_path / "rows.jsonl", [{"prompt": "p", "completion": "ab", "g": 1},
+                                           {"prompt": "p", "completion": "abc", **({"g": 2} if rows == "none" else {})},
+                                           {"prompt": "q", "completion": "a", "g": 1}])
+    column = "promt" if rows == "none" else "g"
+    out = tmp_path / "out.json"
+    args = [a.format(out=out) for a in command]
+    r = invoke(args[0], _grouped(tmp_path), "-i", data, *args[1:], "--group-by", column)
+    assert r.exit_code == 1, r.output
+    line = 1 if rows == "none" else 2
+    assert f"{data}:{line}: --group-by {column}: no such column" in " ".join(r.output.split()) or \
+        (args[0] == "pairs" and f"{data}:{line}: no `{column}` column" in r.output), r.output
+    assert not out.exists()
+
+
+def test_audit_refuses_a_group_column_a_row_lacks(tmp_path: Path) -> None:
+    spec = tmp_path / "a.reward"
+    spec.write_text("component n = len(completion)\ncomponent m = 1\naudit dom = component_dominance\n",
+                    encoding="utf-8")
+    data = _jsonl(tmp_path / "rollouts.jsonl", [{"step": 1, "prompt": "p", "completion": "ab"},
+                                               {"step": 1, "prompt": "p", "completion": "abc"}])
+    r = invoke("audit", spec, "-i", data, "--no-probes", "--group-by", "promt")
+    assert r.exit_code == 1 and f"{data}:1: --group-by promt: no such column" in " ".join(r.output.split()), r.output
+
+
+def test_report_names_bad_rows_by_line_and_skips_and_counts_them(tmp_path: Path) -> None:
+    """`report` named a bad value by its 0-based row (`row 1`, the file's line 2) and stopped; docs/language.md says
+    bad rows are skipped and counted. Now: skipped, counted, each said as FILE:LINE, the extremes by their line;
+    `score` names the same row FILE:LINE too (no 0-based index beside it), and its skipped rows by FILE:LINE."""
+    spec = tmp_path / "s.reward"
+    spec.write_text("input n: number\ncomponent c = n * 2\n", encoding="utf-8")
+    data = tmp_path / "rows.jsonl"
+    data.write_text('{"completion": "a", "n": 1}\n{"completion": "b", "n": "x"}\nnot json\n'
+                    '{"completion": "c", "n": 3}\n', encoding="utf-8")
+    out = tmp_path / "r.json"
+    r = invoke("report", spec, "-i", data, "--format", "json", "-o", out)
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())
+    assert f"{data}:2: column `n` expected number, got str (skipped)" in said
+    assert f"{data}:3: invalid JSON" in said and "row 1" not in said
+    assert "(2 rows, 2 bad rows skipped" in said
+    rep = json.loads(out.read_text(encoding="utf-8"))
+    assert rep["rows"] == 2 and rep["bad_rows"] == 2
+    assert rep["skipped_rows"] == [{"line": 2, "reason": "column `n` expected number, got str"}]
+    assert [x["line"] for x in rep["extremes"]["highest"]] == [4, 1] and rep["probes"]["template_line"] == 4
+    assert rep["total"]["mean"] == 4.0  # (2 + 6) / 2: the bad row is not a 0
+    r = invoke("score", spec, "-i", data, "-o", tmp_path / "o.jsonl")
+    assert r.exit_code == 1 and f"{data}:3: invalid JSON" in r.output
+    data.write_text('{"completion": "a", "n": 1}\n{"completion": "b", "n": "x"}\n', encoding="utf-8")
+    r = invoke("score", spec, "-i", data, "-o", tmp_path / "o.jsonl")
+    assert r.exit_code == 1 and f"error[D001]: {data}:2: column `n` expected number, got str" in r.output
+    assert "row 1" not in r.output

@@ -70,7 +70,7 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
         if not input.exists():
             _err(f"error: {input}: no such file")
             raise typer.Exit(1)
-        rows, bad = [], []
+        rows, lines, bad = [], [], []
         for lineno, row, problem in iter_jsonl(input):
             if problem is not None:
                 bad.append(f"{input}:{lineno}: {problem}")
@@ -80,11 +80,20 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
                 bad.append(f"{input}:{lineno}: no whole-number `{step_column}` column (--step-column names it)")
             else:
                 rows.append(row)
+                lines.append(lineno)
         if bad:
             for b in bad[:10]:
                 _err(f"error[D003]: {b}")
             _err(f"error: {len(bad)} bad row(s) in {input}; nothing audited")
             raise typer.Exit(1)
+        if group_by is not None:  # a typo is said, as score and report say it: never one group of every row
+            from rewardlang.runtime.scoring import ScoringError, check_group_column
+
+            try:
+                check_group_column(list(zip(lines, rows)), group_by, str(input))
+            except ScoringError as exc:
+                _err(exc.render())
+                raise typer.Exit(1)
         try:
             records, alarms, watch = audit_rollouts(prog, rows, step_column=step_column, group_by=group_by,
                                                     all_steps=all_steps, probes=probes)

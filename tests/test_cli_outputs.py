@@ -94,6 +94,11 @@ def _commands(d: Path) -> dict[str, Cmd]:
         {"task_id": "sq", "prompt": "def sq(x):\n", "reference": "    y = x * x\n    return y\n",
          "tests": ["assert sq(3) == 9", "assert sq(0) == 0"], "entry_point": "sq"}])
     cfuncs = _write_jsonl(d / "cfuncs.jsonl", _one_cfunc())
+    audited = d / "audited.reward"
+    audited.write_text("component n = len(completion)\ncomponent m = 1\naudit dom = component_dominance\n"
+                       "audit short in [0, 1] = 1 if len(completion) < 3 else 0\n", encoding="utf-8")
+    rollouts = _write_jsonl(d / "rollouts.jsonl", [{"step": 1 + i // 4, "prompt": f"p{i % 2}",
+                                                    "completion": "x" * i} for i in range(8)])
     run = d / "run"
     run.mkdir(exist_ok=True)
     _write_jsonl(run / "metrics.jsonl", [{"step": s, "reward": s / 4, "loss": 0.1} for s in range(1, 5)])
@@ -111,6 +116,11 @@ def _commands(d: Path) -> dict[str, Cmd]:
                          "return_none,arith_swap"], {"dataset": problems}, kind="dir",
                         heavy="rewardlang.datasets.prm.label.build"),
         "plot": Cmd(["plot", run, "--out", "OUT"], {"metrics file": run / "metrics.jsonl"}, writes=("", "--out")),
+        "audit": Cmd(["audit", audited, "-i", rollouts, "--no-probes", "-o", "OUT"],
+                     {"input": rollouts, "spec": audited}, heavy="rewardlang.trainers.audit.audit_rollouts"),
+        "audit --plot": Cmd(["audit", audited, "-i", rollouts, "--no-probes", "--plot", "OUT"],
+                            {"input": rollouts, "spec": audited}, heavy="rewardlang.trainers.audit.audit_rollouts",
+                            writes=("audit", "--plot")),
         "report": Cmd(["report", spec, "-i", data, "--format", "json", "-o", "OUT"],
                       {"input file": data, "spec": spec}, heavy="rewardlang.report.build_report"),
         "ir-groups": Cmd(["ir-groups", "-i", cfuncs, "-o", "OUT", "--max-tries", "2", "--losers", "1", "--workers",
@@ -130,7 +140,8 @@ def _commands(d: Path) -> dict[str, Cmd]:
     }
 
 
-NAMES = ["score", "pairs", "compile", "eval", "eval --lang", "prm-data", "plot", "report", "ir-groups", "data robot",
+NAMES = ["score", "pairs", "compile", "eval", "eval --lang", "prm-data", "plot", "audit", "audit --plot", "report",
+         "ir-groups", "data robot",
          "data humaneval", "data humaneval --report", "data translate", "data cfuncs"]
 #: outputs tested in other files, with the test that covers them
 ELSEWHERE = {("train", "--output"): "tests/trainers/test_resume_faults.py, "
@@ -249,7 +260,7 @@ def test_a_bad_destination_is_a_plain_error_before_the_work(tmp_path, monkeypatc
 # ---------------------------------------------------------------- every writer, through the helper (issue 37, 1/2/9)
 
 #: options that name a file or a directory a command writes
-_OUTPUT_OPTS = {"-o", "--output", "--out", "--report"}
+_OUTPUT_OPTS = {"-o", "--output", "--out", "--report", "--plot"}
 
 
 def _cli_options() -> dict[str, set[str]]:
@@ -324,6 +335,22 @@ def test_two_outputs_that_are_one_file_are_refused_before_the_work(tmp_path, mon
     r = cmd.run(d)
     assert r.exit_code == 1 and "is the same file as -o" in r.stderr, r.output
     assert (d / "steps.jsonl").read_text() == "kept\n"
+    # audit's table (-o) and its plot (--plot)
+    monkeypatch.setattr("rewardlang.trainers.audit.audit_rollouts", _no_heavy_work_done)
+    sub = tmp_path / "audit"
+    sub.mkdir()
+    cmd = _commands(sub)["audit"]
+    table = sub / "table.json"
+    table.write_text("kept\n")
+    plot = sub / "plot.png"
+    if how == "symlink":
+        plot.symlink_to(table)
+    elif how == "hard link":
+        os.link(table, plot)
+    plot = table if how == "same path" else plot
+    r = invoke(*[table if a == "OUT" else a for a in cmd.argv], "--plot", plot)
+    assert r.exit_code == 1 and f"--plot {plot} is the same file as -o {table}" in r.output, r.output
+    assert table.read_text() == "kept\n"
 
 
 def _no_heavy_work_done(*a, **k):
@@ -486,7 +513,7 @@ def test_a_full_disk_is_a_plain_error_and_leaves_nothing(tmp_path, monkeypatch, 
     cmd = _commands(tmp_path)[name]
     out = tmp_path / ("outdir" if cmd.kind == "dir" else "out")
     _previous(out, cmd.kind)
-    if name == "plot":  # matplotlib writes the PNG itself: its file system fills up after `room` bytes
+    if name in ("plot", "audit --plot"):  # matplotlib writes the PNG itself: full after `room` bytes
         from matplotlib.figure import Figure
 
         def savefig(self, path, **kw):

@@ -32,7 +32,7 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
           set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE")) -> None:
     """The audit table (the reward beside each audit per step, the gaps, the probes) and the alarms of a training
     run or of rollouts; exit status 1 when an alarm fires."""
-    from rewardlang.outputs import OutputError, check_output
+    from rewardlang.outputs import OutputError, check_outputs
     from rewardlang.trainers.audit import audit_rollouts, audit_run, table_lines
     from rewardlang.trainers.plot import plot_audits
 
@@ -44,10 +44,9 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
         _err(f"error: {target}: give a run directory, or a spec file with -i ROLLOUTS.jsonl")
         raise typer.Exit(1)
     plot_path = plot if plot is not None else (target / "audits.png" if run_dir else None)
-    try:
-        for path, flag in ((output, "-o"), (plot_path, "--plot")):
-            if path is not None:
-                check_output(path, flag=flag, inputs={"input": input, "spec": None if run_dir else target})
+    try:  # both before any work, and against each other (-o X --plot X: the plot would replace the table)
+        check_outputs({"-o": output, "--plot": plot_path},
+                      inputs={"input": input, "spec": None if run_dir else target})
     except OutputError as exc:
         _err(f"error: {exc}")
         raise typer.Exit(1)

@@ -177,7 +177,7 @@ class Checker:
             except UnicodeDecodeError:
                 self.error("E105", f"`{file}` is not valid UTF-8", loc)
                 return None
-        source = _strip_bom(source)
+        source = strip_bom(source)
         self.sources[file] = source
         try:
             module = parse(source, file)
@@ -186,7 +186,7 @@ class Checker:
             return None
         env = ModuleEnv(file)
         self.imported_files[key] = (module, env)
-        self.import_stack.append(_canonical(file))
+        self.import_stack.append(canonical_path(file))
         self.import_names.append(file)
         try:
             self.declare(module, env)
@@ -205,7 +205,7 @@ class Checker:
         # the stack holds every file being declared, the main spec first, by its real path: `a.reward`,
         # `./a.reward` and a symlink to it are one file, so a.reward -> b.reward -> a.reward and a file
         # importing itself are cycles however the paths are spelt
-        canon = _canonical(norm)
+        canon = canonical_path(norm)
         if canon in self.import_stack:
             start = self.import_stack.index(canon)
             chain = [self.import_names[i] for i in range(start, len(self.import_stack))] + [norm]
@@ -597,7 +597,7 @@ class Checker:
             if self.is_const(a) and self.is_const(b) and None not in (self.cval(a), self.cval(b)):
                 return self.const(self.cval(a) + self.cval(b), TEXT)
             return self.g.add("concat", (a, b), (), TEXT.optional() if nullable else TEXT)
-        for side, t, loc in ((a, ta, e.left.loc), (b, tb, e.right.loc)):
+        for _side, t, loc in ((a, ta, e.left.loc), (b, tb, e.right.loc)):
             if not t.is_assignable_to(NUMBER.optional()):
                 hint = "use `len(...)` for the length of text" if t.required().is_assignable_to(TEXT) else None
                 return self.error("E201", f"`{e.op}` needs numbers, not `{t}`", loc, hint=hint)
@@ -1651,7 +1651,7 @@ class Checker:
         # a list where the input is not a list means one row per item
         n_rows = None
         rows_cols: dict[str, list[Any]] = {}
-        for name, (v, t, loc) in values.items():
+        for name, (v, _t, loc) in values.items():
             declared = TEXT if name in ("completion", "prompt") else (
                 NUMBER if name == "step" else (self.inputs[name][1] if name in self.inputs else ANY))
             if name == "group":
@@ -1835,11 +1835,11 @@ class Checker:
                 self.error("E211", f"weight for unknown component `{name}`", stmt.loc,
                            hint=did_you_mean(name, self.components))
         comps = []
-        for name, (stmt, cenv) in self.components.items():
+        for stmt, cenv in self.components.values():
             c = self.check_component(stmt, cenv)
             if c is not None:
                 comps.append(c)
-        for name, (rstmt, renv) in self.rejected.items():
+        for rstmt, renv in self.rejected.values():
             # a rejected definition's own errors are still errors, and what it uses counts as used
             self.lower(rstmt.value, Scope("row", renv))
         if not self.components and not self.rejected:
@@ -1909,7 +1909,7 @@ class Checker:
             known = list(self.params) + [f"{c}.weight" for c in self.components] + ["train.<setting>"]
             self.error("E602", f"--set {k}: no such parameter", None, hint=did_you_mean(k, known))
         # unused definitions
-        for name, (stmt, typ, column) in self.inputs.items():
+        for name, (stmt, _typ, _column) in self.inputs.items():
             if stmt is not None and name not in self.used_inputs and stmt.loc.file == file \
                     and name not in ("completion",):
                 self.warn("W001", f"input `{name}` is never used", stmt.loc)
@@ -2097,8 +2097,13 @@ _RESERVED_MEANING = {
 }
 
 
-def _canonical(file: str) -> str:
-    """The real path of a spec file (a name like ``<string>`` stays as it is)."""
+def canonical_path(file: str) -> str:
+    """The real path of a spec file (a name like ``<string>`` stays as it is): what tells two spellings of one
+    imported file apart from two files.
+
+        >>> canonical_path("<string>")
+        '<string>'
+    """
     if file.startswith("<"):
         return file
     try:
@@ -2107,8 +2112,12 @@ def _canonical(file: str) -> str:
         return file
 
 
-def _strip_bom(source: str) -> str:
-    """Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the spec."""
+def strip_bom(source: str) -> str:
+    """Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the spec.
+
+        >>> strip_bom("\ufeffcomponent n = 1")
+        'component n = 1'
+    """
     return source[1:] if source.startswith("\ufeff") else source
 
 
@@ -2125,7 +2134,7 @@ def check_source(source: str, file: str, signatures: dict[str, Signature], param
     Returns the program (None on errors), all diagnostics (warnings too) sorted by location, and the source
     of every file read (the spec and its imports), for rendering the diagnostics.
     """
-    source = _strip_bom(source)
+    source = strip_bom(source)
     ch = Checker(signatures, params, read_file, import_path)
     try:
         with deep_recursion():  # a long flat chain of terms or of lets (bounded by the parser) recurses

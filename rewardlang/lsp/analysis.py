@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 
 from rewardlang import syntax as S
 from rewardlang.checker import (AGGREGATES, PREFERENCE_SETTINGS, STAGE_SHORTHANDS, STATISTICS, Checker, ModuleEnv,
-                                _canonical, _strip_bom, unique_diagnostics)
+                                canonical_path, strip_bom, unique_diagnostics)
 from rewardlang.diagnostics import CODES, Diagnostic
 from rewardlang.parser import STATEMENT_KEYWORDS, ParseFailure, deep_recursion
 from rewardlang.signature import Signature
@@ -378,10 +378,10 @@ class Analysis:
         if self.module is None:
             return None
         imports = [s for s in self.module.body if isinstance(s, S.Import)]
-        want = _canonical(file)
+        want = canonical_path(file)
         for s in imports:
             path = self.resolve_path(s.path)
-            if path is not None and _canonical(path) == want:
+            if path is not None and canonical_path(path) == want:
                 return self.range_of(s.loc)
         return self.range_of(imports[0].loc) if imports else None  # imported at a further remove
 
@@ -600,10 +600,10 @@ class Analysis:
         path = self.resolve_path(stmt.path)
         if path is None:
             return f"imports `{stmt.path}` (refused: see its diagnostic)"
-        target = _canonical(path)
+        target = canonical_path(path)
         names = {"let": [], "component": [], "param": [], "input": [], "audit": []}  # type: dict[str, list[str]]
         for d in self.definitions:
-            if _canonical(d.file) == target:
+            if canonical_path(d.file) == target:
                 names[d.kind].append(d.name)
         body = [f"imports `{stmt.path}`"]
         for kind in ("let", "component", "param", "input", "audit"):
@@ -625,9 +625,9 @@ class Analysis:
                         path = self.resolve_path(stmt.path)
                         if path is None:
                             return None
-                        target = _canonical(path)
+                        target = canonical_path(path)
                         for d in self.definitions:
-                            if d.name == name and _canonical(d.file) == target and d.name_range is not None:
+                            if d.name == name and canonical_path(d.file) == target and d.name_range is not None:
                                 return d.file, d.name_range
             path = self.resolve_path(stmt.path)
             return (path, ((0, 0), (0, 0))) if path is not None else None
@@ -712,7 +712,7 @@ class Analysis:
 def analyse(text: str, file: str, sigs: dict[str, Signature],
             read_file: Callable[[str], str] | None = None) -> Analysis:
     """Check ``text`` (the spec at ``file``) as ``rewardlang check`` does, and index what it defines."""
-    source = _strip_bom(text)
+    source = strip_bom(text)
     ch = _RecordingChecker(sigs, None, read_file)
     try:
         with deep_recursion():

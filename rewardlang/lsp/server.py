@@ -22,12 +22,12 @@ from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-import rewardlang
 from rewardlang.lsp import analysis as A
 from rewardlang.specfiles import read_spec_file
+from rewardlang.version import __version__
 
 #: sys.path entries rewardlang itself was imported from (kept even when the workspace is rewardlang's checkout)
-_OWN = {os.path.dirname(os.path.dirname(os.path.abspath(rewardlang.__file__)))}
+_OWN = {os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))}
 
 __all__ = ["RewardLanguageServer", "serve"]
 
@@ -60,7 +60,7 @@ class RewardLanguageServer(LanguageServer):
     """pygls server holding the last analysis of each open document."""
 
     def __init__(self) -> None:
-        super().__init__("rewardlang", rewardlang.__version__,
+        super().__init__("rewardlang", __version__,
                          text_document_sync_kind=T.TextDocumentSyncKind.Incremental)
         self.analyses: dict[str, A.Analysis] = {}
         #: the documents the editor opened as specs: the only ones analysed or answered about (a request on another
@@ -110,11 +110,11 @@ class RewardLanguageServer(LanguageServer):
     def recheck_dependents(self, uri: str) -> None:
         """Re-check the other open documents that read ``uri``'s file (through an import)."""
         path = _path_of(uri)
-        from rewardlang.checker import _canonical
+        from rewardlang.checker import canonical_path
 
-        target = _canonical(path)
+        target = canonical_path(path)
         for other, a in list(self.analyses.items()):
-            if other != uri and any(_canonical(f) == target for f in a.sources):
+            if other != uri and any(canonical_path(f) == target for f in a.sources):
                 self.check(other)
 
     def columns(self, uri: str) -> list[str]:

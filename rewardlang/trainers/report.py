@@ -24,6 +24,7 @@ import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 from rewardlang.outputs import write_text
+from rewardlang.trainers.audit import readme_lines, summary_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.trainers.config import TrainConfig
@@ -240,6 +241,9 @@ def summary_lines(run_dir: str) -> list[str]:
     from rewardlang.trainers.health import learning_warnings
 
     out += [f"warning: {w}" for w in learning_warnings(records)]
+    audits = summary_line(run_dir, records)  # the spec's audits beside the reward, and the alarms
+    if audits:
+        out.append(audits)
     return out + heldout_lines(_eval(run_dir))  # last: what the run changed on problems it never saw
 
 
@@ -312,7 +316,9 @@ def heldout_lines(ev: dict[str, Any]) -> list[str]:
 _FILES = (("config.json", "resolved settings"), ("metrics.jsonl", "per step"),
           ("eval-before.jsonl", "held-out problems before training"), ("eval-after.jsonl", "after training"),
           ("eval.json", "held-out summaries"), ("train-problems.json", "the problems trained on"),
-          ("curves.png", "the curves"), ("final", "the policy"), ("initial_model", "the starting policy"))
+          ("curves.png", "the curves"), ("final", "the policy"), ("initial_model", "the starting policy"),
+          ("audits.json", "the spec's audits"), ("audits", "the samples and probes each audited step scored"),
+          ("alarms.jsonl", "the alarms"))
 
 
 def files_line(run_dir: str) -> str:
@@ -370,6 +376,7 @@ def write_run_readme(run_dir: str) -> str:
             lines += ["", "![reward curve and the other training metrics](curves.png)"]
         except Exception as exc:  # a plot is a convenience: its failure must not lose the README
             lines += ["", f"(plot failed: {exc})"]
+    lines += readme_lines(run_dir, _all_records(run_dir))  # the audits next to the reward, the alarms
     path = os.path.join(run_dir, "README.md")
     lines += ["", files_line(run_dir) + " `README.md`: this file."]
     write_text(path, "\n".join(lines) + "\n")

@@ -35,7 +35,7 @@ _SYMBOL_KIND = {
     "module": T.SymbolKind.Module, "namespace": T.SymbolKind.Namespace, "field": T.SymbolKind.Field,
     "constant": T.SymbolKind.Constant, "variable": T.SymbolKind.Variable, "function": T.SymbolKind.Function,
     "property": T.SymbolKind.Property, "operator": T.SymbolKind.Operator, "event": T.SymbolKind.Event,
-    "key": T.SymbolKind.Key,
+    "key": T.SymbolKind.Key, "object": T.SymbolKind.Object,
 }
 _COMPLETION_KIND = {
     "function": T.CompletionItemKind.Function, "variable": T.CompletionItemKind.Variable,

@@ -210,7 +210,8 @@ def eval_command(
             except SpecError as exc:
                 typer.echo(exc.render(color=False), err=True)
                 raise SystemExit(1) from None
-            shown = {key: prog.train[key] for key in ("system_prompt", "prompt_template") if prog.train.get(key)}
+            shown = {key: prog.train[key] for key in ("system_prompt", "prompt_template", "few_shot")
+                     if prog.train.get(key)}
         elif model is not None and os.path.isdir(model):
             prog = ev.run_spec(model)  # a run directory's answers are scored with the spec it trained on
         if completions is not None:
@@ -224,7 +225,9 @@ def eval_command(
                 _fail(f"--k {ks}: every k must be between 1 and the completions per problem ({completions} holds "
                       f"{fewest} for {short})")
             summary, records = ev.evaluate(rows, completions=given, ks=ks, out_path=output, dataset=dataset,
-                                           program=prog)
+                                           program=prog, system_prompt=shown.get("system_prompt"),
+                                           prompt_template=shown.get("prompt_template"),
+                                           few_shot=shown.get("few_shot") or ())
         else:
             from transformers.utils import logging as hf_logging
 
@@ -241,7 +244,8 @@ def eval_command(
                                            out_path=output, dataset=dataset, program=prog,
                                            system_prompt=shown.get("system_prompt", ev.ROBOT_SYSTEM_PROMPT
                                                                    if dataset == "robot" else ev.DEFAULT_SYSTEM_PROMPT),
-                                           prompt_template=shown.get("prompt_template"))
+                                           prompt_template=shown.get("prompt_template"),
+                                           few_shot=shown.get("few_shot") or ())
             summary["model"] = name
         if earlier is not None:
             summary["change"] = {**ev.change_between(earlier, records), "against": compare}

@@ -188,7 +188,8 @@ class Completion:
 @dataclass
 class Symbol:
     name: str
-    kind: str  # module | variable | constant | field | function | property | event | namespace | key | operator
+    kind: str  # module | variable | constant | field | function | property | event (an audit) | namespace | key |
+    # operator | object (an example)
     detail: str
     range: Range
     selection: Range
@@ -698,7 +699,9 @@ class Analysis:
         if isinstance(stmt, S.Advantage):
             return Symbol("advantage", "operator", "the advantage pipeline", rng, rng)
         if isinstance(stmt, S.Example):
-            return Symbol(stmt.name or f"example (line {stmt.loc.line})", "event", "example", rng, rng)
+            # an object (a record of inputs and what to expect), not an event: audits are the outline's events, and
+            # the two kinds keep them apart there
+            return Symbol(stmt.name or f"example (line {stmt.loc.line})", "object", "example", rng, rng)
         if isinstance(stmt, S.Section):
             kids = []
             for item in stmt.items:

@@ -193,7 +193,7 @@ def eval_command(
             _fail(f"{unused[0]} does not apply with --completions (the completions are given: nothing is "
                   "generated; pass@k uses the completions the file holds per problem)")
     prog = _load_spec(spec) if spec is not None else None  # its errors before any work
-    shown: dict[str, Any] = {key: prog.train[key] for key in ("system_prompt", "prompt_template")
+    shown: dict[str, Any] = {key: prog.train[key] for key in ("system_prompt", "prompt_template", "few_shot")
                              if prog is not None and prog.train.get(key)}
     if completions is None:  # generation options, checked before the model loads
         if n < 1:
@@ -254,7 +254,9 @@ def eval_command(
                 _fail(f"--k {ks}: every k must be between 1 and the completions per problem ({completions} holds "
                       f"{fewest} for {short})")
             summary, records = ev.evaluate(rows, completions=given, ks=ks, out_path=output, dataset=dataset,
-                                           program=prog)
+                                           program=prog, system_prompt=shown.get("system_prompt"),
+                                           prompt_template=shown.get("prompt_template"),
+                                           few_shot=shown.get("few_shot") or ())
         else:
             from transformers.utils import logging as hf_logging
 
@@ -271,7 +273,8 @@ def eval_command(
                                            out_path=output, dataset=dataset, program=prog,
                                            system_prompt=shown.get("system_prompt", ev.ROBOT_SYSTEM_PROMPT
                                                                    if dataset == "robot" else ev.DEFAULT_SYSTEM_PROMPT),
-                                           prompt_template=shown.get("prompt_template"))
+                                           prompt_template=shown.get("prompt_template"),
+                                           few_shot=shown.get("few_shot") or ())
             summary["model"] = name
         if earlier is not None:
             summary["change"] = {**ev.change_between(earlier, records), "against": compare}

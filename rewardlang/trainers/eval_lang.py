@@ -135,7 +135,11 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
                     short = next(r["task_id"] for r, c in zip(rows, given) if len(c) == fewest)
                     fail(f"--k {lang_ks}: every k must be between 1 and the completions per problem ({completions} "
                          f"holds {fewest} for {short})")
-                summary, recs = ev.evaluate(rows, completions=given, ks=lang_ks, program=program)
+                given_shown = presentation or {}  # what the spec scores: the problems as it presents them
+                summary, recs = ev.evaluate(rows, completions=given, ks=lang_ks, program=program,
+                                            system_prompt=given_shown.get("system_prompt"),
+                                            prompt_template=given_shown.get("prompt_template"),
+                                            few_shot=given_shown.get("few_shot") or ())
             else:
                 shown = presentation if presentation else (run_shown if lang == "python" else {})
                 default = ev.DEFAULT_SYSTEM_PROMPT if lang == "python" else ev.lang_system_prompt(lang)
@@ -143,7 +147,7 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
                                             max_new_tokens=max_new_tokens, seed=seed, progress=progress,
                                             system_prompt=shown.get("system_prompt") or default,
                                             prompt_template=shown.get("prompt_template"), desc=f"eval {lang}",
-                                            program=program)
+                                            program=program, few_shot=shown.get("few_shot") or ())
                 summary["model"] = name
             if plus:
                 from rewardlang.trainers.plus_eval import plus_line, plus_summary

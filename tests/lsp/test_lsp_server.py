@@ -334,8 +334,45 @@ def test_document_symbols(client, dense):
     assert [k["name"] for k in comps["tests"]["children"]] == ["timeout", "tokens"]
     train = next(s for s in syms if s["name"] == "train")
     assert "beta" in [k["name"] for k in train["children"]]
-    assert [s["name"] for s in syms if s["kind"] == 24] == ["valid, clean, correct code",
-                                                           "a syntax error: no test passes"]
+    # every kind of declaration has its own kind in the outline: an audit (24, Event) is neither a component
+    # (12) nor an example (19, Object)
+    by_kind: dict[int, list[str]] = {}
+    for s in syms:
+        by_kind.setdefault(s["kind"], []).append(s["name"])
+    assert by_kind[24] == ["hidden"]
+    assert by_kind[19] == ["valid, clean, correct code", "a syntax error: no test passes"]
+    audit = next(s for s in syms if s["name"] == "hidden")
+    assert audit["detail"] == "audit every 10 steps"
+    assert [k["name"] for k in audit["children"]] == ["every", "window", "timeout"]
+    row = _line(LINES, "audit hidden ")
+    assert audit["selectionRange"] == {"start": {"line": row, "character": 6}, "end": {"line": row, "character": 12}}
+    assert audit["range"]["start"] == {"line": row, "character": 0} and audit["range"]["end"]["line"] == row + 1
+
+
+def test_audit_hover_and_completion(client, dense):
+    """The `audit` declaration (the language's newest) through the protocol: hover on its name, the keyword at a
+    statement's start, its clauses on its indented lines, the built-in statistics after `audit NAME = `, and no
+    audit among the names an expression may read (E219)."""
+    row = _line(LINES, "audit hidden ")
+    text = _hover(client, DENSE, row, 8)
+    assert text.startswith("```reward\naudit hidden: number\n```") and "never part of the reward" in text
+    assert "every 10 steps" in text and "alarm over 20 steps" in text and "[0, 1]" in text
+    text = DENSE_TEXT.replace("lint.weight = 0.1\n", "lint.weight = 0.1\n\n")
+    client.diagnostics(DENSE, version=client.change(DENSE, text))
+    items = _complete(client, DENSE, _line(text.split("\n"), "lint.weight") + 1, 0)
+    assert items["audit"]["kind"] == 14  # Keyword
+    at = DENSE_TEXT.index("    timeout 10\n", DENSE_TEXT.index("audit hidden ")) + len("    timeout 10\n")
+    text = DENSE_TEXT[:at] + "    \n" + DENSE_TEXT[at:]  # an empty clause line under the audit
+    client.diagnostics(DENSE, version=client.change(DENSE, text))
+    items = _complete(client, DENSE, _line(text.split("\n"), "audit hidden ") + 2, 4)
+    assert {"margin", "on_error"} <= {k for k, v in items.items() if v["detail"] == "audit clause"}
+    text = DENSE_TEXT + "\naudit dom = \n"
+    client.diagnostics(DENSE, version=client.change(DENSE, text))
+    items = _complete(client, DENSE, len(text.split("\n")) - 2, len("audit dom = "))
+    assert {"component_dominance", "length_drift", "group_collapse"} <= set(items)
+    text = DENSE_TEXT + "\nlet z = \n"
+    client.diagnostics(DENSE, version=client.change(DENSE, text))
+    assert "hidden" not in _complete(client, DENSE, len(text.split("\n")) - 2, len("let z = "))
 
 
 def test_formatting_through_fmt(client, dense):

@@ -450,6 +450,36 @@ def write_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> None:
         fh.write(text)
 
 
+def append_record(path: PathLike, line: str) -> None:
+    """Append one record (a line, newline included) to a log (``metrics.jsonl``, ``alarms.jsonl``): an append is
+    not atomic, so the line goes in one ``os.write`` (``O_APPEND``), and on a failed write (a full disk) the file is
+    cut back to where it was, so the log never ends in half a record. Raises :class:`OutputError`.
+
+        >>> import os, tempfile
+        >>> p = os.path.join(tempfile.mkdtemp(), "log.jsonl")
+        >>> append_record(p, '{"step": 1}\\n'); append_record(p, '{"step": 2}\\n')
+        >>> open(p).read().splitlines()
+        ['{"step": 1}', '{"step": 2}']
+    """
+    data = line.encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        raise OutputError.writing(path, exc) from exc
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise OutputError.writing(path, exc) from exc
+    finally:
+        os.close(fd)
+
+
 def committed() -> list[str]:
     """The outputs this process has completed so far."""
     return list(_COMMITTED)

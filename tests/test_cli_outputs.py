@@ -390,24 +390,22 @@ NOT_OUTPUTS = {
                                                                           "temporary, removed at the end",
     ("rewardlang/cli/score.py", "score", "shutil.copyfileobj"): "the same spooling",
     ("rewardlang/datasets/cfuncs.py", "_record", "open"): "scratch sources in a TemporaryDirectory",
-    ("rewardlang/integrations/ray_score.py", "_Scorer.__call__", "tempfile.NamedTemporaryFile"): "a worker's "
-                                                                                                  "scratch file",
-    ("rewardlang/runtime/program.py", "_compile_cached", "open"): "the compile cache (its own atomic rename)",
-    ("rewardlang/runtime/program.py", "_compile_cached", "os.replace"): "the compile cache's rename",
+    ("rewardlang/compiler.py", "_compile_cached", "open"): "the compile cache (its own atomic rename)",
+    ("rewardlang/compiler.py", "_compile_cached", "os.replace"): "the compile cache's rename",
     ("rewardlang/runtime/tools/pylint.py", "PylintTool.prepare", "write_text"): "an analyser's scratch directory",
     ("rewardlang/runtime/tools/runner.py", "_Batch._probe", "write_text"): "an analyser's scratch directory",
     ("rewardlang/runtime/tools/runner.py", "_write_sources", "open"): "an analyser's scratch directory",
-    ("rewardlang/runtime/tools/warm.py", "_warm_analyzers", "write_text"): "an analyser's scratch directory",
-    ("rewardlang/runtime/tools/warm.py", "_warm_pylint", "write_text"): "an analyser's scratch directory",
-    ("rewardlang/runtime/tools/warm.py", "_configure_pylint", "write_text"): "an analyser's scratch directory",
-    ("rewardlang/trainers/metrics.py", "JsonlMetricsCallback.on_log", "os.open"): "metrics.jsonl is appended "
-                                                                                   "to, one record per write "
-                                                                                   "(docs/reliability.md)",
+    ("rewardlang/runtime/tools/warm_helper.py", "_warm_analyzers", "write_text"): "an analyser's scratch "
+                                                                                  "directory",
+    ("rewardlang/runtime/tools/warm_helper.py", "_warm_pylint", "write_text"): "an analyser's scratch directory",
+    ("rewardlang/runtime/tools/warm_helper.py", "_configure_pylint", "write_text"): "an analyser's scratch "
+                                                                                    "directory",
     ("rewardlang/trainers/model.py", "load_smollm2", "save_pretrained"): "the converted model's cache, written "
                                                                          "to a temporary directory and renamed",
     ("rewardlang/trainers/model.py", "load_smollm2", "open"): "the same cache's marker",
     ("rewardlang/trainers/model.py", "load_smollm2", "os.replace"): "the same cache's rename",
     ("rewardlang/trainers/plot.py", "plot_run", "savefig"): "matplotlib writes the temporary of atomic_path",
+    ("rewardlang/trainers/plot.py", "plot_audits", "savefig"): "matplotlib writes the temporary of atomic_path",
     ("rewardlang/trainers/ppo.py", "PPOTrainer.save_checkpoint", "open"): "a checkpoint directory (not covered: "
                                                                           "docs/reliability.md)",
     ("rewardlang/trainers/ppo.py", "PPOTrainer.save_models", "save_pretrained"): "checkpoint and final/ weights",

@@ -202,7 +202,8 @@ def serve(spec: Path = typer.Argument(..., help="spec file"),
                                                                      "answered 503 overloaded"),
           max_request_mb: float = typer.Option(16.0, "--max-request-mb", help="a larger request body is answered "
                                                                              "413"),
-          max_held_mb: float = typer.Option(64.0, "--max-held-mb", help="request bytes held at once; beyond, 503"),
+          max_held_mb: float = typer.Option(64.0, "--max-held-mb", help="request bytes held at once (each body's "
+                                                                       "bytes and 16 per JSON value); beyond, 503"),
           max_connections: Optional[int] = typer.Option(None, "--max-connections", help="open connections "
                                                         "(default: 1024, or fewer to stay below the file-descriptor limit)"),
           header_timeout: float = typer.Option(10.0, "--header-timeout", help="seconds for a request's headers"),

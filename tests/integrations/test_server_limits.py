@@ -598,3 +598,34 @@ def test_bodies_held_at_once_are_bounded_and_released(tmp_path: Path) -> None:
     finally:
         code, _ = srv.stop()
     assert code == 0
+
+
+def test_a_body_of_tiny_json_values_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """4 MiB of `{},` is 1.4 million dicts (~100 MiB parsed, seconds of the event loop, before the rows are
+    counted): charged 16 bytes per JSON value it is over --max-held-mb (8) alone, so 413 before it is parsed, and the
+    server's peak memory does not grow by what its parse would hold. A body of rows of the same size is scored."""
+    srv = _start(tmp_path, "--max-request-mb", "4", "--max-held-mb", "8")
+    try:
+        peak0 = _peak_rss_kib(srv.p.pid)
+        blob = b'{"rows": [' + b"{}," * (4 * _MIB // 3 - 20) + b"{}]}"
+        assert len(blob) < 4 * _MIB
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+        c.request("POST", "/score", body=blob)
+        r = c.getresponse()
+        msg = r.read()
+        assert r.status == 413 and b"too many JSON values" in msg and b"--max-held-mb" in msg, msg
+        c.close()
+        grew = (_peak_rss_kib(srv.p.pid) - peak0) / 1024
+        assert grew < 24, f"peak memory grew by {grew:.0f} MiB for a refused 4 MiB body of empty objects"
+        rows = [{"prompt": "def f(x):\n", "completion": "```python\ndef f(x):\n    return [x, {x: x}]\n```\n" * 30}
+                for _ in range(1500)]
+        body = json.dumps({"rows": rows}).encode()
+        assert 2 * _MIB < len(body) < 4 * _MIB
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+        c.request("POST", "/score", body=body)
+        r = c.getresponse()
+        assert r.status == 200 and len(json.loads(r.read())["results"]) == 1500
+        assert srv.wait_metrics(lambda m: m["held_bytes"] == 0, "the bytes released")["rejected_too_large"] == 1
+    finally:
+        code, _ = srv.stop()
+    assert code == 0

@@ -1,8 +1,8 @@
 """``rewardlang lsp``: the language server for ``.reward`` files (Language Server Protocol over stdio, pygls).
 
 Features: diagnostics as you type (the checker's, as ``rewardlang check`` prints them: code, range, message,
-hint), hover, completion, go to definition, formatting (``rewardlang fmt``) and document symbols. The answers
-come from :mod:`rewardlang.lsp.analysis`; this module only translates them to and from the protocol.
+hint), hover, completion, go to definition, formatting (``rewardlang fmt``), document symbols and semantic tokens.
+The answers come from :mod:`rewardlang.lsp.analysis`; this module only translates them to and from the protocol.
 
 Each change re-checks the document at once (a check of ``specs/dense_ppo.reward`` takes tens of milliseconds:
 no debounce is needed, and every published diagnostic belongs to the text the editor has). Documents that
@@ -307,6 +307,15 @@ def document_symbol(ls: RewardLanguageServer, params: T.DocumentSymbolParams) ->
                                 children=[conv(k) for k in s.children] or None)
 
     return [conv(s) for s in a.symbols()]
+
+
+@server.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
+                T.SemanticTokensLegend(token_types=list(A.SEMANTIC_TYPES), token_modifiers=list(A.SEMANTIC_MODIFIERS)))
+def semantic_tokens(ls: RewardLanguageServer, params: T.SemanticTokensParams) -> T.SemanticTokens | None:
+    a = _analysis(ls, params.text_document.uri)
+    if a is None:
+        return None
+    return T.SemanticTokens(data=A.semantic_tokens(a, ls.last_good.get(params.text_document.uri)))
 
 
 def serve() -> None:

@@ -47,6 +47,7 @@ def test_initialize_advertises_the_features():
         caps = c.initialize(ROOT)["capabilities"]
         assert caps["hoverProvider"] and caps["definitionProvider"] and caps["documentSymbolProvider"]
         assert caps["documentFormattingProvider"] and "completionProvider" in caps
+        assert "event" in caps["semanticTokensProvider"]["legend"]["tokenTypes"]
         assert caps["textDocumentSync"]["change"] == 2  # incremental
         c.request("shutdown")
         c.notify("exit")
@@ -373,6 +374,43 @@ def test_audit_hover_and_completion(client, dense):
     text = DENSE_TEXT + "\nlet z = \n"
     client.diagnostics(DENSE, version=client.change(DENSE, text))
     assert "hidden" not in _complete(client, DENSE, len(text.split("\n")) - 2, len("let z = "))
+
+
+def test_semantic_tokens(client, dense):
+    """Every token decoded from the protocol's relative encoding, against the legend the server advertised: the
+    audit's keyword and clauses, what each name is (by what defines it), options' names left to the grammar."""
+    legend = client.capabilities["semanticTokensProvider"]["legend"]
+    data = client.request("textDocument/semanticTokens/full", {"textDocument": {"uri": uri_of(DENSE)}})["data"]
+    assert len(data) % 5 == 0
+    toks = {}
+    line = col = 0
+    for i in range(0, len(data), 5):
+        dl, dc, n, t, m = data[i:i + 5]
+        line, col = (line + dl, dc) if dl else (line, col + dc)
+        mods = {legend["tokenModifiers"][b] for b in range(len(legend["tokenModifiers"])) if m >> b & 1}
+        toks[(line, col)] = (LINES[line][col:col + n], legend["tokenTypes"][t], mods)
+    row = _line(LINES, "audit hidden ")
+    text = LINES[row]
+    assert toks[(row, 0)] == ("audit", "keyword", set())
+    assert toks[(row, 6)] == ("hidden", "event", {"declaration"})
+    for word in ("every", "window"):
+        assert toks[(row, text.index(word))] == (word, "keyword", set())
+        assert toks[(row, text.index("steps", text.index(word)))] == ("steps", "keyword", set())
+    assert toks[(row, text.index("tests_pass_rate"))] == ("tests_pass_rate", "function", {"defaultLibrary"})
+    assert toks[(row, text.index("plus_tests"))] == ("plus_tests", "property", set())
+    assert toks[(row, text.index("src"))] == ("src", "variable", set())
+    assert (row, text.index("reference=")) not in toks  # an option's name, not the input `reference`
+    row = _line(LINES, "let lint_target = ")
+    assert toks[(row, LINES[row].index("lint_scope"))] == ("lint_scope", "parameter", {"readonly"})
+    row = _line(LINES, "component tests ")
+    assert toks[(row, 10)] == ("tests", "class", {"declaration"})
+    row = _line(LINES, "dfg.weight")
+    assert toks[(row, 0)] == ("dfg", "class", set()) and (row, 4) not in toks
+    # a document that does not parse keeps its names' types from the last version that did
+    v = client.change(DENSE, DENSE_TEXT.replace("let src = code or", "let src = ("))
+    client.diagnostics(DENSE, version=v)
+    again = client.request("textDocument/semanticTokens/full", {"textDocument": {"uri": uri_of(DENSE)}})["data"]
+    assert len(again) >= len(data) - 10 and len(again) % 5 == 0
 
 
 def test_formatting_through_fmt(client, dense):

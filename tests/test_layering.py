@@ -384,3 +384,48 @@ def test_a_dispatch_by_name_that_is_imported_back_is_a_loop(tmp_path: Path) -> N
     assert undeclared == [] and loops(found) == []
     assert loops(found + edges) == [["rewardlang.trainers.grpo", "rewardlang.trainers.run"]]
     assert declared(dynamic, mods, {})[1] == ["rewardlang.trainers.run:4"]
+
+
+def test_a_new_component_module_is_one_new_file(tmp_path: Path) -> None:
+    # a function specs can call, added as a built-in: one new module in runtime/components/ (beside it, its test and
+    # its docs: three files), found by the registry, checked, compiled and scored with nothing changed in the
+    # parser, checker, code generator or compiler (a copy of the package with only that file added)
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT, tmp_path / "rewardlang", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "rewardlang" / "runtime" / "components" / "added_vowels.py").write_text(
+        '"""A component added for the test: the share of vowels in a text."""\n\n'
+        "from rewardlang.runtime.api import Context, function\n\n\n"
+        '@function("vowel_share", args={"text": "text"}, returns="number", range=(0.0, 1.0),\n'
+        '          doc="Share of the letters of `text` that are vowels (0 without letters).")\n'
+        "def vowel_share(text: list[str], *, params: None, ctx: Context) -> list[float]:\n"
+        "    out = []\n"
+        "    for t in text:\n"
+        "        letters = [c for c in t.lower() if c.isalpha()]\n"
+        '        out.append(sum(c in "aeiou" for c in letters) / len(letters) if letters else 0.0)\n'
+        "    return out\n")
+    spec = tmp_path / "vowels.reward"
+    spec.write_text('spec vowels "vowels"\n\ncomponent v in [0, 1] = vowel_share(completion)\n\n'
+                    'example {\n    completion: "banana!",\n    expect v = 0.5,\n}\n')
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"completion": "aeio"}\n{"completion": "xyz 1"}\n{"completion": "Hello"}\n')
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), REWARDLANG_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "rewardlang", *args], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, timeout=600, check=False)
+
+    r = run("check", str(spec))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run("score", str(spec), "-i", str(rows), "--no-summary")
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(x)["components"]["v"] for x in r.stdout.splitlines()] == [1.0, 0.0, 0.4]
+    assert "vowel_share(text: text) -> number" in run("functions").stdout
+    # the real package does not know it: the copy's one new file made it
+    r = subprocess.run([sys.executable, "-m", "rewardlang", "check", str(spec)], capture_output=True, text=True,
+                       cwd=ROOT.parent, env=dict(env, PYTHONPATH=str(ROOT.parent)), timeout=600, check=False)
+    assert r.returncode == 1 and "vowel_share" in r.stdout + r.stderr

@@ -228,12 +228,18 @@ def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
         p.wait(60)
 
 
-def _start_server(root: str) -> tuple[subprocess.Popen, str]:
-    """``rewardlang serve`` of the tree at ``root`` (its own PYTHONPATH) on a free port; (process, url)."""
-    p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", SPEC, "--port", "0"], stderr=subprocess.PIPE,
+def _start_server(root: str, spec: str = SPEC) -> tuple[subprocess.Popen, str]:
+    """``rewardlang serve spec`` of the tree at ``root`` (its own PYTHONPATH) on a free port; (process, url)."""
+    p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", spec, "--port", "0"], stderr=subprocess.PIPE,
                          text=True, env={**os.environ, "PYTHONPATH": root}, cwd=root)
-    m = re.search(r":(\d+) ", p.stderr.readline())
-    assert m, "the server did not start"
+    seen = ""
+    for _ in range(100):  # the spec's warnings, if any, come first
+        line = p.stderr.readline()
+        seen += line
+        m = re.search(r"http://127\.0\.0\.1:(\d+) ", line)
+        if m or not line:
+            break
+    assert m, f"the server of {root} did not start: {seen}"
     url = f"http://127.0.0.1:{m.group(1)}"
     threading.Thread(target=p.stderr.read, daemon=True).start()  # never let its log fill the pipe
     for _ in range(600):
@@ -272,9 +278,10 @@ def _clients(url: str, rows: list[dict], per_request: int, clients: int) -> tupl
 
 
 def bench_server_against(ref: str, n: int, clients: int = 16, runs: int = 3) -> None:
-    """This tree's server beside git ``ref``'s, both running, in alternating turns (fresh rows for every turn and
-    side: nothing is read from a cache), at ``n // clients`` rows and at 1 row per request: throughput ratio
-    this / ``ref`` (medians), with the machine's load beside each turn."""
+    """This tree's server beside git ``ref``'s, both running and serving ``ref``'s ``quality_grpo.reward``, in
+    alternating turns (fresh rows for every turn and side: nothing is read from a cache), at ``n // clients`` rows
+    and at 1 row per request: throughput ratio this / ``ref`` (medians), with the machine's load beside each
+    turn."""
     tmp = tempfile.mkdtemp(prefix="rewardlang-bench-")
     old = os.path.join(tmp, "tree")
     subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", "-q", old, ref], check=True)
@@ -284,8 +291,10 @@ def bench_server_against(ref: str, n: int, clients: int = 16, runs: int = 3) -> 
                              text=True, check=False).stdout.strip()
         sides = {"this tree": ROOT, f"{ref} ({sha})": old}
         urls = {}
+        # both serve REF's spec: this tree reads every spec an older one does, not always the other way round
+        spec = os.path.join(old, "specs", "quality_grpo.reward")
         for name, root in sides.items():
-            p, url = _start_server(root)
+            p, url = _start_server(root, spec)
             procs.append(p)
             urls[name] = url
             # warm: compile, sandbox slots, analyser helpers

@@ -18,16 +18,16 @@ import importlib
 from typing import Any, Mapping, Sequence
 
 from rewardlang.trainers.config import ALGORITHMS
-from rewardlang.trainers.recipe import (RESUME_MAY_CHANGE, Layers, RunResult, TiedResume, algorithm_of, args_record,
-                                        check_resume, checkpoint_damage, config_name, finish_run, last_checkpoint,
-                                        load_layers, load_run_policy, load_spec, missing_after_tying, model_named,
-                                        open_run, record_config, resume_command, run_dir_for, save_initial_policy,
-                                        trainer_args, where_to_resume)
+from rewardlang.trainers.recipe import (RESUME_MAY_CHANGE, RUN_FILES, Layers, RunResult, TiedResume, algorithm_of,
+                                        args_record, check_resume, checkpoint_damage, config_name, finish_run,
+                                        last_checkpoint, load_layers, load_run_policy, load_spec,
+                                        missing_after_tying, model_named, open_run, record_config, resume_command,
+                                        run_dir_for, save_initial_policy, trainer_args, where_to_resume)
 
 __all__ = ["RunResult", "run_dir_for", "save_initial_policy", "last_checkpoint", "checkpoint_damage", "check_resume",
            "RESUME_MAY_CHANGE", "train", "algorithm_of", "Layers", "load_layers", "model_named", "open_run",
            "config_name", "trainer_args", "load_run_policy", "record_config", "args_record", "finish_run",
-           "missing_after_tying", "TiedResume", "load_spec", "resume_command", "where_to_resume"]
+           "missing_after_tying", "TiedResume", "load_spec", "resume_command", "where_to_resume", "RUN_FILES"]
 
 
 def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] | None = None,

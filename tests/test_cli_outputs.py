@@ -410,7 +410,7 @@ NOT_OUTPUTS = {
                                                                           "docs/reliability.md)",
     ("rewardlang/trainers/ppo.py", "PPOTrainer.save_models", "save_pretrained"): "checkpoint and final/ weights",
     ("rewardlang/trainers/prm.py", "train", "save_pretrained"): "final/ weights",
-    ("rewardlang/trainers/run.py", "save_initial_policy", "save_pretrained"): "initial_model/ weights",
+    ("rewardlang/trainers/recipe.py", "save_initial_policy", "save_pretrained"): "initial_model/ weights",
 }
 
 

@@ -110,7 +110,7 @@ def against(ref: str, rounds: int, rows: int) -> None:
     subprocess.run(["git", "-C", here, "worktree", "add", "--detach", "-q", old, ref], check=True)
     try:
         sha = subprocess.run(["git", "-C", old, "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True).stdout.strip()
+                             text=True, check=True).stdout.strip()
         roots = {"this tree": here, f"{ref} ({sha})": old}
         for mapping in ("project", "authors"):
             runs: dict[str, list[dict]] = {name: [] for name in roots}
@@ -126,7 +126,7 @@ def against(ref: str, rounds: int, rows: int) -> None:
                 masked = [x["first_masked"] + x["second_masked"] for x in runs[name]]
                 print(f"  {name:22s} first batch {m['first']:7.2f} s   second batch {m['second']:7.2f} s   "
                       f"(masked rows: {masked})")
-            (a, ma), (b, mb) = med.items()
+            (_, ma), (b, mb) = med.items()
             print(f"  ratio {b} / this tree: first batch {mb['first'] / ma['first']:.2f}x, second batch "
                   f"{mb['second'] / ma['second']:.2f}x")
     finally:

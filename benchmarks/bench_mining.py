@@ -28,7 +28,7 @@ def baseline_pairs(groups: Sequence[Any], rank: Sequence[float], valid: Sequence
         if valid[i] and not math.isnan(rank[i]):
             members.append(i)
     out: list[tuple[int, int]] = []
-    for g, idx in by.items():
+    for _g, idx in by.items():
         if not idx:
             continue
         key = (lambda i: (tie[i], i)) if tie is not None else (lambda i: i)

@@ -76,7 +76,7 @@ def cols(rows: list[dict]) -> dict:
 def bench_verl(n: int) -> None:
     from rewardlang.integrations.batching import Batcher, SpecScorer
     from rewardlang.integrations.verl import verl_row
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     prog = load_program(SPEC)
     prog.score(**cols(samples(2, "warm-a")))  # imports, sandbox slots: not timed on either side
@@ -153,7 +153,7 @@ def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
     process and its sandbox and analyser processes), the server's (its process tree), and the clients' (this
     process's threads: urllib, a new connection per request as OpenRLHF's ``requests.post``), which share the
     machine's cores with the server here as they would not in a real run."""
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     prog = load_program(SPEC)
     prog.score(**cols(samples(2, "warm-b")))

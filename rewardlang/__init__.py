@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from rewardlang.version import __version__
+
 __all__ = ["load", "loads", "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,13 +28,13 @@ def load(path: str, params: dict[str, Any] | None = None) -> "Program":
     (``{"gamma": 2.0, "acc.weight": 1.5, "train.num_generations": 8}``). Raises
     :class:`rewardlang.diagnostics.SpecError` (carrying located diagnostics) when the spec is invalid.
     """
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program  # the parser, checker and NumPy load on the first spec, not on import
 
     return load_program(path, params=params)
 
 
 def loads(source: str, params: dict[str, Any] | None = None, filename: str = "<string>") -> "Program":
     """Like :func:`load`, for spec source text."""
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     return load_program(filename, params=params, source=source)

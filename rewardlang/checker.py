@@ -29,6 +29,7 @@ from rewardlang.diagnostics import Diagnostic, did_you_mean
 from rewardlang.parser import STATEMENT_KEYWORDS, ParseFailure, deep_recursion, parse
 from rewardlang.regexrisk import catastrophic
 from rewardlang.signature import MISSING, Signature
+from rewardlang.specfiles import ImportRefused, import_roots, import_search_path, read_spec_file, resolve_import
 from rewardlang.types import (ANY, BOOL, CODE, NONE, NUMBER, REGEX, SPANS, TEXT, ListOf, Scalar,
                               TupleOf, Type, parse_type)
 
@@ -115,10 +116,13 @@ class Scope:
 
 class Checker:
     def __init__(self, signatures: dict[str, Signature], params: dict[str, Any] | None = None,
-                 read_file: Callable[[str], str] | None = None) -> None:
+                 read_file: Callable[[str], str] | None = None, import_path: Iterable[str] | None = None) -> None:
         self.sigs = signatures
         self.overrides = dict(params or {})
-        self.read_file = read_file or (lambda p: Path(p).read_text(encoding="utf-8"))
+        # only regular files, bounded, never blocking (rewardlang.specfiles)
+        self.read_file = read_file or read_spec_file
+        self.import_search = import_search_path(list(import_path or []))
+        self.import_roots: list[str] = []  # set by run(): the main spec's folder and the search path's
         self.diags: list[Diagnostic] = []
         self.g = ir.Graph()
         self.sources: dict[str, str] = {}
@@ -173,7 +177,7 @@ class Checker:
             except UnicodeDecodeError:
                 self.error("E105", f"`{file}` is not valid UTF-8", loc)
                 return None
-        source = _strip_bom(source)
+        source = strip_bom(source)
         self.sources[file] = source
         try:
             module = parse(source, file)
@@ -182,7 +186,7 @@ class Checker:
             return None
         env = ModuleEnv(file)
         self.imported_files[key] = (module, env)
-        self.import_stack.append(_canonical(file))
+        self.import_stack.append(canonical_path(file))
         self.import_names.append(file)
         try:
             self.declare(module, env)
@@ -192,12 +196,16 @@ class Checker:
         return module, env
 
     def resolve_import(self, stmt: S.Import, env: ModuleEnv) -> None:
-        path = str((Path(env.file).parent / stmt.path)) if not Path(stmt.path).is_absolute() else stmt.path
+        try:
+            path = resolve_import(stmt.path, env.file, self.import_roots, self.import_search)
+        except ImportRefused as exc:
+            self.error("E105", exc.message, stmt.loc, hint=exc.hint)
+            return
         norm = str(Path(path))
         # the stack holds every file being declared, the main spec first, by its real path: `a.reward`,
         # `./a.reward` and a symlink to it are one file, so a.reward -> b.reward -> a.reward and a file
         # importing itself are cycles however the paths are spelt
-        canon = _canonical(norm)
+        canon = canonical_path(norm)
         if canon in self.import_stack:
             start = self.import_stack.index(canon)
             chain = [self.import_names[i] for i in range(start, len(self.import_stack))] + [norm]
@@ -589,7 +597,7 @@ class Checker:
             if self.is_const(a) and self.is_const(b) and None not in (self.cval(a), self.cval(b)):
                 return self.const(self.cval(a) + self.cval(b), TEXT)
             return self.g.add("concat", (a, b), (), TEXT.optional() if nullable else TEXT)
-        for side, t, loc in ((a, ta, e.left.loc), (b, tb, e.right.loc)):
+        for _side, t, loc in ((a, ta, e.left.loc), (b, tb, e.right.loc)):
             if not t.is_assignable_to(NUMBER.optional()):
                 hint = "use `len(...)` for the length of text" if t.required().is_assignable_to(TEXT) else None
                 return self.error("E201", f"`{e.op}` needs numbers, not `{t}`", loc, hint=hint)
@@ -1643,7 +1651,7 @@ class Checker:
         # a list where the input is not a list means one row per item
         n_rows = None
         rows_cols: dict[str, list[Any]] = {}
-        for name, (v, t, loc) in values.items():
+        for name, (v, _t, loc) in values.items():
             declared = TEXT if name in ("completion", "prompt") else (
                 NUMBER if name == "step" else (self.inputs[name][1] if name in self.inputs else ANY))
             if name == "group":
@@ -1800,6 +1808,7 @@ class Checker:
     # ------------------------------------------------------------------ the whole spec
     def run(self, file: str, source: str) -> ir.Program | None:
         self.main_file = file
+        self.import_roots = import_roots(file, self.import_search)
         loaded = self.load_module(file, source, None)
         self.apply_param_overrides()
         if loaded is None:
@@ -1826,11 +1835,11 @@ class Checker:
                 self.error("E211", f"weight for unknown component `{name}`", stmt.loc,
                            hint=did_you_mean(name, self.components))
         comps = []
-        for name, (stmt, cenv) in self.components.items():
+        for stmt, cenv in self.components.values():
             c = self.check_component(stmt, cenv)
             if c is not None:
                 comps.append(c)
-        for name, (rstmt, renv) in self.rejected.items():
+        for rstmt, renv in self.rejected.values():
             # a rejected definition's own errors are still errors, and what it uses counts as used
             self.lower(rstmt.value, Scope("row", renv))
         if not self.components and not self.rejected:
@@ -1900,7 +1909,7 @@ class Checker:
             known = list(self.params) + [f"{c}.weight" for c in self.components] + ["train.<setting>"]
             self.error("E602", f"--set {k}: no such parameter", None, hint=did_you_mean(k, known))
         # unused definitions
-        for name, (stmt, typ, column) in self.inputs.items():
+        for name, (stmt, _typ, _column) in self.inputs.items():
             if stmt is not None and name not in self.used_inputs and stmt.loc.file == file \
                     and name not in ("completion",):
                 self.warn("W001", f"input `{name}` is never used", stmt.loc)
@@ -2088,8 +2097,13 @@ _RESERVED_MEANING = {
 }
 
 
-def _canonical(file: str) -> str:
-    """The real path of a spec file (a name like ``<string>`` stays as it is)."""
+def canonical_path(file: str) -> str:
+    """The real path of a spec file (a name like ``<string>`` stays as it is): what tells two spellings of one
+    imported file apart from two files.
+
+        >>> canonical_path("<string>")
+        '<string>'
+    """
     if file.startswith("<"):
         return file
     try:
@@ -2098,8 +2112,12 @@ def _canonical(file: str) -> str:
         return file
 
 
-def _strip_bom(source: str) -> str:
-    """Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the spec."""
+def strip_bom(source: str) -> str:
+    """Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the spec.
+
+        >>> strip_bom("\ufeffcomponent n = 1")
+        'component n = 1'
+    """
     return source[1:] if source.startswith("\ufeff") else source
 
 
@@ -2108,15 +2126,16 @@ def _non_finite(v: Any) -> bool:
 
 
 def check_source(source: str, file: str, signatures: dict[str, Signature], params: dict[str, Any] | None = None,
-                 read_file: Callable[[str], str] | None = None
+                 read_file: Callable[[str], str] | None = None, import_path: Iterable[str] | None = None
                  ) -> tuple[ir.Program | None, list[Diagnostic], dict[str, str]]:
-    """Check ``source`` (the spec at ``file``) and lower it.
+    """Check ``source`` (the spec at ``file``) and lower it. Its imports read only inside its folder and the
+    search path (``import_path``, ``$REWARDLANG_IMPORT_PATH``, the shipped library; rewardlang.specfiles).
 
     Returns the program (None on errors), all diagnostics (warnings too) sorted by location, and the source
     of every file read (the spec and its imports), for rendering the diagnostics.
     """
-    source = _strip_bom(source)
-    ch = Checker(signatures, params, read_file)
+    source = strip_bom(source)
+    ch = Checker(signatures, params, read_file, import_path)
     try:
         with deep_recursion():  # a long flat chain of terms or of lets (bounded by the parser) recurses
             prog = ch.run(file, source)

@@ -18,7 +18,8 @@ from __future__ import annotations
 import pprint
 from typing import Any
 
-from rewardlang import __version__, ir
+from rewardlang import ir
+from rewardlang.version import __version__
 
 __all__ = ["generate"]
 

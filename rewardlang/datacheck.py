@@ -86,49 +86,39 @@ def check_data(prog: Any, path: str, *, batch_size: int = 2048) -> DataCheck:
         UNREADABLE_KEY,
         undefined_names,
     )
-    from rewardlang.runtime.program import DataError
+    from rewardlang.runtime.scoring import ScoringError, score_rows
 
     rep = DataCheck(str(path))
-    saved = dict(prog.context_extra)
-    prog.context_extra["plan_only"] = True
     stats0 = {k: v for k, v in prog.stats.items()}
 
     def run(batch: list[tuple[int, dict]]) -> None:
         if not batch or rep.missing:
             return
-        rows = [r for _, r in batch]
-        present: set[str] = set().union(*(r.keys() for r in rows))
+        present: set[str] = set().union(*(r.keys() for _, r in batch))
         if "completion" not in present:
             rep.placeholder = True
-            rows = [dict(r, completion=PLACEHOLDER) for r in rows]
-        given = {k: [r.get(k) for r in rows] for k in set().union(*(r.keys() for r in rows))}
-        try:
-            cols = prog._columns(len(rows), given, by="column")
-        except DataError as exc:
-            whole = [(c, m) for _, c, m in exc.problems if m.startswith("missing")]
-            if whole:
-                rep.missing = whole
-                return
-            bad = {r for r, _, _ in exc.problems}
-            rep.bad_rows += [(batch[r][0], f"column `{c}` {m}") for r, c, m in exc.problems]
-            run([b for i, b in enumerate(batch) if i not in bad])
+            batch = [(ln, dict(r, completion=PLACEHOLDER)) for ln, r in batch]
+        try:  # read and scored as `rewardlang score` scores them (plan_only: no program runs)
+            scored = score_rows(prog, [(ln, r, None) for ln, r in batch], on_bad_row="skip", label=str(path),
+                                warn=lambda _: None, extra={"plan_only": True})
+        except ScoringError as exc:  # a column the spec reads is missing from every row
+            problems = exc.cause.problems if exc.cause is not None else []
+            rep.missing = [(c, m) for _, c, m in problems if m.startswith("missing")] or [
+                (i.column or "", i.message) for i in exc.issues]
             return
-        rep.rows += len(rows)
-        prog.score_columns(cols, len(rows), raw=given)
+        rep.bad_rows += scored.bad_rows
+        rep.rows += len(scored.rows)
 
-    try:
-        batch: list[tuple[int, dict]] = []
-        for lineno, row, problem in iter_jsonl(path):
-            if problem is not None:
-                rep.bad_rows.append((lineno, problem))
-                continue
-            batch.append((lineno, row))
-            if len(batch) >= batch_size:
-                run(batch)
-                batch = []
-        run(batch)
-    finally:
-        prog.context_extra = saved
+    batch: list[tuple[int, dict]] = []
+    for lineno, row, problem in iter_jsonl(path):
+        if problem is not None:
+            rep.bad_rows.append((lineno, problem))
+            continue
+        batch.append((lineno, row))
+        if len(batch) >= batch_size:
+            run(batch)
+            batch = []
+    run(batch)
     new = {k: v - stats0.get(k, 0) for k, v in prog.stats.items() if isinstance(v, (int, float))}
     rep.planned = int(new.get("tests.planned", 0))
     rep.undefined = [(t, n) for t, n, _ in undefined_names({k: v for k, v in new.items()

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from rewardlang.runtime.columns import Col
+from rewardlang.runtime.kernels import Pattern
+from rewardlang.runtime.scoring import ScoringError, score_rows
 
 __all__ = ["explain_row", "derivation"]
 
@@ -50,15 +52,16 @@ def _cell(col: Any) -> tuple[Any, str | None]:
 def derivation(prog: Any, cols: dict[str, list[Any]], step: int = 0) -> dict[str, Any]:
     """The traced intermediate values of one validated row, keyed by the generated program's variable names."""
     trace: dict[str, Any] = {}
-    prog._row_phase_local({k: v for k, v in cols.items() if k in prog.row_inputs}, 1, step, trace)
+    prog.row_phase({k: v for k, v in cols.items() if k in prog.row_inputs}, 1, step, trace)
     return trace
 
 
 def explain_row(prog: Any, row: dict[str, Any], step: int = 0, group_rows: list[dict[str, Any]] | None = None,
                 index: int = 0, group: list[Any] | None = None) -> None:
     """Print one row's breakdown. ``group_rows`` (holding the row at ``index``) are the rows of its advantage
-    group, scored together as ``rewardlang score`` does, so the advantage is the row's real one; ``group``
-    gives their group ids when they come from ``--group-by`` (else the spec's own group column is read)."""
+    group, scored together as ``rewardlang score`` does (:func:`rewardlang.runtime.scoring.score_rows`), so the
+    advantage is the row's real one; ``group`` gives their group ids when they come from ``--group-by`` (else the
+    spec's own group column is read). Bad values raise :class:`rewardlang.runtime.scoring.ScoringError`."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -67,13 +70,11 @@ def explain_row(prog: Any, row: dict[str, Any], step: int = 0, group_rows: list[
     batch = group_rows if group_rows else [row]
     if not group_rows:
         index = 0
-    given_all = {k: [r.get(k) for r in batch] for k in set().union(*(r.keys() for r in batch))}
-    cols_all = prog._columns(len(batch), given_all, by="column")
-    out_all = prog.score_columns(cols_all, len(batch), step=step, group=group, raw=given_all)
+    out_all = score_rows(prog, batch, step=step, group=group).result
     out = _one(out_all, index)
     n_group = len(batch)
     given = {k: [v] for k, v in row.items()}
-    cols = prog._columns(1, given, by="column")
+    cols = prog.columns(1, given, by="column")
     trace = derivation(prog, cols, step)  # the same row again, traced (scoring above applied the policies)
     completion = cols["completion"][0] if "completion" in cols else None
 
@@ -142,8 +143,6 @@ def audit_table(prog: Any, row: dict[str, Any], step: int = 0) -> Any:
     run named as such. Audits are not part of the reward; a row without a column an audit reads says so."""
     from rich.table import Table
 
-    from rewardlang.runtime.program import DataError
-
     t = Table(title="audits (scored on the policy's samples while it trains; never part of the reward)")
     for col in ("audit", "value", "range", "when", "note"):
         t.add_column(col)
@@ -151,11 +150,10 @@ def audit_table(prog: Any, row: dict[str, Any], step: int = 0) -> Any:
     note = ""
     ap = prog.audit_program
     if ap is not None:
-        given = {k: [v] for k, v in row.items()}
         try:
-            values = ap.score_columns(ap._columns(1, given, by="column"), 1, step=step, raw=given)
-        except DataError as exc:
-            note = "not scored: " + "; ".join(f"column `{c}` {m}" for _, c, m in exc.problems)
+            values = score_rows(ap, [row], step=step).result
+        except ScoringError as exc:
+            note = "not scored: " + "; ".join(i.message for i in exc.issues)
     for a in prog.audits:
         when = f"every {a.every} step{'s' if a.every != 1 else ''}"
         if a.kind == "statistic":
@@ -208,8 +206,6 @@ def _count_patterns(expr: str, prog: Any) -> list[Any]:
     if not m:
         return []
     layout = getattr(prog.module, m.group(1), ())
-    from rewardlang.runtime.kernels import Pattern
-
     out = []
     for tag, val in layout:
         if tag == "vs":

@@ -26,7 +26,7 @@ import json
 import os
 from typing import Any, Iterator
 
-__all__ = ["iter_jsonl", "read_jsonl"]
+__all__ = ["iter_jsonl", "parse_line", "read_jsonl"]
 
 
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
@@ -35,26 +35,33 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
     opener: Any = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                # a byte-order mark (Windows tools write one) may start the file, so row 1 may carry it
-                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8").rstrip("\r\n")  # columns on this line
-            except UnicodeDecodeError as exc:
-                yield lineno, None, f"invalid UTF-8 at byte {exc.start}"
-                continue
-            try:
-                row = json.loads(text, parse_constant=_reject_constant)
-            except json.JSONDecodeError as exc:
-                yield lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
-                continue
-            except ValueError as exc:  # NaN / Infinity: Python's json reads them, JSON has no such tokens
-                yield lineno, None, f"invalid JSON: {exc}"
-                continue
-            if not isinstance(row, dict):
-                yield lineno, None, f"expected a JSON object, got {type(row).__name__}"
-                continue
-            yield lineno, row, None
+            item = parse_line(raw, lineno)
+            if item is not None:
+                yield item
+
+
+def parse_line(raw: bytes, lineno: int) -> tuple[int, dict[str, Any] | None, str | None] | None:
+    """One line of a file as :func:`iter_jsonl` yields it (None: a blank line).
+
+        >>> parse_line(b'{"a": 1}\\n', 7), parse_line(b"[]", 8), parse_line(b"  ", 9)
+        ((7, {'a': 1}, None), (8, None, 'expected a JSON object, got list'), None)
+    """
+    if not raw.strip():
+        return None
+    try:
+        # a byte-order mark (Windows tools write one) may start the file, so row 1 may carry it
+        text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8").rstrip("\r\n")  # columns on this line
+    except UnicodeDecodeError as exc:
+        return lineno, None, f"invalid UTF-8 at byte {exc.start}"
+    try:
+        row = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        return lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+    except ValueError as exc:  # NaN / Infinity: Python's json reads them, JSON has no such tokens
+        return lineno, None, f"invalid JSON: {exc}"
+    if not isinstance(row, dict):
+        return lineno, None, f"expected a JSON object, got {type(row).__name__}"
+    return lineno, row, None
 
 
 def read_jsonl(path: str | os.PathLike[str], error: type[Exception] = ValueError,

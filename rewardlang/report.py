@@ -1,7 +1,7 @@
 """``rewardlang report``: what a spec does on real rows, before a run spends GPU time on it.
 
-One pass scores every row (as ``rewardlang score`` does, the whole file as one batch so that advantage groups
-are whole), then summarises: per component and for the total, the distribution (a histogram), the share of
+One pass scores every row (through :func:`rewardlang.runtime.scoring.score_rows`, as ``rewardlang score`` does,
+the whole file as one batch so that advantage groups are whole), then summarises: per component and for the total, the distribution (a histogram), the share of
 none/masked rows with their reasons, and whether it is constant; the scoring time per row; correlations between
 components; for grouped data the share of groups whose rewards do not vary (GRPO learns nothing from them) and
 the advantage distribution; the rows at each extreme with their breakdown; and probes that hold the spec up
@@ -24,7 +24,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["build_report", "render_html", "PROBES"]
+from rewardlang.runtime.audits import reward_range, scaled
+from rewardlang.runtime.scoring import ScoringError, record, score_rows
+
+__all__ = ["build_report", "render_html", "PROBES", "probe_rows", "row_groups"]
 
 BINS = 20
 EXTREMES = 3
@@ -79,7 +82,9 @@ def _correlations(comps: dict[str, np.ndarray]) -> dict[str, dict[str, float | N
     return out
 
 
-def _group_ids(prog: Any, rows: list[dict], group_by: str | None) -> list[str] | None:
+def row_groups(prog: Any, rows: list[dict], group_by: str | None) -> list[str] | None:
+    """Each row's group id for the advantage: by the ``group_by`` column, else by the spec's group keys (one group
+    for ``advantage over batch``); None when neither applies."""
     if group_by is not None:
         return [json.dumps(r.get(group_by), sort_keys=True) for r in rows]
     adv = prog.spec.get("advantage")
@@ -91,13 +96,13 @@ def _group_ids(prog: Any, rows: list[dict], group_by: str | None) -> list[str] |
     return [json.dumps([r.get(c) for c in columns], sort_keys=True) for r in rows]
 
 
-def _score(prog: Any, rows: list[dict], step: int, group: list[str] | None) -> Any:
-    given = {k: [r.get(k) for r in rows] for k in set().union(*(r.keys() for r in rows))} if rows else {}
-    cols = prog._columns(len(rows), given, by="column")
-    return prog.score_columns(cols, len(rows), step=step, group=group, raw=given)
+def _score(prog: Any, rows: list[dict], step: int, group: list[str] | None, source: str) -> Any:
+    """The rows scored as one batch (:func:`rewardlang.runtime.scoring.score_rows`: a bad value is a
+    ``ScoringError`` naming ``source`` and the row)."""
+    return score_rows(prog, rows, step=step, group=group, label=source).result
 
 
-def _probe_rows(template: dict, best_completion: str) -> list[tuple[str, dict | None, str]]:
+def probe_rows(template: dict, best_completion: str) -> list[tuple[str, dict | None, str]]:
     """(probe, row or None when it does not apply, what it is) for each reward-hack probe, from a real row."""
     out: list[tuple[str, dict | None, str]] = []
 
@@ -138,8 +143,8 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
     from rewardlang.runtime.components.execution import UNDEFINED_KEY, undefined_names
 
     t0 = time.perf_counter()
-    group = _group_ids(prog, rows, group_by)
-    out = _score(prog, rows, step, group if group_by is not None else None)
+    group = row_groups(prog, rows, group_by)
+    out = _score(prog, rows, step, group if group_by is not None else None, source)
     elapsed = time.perf_counter() - t0
     names = [c.name for c in prog.components]
     comps = {n: np.asarray(out.components[n], dtype=float) for n in names}
@@ -180,16 +185,15 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
                        "lowest": [_extreme(out, rows, int(i)) for i in order[::-1][:EXTREMES]]}
     valid = total[np.isfinite(total)]
     threshold = probe_threshold if probe_threshold is not None else (float(np.median(valid)) if len(valid) else 0.0)
-    rep["probes"] = _probes(prog, rows, out, order, threshold, step)
+    rep["probes"] = _probes(prog, rows, out, order, threshold, step, source)
     if prog.audits:
         rep["audits"] = _audits(prog, rows, total, step, rep["probes"])
     return rep
 
 
 def _audit_score(prog: Any, rows: list[dict], step: int) -> Any:
-    ap = prog.audit_program
-    given = {k: [r.get(k) for r in rows] for k in set().union(*(r.keys() for r in rows))} if rows else {}
-    return ap.score_columns(ap._columns(len(rows), given, by="column"), len(rows), step=step, raw=given)
+    """The audits of samples on the rows, scored as the rows are (their program's components are the audits)."""
+    return score_rows(prog.audit_program, rows, step=step).result
 
 
 def _audits(prog: Any, rows: list[dict], total: np.ndarray, step: int, probes: dict) -> dict:
@@ -197,20 +201,17 @@ def _audits(prog: Any, rows: list[dict], total: np.ndarray, step: int, probes: d
     gap (the total's mean minus the audit's, both scaled to [0, 1] by their declared ranges where known); and what
     each probe earns on the audits (a hack that fools the reward should not fool them). Statistics of a run are
     listed; they need a training run (`rewardlang audit RUN_DIR`)."""
-    from rewardlang.runtime.audits import reward_range, scaled
-
     out: dict[str, Any] = {"statistics": [{"name": a.name, "text": a.text, "every": a.every}
                                           for a in prog.audits if a.kind == "statistic"],
                            "samples": {}, "error": None}
     sampled = [a for a in prog.audits if a.kind == "samples"]
     if not sampled or not rows:
         return out
-    from rewardlang.runtime.program import DataError
-
     try:
         res = _audit_score(prog, rows, step)
-    except DataError as exc:
-        out["error"] = "; ".join(f"column `{c}` {m}" for _, c, m in exc.problems[:3])
+    except ScoringError as exc:
+        problems = exc.cause.problems if exc.cause is not None else []
+        out["error"] = "; ".join(f"column `{c}` {m}" for _, c, m in problems[:3]) or exc.render(hints=False)
         return out
     rr = reward_range(prog, step)
     for a in sampled:
@@ -227,12 +228,12 @@ def _audits(prog: Any, rows: list[dict], total: np.ndarray, step: int, probes: d
     live = [p for p in probes.get("results", []) if p.get("applies")]
     template = probes.get("template_row")
     if live and template is not None:
-        plan = {name: r for name, r, _ in _probe_rows(dict(rows[template]), rows[template].get("completion")
+        plan = {name: r for name, r, _ in probe_rows(dict(rows[template]), rows[template].get("completion")
                                                         if isinstance(rows[template].get("completion"), str) else "")}
-        probe_rows = [plan[p["probe"]] for p in live]
+        probed = [plan[p["probe"]] for p in live]
         try:
-            pres = _audit_score(prog, probe_rows, step)
-        except DataError:
+            pres = _audit_score(prog, probed, step)
+        except ScoringError:
             pres = None
         if pres is not None:
             for k, p in enumerate(live):
@@ -254,34 +255,35 @@ def _latency(seconds: Any, rows: int) -> dict:
 
 
 def _extreme(out: Any, rows: list[dict], i: int) -> dict:
-    r = out.row(i)
+    r = record(out, i)
     completion = rows[i].get("completion")
     text = completion if isinstance(completion, str) else json.dumps(completion)
-    return {"row": i, "total": r["total"], "components": r["components"], "errors": r.get("errors", {}),
+    return {"row": i, "total": r["reward"], "components": r["components"], "errors": r.get("errors", {}),
             "masked": r.get("masked", []), "advantage": r.get("advantage"),
             "completion": text[:600] + ("…" if len(text) > 600 else "")}
 
 
-def _probes(prog: Any, rows: list[dict], out: Any, order: list[int], threshold: float, step: int) -> dict:
+def _probes(prog: Any, rows: list[dict], out: Any, order: list[int], threshold: float, step: int, source: str
+            ) -> dict:
     if not rows:
         return {"threshold": threshold, "results": []}
     best = order[0] if order else 0
     template = dict(rows[best])
     best_completion = template.get("completion") if isinstance(template.get("completion"), str) else ""
-    plan = _probe_rows(template, best_completion)
+    plan = probe_rows(template, best_completion)
     live = [(name, r, what) for name, r, what in plan if r is not None]
-    scored = _score(prog, [r for _, r, _ in live], step, None) if live else None
+    scored = _score(prog, [r for _, r, _ in live], step, None, source) if live else None
     results = []
     k = 0
     for name, r, what in plan:
         if r is None:
             results.append({"probe": name, "applies": False, "what": what})
             continue
-        res = scored.row(k)  # type: ignore[union-attr]
+        res = record(scored, k)  # type: ignore[arg-type]
         k += 1
-        results.append({"probe": name, "applies": True, "what": what, "total": res["total"],
+        results.append({"probe": name, "applies": True, "what": what, "total": res["reward"],
                         "components": res["components"], "errors": res.get("errors", {}),
-                        "flagged": res["total"] is not None and res["total"] > threshold})
+                        "flagged": res["reward"] is not None and res["reward"] > threshold})
     return {"threshold": threshold, "template_row": best, "results": results}
 
 

@@ -125,7 +125,7 @@ def functions_page(docs_dir: Path) -> str:
            f"{len(LANGUAGE_FUNCTIONS)} language functions."), "", "## Language functions", "",
            "Built into the language (the checker types them; no registry entry).", "",
            "| function | description |", "|---|---|"]
-    for name, (usage, doc) in sorted(LANGUAGE_FUNCTIONS.items()):
+    for _name, (usage, doc) in sorted(LANGUAGE_FUNCTIONS.items()):
         out.append(f"| {_code(usage)} | {_md(doc)} |")
     for module, names in sorted(by_module.items()):
         out += ["", f"## {module}", "", f"Module `{impls[names[0]].module}`.", ""]

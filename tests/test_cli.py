@@ -435,8 +435,8 @@ def test_score_failed_run_leaves_the_previous_output_untouched(tmp_path: Path, m
                 raise exc
             return real(self, *a, **k)
 
-        real = P._score_finish  # where every batch is scored (score_columns and the CLI's pipelined batches)
-        monkeypatch.setattr(P, "_score_finish", fail)
+        real = P.finish  # where every batch is scored (score_columns and the CLI's pipelined batches)
+        monkeypatch.setattr(P, "finish", fail)
     r = invoke("score", _lenadv(tmp_path), "-i", data, "-o", out, "--batch-size", 2, "--no-summary")
     assert r.exit_code != 0
     assert out.read_text() == "previous\n"
@@ -529,16 +529,16 @@ def test_score_optional_input_absent_from_the_data_is_none(tmp_path: Path) -> No
 
 
 def test_score_default_workers_start_a_pool_only_when_the_rest_repays_it(tmp_path: Path, monkeypatch) -> None:
-    from rewardlang.cli import score as cli_score
+    from rewardlang.runtime import scoring
 
     started: list[int] = []
-    monkeypatch.setattr(Program, "start_pool", lambda self: started.append(self.workers))
+    monkeypatch.setattr(Program, "start_pool", lambda self, workers=None: started.append(workers))
     monkeypatch.setattr("os.cpu_count", lambda: 4)
     spec = _lenadv(tmp_path)
     data = write_jsonl(tmp_path / "d.jsonl", [{"prompt": f"p{i}", "completion": "x" * i} for i in range(40)])
     r = invoke("score", spec, "-i", data, "--batch-size", 10, "--no-summary")
     assert r.exit_code == 0 and started == []        # a small file: one process, as with --workers 1
-    monkeypatch.setattr(cli_score, "_POOL_START_S", 0.0)  # a pool that costs nothing always repays itself
+    monkeypatch.setattr(scoring, "POOL_START_S", 0.0)     # a pool that costs nothing always repays itself
     r = invoke("score", spec, "-i", data, "--batch-size", 10, "--no-summary")
     assert r.exit_code == 0 and started == [4]       # started once, after the first (timed) batch
     started.clear()

@@ -131,10 +131,13 @@ def test_score_refuses_its_spec_as_output(tmp_path) -> None:
     """Not only the rows: `-o` the spec itself (or a file the spec imports) would replace the source."""
     lib = tmp_path / "lib.reward"
     lib.write_text("let n = len(completion)\n")
+    lib2 = tmp_path / "lib2.reward"
+    lib2.write_text("let k = 2\n")
     spec = tmp_path / "s.reward"
-    spec.write_text('import "lib.reward"\ncomponent c = n\n')
+    spec.write_text('import "lib.reward"\nimport "lib2.reward"\ncomponent c = n + k\n')
     data = _write_jsonl(tmp_path / "d.jsonl", [{"completion": "ab"}])
-    for target, what in ((spec, "spec"), (lib, "spec file")):
+    # every file the spec reads, not one of them (the check once kept only the last: a dict of one key)
+    for target, what in ((spec, "spec"), (lib, "spec file"), (lib2, "spec file")):
         before = target.read_bytes()
         r = invoke("score", spec, "-i", data, "-o", target, "--no-summary")
         assert r.exit_code == 1 and f"-o {target} is the {what}" in r.stderr, r.output
@@ -240,7 +243,7 @@ def test_a_full_disk_is_a_plain_error_and_leaves_nothing(tmp_path, monkeypatch, 
 
 def test_the_compiled_module_on_a_full_disk(tmp_path, full_disk) -> None:
     import rewardlang
-    from rewardlang.runtime.program import module_main
+    from rewardlang.runtime.scoring import module_main
 
     data = _write_jsonl(tmp_path / "d.jsonl", [{"completion": "return 1"}])
     out = tmp_path / "o.jsonl"
@@ -575,13 +578,13 @@ def test_compile_and_the_compiled_module_piped_to_head_end_quietly(tmp_path) -> 
 INTERRUPT_IN_EXEC = r"""
 import sys
 import rewardlang.cli
-import rewardlang.runtime.program as program
+import rewardlang.compiler as compiler
 
 def load_program(*args, **kwargs):
     # Ctrl-C landing while code built by exec() of a string runs (dataclasses and namedtuple make their methods so)
     exec("import os, signal\nos.kill(os.getpid(), signal.SIGINT)\nfor _ in range(10**8): pass")
 
-program.load_program = load_program
+compiler.load_program = load_program
 sys.argv = ["rewardlang", "check", sys.argv[1]]
 rewardlang.cli.main()
 """

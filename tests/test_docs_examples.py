@@ -58,7 +58,7 @@ def blocks(path: Path = DOC) -> list[tuple[str, int, str]]:
 
 
 def _compile(source: str, line: int):  # type: ignore[no-untyped-def]
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     # compiled as if it were a spec file in specs/ (imports of "lib/..." resolve there)
     return load_program(str(ROOT / "specs" / f"language_md_line_{line}.reward"), source=source)

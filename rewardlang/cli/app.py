@@ -7,11 +7,11 @@ import sys
 
 import typer
 
-from rewardlang.cli import data, explain, score, spec, tools, train
+from rewardlang.cli import audit, data, explain, score, spec, tools, train
 from rewardlang.cli.common import _err
 from rewardlang.datasets.commands import ir_groups as _ir_groups  # light: typer only
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, cls=train.Commands,
                   help="rewardlang: reward specs for RL on code LLMs. See docs/language.md.")
 
 _DEBUG = False
@@ -31,18 +31,14 @@ app.command()(score.pairs)
 app.command()(explain.explain)
 app.command()(spec.fmt)
 app.command()(explain.report)
+app.command()(audit.audit)
 app.command()(tools.lsp)
 app.command()(tools.functions)
 app.command()(tools.doctor)
 app.command("prm-data")(data.prm_data)
 app.command("data")(data.data_command)
 app.command("ir-groups")(_ir_groups)
-app.command("train", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
-                                       "help_option_names": []})(train._delegate("train"))
-app.command("plot", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
-                                      "help_option_names": []})(train._delegate("plot"))
-app.command("eval", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
-                                      "help_option_names": []})(train._delegate("eval"))
+# train, plot, eval: built by train.Commands when one of them runs (listed last, in --help's order)
 
 
 def _guard_commands(typer_app: typer.Typer) -> None:

@@ -27,7 +27,7 @@ def _overrides(values: list[str] | None) -> dict[str, Any]:
 
 def _load(spec: Path, sets: list[str] | None, scoring: bool = False) -> Any:
     from rewardlang.diagnostics import SpecError, render_all, use_color
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     try:
         prog = load_program(str(spec), params=_overrides(sets))
@@ -47,11 +47,16 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _sources(prog: Any) -> dict[str, str]:
-    """The files a loaded spec was read from (itself and what it imports), as inputs an output must not be."""
+def _not_a_source(output: Path, prog: Any) -> None:
+    """Refuse ``output`` when it is a file the loaded spec was read from (itself or one it imports): each is an
+    input the command must not overwrite."""
     import os
 
-    return {"spec file": f for f in getattr(prog, "sources", {}) if os.path.isfile(f)}
+    from rewardlang import outputs
+
+    for f in getattr(prog, "sources", {}):
+        if os.path.isfile(f):
+            outputs.check_output(output, inputs={"spec file": f})
 
 
 def _print_tree(value: Any, indent: str) -> None:

@@ -96,7 +96,13 @@ def data_command(name: str = typer.Argument(..., help="which data set to write: 
                  source: str = typer.Option("python", "--source", help="translate: python or cpp"),
                  target: str = typer.Option(None, "--target", help="translate: c, cpp, java, js, php, sh, go"),
                  report: Path = typer.Option(None, "--report", help="humaneval: also write the skipped problems "
-                                                                    "and reasons as JSON")) -> None:
+                                                                    "and reasons as JSON"),
+                 plus: bool = typer.Option(False, "--plus", help="humaneval: also generate hidden tests (a "
+                                           "plus_tests column: mutated inputs, the canonical solution run in the "
+                                           "sandbox as the oracle)"),
+                 per_problem: int = typer.Option(100, "--per-problem", min=1, help="humaneval --plus: new inputs "
+                                                 "kept per problem at most"),
+                 seed: int = typer.Option(0, "--seed", help="humaneval --plus: the mutation seed")) -> None:
     """Write a task data set as JSONL (robot: task_id, split, instruction, prompt, task, canonical; humaneval:
     HumanEval translated into --lang; translate: --source -> --target translation problems)."""
     if name == "cfuncs":  # C functions with test harnesses, for `rewardlang ir-groups`: id, source, harness
@@ -114,7 +120,8 @@ def data_command(name: str = typer.Argument(..., help="which data set to write: 
                 if not lang:
                     _err("error: data humaneval needs --lang (python, c, cpp, java, js, php, sh, go)")
                     raise typer.Exit(1)
-                _err(write_humaneval(lang, output, str(report) if report else None))
+                _err(write_humaneval(lang, output, str(report) if report else None, plus=plus,
+                                     per_problem=per_problem, seed=seed, progress=_err if plus else None))
             else:
                 if not target:
                     _err("error: data translate needs --target (c, cpp, java, js, php, sh, go)")

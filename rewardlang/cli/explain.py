@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import typer
 
-from rewardlang.cli.common import _err, _load, _need_train_stack, _sources
+from rewardlang.cli.common import _err, _load, _need_train_stack, _not_a_source
 from rewardlang.jsonl import iter_jsonl
 
 
@@ -48,16 +48,18 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
         _err(f"error: {input} has no row {row}")
         raise typer.Exit(1)
     group_rows, at, group = _group_of(prog, rows, index, group_by, input)
-    from rewardlang.runtime.program import DataError
+    from rewardlang.runtime.scoring import DataError, DataIssue, ScoringError
 
     try:
         if tokens:
             _explain_tokens(prog, found, step, tokenizer)
         else:
             explain_row(prog, found, step=step, group_rows=group_rows, index=at, group=group)
-    except DataError as exc:
-        for _, c, m in exc.problems:
-            _err(f"error[D001]: {input}: row {row} (or a row of its group): column `{c}` {m}")
+    except (ScoringError, DataError) as exc:
+        issues = exc.issues if isinstance(exc, ScoringError) else [
+            DataIssue("D001", f"column `{c}` {m}", column=c) for _, c, m in exc.problems]
+        for issue in issues:  # the row asked for: the problem may be another row's of its group
+            _err(f"error[{issue.code}]: {input}: row {row} (or a row of its group): {issue.message}")
         raise typer.Exit(1)
 
 
@@ -139,7 +141,7 @@ def report(spec: Path = typer.Argument(..., help="spec file"),
     """A pre-flight report of a spec on real rows: distributions, none/masked shares and reasons, correlations,
     zero-variance groups, extremes with their breakdown, and reward-hack probes."""
     from rewardlang.report import build_report, render_html
-    from rewardlang.runtime.program import DataError
+    from rewardlang.runtime.scoring import ScoringError
 
     if format not in ("html", "json"):
         _err(f"error: --format {format}: use html or json")
@@ -150,7 +152,7 @@ def report(spec: Path = typer.Argument(..., help="spec file"),
         outputs.check_output(output, inputs={"input file": input, "spec": spec})
     prog = _load(spec, set_)
     if output is not None:
-        outputs.check_output(output, inputs=_sources(prog))  # nor a file the spec imports
+        _not_a_source(output, prog)  # nor a file the spec imports
     if not input.exists():
         _err(f"error: {input}: no such file")
         raise typer.Exit(1)
@@ -167,9 +169,8 @@ def report(spec: Path = typer.Argument(..., help="spec file"),
     try:
         rep = build_report(prog, rows, bad_rows=bad, group_by=group_by, step=step, probe_threshold=probe_threshold,
                            source=str(input))
-    except DataError as exc:
-        for r, c, m in exc.problems:
-            _err(f"error[D001]: {input}: row {r}: column `{c}` {m}")
+    except ScoringError as exc:
+        _err(exc.render(hints=False))
         raise typer.Exit(1)
     text = json.dumps(rep, indent=1) + "\n" if format == "json" else render_html(rep)
     from rewardlang.runtime.components.execution import undefined_names_lines

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from rewardlang.cli.common import _err, _load, _overrides, _plural, _sources
+from rewardlang.cli.common import _err, _load, _overrides, _plural, _not_a_source
 
 
 def check(specs: list[Path] = typer.Argument(..., help="spec files"),
@@ -20,7 +20,7 @@ def check(specs: list[Path] = typer.Argument(..., help="spec files"),
     """Check specs: every error, located, in one run; then run each spec's examples (and, with --data, read the
     rows' tests as scoring would, running nothing)."""
     from rewardlang.diagnostics import Diagnostic, SpecError, render_all, use_color
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     failed = 0
     for spec in specs:
@@ -73,7 +73,7 @@ def check(specs: list[Path] = typer.Argument(..., help="spec files"),
 def _examples_with_overrides(spec: Path, results: list) -> list:
     """With --set, an example that fails only because of the overrides is not a failure: expected values are the
     spec's own (its defaults). Such examples are listed in a note; the others keep their failures."""
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     try:
         as_written = {(n, f, ln): fl for n, f, ln, fl in load_program(str(spec)).run_examples()}
@@ -104,7 +104,7 @@ def compile_(spec: Path = typer.Argument(..., help="spec file"),
     if output is None:
         typer.echo(prog.python_source)
     else:
-        outputs.check_output(output, inputs=_sources(prog))  # nor a file the spec imports
+        _not_a_source(output, prog)  # nor a file the spec imports
         outputs.write_text(output, prog.python_source)
         _err(f"wrote {output} ({len(prog.python_source.splitlines())} lines)")
 

@@ -21,7 +21,7 @@ def functions() -> None:
     """List every function a spec can call (built in and from installed plug-ins)."""
     from rewardlang.runtime import registry
 
-    for name, impl in sorted(registry.load_all().items()):
+    for _name, impl in sorted(registry.load_all().items()):
         sig = impl.signature
         typer.echo(sig.usage())
         if sig.doc:

@@ -33,7 +33,7 @@ def ir_groups(input: Path = typer.Option(..., "-i", "--input", help="JSONL rows 
     normalised and de-duplicated, each passing the harness; losers are IR mutants the harness shows to behave
     differently. Survivors and hanging mutants are discarded and counted. Every compile and run happens in the
     sandbox, at the level scoring uses (none available: refused)."""
-    from rewardlang.datasets.irgroups import build_groups, clang_version
+    from rewardlang.datasets.irgroups import build_groups, clang_problem
     from rewardlang.datasets.sandboxed import NoSandbox, open_sandbox
     from rewardlang.jsonl import iter_jsonl
     from rewardlang.outputs import OutputError, atomic_write, check_output
@@ -46,8 +46,9 @@ def ir_groups(input: Path = typer.Option(..., "-i", "--input", help="JSONL rows 
     if not input.is_file():
         _err(f"error: -i {input}: no such file")
         raise typer.Exit(1)
-    if clang_version() is None:
-        _err("error: clang is not installed (Debian: apt-get install clang; scripts/install.sh installs it)")
+    problem = clang_problem()
+    if problem is not None:
+        _err(f"error: {problem}")
         raise typer.Exit(1)
     rows, bad = [], []
     for lineno, row, problem in iter_jsonl(input):

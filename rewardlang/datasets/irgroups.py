@@ -50,8 +50,8 @@ from rewardlang.datasets.sandboxed import (
 )
 from rewardlang.sandbox.config import Limits
 
-__all__ = ["LEVELS", "OPERATORS", "GroupResult", "build_group", "build_groups", "mutants", "normalize_ir",
-           "prompt_for"]
+__all__ = ["LEVELS", "OPERATORS", "GroupResult", "build_group", "build_groups", "clang_problem", "mutants",
+           "normalize_ir", "prompt_for"]
 
 LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz")
 CLANG = os.environ.get("REWARDLANG_CLANG", "clang")
@@ -212,6 +212,17 @@ def clang_path() -> str | None:
     """Where clang is (``REWARDLANG_CLANG``, else ``clang`` on PATH), or None. The sandbox's slots see ``/usr``
     (read-only): a clang elsewhere cannot run there."""
     return shutil.which(CLANG)
+
+
+def clang_problem() -> str | None:
+    """Why clang cannot compile in the sandbox (missing, or installed outside ``/usr``), or None."""
+    path = clang_path()
+    if path is None:
+        return f"{CLANG} is not installed (Debian: apt-get install clang; scripts/install.sh installs it)"
+    if not os.path.realpath(path).startswith("/usr/"):
+        return (f"{path} is outside /usr: the sandbox's slots see only /usr of the host's files (read-only), so "
+                "compile with a clang installed there (apt-get install clang)")
+    return None
 
 
 def _tool(path: str, *args: str) -> tuple[str, ...]:
@@ -465,9 +476,11 @@ def build_groups(rows: Iterable[dict[str, Any]], *, workers: int | None = None, 
     its own with ``workers`` slots (default: one per core) at the level scoring uses. Several rows are in flight at
     once so that every slot is busy. Raises :class:`~rewardlang.datasets.sandboxed.NoSandbox` where no sandbox
     level can be had, :class:`FileNotFoundError` without clang."""
+    problem = clang_problem()
+    if problem is not None:
+        raise FileNotFoundError(problem)
     clang = clang_path()
-    if clang is None:
-        raise FileNotFoundError(f"{CLANG} is not installed (Debian: apt-get install clang)")
+    assert clang is not None
     own = sandbox is None
     sb = sandbox if sandbox is not None else open_sandbox("ir-groups", slots=workers)
     try:

@@ -31,6 +31,9 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from rewardlang.compiler import load_program
+from rewardlang.runtime.scoring import ScoringError, score_rows
+
 __all__ = ["Batcher", "Overloaded", "Scored", "SpecScorer", "batcher_for", "log_masks", "result_keys",
            "scorer_for"]
 
@@ -103,8 +106,6 @@ class SpecScorer:
     log_masks: bool = True
 
     def __init__(self, spec: str, params: dict[str, Any] | None = None, program: Any = None) -> None:
-        from rewardlang.runtime.program import load_program
-
         self.spec = str(spec)
         # a bad spec raises SpecError here: every sample would fail the same way, so the engine must stop
         self.program = program if program is not None else load_program(self.spec, params=params)
@@ -116,11 +117,6 @@ class SpecScorer:
         #: the spec places values on tokens (a `tokens` clause) and its reward is their weighted sum
         self.dense = (any(c.tokens is not None for c in self.program.components)
                       and bool(self.program.spec.get("reward_is_weighted_sum")))
-
-    def _row_value(self, row: dict[str, Any], inp: Any) -> Any:
-        if inp.column in row:
-            return row[inp.column]
-        return row.get(inp.name)
 
     def masked_result(self, reason: str | None = None) -> dict[str, float]:
         """The result of a masked sample (same keys as every other); ``reason``, why it is masked, rides along as
@@ -144,8 +140,6 @@ class SpecScorer:
         """Score rows together; one dict per row with :attr:`keys` (see the module docstring). A masked row's dict
         says why in its ``reason`` attribute (:meth:`masked_result`); every mask is logged, one line per batch,
         unless :attr:`log_masks` is off (the server logs them per request)."""
-        from rewardlang.runtime.program import DataError
-
         n = len(rows)
         if n == 0:
             return []
@@ -159,49 +153,35 @@ class SpecScorer:
                 good.append(i)
             else:
                 out[i] = self.masked_result(why)
-        given = {inp.column: [self._row_value(rows[i], inp) for i in good] for inp in self.inputs}
-        prog = self.program
-        cols: dict[str, list[Any]] = {}
-        try:
-            cols = prog._columns(len(good), given, by="column") if good else {}
-        except DataError as exc:
-            bad: dict[int, str] = {}
-            for r, c, m in exc.problems:
-                bad.setdefault(r, f"column `{c}` {m}")
-            for r, why in bad.items():
-                out[good[r]] = self.masked_result(why)
-            keep = [j for j in range(len(good)) if j not in bad]
-            good = [good[j] for j in keep]
-            given = {k: [v[j] for j in keep] for k, v in given.items()}
-            try:
-                cols = prog._columns(len(good), given, by="column") if good else {}
-            except DataError as again:  # problems the first pass could not see per row: mask the rest too
-                for i in good:
-                    out[i] = self.masked_result(f"the batch's columns: {again}")
-                good = []
         self.stats["bad_rows"] += n - len(good)
         if good:
-            self._score_part(good, cols, given, step, out)
+            self._score_part(good, rows, step, out)
         results = [o if o is not None else self.masked_result() for o in out]
         if self.log_masks:
             log_masks(log, "a batch", results)
         return results
 
-    def _score_part(self, idx: list[int], cols: dict[str, list[Any]], given: dict[str, list[Any]], step: int,
+    def _score_part(self, idx: list[int], rows: Sequence[dict[str, Any]], step: int,
                     out: list[dict[str, float] | None], sibling_failed: bool = False) -> bool:
-        """Score rows ``idx`` (``cols``/``given`` aligned with them) into ``out``; False when no row could be scored.
+        """Score rows ``idx`` of ``rows`` into ``out`` through :func:`rewardlang.runtime.scoring.score_rows` (a bad
+        row masked and counted); False when no row could be scored.
 
         A call that raises is split in halves, so that one row whose scoring raises masks itself and not the other
         rows of its batch; when both halves raise too, the failure is the infrastructure's and all are masked."""
         try:
-            res = self.program.score_columns(cols, len(idx), step=step, raw=given)
+            scored = score_rows(self.program, [self._row(rows[i]) for i in idx], step=step, on_bad_row="skip",
+                                warn=log.warning)
+        except ScoringError as exc:  # the batch's columns cannot be read at all: each row is bad
+            why = "; ".join(issue.message for issue in exc.issues)
+            self.stats["bad_rows"] += len(idx)
+            for i in idx:
+                out[i] = self.masked_result(why)
+            return False
         except Exception as exc:  # noqa: BLE001 - an infrastructure failure: masked and counted, not a 0
             if len(idx) > 1 and not sibling_failed:
                 h = len(idx) // 2
-                parts = [(idx[:h], slice(0, h)), (idx[h:], slice(h, None))]
-                sub = [({k: v[sl] for k, v in cols.items()}, {k: v[sl] for k, v in given.items()}) for _, sl in parts]
-                ok0 = self._score_part(parts[0][0], sub[0][0], sub[0][1], step, out)
-                ok1 = self._score_part(parts[1][0], sub[1][0], sub[1][1], step, out, sibling_failed=not ok0)
+                ok0 = self._score_part(idx[:h], rows, step, out)
+                ok1 = self._score_part(idx[h:], rows, step, out, sibling_failed=not ok0)
                 return ok0 or ok1
             self.stats["infra_failures"] += len(idx)
             log.error("rewardlang: scoring %d row(s) failed (%s: %s); masked", len(idx), type(exc).__name__, exc)
@@ -209,7 +189,17 @@ class SpecScorer:
                 out[i] = self.masked_result(f"an infrastructure failure: scoring raised {type(exc).__name__}: "
                                             f"{exc}")
             return False
-        for j, i in enumerate(idx):
+        bad: dict[int, str] = {}
+        for r, why in scored.bad_rows:  # a row with two bad values is one bad row, masked for the first
+            bad.setdefault(r, why)
+        self.stats["bad_rows"] += len(bad)
+        for r, why in bad.items():
+            out[idx[r]] = self.masked_result(why)
+        res = scored.result
+        if res is None:
+            return True
+        for j, r in enumerate(scored.kept):
+            i = idx[r]
             total = float(res.total[j])
             masked = not math.isfinite(total)
             d = {"score": 0.0 if masked else total, MASK_KEY: 1.0 if masked else 0.0}
@@ -230,6 +220,10 @@ class SpecScorer:
             if k.startswith("sandbox.") and k != "sandbox.isolation_level" and isinstance(v, (int, float)):
                 self.stats[k] += v
         return True
+
+    def _row(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The row's values of the spec's inputs, by column name (an engine may send an input under its name)."""
+        return {i.column: row[i.column] if i.column in row else row.get(i.name) for i in self.inputs}
 
     def _places(self, res: Any, j: int) -> list[tuple[float, Any]]:
         """Row ``j``'s components as ``(weight, Placement)`` (rewardlang.trainers.dense.DenseRewards's rule)."""

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from rewardlang.integrations.batching import SpecScorer, batcher_for
+from rewardlang.integrations.verl_rows import verl_row
 
 __all__ = ["TokenScore", "assemble_rm_scores", "legacy_manager_class", "per_token_flag", "token_rewards"]
 
@@ -139,10 +140,7 @@ _LEGACY: list[type] = []
 
 def legacy_manager_class() -> type:
     """``RewardlangBatchRewardManager``: a legacy ``AbstractRewardManager`` (made once per process; needs verl)."""
-    # first: importing the package's verl module may register (and so make) the class itself
-    from rewardlang.integrations.verl import verl_row
-
-    if _LEGACY:
+    if _LEGACY:  # one class per process, even where verl imported the verl module's file a second time
         return _LEGACY[0]
     from verl.workers.reward_manager.abstract import AbstractRewardManager
 

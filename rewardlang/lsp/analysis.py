@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +25,11 @@ from typing import Any, Callable, Iterator
 
 from rewardlang import syntax as S
 from rewardlang.checker import (AGGREGATES, PREFERENCE_SETTINGS, STAGE_SHORTHANDS, STATISTICS, Checker, ModuleEnv,
-                                _canonical, _strip_bom, unique_diagnostics)
+                                canonical_path, strip_bom, unique_diagnostics)
 from rewardlang.diagnostics import CODES, Diagnostic
 from rewardlang.parser import STATEMENT_KEYWORDS, ParseFailure, deep_recursion
 from rewardlang.signature import Signature
+from rewardlang.specfiles import ImportRefused, import_roots, inside, read_spec_file, resolve_import
 
 __all__ = ["Analysis", "LspDiagnostic", "Definition", "LineIndex", "analyse", "Completion", "Symbol",
            "LANGUAGE_FUNCTIONS", "TOKENS_FORMS", "format_document"]
@@ -376,15 +378,22 @@ class Analysis:
         if self.module is None:
             return None
         imports = [s for s in self.module.body if isinstance(s, S.Import)]
-        want = _canonical(file)
+        want = canonical_path(file)
         for s in imports:
-            if _canonical(self.resolve_path(s.path)) == want:
+            path = self.resolve_path(s.path)
+            if path is not None and canonical_path(path) == want:
                 return self.range_of(s.loc)
         return self.range_of(imports[0].loc) if imports else None  # imported at a further remove
 
-    def resolve_path(self, path: str) -> str:
-        """An import path as the checker resolves it (relative to the importing spec's directory)."""
-        return str(Path(self.file).parent / path) if not Path(path).is_absolute() else path
+    def resolve_path(self, path: str) -> str | None:
+        """An import path as the checker resolves it (relative to the importing spec's directory, then the search
+        path); None for one the checker refuses (outside the spec's folder and the search path, not a spec)."""
+        search = self.ch.import_search if self.ch is not None else None
+        roots = self.ch.import_roots if self.ch is not None else import_roots(self.file, search)
+        try:
+            return resolve_import(path, self.file, roots, search)
+        except ImportRefused:
+            return None
 
     # ---- definitions
     def _name_range(self, stmt: Any, name: str, file: str) -> Range | None:
@@ -588,10 +597,13 @@ class Analysis:
     def _import_markdown(self, stmt: S.Import) -> str | None:
         if self.ch is None:
             return None
-        target = _canonical(self.resolve_path(stmt.path))
+        path = self.resolve_path(stmt.path)
+        if path is None:
+            return f"imports `{stmt.path}` (refused: see its diagnostic)"
+        target = canonical_path(path)
         names = {"let": [], "component": [], "param": [], "input": [], "audit": []}  # type: dict[str, list[str]]
         for d in self.definitions:
-            if _canonical(d.file) == target:
+            if canonical_path(d.file) == target:
                 names[d.kind].append(d.name)
         body = [f"imports `{stmt.path}`"]
         for kind in ("let", "component", "param", "input", "audit"):
@@ -610,12 +622,15 @@ class Analysis:
             if stmt.names:
                 for name, nloc in stmt.names:
                     if nloc.start <= off <= nloc.end:
-                        target = _canonical(self.resolve_path(stmt.path))
+                        path = self.resolve_path(stmt.path)
+                        if path is None:
+                            return None
+                        target = canonical_path(path)
                         for d in self.definitions:
-                            if d.name == name and _canonical(d.file) == target and d.name_range is not None:
+                            if d.name == name and canonical_path(d.file) == target and d.name_range is not None:
                                 return d.file, d.name_range
             path = self.resolve_path(stmt.path)
-            return path, ((0, 0), (0, 0))
+            return (path, ((0, 0), (0, 0))) if path is not None else None
         if isinstance(stmt, S.Weight) and stmt.loc.start <= off <= stmt.loc.start + len(stmt.component):
             d = self.resolve(stmt.component, stmt)
             return (d.file, d.name_range) if d is not None and d.name_range is not None else None
@@ -697,7 +712,7 @@ class Analysis:
 def analyse(text: str, file: str, sigs: dict[str, Signature],
             read_file: Callable[[str], str] | None = None) -> Analysis:
     """Check ``text`` (the spec at ``file``) as ``rewardlang check`` does, and index what it defines."""
-    source = _strip_bom(text)
+    source = strip_bom(text)
     ch = _RecordingChecker(sigs, None, read_file)
     try:
         with deep_recursion():
@@ -923,18 +938,23 @@ def _columns(analysis: Analysis | None, workspace_columns: list[str] | None) -> 
 
 def columns_near(file: str) -> list[str]:
     """The column names that the specs in ``file``'s directory (and its ``lib/``) read: `from "COL"` clauses and
-    input names."""
+    input names. Only ``.reward`` regular files that really lie in that directory are read (a symlink out of it, a
+    FIFO or a device named ``x.reward`` is skipped), each through :func:`rewardlang.specfiles.read_spec_file`."""
     out: list[str] = []
     folder = Path(file).parent
     try:
+        real_folder = os.path.realpath(folder)
         paths = sorted(folder.glob("*.reward")) + sorted(folder.glob("lib/*.reward"))
-    except OSError:
+    except (OSError, ValueError):
         return out
     pat = re.compile(r"^\s*input\s+(\w+)\s*:\s*[\w\[\]?]+(?:\s+from\s+\"([^\"]*)\")?", re.M)
     for p in paths[:200]:
         try:
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            real = os.path.realpath(p)
+            if not inside(real, [real_folder]) or not real.endswith(".reward"):
+                continue
+            text = read_spec_file(str(p))
+        except (OSError, UnicodeDecodeError, ValueError):
             continue
         for m in pat.finditer(text):
             col = m.group(2) or m.group(1)

@@ -36,11 +36,12 @@ def uri_of(path: str | Path) -> str:
 class LspClient:
     """One server process; requests block until their response (or ``timeout``, a guard against a hung server)."""
 
-    def __init__(self, command: list[str] | None = None, timeout: float = 120.0, env: dict | None = None) -> None:
+    def __init__(self, command: list[str] | None = None, timeout: float = 120.0, env: dict | None = None,
+                 cwd: str | Path | None = None) -> None:
         self.command = command or [sys.executable, "-m", "rewardlang", "lsp"]
         self.timeout = timeout
         self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+                                     stderr=subprocess.PIPE, env={**os.environ, **(env or {})}, cwd=cwd)
         self._next = 0
         self._cond = threading.Condition()
         self._responses: dict[int, dict] = {}

@@ -13,6 +13,8 @@ for a check.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,12 @@ from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-import rewardlang
 from rewardlang.lsp import analysis as A
+from rewardlang.specfiles import read_spec_file
+from rewardlang.version import __version__
+
+#: sys.path entries rewardlang itself was imported from (kept even when the workspace is rewardlang's checkout)
+_OWN = {os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))}
 
 __all__ = ["RewardLanguageServer", "serve"]
 
@@ -54,9 +60,12 @@ class RewardLanguageServer(LanguageServer):
     """pygls server holding the last analysis of each open document."""
 
     def __init__(self) -> None:
-        super().__init__("rewardlang", rewardlang.__version__,
+        super().__init__("rewardlang", __version__,
                          text_document_sync_kind=T.TextDocumentSyncKind.Incremental)
         self.analyses: dict[str, A.Analysis] = {}
+        #: the documents the editor opened as specs: the only ones analysed or answered about (a request on another
+        #: document, never opened or not a spec, gets nothing: the server never reads a file to answer it)
+        self.specs: set[str] = set()
         self.last_good: dict[str, A.Analysis] = {}  # the last analysis whose module parsed: names for completion
         self._sigs: dict[str, Any] | None = None
         self._columns: dict[str, list[str]] = {}
@@ -70,13 +79,15 @@ class RewardLanguageServer(LanguageServer):
         return self._sigs
 
     def _read(self, path: str) -> str:
-        """Imports read the editor's buffer of a file when it is open (unsaved edits count), else the disk."""
+        """Imports read the editor's buffer of a file when it is open (unsaved edits count), else the disk (a
+        regular file only, bounded: rewardlang.specfiles; the checker has already refused an import that is not a
+        `.reward` file in the spec's folder or the search path)."""
         uri = from_fs_path(str(Path(path).resolve()))
         if uri is not None:
             doc = self.workspace.text_documents.get(uri)
             if doc is not None:
                 return doc.source
-        return Path(path).read_text(encoding="utf-8")
+        return read_spec_file(path)
 
     def check(self, uri: str) -> A.Analysis:
         doc = self.workspace.get_text_document(uri)
@@ -99,11 +110,11 @@ class RewardLanguageServer(LanguageServer):
     def recheck_dependents(self, uri: str) -> None:
         """Re-check the other open documents that read ``uri``'s file (through an import)."""
         path = _path_of(uri)
-        from rewardlang.checker import _canonical
+        from rewardlang.checker import canonical_path
 
-        target = _canonical(path)
+        target = canonical_path(path)
         for other, a in list(self.analyses.items()):
-            if other != uri and any(_canonical(f) == target for f in a.sources):
+            if other != uri and any(canonical_path(f) == target for f in a.sources):
                 self.check(other)
 
     def columns(self, uri: str) -> list[str]:
@@ -116,27 +127,42 @@ class RewardLanguageServer(LanguageServer):
 server = RewardLanguageServer()
 
 
+def is_spec(uri: str, language_id: str) -> bool:
+    """Whether a document the editor opens is a spec: its language is `reward`, or its file name ends in
+    `.reward` (editors that do not know the language say `plaintext`). Any other document (a `.py` file, a
+    `notes.reward.py`) is never analysed, whatever a client that sends every document does."""
+    return language_id == "reward" or _path_of(uri).endswith(".reward")
+
+
 @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: RewardLanguageServer, params: T.DidOpenTextDocumentParams) -> None:
-    ls.check(params.text_document.uri)
-    ls.recheck_dependents(params.text_document.uri)
+    uri = params.text_document.uri
+    if not is_spec(uri, params.text_document.language_id):
+        return
+    ls.specs.add(uri)
+    ls.check(uri)
+    ls.recheck_dependents(uri)
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: RewardLanguageServer, params: T.DidChangeTextDocumentParams) -> None:
-    ls.check(params.text_document.uri)
-    ls.recheck_dependents(params.text_document.uri)
+    uri = params.text_document.uri
+    if uri in ls.specs:
+        ls.check(uri)
+    ls.recheck_dependents(uri)  # an open spec may import it (its buffer is what the import reads)
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: RewardLanguageServer, params: T.DidSaveTextDocumentParams) -> None:
     ls._columns.clear()  # a saved spec may read new columns
-    ls.check(params.text_document.uri)
+    if params.text_document.uri in ls.specs:
+        ls.check(params.text_document.uri)
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: RewardLanguageServer, params: T.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
+    ls.specs.discard(uri)
     ls.analyses.pop(uri, None)
     ls.last_good.pop(uri, None)
     # the editor no longer shows it: clear its diagnostics, and re-check dependents against the file on disk
@@ -144,13 +170,20 @@ def did_close(ls: RewardLanguageServer, params: T.DidCloseTextDocumentParams) ->
     ls.recheck_dependents(uri)
 
 
-def _analysis(ls: RewardLanguageServer, uri: str) -> A.Analysis:
+def _analysis(ls: RewardLanguageServer, uri: str) -> A.Analysis | None:
+    """The analysis of an open spec; None for any other document (never opened, closed, not a spec): a request
+    on it is answered with nothing (it used to read the file from disk, or fail with a traceback when there was
+    none)."""
+    if uri not in ls.specs:
+        return None
     return ls.analyses.get(uri) or ls.check(uri)
 
 
 @server.feature(T.TEXT_DOCUMENT_HOVER)
 def hover(ls: RewardLanguageServer, params: T.HoverParams) -> T.Hover | None:
     a = _analysis(ls, params.text_document.uri)
+    if a is None:
+        return None
     found = a.hover(params.position.line, params.position.character)
     if found is None:
         return None
@@ -159,8 +192,10 @@ def hover(ls: RewardLanguageServer, params: T.HoverParams) -> T.Hover | None:
 
 
 @server.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=["(", ",", " ", "\""]))
-def completion(ls: RewardLanguageServer, params: T.CompletionParams) -> T.CompletionList:
+def completion(ls: RewardLanguageServer, params: T.CompletionParams) -> T.CompletionList | None:
     uri = params.text_document.uri
+    if uri not in ls.specs:
+        return None
     doc = ls.workspace.get_text_document(uri)
     a = ls.last_good.get(uri) or ls.analyses.get(uri)
     items = []
@@ -178,6 +213,8 @@ def completion(ls: RewardLanguageServer, params: T.CompletionParams) -> T.Comple
 @server.feature(T.TEXT_DOCUMENT_DEFINITION)
 def definition(ls: RewardLanguageServer, params: T.DefinitionParams) -> T.Location | None:
     a = _analysis(ls, params.text_document.uri)
+    if a is None:
+        return None
     found = a.definition(params.position.line, params.position.character)
     if found is None:
         return None
@@ -188,6 +225,8 @@ def definition(ls: RewardLanguageServer, params: T.DefinitionParams) -> T.Locati
 
 @server.feature(T.TEXT_DOCUMENT_FORMATTING)
 def formatting(ls: RewardLanguageServer, params: T.DocumentFormattingParams) -> list[T.TextEdit] | None:
+    if params.text_document.uri not in ls.specs:
+        return None
     doc = ls.workspace.get_text_document(params.text_document.uri)
     text = doc.source
     out = A.format_document(text, _path_of(params.text_document.uri))
@@ -198,8 +237,10 @@ def formatting(ls: RewardLanguageServer, params: T.DocumentFormattingParams) -> 
 
 
 @server.feature(T.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-def document_symbol(ls: RewardLanguageServer, params: T.DocumentSymbolParams) -> list[T.DocumentSymbol]:
+def document_symbol(ls: RewardLanguageServer, params: T.DocumentSymbolParams) -> list[T.DocumentSymbol] | None:
     a = _analysis(ls, params.text_document.uri)
+    if a is None:
+        return None
 
     def conv(s: A.Symbol) -> T.DocumentSymbol:
         return T.DocumentSymbol(name=s.name, kind=_SYMBOL_KIND[s.kind], range=_range(s.range),
@@ -212,4 +253,9 @@ def document_symbol(ls: RewardLanguageServer, params: T.DocumentSymbolParams) ->
 def serve() -> None:
     """Run the server on stdin/stdout until the client sends ``exit``."""
     logging.basicConfig(level=logging.WARNING)  # pygls logs to stderr; stdout carries the protocol
+    # the editor starts the server in the workspace: `python -m` puts that folder first on sys.path, where a
+    # workspace's `numpy.py` would be what a later import runs. Nothing is imported from there (`rewardlang lsp`,
+    # the console script editors run, never had it)
+    cwd = os.path.realpath(os.getcwd())
+    sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != cwd or p in _OWN]
     server.start_io()

@@ -15,7 +15,8 @@ The alarm (:meth:`Watch.observe`), per audit, once per run, when it first holds:
 
 - an audit of samples: over its last ``window`` steps (a full window), the reward's mean rose by at least
   ``margin`` (between the audits of the window's first and second halves; both on [0, 1] where ranges allow)
-  while the audit rose by less than half of it (it fell, or stayed flat);
+  while the audit rose by less than half of it (it fell, or stayed flat) and, when it has a range, is not within
+  ``margin / 2`` of its top (an audit at its ceiling cannot rise);
 - a probe: it earned at least as much as the reference answer at the same step;
 - a statistic: its own rule (:func:`statistic_alarm`).
 
@@ -39,8 +40,29 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Alarm", "Watch", "STATISTIC_SOURCES", "due", "reward_range", "scaled", "gap", "gap_definition",
-           "statistic_alarm", "dominance", "zero_variance_share", "sample_stats", "audits_of", "table"]
+__all__ = [
+    "PROBE_KEYS",
+    "STATISTIC_SOURCES",
+    "Alarm",
+    "Watch",
+    "audits_of",
+    "dominance",
+    "due",
+    "gap",
+    "gap_definition",
+    "reward_range",
+    "sample_stats",
+    "scaled",
+    "statistic_alarm",
+    "table",
+    "zero_variance_share",
+]
+
+#: the metric name of each reward-hack probe of ``rewardlang report`` (``probe/KEY``)
+PROBE_KEYS = {"empty answer": "empty_answer", "prompt copied back": "prompt_copied_back",
+              "right format, wrong answer": "right_format_wrong_answer", "endless repetition": "endless_repetition",
+              "always-equal object": "always_equal_object"}
+_PROBE_NAMES = {v: k for k, v in PROBE_KEYS.items()}
 
 #: the logged metric each built-in statistic reads (trainers log it every step; ``rewardlang audit`` computes the
 #: sample-based ones from rollouts)
@@ -328,7 +350,7 @@ class Watch:
                 continue
             self._fired.add(("probe", name))
             new.append(Alarm("probe", name, step, step,
-                             f"alarm: probe `{name.replace('_', ' ')}` earned {_fmt(float(v))} at step {step}, at "
+                             f"alarm: probe `{_PROBE_NAMES.get(name, name)}` earned {_fmt(float(v))} at step {step}, at "
                              f"least as much as the reference answer ({_fmt(float(ref))}): the reward pays for it",
                              {"probe": float(v), "reference": float(ref)}))
         self.alarms.extend(new)
@@ -367,6 +389,8 @@ class Watch:
         margin = float(a["margin"])
         if rise_r < margin or rise_a >= margin / 2:
             return None
+        if a.get("range") is not None and float(np.mean(a2)) >= 1 - margin / 2:
+            return None  # at the top of its range: the audit has no room to rise, it is not lagging the reward
         how = "fell" if rise_a < -margin / 2 else "stayed flat"
         scale = " (on [0, 1])" if a.get("range") is not None and self.rrange is not None else ""
         return Alarm("audit", name, start, step,

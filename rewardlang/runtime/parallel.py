@@ -13,12 +13,13 @@ from __future__ import annotations
 import atexit
 import multiprocessing as mp
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from rewardlang.runtime import registry
 from rewardlang.runtime.columns import Col
 
 __all__ = ["Batch", "RowPool"]
@@ -26,7 +27,7 @@ __all__ = ["Batch", "RowPool"]
 _PROGRAM: Any = None
 
 
-def _init(source: str, name: str) -> None:
+def _init(source: str, name: str, build: Callable[[str, str], Any]) -> None:
     # one Numba thread per worker: the workers already use every core
     os.environ["NUMBA_NUM_THREADS"] = "1"
     # the worker holds nothing that needs the interpreter's orderly finalisation (no files, no children: functions
@@ -35,21 +36,22 @@ def _init(source: str, name: str) -> None:
     # and multiprocessing's own clean-up has already run by then)
     atexit.register(os._exit, 0)
     global _PROGRAM
-    from rewardlang.runtime.program import Program
-
-    _PROGRAM = Program.from_python(source, name)
-    _PROGRAM.workers = 1
+    _PROGRAM = build(source, name)  # Program.from_python, passed in: this module stands below the program
     # what the functions load on first use (compiled kernels: ~0.5 s) is loaded now, not inside the first batch
-    from rewardlang.runtime import registry
+    warm_up(_PROGRAM.spec["functions"])
 
+
+def warm_up(functions: Iterable[str]) -> None:
+    """Load now what the named functions load on first use (compiled kernels: ~0.5 s), as a process that is about
+    to score large batches does before its first one (a worker process here, a Ray actor)."""
     impls = registry.load_all()
-    for warm in dict.fromkeys(impls[f].warm for f in _PROGRAM.spec["functions"]):
+    for warm in dict.fromkeys(impls[f].warm for f in functions):
         if warm is not None:
             warm()
 
 
 def _work(cols: dict[str, Any], m: int, step: int) -> tuple[dict[str, tuple[Col, Col | None]], dict]:
-    out = _PROGRAM._row_phase_local(cols, m, step)
+    out = _PROGRAM.row_phase(cols, m, step, workers=1)  # one core each: the workers already use every core
     stats = dict(_PROGRAM.stats)
     _PROGRAM.stats.clear()
     # LazyWords and other lazy views never leave a worker: components are numbers, spans are lists
@@ -86,9 +88,9 @@ class RowPool:
 
     >>> import rewardlang
     >>> prog = rewardlang.loads('component n = len(completion)')
-    >>> pool = RowPool(prog.python_source, prog.name, 2)
+    >>> pool = RowPool(prog.python_source, prog.name, 2, type(prog).from_python)
     >>> cols = {"completion": ["ab", None, "abcd"] * 100}
-    >>> out = pool.submit(cols, 300, 0, lambda c, m, step: prog._row_phase_local(c, m, step, workers=1)).result()
+    >>> out = pool.submit(cols, 300, 0, lambda c, m, step: prog.row_phase(c, m, step, workers=1)).result()
     >>> out["n"][0].v[:3].tolist(), bool(out["n"][0].none[1])
     ([2.0, 0.0, 4.0], True)
     >>> pool.close()
@@ -101,11 +103,12 @@ class RowPool:
     #: chunk a worker is running and the one queued behind it), few enough that the fixed costs stay small
     CHUNKS_PER_CORE = 8
 
-    def __init__(self, source: str, name: str, workers: int) -> None:
+    def __init__(self, source: str, name: str, workers: int, build: Callable[[str, str], Any]) -> None:
         self.workers = workers
         self.procs = max(1, workers - 1)
+        # ``build`` (Program.from_python) makes each worker's program from the generated source
         self.pool = ProcessPoolExecutor(max_workers=self.procs, mp_context=mp.get_context("spawn"),
-                                        initializer=_init, initargs=(source, name))
+                                        initializer=_init, initargs=(source, name, build))
 
     def start(self) -> None:
         """Spawn every worker now without waiting: each imports and warms up while the caller goes on."""

@@ -29,6 +29,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from rewardlang.jsonl import read_jsonl
+from rewardlang.outputs import atomic_write
+from rewardlang.runtime.scoring import score_rows
+
 __all__ = ["PreferenceSettings", "Ranked", "settings_of", "rank_rows", "group_ids", "mine_pairs", "mine_groups",
            "PairSummary", "summarize_pairs", "summarize_groups", "MiningError", "mine_file"]
 
@@ -300,8 +304,6 @@ class MiningError(ValueError):
 
 
 def _read_jsonl(path: str) -> list[tuple[int, dict]]:
-    from rewardlang.jsonl import read_jsonl
-
     return read_jsonl(path, MiningError)
 
 
@@ -339,14 +341,7 @@ def _scores(prog: Any, rows: list[dict], step: int, lines: list[int] | None = No
                 comps[k][i] = num(r["components"].get(k), f"components.{k}")
         masked = np.array([bool(r.get("masked")) for r in rows], dtype=bool)
         return total, comps, masked
-    present: set[str] = set().union(*(r.keys() for r in rows)) if rows else set()
-    given = {}
-    for i in prog.inputs:
-        if i.used and (i.column in present or i.name in present):
-            col = i.column if i.column in present else i.name
-            given[col] = [r.get(col) for r in rows]
-    cols = prog._columns(n, given, by="column")
-    res = prog.score_columns(cols, n, step=step, raw=given)
+    res = score_rows(prog, rows, step=step, label=path).result  # a bad value: ScoringError, located
     masked = np.zeros(n, dtype=bool)
     for m in res.masked.values():
         masked |= m
@@ -359,11 +354,9 @@ def mine_file(prog: Any, input_path: str, output_path: str, *, groups: bool = Fa
     with ``groups``, GEPO groups (prompt, winners, losers, their scores) from a JSONL file of scored or raw rows.
     The output is written through :func:`rewardlang.outputs.atomic_write`: it is complete or absent.
 
-    Raises :class:`MiningError` for unreadable lines and missing columns, and the runtime's ``DataError`` for bad
-    values of raw rows.
+    Raises :class:`MiningError` for unreadable lines and missing columns, and
+    :class:`~rewardlang.runtime.scoring.ScoringError` (located D001 issues) for bad values of raw rows.
     """
-    from rewardlang.outputs import atomic_write
-
     st = settings_of(prog.spec)
     numbered = _read_jsonl(input_path)
     rows = [r for _, r in numbered]

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import CancelledError
+from concurrent.futures.process import BrokenProcessPool
 import types
 import warnings
 from collections import Counter, deque
@@ -29,22 +31,18 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from rewardlang.diagnostics import Diagnostic, SpecError
+from rewardlang.runtime import lanes, parallel, registry
 from rewardlang.runtime.aggregates import group_codes
 from rewardlang.runtime.api import Context, LRUCache, Span
+from rewardlang.runtime.attribution import place
 from rewardlang.runtime.columns import Col
+from rewardlang.runtime.kernels import _ERR_NONFINITE
+# the data errors are the scoring room's; module_main is the compiled module's script (`python compiled.py`), which
+# every compiled module calls by this name
+from rewardlang.runtime.scoring import DataError, module_main, record
 
-__all__ = ["Program", "ScoreResult", "DataError", "InputInfo", "ComponentInfo", "AuditInfo", "load_program",
-           "compile_spec", "chat_to_text"]
-
-
-class DataError(ValueError):
-    """Bad input data: every problem names its row and column."""
-
-    def __init__(self, problems: list[tuple[int, str, str]]) -> None:
-        self.problems = problems
-        shown = "; ".join(f"row {r}: column `{c}`: {m}" for r, c, m in problems[:5])
-        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-        super().__init__(f"{len(problems)} bad value(s): {shown}{more}")
+__all__ = ["Program", "ScoreResult", "DataError", "InputInfo", "ComponentInfo", "AuditInfo", "Pending",
+           "chat_to_text", "module_main"]
 
 
 @dataclass(frozen=True)
@@ -106,28 +104,9 @@ class ScoreResult:
     def __len__(self) -> int:
         return len(self.total)
 
-    def row(self, i: int) -> dict[str, Any]:
-        """One row as plain JSON-ready values (NaN → None)."""
-        def f(x: float) -> float | None:
-            return None if x != x else float(x)
-
-        out: dict[str, Any] = {"total": f(self.total[i])}
-        out["components"] = {k: f(v[i]) for k, v in self.components.items()}
-        if self.advantages is not None:
-            out["advantage"] = f(self.advantages[i])
-        errs = {k: e[i] for k, e in self.errors.items() if e[i] is not None}
-        if errs:
-            out["errors"] = errs
-        masked = [k for k, m in self.masked.items() if m[i]]
-        if masked:
-            out["masked"] = masked
-        spans = {k: [list(s) for s in v[i]] for k, v in self.spans.items() if v[i]}
-        if spans:
-            out["spans"] = spans
-        tokens = {k: v[i].as_json() for k, v in self.attribution.items() if v[i] is not None}
-        if tokens:
-            out["tokens"] = tokens
-        return out
+    def record(self, i: int) -> dict[str, Any]:
+        """Row ``i`` as the scored record every writer uses (:func:`rewardlang.runtime.scoring.record`)."""
+        return record(self, i)
 
 
 def chat_to_text(value: Any, role: str | None = "assistant") -> Any:
@@ -180,14 +159,16 @@ def _hashable(x: Any) -> Any:
     return x
 
 
-class _PendingScore:
-    """A batch between :meth:`Program._score_begin` and :meth:`Program._score_finish`."""
+class Pending:
+    """A batch between :meth:`Program.begin` and :meth:`Program.finish`."""
 
     def __init__(self, cols: dict[str, list[Any]], n: int, step: int, group: Sequence[Any] | None,
                  raw: Mapping[str, Sequence[Any]] | None, inverse: np.ndarray, m: int,
-                 uniq: dict[str, list[Any]]) -> None:
+                 uniq: dict[str, list[Any]], workers: int, run_rows: int | None,
+                 extra: Mapping[str, Any] | None = None) -> None:
         self.cols, self.n, self.step, self.group, self.raw = cols, n, step, group, raw
         self.inverse, self.m, self.uniq = inverse, m, uniq
+        self.workers, self.run_rows, self.extra = workers, run_rows, extra
         self.batch: Any = None  # the rows on the worker processes (parallel.Batch), or None: scored at finish
         self.stats: Counter = Counter()  # what scoring this batch's rows counted in this process and the workers
         self.time_dedup = self.time_rows = 0.0
@@ -198,8 +179,6 @@ class Program:
 
     def __init__(self, module: types.ModuleType, source: str, warnings: Sequence[Diagnostic] = (),
                  sources: Mapping[str, str] | None = None) -> None:
-        from rewardlang.runtime import registry
-
         self.module = module
         self.python_source = source
         self.warnings = list(warnings)
@@ -247,15 +226,11 @@ class Program:
         self.pool_min_rows = int(os.environ.get("REWARDLANG_POOL_MIN_ROWS",
                                                 _POOL_MIN_ROWS_HEAVY if heavy else _POOL_MIN_ROWS))
         self._resources_ok = False
-        #: entries added to every call's ``Context.extra`` (``{"plan_only": True}``: `rewardlang check --data`)
-        self.context_extra: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ resources
     def missing_resources(self) -> list[Diagnostic]:
         """What the spec's function calls need that is not there (a model checkpoint), one E603 each."""
         from pydantic import BaseModel
-
-        from rewardlang.runtime import registry
 
         impls = registry.load_all()
         by_params = {impls[f].signature.params: impls[f] for f in self.spec["functions"]
@@ -330,7 +305,7 @@ class Program:
         return self.module.weights(step)
 
     # ------------------------------------------------------------------ inputs
-    def _columns(self, n: int, given: Mapping[str, Sequence[Any]], by: str = "name", example: bool = False,
+    def columns(self, n: int, given: Mapping[str, Sequence[Any]], by: str = "name", example: bool = False,
                  skip: Sequence[str] = ()) -> dict[str, list[Any]]:
         """Validated input columns for the used inputs (``by``: match given keys to input names or columns).
 
@@ -403,18 +378,33 @@ class Program:
         n = len(given["completion"])
         if not self.input("completion").used:
             given.pop("completion")
-        cols = self._columns(n, given)
+        cols = self.columns(n, given)
         return self.score_columns(cols, n, step=step, group=group, raw=given)
 
     def score_columns(self, cols: dict[str, list[Any]], n: int, step: int = 0, group: Sequence[Any] | None = None,
-                      raw: Mapping[str, Sequence[Any]] | None = None) -> ScoreResult:
-        return self._score_finish(self._score_begin(cols, n, step, group, raw))
+                      raw: Mapping[str, Sequence[Any]] | None = None, *, workers: int | None = None,
+                      run_rows: int | None = None, extra: Mapping[str, Any] | None = None) -> ScoreResult:
+        """Score validated columns (:meth:`columns`) of ``n`` rows: :meth:`begin` then :meth:`finish`.
 
-    def _score_begin(self, cols: dict[str, list[Any]], n: int, step: int = 0, group: Sequence[Any] | None = None,
-                     raw: Mapping[str, Sequence[Any]] | None = None) -> _PendingScore:
+            >>> import rewardlang
+            >>> prog = rewardlang.loads("component n = len(completion)")
+            >>> cols = prog.columns(2, {"completion": ["ab", "abc"]})
+            >>> prog.score_columns(cols, 2).total.tolist()
+            [2.0, 3.0]
+        """
+        return self.finish(self.begin(cols, n, step, group, raw, workers=workers, run_rows=run_rows, extra=extra))
+
+    def begin(self, cols: dict[str, list[Any]], n: int, step: int = 0, group: Sequence[Any] | None = None,
+              raw: Mapping[str, Sequence[Any]] | None = None, *, workers: int | None = None,
+              run_rows: int | None = None, extra: Mapping[str, Any] | None = None) -> Pending:
         """The first half of :meth:`score_columns`: the batch's unique rows, handed to the worker processes now
         when it goes to them (they score it while the caller reads and writes other batches). Finished, in the
-        order begun, by :meth:`_score_finish`."""
+        order begun, by :meth:`finish`.
+
+        ``workers`` (default :attr:`workers`) is the cores the per-sample phase may use; ``run_rows`` (default
+        :attr:`run_rows`) the rows of the whole run, when known: functions with a one-off load cost (Numba
+        kernels) skip it when the run is too small to repay it. ``extra`` goes into every function's
+        ``Context.extra`` (``{"plan_only": True}``: `rewardlang check --data` reads the tests and runs nothing)."""
         self.require_resources()  # once: a missing model is refused, not a mask on every row
         t0 = time.perf_counter()
         # identical rows (GRPO groups often repeat) are computed once
@@ -442,15 +432,16 @@ class Program:
         m = len(first)
         row_cols = {k: v for k, v in cols.items() if k in self.row_inputs}
         uniq = {k: [v[i] for i in first] for k, v in row_cols.items()} if m < n else row_cols
-        p = _PendingScore(cols, n, step, group, raw, inverse, m, uniq)
+        p = Pending(cols, n, step, group, raw, inverse, m, uniq, self.workers if workers is None else workers,
+                    self.run_rows if run_rows is None else run_rows, extra)
         t1 = time.perf_counter()
         p.time_dedup = t1 - t0
-        if self.in_workers and self.workers > 1 and m >= self.pool_min_rows:
-            p.batch = self._pool_submit(uniq, m, step, p.stats)
+        if self.in_workers and p.workers > 1 and m >= self.pool_min_rows:
+            p.batch = self._pool_submit(p)
         p.time_rows = time.perf_counter() - t1
         return p
 
-    def _score_finish(self, p: _PendingScore, helper: _PendingScore | None = None) -> ScoreResult:
+    def finish(self, p: Pending, helper: Pending | None = None) -> ScoreResult:
         """The second half of :meth:`score_columns`: the per-sample phase's results (scored here, or collected
         from the workers while this process scores the chunks they have not started, then, while it waits,
         chunks of ``helper``, the batch begun after this one), the policies, the reward, the advantages."""
@@ -461,9 +452,9 @@ class Program:
         stats["unique_rows"] = m
         t1 = time.perf_counter()
         if p.batch is not None:
-            raw_cols = self._pool_collect(p.batch, None if helper is None else helper.batch, p.uniq, m, step, p.stats)
+            raw_cols = self._pool_collect(p, None if helper is None else helper.batch)
         else:
-            raw_cols = self._row_phase_local(p.uniq, m, step)
+            raw_cols = self.row_phase(p.uniq, m, step, workers=p.workers, run_rows=p.run_rows, extra=p.extra)
         self.stats.update(p.stats)  # what this process counted while scoring the batch's chunks
         t2 = time.perf_counter()
         values: dict[str, np.ndarray] = {}
@@ -517,8 +508,6 @@ class Program:
         attribution = {}
         for info in self.components:
             if info.tokens is not None:  # where the value reaches tokens, in completion characters
-                from rewardlang.runtime.attribution import place
-
                 texts = cols.get("completion", [""] * n)
                 attribution[info.name] = [
                     None if masked[info.name][i] else
@@ -526,9 +515,12 @@ class Program:
                     for i in range(n)]
         return ScoreResult(total, values, masked, errors, infra, spans, adv, W, dict(stats), attribution)
 
-    def _row_phase_local(self, cols: dict[str, list[Any]], m: int, step: int, trace: dict | None = None,
-                         workers: int | None = None, stats: Counter | None = None
-                         ) -> dict[str, tuple[Col, Col | None]]:
+    def row_phase(self, cols: dict[str, list[Any]], m: int, step: int, trace: dict | None = None,
+                  workers: int | None = None, stats: Counter | None = None, run_rows: int | None = None,
+                  extra: Mapping[str, Any] | None = None) -> dict[str, tuple[Col, Col | None]]:
+        """The per-sample phase in this process: every component's raw values (and spans) for ``m`` unique rows
+        of validated ``cols``, before the policies. With ``trace`` (a dict), every named intermediate value of the
+        generated program is recorded in it (``rewardlang explain``)."""
         I: dict[str, Any] = {}
         for k, v in cols.items():
             t = self.input(k).type
@@ -544,9 +536,10 @@ class Program:
                 I[k] = Col(v, none, off=off, kind="obj")
         ctx = Context(step=step, workers=self.workers if workers is None else workers, cache=self.cache,
                       stats=self.stats if stats is None else stats)
-        if self.run_rows is not None:
-            ctx.extra["run_rows"] = self.run_rows
-        ctx.extra.update(self.context_extra)
+        run_rows = self.run_rows if run_rows is None else run_rows
+        if run_rows is not None:
+            ctx.extra["run_rows"] = run_rows
+        ctx.extra.update(extra or {})
         if trace is not None:
             ctx.extra["explain"] = True
             return self.module.rows(I, ctx, step, trace)
@@ -555,44 +548,35 @@ class Program:
 
     def _lanes(self) -> Any:
         """Independent components that run out of process at the same time (:mod:`rewardlang.runtime.lanes`)."""
-        from rewardlang.runtime import lanes
-
         if not lanes.enabled():
             return None
         if not hasattr(self, "_lanes_plan"):
             self._lanes_plan = lanes.plan(self.python_source, self.module) if self.python_source else None
         return self._lanes_plan
 
-    def _pool_submit(self, cols: dict[str, list[Any]], m: int, step: int, stats: Counter) -> Any:
+    def _pool_submit(self, p: Pending) -> Any:
         """Hand the unique rows to the worker processes (:class:`parallel.Batch`), or None when the pool cannot
         take them (counted, warned: the caller scores them itself)."""
-        from concurrent.futures.process import BrokenProcessPool
-
-        from rewardlang.runtime import parallel
-
         try:
             if self._pool is None:
-                self._pool = parallel.RowPool(self.python_source, self.name, self.workers)
+                self._pool = parallel.RowPool(self.python_source, self.name, p.workers, Program.from_python)
             # this process scores the chunks it takes back on one core (the worker processes have the others)
-            return self._pool.submit(cols, m, step,
-                                     lambda c, n, st: self._row_phase_local(c, n, st, workers=1, stats=stats), stats)
+            return self._pool.submit(p.uniq, p.m, p.step, lambda c, n, st: self.row_phase(
+                c, n, st, workers=1, stats=p.stats, run_rows=p.run_rows, extra=p.extra), p.stats)
         except (BrokenProcessPool, OSError) as exc:
-            self._pool_failed(exc, stats)
+            self._pool_failed(exc, p.stats)
             return None
 
-    def _pool_collect(self, batch: Any, helper: Any, cols: dict[str, list[Any]], m: int, step: int,
-                      stats: Counter) -> dict[str, tuple[Col, Col | None]]:
-        from concurrent.futures import CancelledError
-        from concurrent.futures.process import BrokenProcessPool
-
+    def _pool_collect(self, p: Pending, helper: Any) -> dict[str, tuple[Col, Col | None]]:
         try:
-            return batch.result(helper)
+            return p.batch.result(helper)
         except (BrokenProcessPool, OSError, CancelledError) as exc:
             # a worker died (killed, out of memory) or could not start: an infrastructure failure. The batch is
             # scored here instead (the same values), counted, and the next large batch starts fresh workers.
             # (CancelledError: a batch handed out before the pool failed was cancelled when it was shut down.)
-            self._pool_failed(exc, stats)
-            return self._row_phase_local(cols, m, step, stats=stats)
+            self._pool_failed(exc, p.stats)
+            return self.row_phase(p.uniq, p.m, p.step, workers=p.workers, stats=p.stats, run_rows=p.run_rows,
+                                  extra=p.extra)
 
     def _pool_failed(self, exc: BaseException, stats: Counter) -> None:
         self.close()
@@ -600,15 +584,21 @@ class Program:
         warnings.warn(f"rewardlang: a scoring worker process failed ({type(exc).__name__}: {exc}); "
                       "this batch is scored in the calling process", RuntimeWarning, stacklevel=4)
 
-    def start_pool(self) -> None:
-        """Start the worker processes now (they load in the background) rather than at the first large batch."""
-        if self._pool is None and self.in_workers and self.workers > 1:
-            from rewardlang.runtime import parallel
-
-            self._pool = parallel.RowPool(self.python_source, self.name, self.workers)
+    def start_pool(self, workers: int | None = None) -> None:
+        """Start the worker processes for ``workers`` cores (default :attr:`workers`) now (they load in the
+        background) rather than at the first large batch; batches begun with as many workers use them."""
+        workers = self.workers if workers is None else workers
+        if self._pool is None and self.in_workers and workers > 1:
+            self._pool = parallel.RowPool(self.python_source, self.name, workers, Program.from_python)
             self._pool.start()
 
+    @property
+    def pool_running(self) -> bool:
+        """Whether worker processes are up (started by :meth:`start_pool` or a large batch; ended by :meth:`close`)."""
+        return self._pool is not None
+
     def close(self) -> None:
+        """Stop the worker processes, if any (the program stays usable: a later large batch starts new ones)."""
         if self._pool is not None:
             self._pool.close()
             self._pool = None
@@ -658,8 +648,6 @@ class Program:
         if not isinstance(v, Col) and v is not None and not np.isfinite(float(v)):
             # a row-independent x / 0, log(0) or overflow: an error of every sample (on_error applies), as the
             # same result on per-sample values is; not a none, which would mask the samples without a word
-            from rewardlang.runtime.kernels import _ERR_NONFINITE
-
             v = Col(np.full(m, np.nan), None, [_ERR_NONFINITE] * m)
         if not isinstance(v, Col):  # a constant component
             val = np.full(m, np.nan if v is None else float(v))
@@ -819,12 +807,12 @@ class Program:
                     given[inp.name] = [None] * n
             audited = None
             try:
-                cols = self._columns(n, given, example=True)
+                cols = self.columns(n, given, example=True)
                 out = self.score_columns(cols, n, step=step, group=group, raw=given)
                 if any(a.name == name for a in self.audits for name, _, _ in ex["expects"]) \
                         and self.audit_program is not None:
                     ap = self.audit_program
-                    audited = ap.score_columns(ap._columns(n, given, example=True), n, step=step, raw=given)
+                    audited = ap.score_columns(ap.columns(n, given, example=True), n, step=step, raw=given)
             except DataError as exc:
                 results.append((ex["name"], ex["file"], ex["line"], [str(exc)]))
                 continue
@@ -920,7 +908,7 @@ class TRLRewardFunc:
         if cached is not None and cached[0] is completions and cached[1] == step:
             out = cached[2]
         else:
-            cols = prog._columns(n, given)
+            cols = prog.columns(n, given)
             out = prog.score_columns(cols, n, step=step, raw=given)
             prog._trl_last = (completions, step, out)  # type: ignore[attr-defined]
         values = out.total if self.component is None else out.components[self.component]
@@ -930,191 +918,3 @@ class TRLRewardFunc:
 
     def __reduce__(self) -> tuple:
         return (TRLRewardFunc, (self.program, self.component, self.mask_total))
-
-
-# ---------------------------------------------------------------------- a compiled module run as a script
-
-def module_main(prog: "Program", argv: Sequence[str] | None = None) -> int:
-    """``python compiled.py``: score a JSONL file (or standard input) to JSONL on standard output (or a file).
-
-    Each output row is the input row with ``reward``, ``components``, ``advantage`` (when the spec has one)
-    and ``errors``; none and non-finite values are ``null``. The whole input is one batch, so groups need not be
-    contiguous. Returns the exit status: 0, or 1 with a message naming the line for unreadable input.
-    """
-    import argparse
-    import json
-    import math
-    import sys
-
-    ap = argparse.ArgumentParser(prog=f"python {prog.name}.py",
-                                 description=f"Score a JSONL file with the compiled reward program `{prog.name}`.")
-    ap.add_argument("-i", "--input", default="-", help="JSONL rows (default: standard input)")
-    ap.add_argument("-o", "--output", default="-", help="JSONL output (default: standard output)")
-    ap.add_argument("--group-by", default=None, help="column grouping rows for the advantage")
-    ap.add_argument("--step", type=int, default=0, help="training step (for weight schedules)")
-    args = ap.parse_args(argv)
-
-    def bad(msg: str) -> int:
-        print(f"error: {msg}", file=sys.stderr)
-        return 1
-
-    try:
-        src = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8-sig")
-    except OSError as exc:
-        return bad(f"{args.input}: {exc.strerror or exc}")
-    rows: list[dict] = []
-    with src:
-        for lineno, line in enumerate(src, 1):
-            if lineno == 1:
-                line = line.lstrip("\ufeff")
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line, parse_constant=lambda t: (_ for _ in ()).throw(ValueError(t)))
-            except ValueError as exc:
-                return bad(f"{args.input}:{lineno}: invalid JSON ({exc})")
-            if not isinstance(row, dict):
-                return bad(f"{args.input}:{lineno}: expected a JSON object")
-            rows.append(row)
-    if rows:
-        if args.group_by is not None and any(args.group_by not in r for r in rows):
-            return bad(f"--group-by {args.group_by}: no such column in some row")
-        given = {k: [r.get(k) for r in rows] for k in set().union(*(r.keys() for r in rows))}
-        group = None if args.group_by is None else [json.dumps(g, sort_keys=True) for g in given[args.group_by]]
-        try:
-            cols = prog._columns(len(rows), given, by="column")
-        except DataError as exc:
-            return bad(str(exc))
-        res = prog.score_columns(cols, len(rows), step=args.step, group=group, raw=given)
-
-    def clean(x: Any) -> float | None:
-        x = float(x)
-        return x if math.isfinite(x) else None
-
-    import contextlib
-
-    from rewardlang.outputs import OutputError, atomic_write, check_output
-
-    if args.output != "-":
-        try:
-            check_output(args.output, inputs={"input file": None if args.input == "-" else args.input})
-        except OutputError as exc:
-            return bad(str(exc))
-    try:
-        # -o: whole or not at all; standard output read by `head` may close early: that is the reader's choice
-        with (atomic_write(args.output) if args.output != "-" else contextlib.nullcontext(sys.stdout)) as out:
-            for i, row in enumerate(rows):
-                rec = dict(row)
-                rec["reward"] = clean(res.total[i])
-                rec["components"] = {c.name: clean(res.components[c.name][i]) for c in prog.components}
-                if res.advantages is not None:
-                    rec["advantage"] = clean(res.advantages[i])
-                errs = {k: v[i] for k, v in res.errors.items() if v[i] is not None}
-                if errs:
-                    rec["errors"] = errs
-                out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            if out is sys.stdout:
-                out.flush()
-    except OutputError as exc:
-        return bad(str(exc))
-    except BrokenPipeError:  # `| head`: quiet, status 141, as a C tool killed by SIGPIPE
-        from rewardlang.outputs import quiet_broken_pipe
-
-        try:
-            quiet_broken_pipe()
-        except SystemExit as exc:  # this function returns its status
-            return int(exc.code or 0)
-    return 0
-
-
-# ---------------------------------------------------------------------- loading
-
-def compile_spec(path: str, params: dict[str, Any] | None = None, source: str | None = None
-                 ) -> tuple[str, list[Diagnostic], dict[str, str]]:
-    """Check and compile a spec to Python source. Raises :class:`SpecError` with every diagnostic on errors."""
-    from rewardlang import checker, codegen
-    from rewardlang.runtime import registry
-
-    sigs = registry.signatures()
-    if source is None:
-        prog, diags, sources = checker.check_file(path, sigs, params)
-    else:
-        prog, diags, sources = checker.check_source(source, path, sigs, params)
-    if prog is None:
-        raise SpecError(diags or [Diagnostic("E001", "the spec could not be compiled", None)], sources)
-    code = codegen.generate(prog, getattr(prog, "let_names", {}), path)
-    return code, diags, sources
-
-
-def _compiler_fingerprint() -> str:
-    """What a compiled spec depends on besides its sources: rewardlang's own files (by name, size and mtime) and
-    every registered function's signature (plug-ins included)."""
-    import hashlib
-
-    from rewardlang.runtime import registry
-
-    h = hashlib.sha256()
-    root = Path(__file__).resolve().parent.parent
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for f in sorted(filenames):
-            if f.endswith((".py", ".lark")):
-                st = os.stat(os.path.join(dirpath, f))
-                h.update(f"{dirpath}/{f}:{st.st_size}:{st.st_mtime_ns};".encode())
-    h.update(repr(sorted(registry.signatures().items())).encode())
-    return h.hexdigest()
-
-
-def _cache_dir() -> Path | None:
-    where = os.environ.get("REWARDLANG_CACHE_DIR")
-    if where == "":
-        return None  # REWARDLANG_CACHE_DIR= (empty) turns the cache off
-    base = Path(where) if where else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rewardlang"
-    return base / "specs"
-
-
-def _compile_cached(path: str, params: dict[str, Any] | None) -> tuple[str, list[Diagnostic], dict[str, str]]:
-    """:func:`compile_spec` of a spec file, through an on-disk cache of compiled specs.
-
-    A command-line run spends ~0.1 s of CPU importing the parser and checker and compiling the spec, about a tenth
-    of `rewardlang score` on a small file. The entry is keyed by the path, the working directory, the parameters
-    and the compiler's fingerprint, and used only if every source file it was compiled from (imports included)
-    still reads the same. Specs with errors are not cached. Any problem with the cache falls back to compiling.
-    """
-    import hashlib
-    import json
-    import pickle
-
-    cache = _cache_dir()
-    if cache is None:
-        return compile_spec(path, params)
-    try:
-        key = hashlib.sha256(json.dumps([os.path.abspath(path), os.getcwd(), sorted((params or {}).items()),
-                                         _compiler_fingerprint()], default=repr).encode()).hexdigest()
-        entry = cache / f"{key}.pickle"
-        if entry.exists():
-            with open(entry, "rb") as f:
-                code, diags, sources = pickle.load(f)
-            if all(Path(p).read_text(encoding="utf-8") == text for p, text in sources.items()):
-                return code, diags, sources
-    except Exception:  # unreadable, stale format, a source gone: compile
-        entry = None
-    code, diags, sources = compile_spec(path, params)
-    if entry is not None:
-        try:
-            cache.mkdir(parents=True, exist_ok=True)
-            tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-            with open(tmp, "wb") as f:
-                pickle.dump((code, diags, sources), f)
-            os.replace(tmp, entry)
-        except Exception:  # a read-only home, a full disk: the cache is only an optimisation
-            pass
-    return code, diags, sources
-
-
-def load_program(path: str, params: dict[str, Any] | None = None, source: str | None = None) -> Program:
-    code, diags, sources = compile_spec(path, params, source) if source is not None else _compile_cached(path, params)
-    module = types.ModuleType(f"rewardlang_compiled_{Path(path).stem}")
-    module.__dict__["__file__"] = None
-    exec(compile(code, f"<rewardlang:{path}>", "exec"), module.__dict__)
-    return Program(module, code, [d for d in diags if not d.is_error], sources)

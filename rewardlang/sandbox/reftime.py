@@ -140,7 +140,7 @@ def reference_times(sandbox: Any, refs: Sequence[tuple[Any, ...]], cap: float, *
             todo[k] = i
     if todo:
         tasks = []
-        for k, i in todo.items():
+        for i in todo.values():
             c, t, e, f, cmp, pre = refs[i]
             tasks.append(Task(c, t, e, f, Limits(cpu=float(cap)), cmp, prelude=pre))
         verdicts = sandbox.evaluate(tasks, use_cache=False)

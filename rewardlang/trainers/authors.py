@@ -53,7 +53,6 @@ one and ``torch.stack`` fails: their run stops; here the one token before it get
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -65,6 +64,7 @@ import torch
 
 from rewardlang.runtime.code import validity
 from rewardlang.runtime.components.syntax import DEFAULT_TIMEOUT, SyntaxParams
+from rewardlang.trainers.align import TokenAligner
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -127,6 +127,7 @@ class AuthorsMapping:
         pad = getattr(tokenizer, "pad_token_id", None)
         self.pad = pad if pad is not None else getattr(tokenizer, "eos_token_id", None)
         self.max_chars = SyntaxParams().max_chars  # longer code is not compiled (the syntax component's bound)
+        self.aligner = TokenAligner(tokenizer)
         self.seconds_scoring = 0.0
 
     # -- decoding as their code does -------------------------------------------------------------------------
@@ -196,8 +197,8 @@ class AuthorsMapping:
         body = [int(t) for t in ids[first + 1:stop]]
         if not body:
             return
-        text = self._text(body, special=False)
-        ends = [len(_common_prefix(self._text(body[:j + 1], special=False), text)) for j in range(len(body))]
+        # each token's character end in the block's code (a token ending inside a character: the whole ones)
+        text, ends = self.aligner.align(body)
         if len(text) > self.max_chars:  # not compiled: invalid from its start (the completion's own outcome)
             bad: int | None = 0
         else:
@@ -329,6 +330,3 @@ def _whole_program(code: str) -> bool:
     except validity.TooDeep:
         return False
 
-
-def _common_prefix(a: str, b: str) -> str:
-    return os.path.commonprefix([a, b])

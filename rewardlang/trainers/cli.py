@@ -29,28 +29,12 @@ from typing import Any, Optional
 
 import typer
 
+from rewardlang.trainers.defaults import default_model
+
 __all__ = ["app", "main", "default_model"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Train a policy on a reward spec, and plot training runs.")
-
-
-def default_model() -> str:
-    """The model of ``train``/``eval`` when ``--model`` is not given: ``$REWARDLANG_DEFAULT_MODEL`` or smollm2."""
-    return os.environ.get("REWARDLANG_DEFAULT_MODEL") or "smollm2"
-
-
-def _names_model(spec: str, config: str | None, sets: dict[str, Any]) -> bool:
-    """Whether a layer below the command line (spec train section, config file, --set) chooses the model."""
-    import rewardlang
-    from rewardlang.trainers.config import load_config_file
-
-    if "train.model" in sets or (config and "model" in load_config_file(config)[0]):
-        return True
-    try:
-        return "model" in rewardlang.load(spec).train
-    except Exception:  # the spec's errors are reported by train(), with their locations
-        return False
 
 
 def _fail(message: str) -> None:
@@ -90,17 +74,19 @@ def train_command(
     from rewardlang.diagnostics import SpecError
     from rewardlang.trainers.config import ConfigError, parse_set
     from rewardlang.trainers.data import DataError
+    from rewardlang.trainers.audit import AlarmStop
     from rewardlang.trainers.metrics import MaskedRunError
 
     try:
         sets = parse_set(set_)
         from rewardlang.trainers.run import train
 
-        if model is None and not _names_model(spec, config, sets):
-            model = default_model()
         flags: dict[str, Any] = {"model": model, "dataset": dataset, "output_dir": output, "max_steps": max_steps,
                                  "seed": seed, "lora": lora}
-        result = train(spec, config_file=config, sets=sets, flags=flags, resume=resume, progress=progress)
+        # the spec is compiled and the configuration read once, there; the default model applies when no layer
+        # (the spec's train section, --config, --set train.model) names one
+        result = train(spec, config_file=config, sets=sets, flags=flags, resume=resume, progress=progress,
+                       default_model=default_model())
     except SpecError as exc:
         typer.echo(exc.render(color=False), err=True)
         raise SystemExit(1) from None
@@ -108,6 +94,9 @@ def train_command(
         _fail(str(exc))
         return
     except MaskedRunError as exc:  # every sample of several steps masked: no reward to train on
+        _fail(f"training stopped: {exc}")
+        return
+    except AlarmStop as exc:  # train.stop_on_alarm: an audit's or a probe's alarm
         _fail(f"training stopped: {exc}")
         return
     if result.trainer is not None and not result.trainer.accelerator.is_main_process:
@@ -153,6 +142,8 @@ def eval_command(
     lang: str = typer.Option("python", "--lang", help="python (default), c, cpp, java, js, php, sh, go: HumanEval "
                              "translated into that language (docs/languages.md); all: every one, a table per "
                              "language."),
+    plus: bool = typer.Option(False, "--plus", help="Also judge every answer on the hidden tests (rewardlang data "
+                              "humaneval --plus): pass@k on the base tests and on base + plus, side by side."),
 ) -> None:
     """pass@1 and pass@k (unbiased estimator) of a model on HumanEval, every program judged in the sandbox."""
     import json as _json
@@ -189,8 +180,10 @@ def eval_command(
         eval_languages(list(LANGUAGES) if lang == "all" else [canonical_language(lang)], model=model,
                        dataset=dataset, n=n, temperature=temperature, ks=k, problems=problems, limit=limit,
                        max_new_tokens=max_new_tokens, completions=completions, output=output, seed=seed,
-                       threads=threads, progress=progress, fail=_fail)
+                       threads=threads, progress=progress, fail=_fail, plus=plus)
         return
+    if plus and dataset != "humaneval":
+        _fail(f"--plus: hidden tests exist for HumanEval, not --dataset {dataset}")
     ks = sorted(set(k or [1, n]))
     if completions is None and any(x < 1 or x > n for x in ks):
         _fail(f"--k {ks}: every k must be between 1 and --n ({n})")
@@ -252,6 +245,16 @@ def eval_command(
             summary["model"] = name
         if earlier is not None:
             summary["change"] = {**ev.change_between(earlier, records), "against": compare}
+        plus_figures = None
+        if plus:
+            from rewardlang.trainers.plus_eval import plus_line, plus_summary
+
+            plus_figures = plus_summary(rows, records, ks, dataset=dataset)
+            summary["plus"] = {k: v for k, v in plus_figures.items() if k != "per_problem"}
+            if output:  # each problem's plus outcomes beside its base ones
+                for rec, pp in zip(records, plus_figures["per_problem"], strict=True):
+                    rec["plus"] = {k: v for k, v in pp.items() if k != "task_id"}
+                ev.write_jsonl(output, records)
     except (ConfigError, ValueError) as exc:
         _fail(str(exc))
         return
@@ -267,6 +270,8 @@ def eval_command(
     typer.echo(_json.dumps(summary))
     for line in ev.figures_lines(summary):  # after the JSON line, which scripts read as the second line
         typer.echo(line)
+    if plus_figures is not None:
+        typer.echo("hidden tests: " + plus_line(plus_figures))
     if output:
         typer.echo(f"per-problem results: {output}")
 

@@ -92,6 +92,12 @@ class TrainConfig:
     # stop the run with an error naming the cause when every sample of this many consecutive steps is masked (a
     # broken tool, a missing input column): it would otherwise "train" on nothing with loss 0; 0 never stops
     stop_after_masked_steps: int = 3
+    # the spec's audits (docs/training.md, Audits while training): stop with a checkpoint when an alarm fires; score
+    # the report's hack probes at the audit period; the dataset column holding the reference answer the probes are
+    # held against (None: `solution`, else `canonical`, whichever the data has)
+    stop_on_alarm: bool = False
+    audit_probes: bool = True
+    audit_reference: str | None = None
     dtype: str = "auto"  # auto | float32 | bfloat16 | float16
     torch_threads: int = 0  # CPU threads for torch; 0: 1 for the tiny model on CPU (its matrices are too small to
     # gain from threads, and spinning threads cost a lot on a busy machine), else torch's default

@@ -37,7 +37,7 @@ from rewardlang.trainers.gepo import DEFAULT_BETA, PROMPT_TEXT, preference_rows,
 from rewardlang.trainers.gepo import run as run_online
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import lora_config
-from rewardlang.trainers.run import (RunResult, args_record, finish_run, load_layers, load_run_policy, open_run,
+from rewardlang.trainers.run import (Layers, RunResult, args_record, finish_run, load_layers, load_run_policy, open_run,
                                      record_config, trainer_args, TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,15 +112,16 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
 
 def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] | None = None,
           flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
-          callbacks: Sequence[Any] = ()) -> RunResult:
+          callbacks: Sequence[Any] = (), layers: Layers | None = None) -> RunResult:
     """Train with DPO on ``spec``'s preferences: offline from ``train.preference_data`` on TRL's DPOTrainer, or
     online (mined from the policy's samples each step) when no pairs file is given."""
 
     # 1-2. The spec, its parameters and the configuration (run.load_layers); without a pairs file the run is online.
-    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    layers = layers or load_layers(spec, config_file, sets, flags)
+    prog, cfg, sources, params = layers
     if cfg.preference_data is None:
         return run_online(spec, mode="pairs", config_file=config_file, sets=sets, flags=flags, resume=resume,
-                          progress=progress, callbacks=callbacks)
+                          progress=progress, callbacks=callbacks, layers=layers)
     if "beta" not in sources:  # the β in force, so that config.json records it (not GRPO's default 0.0)
         cfg.beta = DEFAULT_BETA
     load_pairs(cfg)  # a bad pairs file is named before the run directory is made or a model loads

@@ -17,6 +17,13 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import typer
+
+from rewardlang.outputs import OutputError, check_output
+from rewardlang.trainers import evaluate as ev
+from rewardlang.trainers.config import ConfigError
+from rewardlang.trainers.defaults import default_model
+
 __all__ = ["eval_languages", "table"]
 
 
@@ -34,22 +41,16 @@ def table(summaries: dict[str, dict[str, Any]], ks: Sequence[int]) -> str:
 def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: int, temperature: float,
                    ks: Sequence[int] | None, problems: Sequence[str] | None, limit: int | None,
                    max_new_tokens: int, completions: str | None, output: str | None, seed: int, threads: int,
-                   progress: bool, fail: Callable[[str], None]) -> None:
+                   progress: bool, fail: Callable[[str], None], plus: bool = False) -> None:
     """Evaluate each language in turn and print its table row, then the summaries as one JSON line; the
-    per-problem records of every language go to ``output`` (written once, complete)."""
-    import typer
-
-    from rewardlang.trainers import evaluate as ev
-    from rewardlang.trainers.config import ConfigError
-
+    per-problem records of every language go to ``output`` (written once, complete). ``plus``: pass@k on the
+    hidden tests too (:mod:`rewardlang.trainers.plus_eval`), one line per language."""
     ks = sorted(set(ks or [1, n]))
     if any(x < 1 or x > n for x in ks):
         fail(f"--k {ks}: every k must be between 1 and --n ({n})")
     if dataset != "humaneval":
         fail(f"--lang: only HumanEval is translated (not --dataset {dataset})")
     if output is not None:
-        from rewardlang.outputs import OutputError, check_output
-
         try:
             check_output(output, inputs={"completions file": completions})
         except OutputError as exc:
@@ -64,11 +65,10 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
     name = None
     summaries: dict[str, dict[str, Any]] = {}
     records: list[dict[str, Any]] = []
+    plus_lines: list[str] = []
     try:
         if completions is None:
             from transformers.utils import logging as hf_logging
-
-            from rewardlang.trainers.cli import default_model
 
             hf_logging.disable_progress_bar()
             if threads > 0:
@@ -89,6 +89,14 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
                                             max_new_tokens=max_new_tokens, seed=seed, progress=progress,
                                             system_prompt=prompt, desc=f"eval {lang}")
                 summary["model"] = name
+            if plus:
+                from rewardlang.trainers.plus_eval import plus_line, plus_summary
+
+                ps = plus_summary(rows, recs, ks)
+                summary["plus"] = {key: v for key, v in ps.items() if key != "per_problem"}
+                for rec, pp in zip(recs, ps["per_problem"], strict=True):
+                    rec["plus"] = {key: v for key, v in pp.items() if key != "task_id"}
+                plus_lines.append(f"hidden tests, {lang}: {plus_line(ps)}")
             summaries[lang] = summary
             records.extend(recs)
     except (ConfigError, ValueError) as exc:
@@ -96,6 +104,8 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
         return
     typer.echo(table(summaries, ks))
     typer.echo(json.dumps(summaries[langs[0]] if len(langs) == 1 else {"languages": summaries}))
+    for line in plus_lines:
+        typer.echo(line)
     if output:
         ev.write_jsonl(output, records)
         typer.echo(f"per-problem results: {output}")

@@ -165,11 +165,11 @@ def translation_code(completion: str, language: str) -> str | None:
         >>> translation_code("```js\nlet a;\n```\n```js\nlet b;\n```", "js") is None
         True
     """
-    from rewardlang.runtime.components.text import _fences, _lang_ok
+    from rewardlang.runtime.components.text import fence_language_ok, fences
 
-    fences = _fences(completion)
-    ours = [b for b in fences if _lang_ok(b[0], language)]
-    if len(ours) != 1 or not all(b[3] for b in fences):
+    blocks = fences(completion)
+    ours = [b for b in blocks if fence_language_ok(b[0], language)]
+    if len(ours) != 1 or not all(b[3] for b in blocks):
         return None
     code = completion[ours[0][1]:ours[0][2]]
     return code if code.strip() else None

@@ -39,13 +39,14 @@ import torch
 import torch.nn.functional as F
 from transformers import PrinterCallback, Trainer, TrainingArguments
 
+from rewardlang.trainers.audit import TrainingAudits, audit_columns
 from rewardlang.trainers.config import ConfigError, TrainConfig
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import lora_config
-from rewardlang.trainers.run import (RunResult, finish_run, load_layers, load_run_policy, open_run, record_config,
-                                     trainer_args, TiedResume)
+from rewardlang.trainers.run import (Layers, RunResult, finish_run, load_layers, load_run_policy, open_run,
+                                     record_config, trainer_args, TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -151,6 +152,8 @@ class GroupPreferenceTrainer(TiedResume, Trainer):
         self.clock = clock or RewardClock()
         #: the step's reward metrics (slowest program, timeouts, component times, zero-variance groups): health.py
         self.step_reward = StepReward(program) if program is not None and online else None
+        #: the spec's audits of the sampled completions (online only; trainers/audit.py): set by build_trainer
+        self.audits: Any = None
         self._metrics: dict[str, dict[str, list[float]]] = {"train": defaultdict(list)}
         self.last_batch: dict[str, Any] = {}
         self.tokens_seen = 0
@@ -219,6 +222,12 @@ class GroupPreferenceTrainer(TiedResume, Trainer):
                 groups.append((prompts[m[0]], [completions[i] for i in m], isw[sel].tolist()))
             n_with = len(groups)
         metrics = self._metrics["train"]
+        if self.audits is not None:  # the spec's audits of these samples, logged with the step's record
+            columns = {c: [r.get(c) for r in rows for _ in range(self.num_generations)]
+                       for c in rows[0] if c not in ("prompt", PROMPT_TEXT)} if rows else {}
+            for k, v in self.audits.observe(self.state.global_step + 1, completions, columns, res.total,
+                                            res.components, prompts=prompts).items():
+                metrics[k].append(v)
         metrics["reward"].append(float(np.nanmean(res.total)) if np.isfinite(res.total).any() else float("nan"))
         # the share of samples whose total is masked: the run's MaskedRunGuard stops a run where it stays at 1
         metrics["masked/rate"].append(float(np.isnan(res.total).mean()))
@@ -390,9 +399,12 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
         rows, source = load_rows(cfg.dataset)
         rows, _ = split_heldout(rows, cfg.eval)  # train.eval's held-out problems are never trained on
         columns = check_columns(prog, rows, source)
+        more, reference = audit_columns(prog, rows, source, cfg)  # what the spec's audits read (audit.py)
+        columns += [c for c in more if c not in columns]
         rows = [{c: r.get(c) for c in columns} for r in rows]
     else:
         rows = preference_rows(cfg, mode)
+        reference = None
     if len(rows) < cfg.prompts_per_step:
         raise DataError(f"{len(rows)} rows, but each step needs prompts_per_step={cfg.prompts_per_step}")
     model, tokenizer = load_run_policy(cfg, run_dir)
@@ -420,6 +432,9 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
         program=prog, online=online, num_generations=cfg.num_generations,
         max_completion_length=cfg.max_completion_length, temperature=cfg.temperature, mode=mode, clock=clock,
         train_dataset=Dataset.from_list(rows), callbacks=extra)
+    if online and prog.audits:  # the spec's audits on each step's own samples (offline data has no samples)
+        trainer.audits = TrainingAudits(prog, run_dir, args.max_steps, probes=cfg.audit_probes,
+                                        reference_column=reference, main=trainer.accelerator.is_main_process)
     timing.trainer = trainer
     trainer.remove_callback(PrinterCallback)
     return trainer
@@ -427,12 +442,12 @@ def build_trainer(cfg: TrainConfig, sources: Mapping[str, str], prog: "Program",
 
 def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[str, Any] | None = None,
         flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
-        callbacks: Sequence[Any] = ()) -> RunResult:
+        callbacks: Sequence[Any] = (), layers: Layers | None = None) -> RunResult:
     """The shared recipe of GEPO and online DPO: spec, configuration, run directory, trainer, train, save."""
 
     from rewardlang.trainers import report
 
-    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    prog, cfg, sources, params = layers or load_layers(spec, config_file, sets, flags)
     if "beta" not in sources:  # the β in force, so that config.json records it (not GRPO's default 0.0)
         cfg.beta = DEFAULT_BETA
     if cfg.preference_data:  # a bad preference file is named before the run directory is made or a model loads
@@ -447,9 +462,9 @@ def run(spec: str, *, mode: str, config_file: str | None = None, sets: Mapping[s
 
 def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] | None = None,
           flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
-          callbacks: Sequence[Any] = ()) -> RunResult:
+          callbacks: Sequence[Any] = (), layers: Layers | None = None) -> RunResult:
     """Train with GEPO on ``spec``: groups from ``train.preference_data`` (``rewardlang pairs --groups``), or mined
     online from the policy's own samples with the spec's ``preference { }`` section."""
     return run(spec, mode="groups", config_file=config_file, sets=sets, flags=flags, resume=resume,
-               progress=progress, callbacks=callbacks)
+               progress=progress, callbacks=callbacks, layers=layers)
 

@@ -40,6 +40,7 @@ from transformers import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from rewardlang.trainers.align import TokenAligner
+from rewardlang.trainers.audit import TrainingAudits, audit_columns
 from rewardlang.trainers.config import TrainConfig
 from rewardlang.trainers.data import DataError, build_dataset, check_columns, load_rows, split_heldout
 from rewardlang.trainers.grpo_overlap import RewardOverlap
@@ -47,8 +48,9 @@ from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers import report
 from rewardlang.trainers.model import lora_config
-from rewardlang.trainers.run import (RunResult, args_record, finish_run, last_checkpoint, load_layers, load_run_policy,
-                                     missing_after_tying, open_run, record_config, trainer_args, TiedResume)
+from rewardlang.trainers.run import (Layers, RunResult, args_record, finish_run, last_checkpoint, load_layers,
+                                     load_run_policy, missing_after_tying, open_run, record_config, trainer_args,
+                                     TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -93,6 +95,7 @@ class SpecRewardSet:
         self.raw: dict[str, list[float | None]] = {}
         self.total: list[float] = []
         self.result: Any = None  # the local batch's ScoreResult, when spans are needed
+        self.kwargs: dict[str, Any] = {}  # what TRL passed for the batch (the audits read its columns)
         self._batch: Any = None
         self._pending: Future | None = None  # a batch being scored ahead, in the scoring thread
         self._pending_kwargs: dict[str, Any] = {}
@@ -142,6 +145,8 @@ class SpecRewardSet:
         if self.need_spans:
             self.result = self.program.score(**self._score_columns(kwargs))
         self.clock.seconds += time.perf_counter() - t0
+        self._batch = kwargs["completions"]
+        self.kwargs = kwargs
 
     def _score_columns(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         state = kwargs.get("trainer_state")
@@ -291,9 +296,13 @@ class SpecGRPOTrainer(RewardOverlap, TiedResume, GRPOTrainer):
     """
 
     def __init__(self, model: Any, program: "Program", args: GRPOConfig, clock: RewardClock | None = None,
-                 overlap_reward: bool | None = None, **kwargs: Any) -> None:
+                 audits: TrainingAudits | None = None, overlap_reward: bool | None = None,
+                 **kwargs: Any) -> None:
         self.program = program
         self._overlap_init(overlap_reward)
+        #: the spec's audits on each step's own samples (trainers/audit.py); never part of the reward
+        self.audits = audits if audits is not None else (
+            TrainingAudits(program, args.output_dir, args.max_steps) if program.audits else None)
         self.clock = clock or RewardClock()
         self.spec_rewards = SpecRewardSet(program, self.clock)
         #: the step's reward metrics (slowest program, timeouts, component times, zero-variance groups): health.py
@@ -366,7 +375,28 @@ class SpecGRPOTrainer(RewardOverlap, TiedResume, GRPOTrainer):
         self._metrics[mode]["advantages/abs_mean"].append(float(np.abs(advantages).mean()))
         self.last_batch = {"rewards_per_func": rewards_per_func, "total": total, "groups": groups,
                            "advantages": advantages, "names": np.array(rewards.names)}
+        if self.audits is not None and mode == "train":
+            self._audit(rewards, raw, n_local)
         return output
+
+    def _audit(self, rewards: SpecRewardSet, raw: list[list[float]], n: int) -> None:
+        """The spec's audits on this generation batch's own completions (logged with the step's record)."""
+        from rewardlang.runtime.program import chat_to_text
+
+        kw = rewards.kwargs
+        texts = [str(chat_to_text(c, "assistant")) for c in kw["completions"]]
+        columns = {k: list(v) for k, v in kw.items()
+                   if k not in ("completions", "prompts", "completion_ids") and isinstance(v, list) and len(v) == n}
+        components = {name: np.asarray(raw[i], dtype=np.float64) for i, name in enumerate(rewards.names)
+                      if name != rewards.total_name}
+        device = self.accelerator.device
+        self.audits.main = self.accelerator.is_main_process
+        self.audits.gather = lambda a: gather(torch.as_tensor(a, dtype=torch.float64, device=device)).cpu().numpy()
+        metrics = self.audits.observe(self.state.global_step + 1, texts, columns,
+                                      np.asarray(rewards.total, dtype=np.float64), components,
+                                      prompts=kw.get("prompts"))
+        for k, v in metrics.items():
+            self._metrics["train"][k].append(v)
 
     def _token_advantages(self, seq_adv: torch.Tensor, completion_ids: torch.Tensor, completion_mask: torch.Tensor,
                           mode: str) -> torch.Tensor:
@@ -404,6 +434,8 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
     rows, source = load_rows(cfg.dataset)
     rows, _ = split_heldout(rows, cfg.eval)  # train.eval's held-out problems are never trained on (report.py)
     columns = check_columns(prog, rows, source)  # before the model is built: a bad dataset fails in seconds
+    more, reference = audit_columns(prog, rows, source, cfg)  # what the spec's audits read (trainers/audit.py)
+    columns += [c for c in more if c not in columns]
     model, tokenizer = load_run_policy(cfg, run_dir)
     dataset, summary = build_dataset(rows, columns, tokenizer, cfg.prompt_format, cfg.max_prompt_length,
                                      cfg.system_prompt, cfg.prompt_template, cfg.train_problems, cfg.seed)
@@ -421,7 +453,9 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
     extra = [JsonlMetricsCallback(os.path.join(run_dir, "metrics.jsonl")), timing, *callbacks]
     if cfg.progress if progress is None else progress:
         extra.append(ProgressCallback())
-    trainer = SpecGRPOTrainer(model=model, program=prog, args=args, clock=clock,
+    audits = TrainingAudits(prog, run_dir, cfg.max_steps, probes=cfg.audit_probes, reference_column=reference) \
+        if prog.audits else None
+    trainer = SpecGRPOTrainer(model=model, program=prog, args=args, clock=clock, audits=audits,
                               train_dataset=dataset, processing_class=tokenizer, callbacks=extra,
                               peft_config=lora_config(cfg))
     timing.trainer = trainer
@@ -439,6 +473,7 @@ def train(
     resume: bool = False,
     progress: bool | None = None,
     callbacks: Sequence[Any] = (),
+    layers: Layers | None = None,
 ) -> RunResult:
     """Train a policy on the rewards of ``spec`` with GRPO; returns where the run went.
 
@@ -449,7 +484,7 @@ def train(
 
     # 1-2. The spec with its parameters, and the configuration: defaults < spec train section < config file <
     # --set < flags (run.load_layers); the run directory, checked for a resume (run.open_run).
-    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    prog, cfg, sources, params = layers or load_layers(spec, config_file, sets, flags)
     run_dir, checkpoint = open_run(prog, cfg, resume)
 
     # 3. Data, policy, trainer (and train.eval's held-out problems, checked before any model is loaded).

@@ -23,59 +23,18 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
+
+from rewardlang.trainers.audit import AuditGuard
+from rewardlang.trainers.runlog import MetricsError, read_metrics
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
 __all__ = ["MetricsError", "JsonlMetricsCallback", "StepTimingCallback", "ProgressCallback", "RewardClock", "read_metrics",
            "truncate_after"]
-
-
-class MetricsError(ValueError):
-    """A ``metrics.jsonl`` line that is not a record, named by ``file:line`` (not the torn last one: see
-    :func:`read_metrics`)."""
-
-
-def read_metrics(path: str, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """The records of a ``metrics.jsonl`` file (training-step records and the final summary record).
-
-    A run killed while it appended a record can leave the last line cut short. That line is dropped and named
-    (``warn``, default a ``warning:`` line on standard error): the records before it are whole, and a resumed run
-    writes the steps after its checkpoint again. Any other line that is not a JSON object is a
-    :class:`MetricsError` naming ``file:line``: the log was damaged, not cut.
-
-        >>> import tempfile, os
-        >>> path = os.path.join(tempfile.mkdtemp(), "metrics.jsonl")
-        >>> _ = open(path, "w").write('{"step": 1}\\n{"step": 2, "rew')
-        >>> [r["step"] for r in read_metrics(path, warn=lambda m: print(os.path.basename(m)))]
-        metrics.jsonl:2: the last record was cut short (the run was stopped while writing it); dropped
-        [1]
-    """
-    from rewardlang.jsonl import iter_jsonl
-
-    with open(path, "rb") as fh:  # the last line is torn when it fails to parse (a whole record ends in "\n")
-        lines = fh.read().split(b"\n")
-    last = max((i + 1 for i, raw in enumerate(lines) if raw.strip()), default=0)
-    records = []
-    for lineno, row, problem in iter_jsonl(path):
-        if problem is None:
-            records.append(row)
-        elif lineno == last:
-            (warn or _warn)(f"{path}:{lineno}: the last record was cut short (the run was stopped while writing "
-                            "it); dropped")
-        else:
-            raise MetricsError(f"{path}:{lineno}: not a metrics record ({problem}); the file is damaged")
-    return records
-
-
-def _warn(message: str) -> None:
-    import sys
-
-    print(f"warning: {message}", file=sys.stderr)
 
 
 def truncate_after(path: str, step: int) -> None:
@@ -206,6 +165,8 @@ class JsonlMetricsCallback(TrainerCallback):
 
         self.path = path
         self.guard = MaskedRunGuard.for_path(path)
+        # the spec's audits: each record's statistics and gaps added, its alarms said (trainers/audit.py)
+        self.audit = AuditGuard.for_path(path)
         # says (once each) when the run cannot learn: zero-variance groups, nothing mined, a constant component
         self.learning = LearningGuard()
         # the whole run's loss so far (each record's mean loss times the steps it covers), for the summary of a
@@ -223,6 +184,8 @@ class JsonlMetricsCallback(TrainerCallback):
             if state.global_step and os.path.exists(self.path):
                 for r in read_metrics(self.path):
                     self._count_loss(r)
+                if self.audit is not None:
+                    self.audit.restore(read_metrics(self.path), state.global_step)
             self._this_call = 0.0
 
     def _count_loss(self, record: dict[str, Any]) -> None:
@@ -252,6 +215,8 @@ class JsonlMetricsCallback(TrainerCallback):
             self._whole_run_loss(logs, state.global_step)
         else:
             self._count_loss({**logs, "step": state.global_step})
+        if self.audit is not None:
+            self.audit.annotate(state.global_step, logs)
         record = {"step": state.global_step, **{k: _clean(v) for k, v in logs.items()}}
         line = (json.dumps(record) + "\n").encode("utf-8")
         from rewardlang.outputs import OutputError
@@ -276,6 +241,8 @@ class JsonlMetricsCallback(TrainerCallback):
             os.close(fd)
         if "train_runtime" not in logs:
             self.learning.observe(state.global_step, logs)
+        if self.audit is not None:  # an alarm: said, recorded; with stop_on_alarm, a checkpoint and the end
+            self.audit.observe(state.global_step, logs, control)
         if self.guard is not None:  # after writing: the record that stops the run is in the metrics
             self.guard.observe(state.global_step, logs)
 

@@ -39,7 +39,7 @@ from rewardlang.trainers.config import ConfigError, TrainConfig
 from rewardlang.trainers.data import present, prompt_text
 from rewardlang.trainers.gepo import DEFAULT_BETA, gepo_loss, preference_rows, tokenize_members
 from rewardlang.trainers.ppo import PPOTrainer, _DataOrder
-from rewardlang.trainers.run import RunResult, finish_run, load_layers, open_run, record_config
+from rewardlang.trainers.run import Layers, RunResult, finish_run, load_layers, open_run, record_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -201,13 +201,13 @@ class OORLTrainer(PPOTrainer):
 
 def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] | None = None,
           flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
-          callbacks: Sequence[Any] = ()) -> RunResult:
+          callbacks: Sequence[Any] = (), layers: Layers | None = None) -> RunResult:
     """Train with OORL on ``spec`` (its components are the rule reward; its ``preference { }`` section the GEPO
     groups); arguments as :func:`rewardlang.trainers.ppo.train`."""
 
     # 1-2. The spec, its parameters and the configuration (run.load_layers): REINFORCE++ (no critic); β = 0.1
     # unless a layer sets it (a choice: the paper gives none).
-    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    prog, cfg, sources, params = layers or load_layers(spec, config_file, sets, flags)
     cfg.algorithm = "oorl"
     if sources.get("advantage_estimator") and cfg.advantage_estimator != "reinforce_pp":
         raise ConfigError(f"{sources['advantage_estimator']}: OORL's on-policy part is REINFORCE++ "

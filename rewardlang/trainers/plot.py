@@ -22,7 +22,7 @@ import math
 import os
 from typing import Any
 
-__all__ = ["plot_run", "chosen_panels", "PANELS", "smooth", "SMOOTH"]
+__all__ = ["plot_run", "chosen_panels", "PANELS", "smooth", "SMOOTH", "audit_series", "audit_panel_data", "draw_audits", "plot_audits"]
 #: window of the moving average drawn over the reward panels
 SMOOTH = 5
 
@@ -61,6 +61,62 @@ PANELS: list[tuple[str, list[str]]] = [
 ]
 
 
+def audit_series(run_dir: str, records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The reward and each audit of samples per audited step, on [0, 1] where their ranges are known (the run's
+    ``audits.json``), and the alarms' steps; None for a run without audits of samples."""
+    path = os.path.join(run_dir, "audits.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        meta = json.load(fh)
+    alarms = []
+    if os.path.exists(os.path.join(run_dir, "alarms.jsonl")):
+        with open(os.path.join(run_dir, "alarms.jsonl"), encoding="utf-8") as fh:
+            alarms = [json.loads(line) for line in fh if line.strip()]
+    return audit_panel_data(records, meta, alarms)
+
+
+def audit_panel_data(records: list[dict[str, Any]], meta: dict[str, Any], alarms: list[dict[str, Any]]
+                     ) -> dict[str, Any] | None:
+    """What :func:`draw_audits` draws, from records, the audits' description and the alarms."""
+    def scale(v: float, rng: Any) -> float:
+        return (v - rng[0]) / (rng[1] - rng[0]) if rng and rng[1] > rng[0] else v
+
+    sampled = [a for a in meta.get("audits", []) if a["kind"] == "samples"]
+    if not sampled:
+        return None
+    rr = meta.get("reward_range")
+    lines: dict[str, tuple[list[int], list[float]]] = {}
+    xs, ys = _series(records, "reward")
+    lines["reward"] = (xs, [scale(y, rr) for y in ys])
+    for a in sampled:
+        ax_, ay = _series(records, f"audit/{a['name']}")
+        lines[f"audit {a['name']}"] = (ax_, [scale(y, a.get("range")) for y in ay])
+    if not any(lines[f"audit {a['name']}"][0] for a in sampled):
+        return None
+    scaled_all = rr is not None and all(a.get("range") for a in sampled)
+    return {"lines": lines, "alarms": [(int(a["step"]), a["name"]) for a in alarms],
+            "title": "reward vs audits" + (" (on [0, 1])" if scaled_all else "")}
+
+
+def draw_audits(ax: Any, data: dict[str, Any]) -> None:
+    """The reward and each audit per step on one axis; a dashed line at each alarm's step."""
+    for name, (xs, ys) in data["lines"].items():
+        ax.plot(xs, ys, marker="o" if name != "reward" else None, label=name,
+                linewidth=2 if name == "reward" else 1.5)
+    at: dict[int, list[str]] = {}
+    for step, name in data["alarms"]:
+        at.setdefault(step, []).append(name)
+    for step, names in sorted(at.items()):
+        ax.axvline(step, color="#c00000", linestyle="--", linewidth=1)
+        ax.annotate("alarm: " + ", ".join(names), (step, 1.0), xycoords=("data", "axes fraction"), fontsize=7,
+                    color="#c00000", rotation=90, va="top", ha="right")
+    ax.set_title(data["title"], fontsize=10)
+    ax.set_xlabel("step")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def _load(path: str) -> list[dict[str, Any]]:
     from rewardlang.trainers.metrics import read_metrics
 
@@ -89,6 +145,32 @@ def chosen_panels(records: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     return panels
 
 
+def _heldout_panel(ax: Any, evals: dict[str, Any]) -> None:
+    """Held-out pass@1 and the spec's reward (when scored) before and after, as bars with their 95 % intervals."""
+    names = [k for k in ("before", "after") if k in evals]
+    figures = [("pass@1", lambda e: (e["pass@1"], e.get("pass@1_ci95")))]
+    if all((evals[k].get("reward") or {}).get("mean") is not None for k in names):
+        figures.append(("reward", lambda e: (e["reward"]["mean"], e["reward"].get("ci95"))))
+    width = 0.8 / len(names)
+    top = 1e-3
+    for j, name in enumerate(names):
+        xs, ys, lo, hi = [], [], [], []
+        for i, (_, get) in enumerate(figures):
+            y, ci = get(evals[name])
+            xs.append(i + (j - (len(names) - 1) / 2) * width)
+            ys.append(y)
+            lo.append(y - ci[0] if ci else 0.0)
+            hi.append(ci[1] - y if ci else 0.0)
+            top = max(top, y + hi[-1])
+        bars = ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=name,
+                      color=["#999999", "#2a7ab9"][j % 2])
+        ax.bar_label(bars, fmt="%.3f", fontsize=8)
+    ax.set_xticks(range(len(figures)), [f for f, _ in figures])
+    ax.set_ylim(min(0.0, *(get(evals[n])[0] for n in names for _, get in figures)), top * 1.3)
+    ax.legend(fontsize=8)
+    ax.set_title("held-out problems, greedy: before / after (95% CI)", fontsize=10)
+
+
 def plot_run(run_dir: str, out: str | None = None) -> str:
     """Render the run's curves; returns the PNG path (default ``RUN_DIR/curves.png``)."""
     import matplotlib
@@ -103,12 +185,15 @@ def plot_run(run_dir: str, out: str | None = None) -> str:
     if not records:
         raise ValueError(f"{path}: no training records yet")
     panels = chosen_panels(records)
+    audit_panel = audit_series(run_dir, records)
     evals = {}
     if os.path.exists(os.path.join(run_dir, "eval.json")):
         with open(os.path.join(run_dir, "eval.json"), encoding="utf-8") as fh:
-            evals = {k: v["pass@1"] for k, v in json.load(fh).items() if isinstance(v, dict) and "pass@1" in v}
+            doc = json.load(fh)
+        # before/after only (`change` holds the paired differences); each figure with its 95 % interval
+        evals = {k: doc[k] for k in ("before", "after") if isinstance(doc.get(k), dict) and "pass@1" in doc[k]}
     cols = 2
-    rows = math.ceil((len(panels) + bool(evals)) / cols)
+    rows = math.ceil((len(panels) + bool(evals) + bool(audit_panel)) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(11, 3.2 * rows), squeeze=False)
     for ax, (title, chosen) in zip(axes.flat, panels):
         for key in chosen:
@@ -129,12 +214,10 @@ def plot_run(run_dir: str, out: str | None = None) -> str:
             ax.legend(fontsize=8)
     if evals:
         ax = list(axes.flat)[len(panels)]
-        names = [k for k in ("before", "after") if k in evals]
-        bars = ax.bar(names, [evals[k] for k in names], color=["#999999", "#2a7ab9"][:len(names)])
-        ax.bar_label(bars, fmt="%.3f")
-        ax.set_ylim(0, max(1e-3, *evals.values()) * 1.3)
-        ax.set_title("held-out pass@1 (greedy)", fontsize=10)
-    for ax in list(axes.flat)[len(panels) + bool(evals):]:
+        _heldout_panel(ax, evals)
+    if audit_panel:
+        draw_audits(list(axes.flat)[len(panels) + bool(evals)], audit_panel)
+    for ax in list(axes.flat)[len(panels) + bool(evals) + bool(audit_panel):]:
         ax.axis("off")
     fig.suptitle(os.path.basename(os.path.abspath(run_dir)))
     fig.tight_layout()
@@ -143,6 +226,30 @@ def plot_run(run_dir: str, out: str | None = None) -> str:
 
     try:
         with atomic_path(out) as tmp:  # whole or not at all; the format is named: the temporary has no .png
+            fig.savefig(tmp, dpi=100, format="png")
+    finally:
+        plt.close(fig)
+    return out
+
+
+def plot_audits(records: list[dict[str, Any]], meta: dict[str, Any], alarms: list[dict[str, Any]], out: str) -> str:
+    """One panel of the reward vs each audit per step, alarms marked (``rewardlang audit --plot``); returns the
+    path. ValueError when there is no audit of samples with a value to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = audit_panel_data(records, meta, alarms)
+    if data is None:
+        raise ValueError("no audit of samples has a value to plot (statistics are in the table)")
+    fig, ax = plt.subplots(1, 1, figsize=(7, 4))
+    draw_audits(ax, data)
+    fig.tight_layout()
+    from rewardlang.outputs import atomic_path
+
+    try:
+        with atomic_path(out) as tmp:
             fig.savefig(tmp, dpi=100, format="png")
     finally:
         plt.close(fig)

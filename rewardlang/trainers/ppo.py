@@ -52,11 +52,12 @@ from transformers import GenerationConfig, TrainerControl, TrainerState, get_sch
 
 from rewardlang.trainers import algos, report
 from rewardlang.trainers.config import ConfigError, TrainConfig
+from rewardlang.trainers.audit import TrainingAudits, audit_columns
 from rewardlang.trainers.data import build_dataset, check_columns, load_rows, split_heldout
 from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import lora_config, resolve_dtype
-from rewardlang.trainers.run import RunResult, finish_run, load_layers, load_run_policy, open_run, record_config
+from rewardlang.trainers.run import Layers, RunResult, finish_run, load_layers, load_run_policy, open_run, record_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -206,6 +207,8 @@ class PPOTrainer:
         rows, source = load_rows(cfg.dataset)
         rows, _ = split_heldout(rows, cfg.eval)  # train.eval's held-out problems are never trained on
         columns = check_columns(program, rows, source)
+        more, reference = audit_columns(program, rows, source, cfg)  # what the spec's audits read (audit.py)
+        columns += [c for c in more if c not in columns]
         policy, self.tokenizer = load_run_policy(cfg, run_dir)
         self.dataset, summary = build_dataset(rows, columns, self.tokenizer, cfg.prompt_format, cfg.max_prompt_length,
                                               cfg.system_prompt, cfg.prompt_template, cfg.train_problems, cfg.seed)
@@ -253,6 +256,13 @@ class PPOTrainer:
         set_seed(cfg.seed + acc.process_index)  # each process samples its own completions
 
         self.rewards = DenseRewards(program, self.tokenizer)
+        #: the spec's audits on each update's own samples (trainers/audit.py); never part of the reward
+        self.audits = TrainingAudits(program, run_dir, cfg.max_steps, probes=cfg.audit_probes,
+                                     reference_column=reference, main=acc.is_main_process,
+                                     gather=lambda a: acc.gather(torch.as_tensor(a, dtype=torch.float64,
+                                                                                 device=acc.device)).cpu().numpy()
+                                     ) if program.audits else None
+        self._audit_metrics: dict[str, float] = {}
         #: the step's reward metrics (slowest program, timeouts, component times, zero-variance groups): health.py
         self.step_reward = StepReward(program)
         self.eos = self.tokenizer.eos_token_id
@@ -385,6 +395,9 @@ class PPOTrainer:
         if dense.totals is not None:
             self.step_reward.observe(dense.scores or {}, dense.totals,
                                      np.arange(len(dense.totals)) // max(1, cfg.num_generations))
+            if self.audits is not None:  # the spec's audits of these samples, logged with the update's record
+                self._audit_metrics = self.audits.observe(step + 1, dense.texts, columns, dense.totals,
+                                                          dense.scores or {}, prompts=prompts)
         device = acc.device
         score = dense.rewards.to(device).float() * mask
         train_mask = mask * (~dense.masked.to(device))[:, None]
@@ -513,6 +526,8 @@ class PPOTrainer:
                     "align/fallbacks": float(self.rewards.fallbacks),
                     "learning_rate": float(self.scheduler.get_last_lr()[0])})
         out.update(self.step_reward.take())  # this process's: slowest program, timeouts, component times
+        out.update(self._audit_metrics)
+        self._audit_metrics = {}
         return out
 
     def _event(self, name: str, **kwargs: Any) -> None:
@@ -589,8 +604,9 @@ class PPOTrainer:
             if self.global_step % self.cfg.logging_steps == 0 or self.global_step == self.cfg.max_steps:
                 self.state.log_history.append({**logs, "step": self.global_step})
                 self._event("on_log", logs=logs)
-            if self.global_step % self.cfg.save_steps == 0:
-                self.save_checkpoint()
+            if self.global_step % self.cfg.save_steps == 0 or self.control.should_save:
+                self.save_checkpoint()  # also when a callback asks (an alarm with train.stop_on_alarm)
+                self.control.should_save = False
             self._event("on_step_end")
         self._event("on_log", logs={"train_runtime": time.perf_counter() - start})
         self._event("on_train_end")
@@ -605,6 +621,7 @@ def train(
     resume: bool = False,
     progress: bool | None = None,
     callbacks: Sequence[Any] = (),
+    layers: Layers | None = None,
 ) -> RunResult:
     """Train a policy on the per-token rewards of ``spec`` with PPO; returns where the run went.
 
@@ -615,7 +632,7 @@ def train(
 
     # 1-2. The spec with its parameters, and the configuration: defaults < spec train section < config file <
     # --set < flags (run.load_layers); the run directory, checked for a resume (run.open_run).
-    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    prog, cfg, sources, params = layers or load_layers(spec, config_file, sets, flags)
     cfg.algorithm = "ppo"
     run_dir, checkpoint = open_run(prog, cfg, resume)
 

@@ -39,7 +39,7 @@ from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import build_tokenizer, resolve_dtype
-from rewardlang.trainers.run import RunResult, TiedResume, config_name, load_layers, open_run
+from rewardlang.trainers.run import Layers, RunResult, TiedResume, config_name, load_layers, open_run
 
 __all__ = [
     "HELD_OUT",
@@ -191,13 +191,13 @@ def step_metrics(logits: np.ndarray, labels: np.ndarray, majority: bool) -> dict
 
 def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] | None = None,
           flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
-          callbacks: Sequence[Any] = ()) -> RunResult:
+          callbacks: Sequence[Any] = (), layers: Layers | None = None) -> RunResult:
     """Train a PRM on the stepwise rows named by ``dataset``; the spec supplies the run's name and settings
     (``train { algorithm = "prm" ... }``). ``trl.*`` settings that are ``TrainingArguments`` fields pass
     through (e.g. ``trl.warmup_ratio``, ``trl.eval_steps``)."""
 
     # 1. The spec (for its name and train section) and the configuration.
-    prog, cfg, sources, params = load_layers(spec, config_file, sets, flags)
+    prog, cfg, sources, params = layers or load_layers(spec, config_file, sets, flags)
     if cfg.eval:
         raise ConfigError(f"{sources.get('eval', 'train.eval')}: train.eval measures a generating policy's pass@1; "
                           f"the PRM is a step classifier, evaluated on its own held-out problems "

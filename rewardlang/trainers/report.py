@@ -24,6 +24,7 @@ import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 from rewardlang.outputs import write_text
+from rewardlang.trainers.audit import readme_lines, summary_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.trainers.config import TrainConfig
@@ -98,6 +99,17 @@ def evaluate_heldout(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]],
                          "10,000 resamples, fixed seed"}
     write_text(path, json.dumps(doc, indent=2))
     return summary
+
+
+def evaluate_stage(when: str, model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], cfg: "TrainConfig",
+                   run_dir: str, *, main: bool, progress: bool = True, program: Any = None) -> dict[str, Any] | None:
+    """The held-out evaluation of every generating trainer, ``before`` the first step or ``after`` the last one:
+    on the main process only, and ``before`` not again when the run is resumed (its first figure stands)."""
+    if not rows or not main:
+        return None
+    if when == "before" and os.path.exists(os.path.join(run_dir, "eval-before.jsonl")):
+        return None
+    return evaluate_heldout(model, tokenizer, rows, cfg, run_dir, when, progress=progress, program=program)
 
 
 def drop_leaked(rows: list[dict[str, Any]], heldout: Sequence[dict[str, Any]], source: str) -> list[dict[str, Any]]:
@@ -229,6 +241,9 @@ def summary_lines(run_dir: str) -> list[str]:
     from rewardlang.trainers.health import learning_warnings
 
     out += [f"warning: {w}" for w in learning_warnings(records)]
+    audits = summary_line(run_dir, records)  # the spec's audits beside the reward, and the alarms
+    if audits:
+        out.append(audits)
     return out + heldout_lines(_eval(run_dir))  # last: what the run changed on problems it never saw
 
 
@@ -301,7 +316,9 @@ def heldout_lines(ev: dict[str, Any]) -> list[str]:
 _FILES = (("config.json", "resolved settings"), ("metrics.jsonl", "per step"),
           ("eval-before.jsonl", "held-out problems before training"), ("eval-after.jsonl", "after training"),
           ("eval.json", "held-out summaries"), ("train-problems.json", "the problems trained on"),
-          ("curves.png", "the curves"), ("final", "the policy"), ("initial_model", "the starting policy"))
+          ("curves.png", "the curves"), ("final", "the policy"), ("initial_model", "the starting policy"),
+          ("audits.json", "the spec's audits"), ("audits", "the samples and probes each audited step scored"),
+          ("alarms.jsonl", "the alarms"))
 
 
 def files_line(run_dir: str) -> str:
@@ -359,6 +376,7 @@ def write_run_readme(run_dir: str) -> str:
             lines += ["", "![reward curve and the other training metrics](curves.png)"]
         except Exception as exc:  # a plot is a convenience: its failure must not lose the README
             lines += ["", f"(plot failed: {exc})"]
+    lines += readme_lines(run_dir, _all_records(run_dir))  # the audits next to the reward, the alarms
     path = os.path.join(run_dir, "README.md")
     lines += ["", files_line(run_dir) + " `README.md`: this file."]
     write_text(path, "\n".join(lines) + "\n")

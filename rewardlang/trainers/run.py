@@ -18,15 +18,16 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
+from rewardlang.trainers.audit import AuditGuard
 from rewardlang.trainers.config import ALGORITHMS, ConfigError, TrainConfig, load_config_file, save_resolved
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
 
 __all__ = ["RunResult", "run_dir_for", "save_initial_policy", "last_checkpoint", "checkpoint_damage", "check_resume",
-           "RESUME_MAY_CHANGE", "train", "algorithm_of", "load_layers", "open_run", "config_name", "trainer_args",
+           "RESUME_MAY_CHANGE", "train", "algorithm_of", "Layers", "load_layers", "model_named", "open_run", "config_name", "trainer_args",
            "load_run_policy", "record_config", "args_record", "finish_run", "missing_after_tying", "TiedResume"]
 
 
@@ -207,7 +208,7 @@ def checkpoint_damage(path: str) -> str | None:
 
 #: settings that do not change the trajectory of the steps already taken; a resumed run may change them
 RESUME_MAY_CHANGE = {"max_steps", "save_steps", "save_total_limit", "logging_steps", "progress", "report_to",
-                     "output_dir", "stop_after_masked_steps"}
+                     "output_dir", "stop_after_masked_steps", "stop_on_alarm"}
 
 
 def check_resume(run_dir: str, prog: "Program", cfg: TrainConfig) -> str:
@@ -263,21 +264,57 @@ def load_spec(spec: str, config_file: str | None, file_params: Mapping[str, Any]
         raise
 
 
-def load_layers(spec: str, config_file: str | None, sets: Mapping[str, Any] | None,
-                flags: Mapping[str, Any] | None) -> tuple["Program", TrainConfig, dict[str, str], dict[str, Any]]:
-    """The first steps of every trainer: ``(program, config, sources, params)``.
+@dataclass
+class Layers:
+    """A run's inputs, read once (:func:`load_layers`) and handed to its algorithm: the compiled spec, the resolved
+    configuration and where each setting came from, the spec's parameters, and the algorithm the layers name. It
+    unpacks as ``prog, cfg, sources, params``."""
 
-    The spec with its parameters (a config file's ``params:`` first, then ``--set`` items that are not ``train.*``),
-    then the configuration: defaults < spec ``train`` section < config file < ``--set train.*`` < flags.
+    prog: "Program"
+    cfg: TrainConfig
+    sources: dict[str, str]
+    params: dict[str, Any]
+    algorithm: str = "grpo"
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.prog, self.cfg, self.sources, self.params))
+
+
+def model_named(spec_train: Mapping[str, Any], file_train: Mapping[str, Any], sets: Mapping[str, Any]) -> bool:
+    """Whether a layer below the command line names the model: the spec's ``train`` section, the config file's
+    ``train:`` or ``--set train.model``.
+
+        >>> model_named({}, {"model": "./m"}, {}), model_named({}, {}, {"train.model": "tiny"}), model_named({}, {}, {})
+        (True, True, False)
+    """
+    return "train.model" in sets or "model" in file_train or "model" in spec_train
+
+
+def load_layers(spec: str, config_file: str | None, sets: Mapping[str, Any] | None,
+                flags: Mapping[str, Any] | None, *, default_model: str | None = None,
+                require_resources: bool = False) -> Layers:
+    """The first steps of every run, done once: the config file read, the spec compiled with its parameters (a
+    config file's ``params:`` first, then ``--set`` items that are not ``train.*``), with ``require_resources`` a
+    spec whose model is missing refused (E603), then the algorithm and the configuration resolved: defaults < spec
+    ``train`` section < config file < ``--set train.*`` < flags. ``default_model`` is the model when no layer names
+    one (the command line's default).
     """
     from rewardlang.trainers.config import resolve_config
 
     file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
     sets = dict(sets or {})
     prog, params = load_spec(spec, config_file, file_params, sets)
-    cfg, sources = resolve_config(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
-                                  {**(flags or {}), "spec": spec}, file_name=config_file)
-    return prog, cfg, sources, params
+    if require_resources:
+        # a spec whose model is missing (a PRM checkpoint) is refused before any model loads: it would mask every
+        # sample, and the run would "train" on nothing with loss 0
+        prog.require_resources()
+    train_sets = {k: v for k, v in sets.items() if k.startswith("train.")}
+    flags = dict(flags or {})
+    if default_model is not None and flags.get("model") is None and not model_named(prog.train, file_train, sets):
+        flags["model"] = default_model
+    algorithm = algorithm_of(prog.train, file_train, train_sets, flags)
+    cfg, sources = resolve_config(prog.train, file_train, train_sets, {**flags, "spec": spec}, file_name=config_file)
+    return Layers(prog, cfg, sources, params, algorithm)
 
 
 def open_run(prog: "Program", cfg: TrainConfig, resume: bool) -> tuple[str, str | None]:
@@ -300,6 +337,8 @@ def open_run(prog: "Program", cfg: TrainConfig, resume: bool) -> tuple[str, str 
     from rewardlang.trainers.metrics import MaskedRunGuard
 
     MaskedRunGuard.register(os.path.join(run_dir, "metrics.jsonl"), prog, cfg.stop_after_masked_steps)
+    # and the spec's audits: their alarm reads the same records (trainers/audit.py)
+    AuditGuard.register(os.path.join(run_dir, "metrics.jsonl"), prog, run_dir, cfg.stop_on_alarm)
     return run_dir, checkpoint
 
 
@@ -425,6 +464,9 @@ def finish_run(trainer: Any, tokenizer: Any, cfg: TrainConfig, run_dir: str, che
     if trainer.accelerator.is_main_process:
         report.write_run_readme(run_dir)
     trainer.accelerator.wait_for_everyone()
+    guard = AuditGuard.for_path(os.path.join(run_dir, "metrics.jsonl"))
+    if guard is not None:  # train.stop_on_alarm: the run stopped at an alarm (its checkpoint is saved)
+        guard.raise_if_stopped()
     return RunResult(run_dir=run_dir, final_dir=final_dir, metrics_path=os.path.join(run_dir, "metrics.jsonl"),
                      global_step=trainer.state.global_step, config=cfg, trainer=trainer)
 
@@ -443,17 +485,11 @@ def algorithm_of(spec_train: Mapping[str, Any], file_train: Mapping[str, Any], s
 
 def train(spec: str, *, config_file: str | None = None, sets: Mapping[str, Any] | None = None,
           flags: Mapping[str, Any] | None = None, resume: bool = False, progress: bool | None = None,
-          callbacks: Sequence[Any] = ()) -> RunResult:
-    """Train on ``spec`` with the algorithm its configuration names (GRPO unless one is named)."""
-    sets = dict(sets or {})
-    file_train, file_params = load_config_file(config_file) if config_file else ({}, {})
-    prog, _ = load_spec(spec, config_file, file_params, sets)
-    # a spec whose model is missing (a PRM checkpoint) is refused before any model loads (SpecError, E603): it
-    # would mask every sample, and the run would "train" on nothing with loss 0
-    prog.require_resources()
-    algo = algorithm_of(prog.train, file_train, {k: v for k, v in sets.items() if k.startswith("train.")},
-                        flags or {})
-    module = importlib.import_module(ALGORITHMS[algo])
+          callbacks: Sequence[Any] = (), default_model: str | None = None) -> RunResult:
+    """Train on ``spec`` with the algorithm its configuration names (GRPO unless one is named). The spec is
+    compiled and the configuration read once, here (:func:`load_layers`), and handed to the algorithm;
+    ``default_model`` is the model when no layer names one."""
+    layers = load_layers(spec, config_file, sets, flags, default_model=default_model, require_resources=True)
+    module = importlib.import_module(ALGORITHMS[layers.algorithm])
     return module.train(spec, config_file=config_file, sets=sets, flags=flags, resume=resume, progress=progress,
-                        callbacks=callbacks)
-
+                        callbacks=callbacks, layers=layers)

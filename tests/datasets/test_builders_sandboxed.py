@@ -11,7 +11,6 @@ import sys
 import threading
 from pathlib import Path
 
-import pytest
 
 from rewardlang.datasets.prm import label
 from rewardlang.sandbox import Sandbox, SandboxConfig

@@ -205,3 +205,16 @@ def test_no_isolating_level_at_all_is_refused(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setattr(runner.os, "geteuid", lambda: 1000)   # and not root: no level isolates
     with pytest.raises(NoSandbox, match="no isolating sandbox level"):
         open_sandbox("ir-groups", slots=1)
+
+
+def test_a_clang_outside_usr_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """The slots see only /usr of the host's files: a clang elsewhere could not run there, so the command says so
+    at once instead of skipping every row for a sandbox failure."""
+    _need_clang()
+    own = tmp_path / "clang"
+    shutil.copy(os.path.realpath(shutil.which("clang") or ""), own)
+    (tmp_path / "f.jsonl").write_text(json.dumps(cfuncs.rows([cfuncs.corpus()[0]])[0]) + "\n")
+    p = subprocess.run([sys.executable, "-m", "rewardlang", "ir-groups", "-i", "f.jsonl", "-o", "g.jsonl"],
+                       cwd=tmp_path, env={**os.environ, "REWARDLANG_CLANG": str(own), "PYTHONPATH": str(ROOT)},
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "is outside /usr" in p.stderr and not (tmp_path / "g.jsonl").exists(), p.stderr

@@ -4,7 +4,6 @@ judged by rewardlang/sandbox/values.py in the trusted process), and each one's m
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 

@@ -14,7 +14,7 @@ import pytest
 
 from rewardlang.integrations import batching, openrlhf, server, verl
 from rewardlang.integrations.batching import Batcher, Overloaded, SpecScorer
-from rewardlang.runtime.program import load_program
+from rewardlang.compiler import load_program
 
 ROOT = Path(__file__).resolve().parents[2]
 QUALITY = str(ROOT / "specs" / "quality_grpo.reward")
@@ -34,7 +34,7 @@ def reference() -> list[dict]:
     res = prog.score([r["completion"] for r in rows], tests=[r["tests"] for r in rows],
                      entry_point=[r["entry_point"] for r in rows], prompt=[r["prompt"] for r in rows])
     prog.close()
-    return [res.row(i) for i in range(len(rows))]
+    return [res.record(i) for i in range(len(rows))]
 
 
 def test_verl_compute_score_keys_and_values(reference: list[dict]) -> None:
@@ -45,15 +45,15 @@ def test_verl_compute_score_keys_and_values(reference: list[dict]) -> None:
     for out, ref in zip(outs, reference):
         assert list(out) == KEYS  # the same keys, in the same order, on every sample
         assert all(math.isfinite(v) for v in out.values())
-        if ref["total"] is None:
+        if ref["reward"] is None:
             assert out["rl_masked"] == 1.0 and out["score"] == 0.0
         else:
             assert out["rl_masked"] == 0.0
-            assert out["score"] == pytest.approx(ref["total"])
+            assert out["score"] == pytest.approx(ref["reward"])
             for c in ("format", "correct", "quality"):
                 assert out[f"rl_{c}"] == pytest.approx(ref["components"][c])
     # the sample file holds a row rewardlang masks (design/scale.md §1.3): it stays masked, finite, same keys
-    assert any(ref["total"] is None for ref in reference) or all(o["rl_masked"] == 0.0 for o in outs)
+    assert any(ref["reward"] is None for ref in reference) or all(o["rl_masked"] == 0.0 for o in outs)
     assert any(o["score"] > 0.9 for o in outs) and any(o["score"] < 0.3 for o in outs)
 
 
@@ -168,7 +168,7 @@ def test_openrlhf_reward_func(monkeypatch: pytest.MonkeyPatch, reference: list[d
                                    [json.dumps(label)])
         assert set(out) == {"rewards", "scores", "extra_logs"}
         assert list(out["extra_logs"]) == KEYS[1:]
-        want = 0.0 if ref["total"] is None else ref["total"]
+        want = 0.0 if ref["reward"] is None else ref["reward"]
         assert out["rewards"] == pytest.approx(want) and out["scores"] == pytest.approx(want)
     # a query that does not start with its prompt, a label that is not the spec's columns: masked, same keys
     out = openrlhf.reward_func(["other text"], ["prompt"], [{}])

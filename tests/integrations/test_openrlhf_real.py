@@ -22,7 +22,7 @@ MODULE = str(ROOT / "rewardlang" / "integrations" / "openrlhf.py")
 
 
 def _samples() -> tuple[list[str], list[str], list[str], list[float | None]]:
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     rows = [json.loads(x) for x in (ROOT / "examples" / "code_samples.jsonl").read_text().splitlines()]
     prog = load_program(SPEC)
@@ -31,7 +31,7 @@ def _samples() -> tuple[list[str], list[str], list[str], list[float | None]]:
     prog.close()
     queries = [r["prompt"] + r["completion"] + "<|im_end|>" for r in rows]  # decoded with the special tokens
     labels = [json.dumps({"tests": r["tests"], "entry_point": r["entry_point"]}) for r in rows]
-    return queries, [r["prompt"] for r in rows], labels, [res.row(i)["total"] for i in range(len(rows))]
+    return queries, [r["prompt"] for r in rows], labels, [res.record(i)["reward"] for i in range(len(rows))]
 
 
 def _check(infos: list[dict], want: list[float | None]) -> None:

@@ -70,7 +70,7 @@ def _batch(tok, rows: list[dict]):  # type: ignore[no-untyped-def]
 
 def _expected(tok, rows: list[dict]) -> list[dict]:  # type: ignore[no-untyped-def]
     """What rewardlang scores for the decoded completions (the text verl hands over)."""
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     texts = [tok.decode(tok(r["completion"], add_special_tokens=False)["input_ids"][:399], skip_special_tokens=True)
              for r in rows]
@@ -78,7 +78,7 @@ def _expected(tok, rows: list[dict]) -> list[dict]:  # type: ignore[no-untyped-d
     res = prog.score(texts, tests=[r["tests"] for r in rows], entry_point=[r["entry_point"] for r in rows],
                      prompt=[r["prompt"] for r in rows])
     prog.close()
-    return [res.row(i) for i in range(len(rows))]
+    return [res.record(i) for i in range(len(rows))]
 
 
 def test_compute_score_through_verls_loader_and_naive_manager(tokenizer_dir: str) -> None:
@@ -102,7 +102,7 @@ def test_compute_score_through_verls_loader_and_naive_manager(tokenizer_dir: str
     assert keys == ["score", "rl_masked", "rl_format", "rl_correct", "rl_quality"]
     for o, w in zip(outs, want):
         assert list(o["reward_extra_info"]) == keys and np.isfinite(o["reward_score"])
-        assert o["reward_score"] == pytest.approx(0.0 if w["total"] is None else w["total"])
+        assert o["reward_score"] == pytest.approx(0.0 if w["reward"] is None else w["reward"])
     assert any(o["reward_score"] > 0.9 for o in outs)
 
 
@@ -126,8 +126,8 @@ def test_batched_manager_in_verls_reward_loop_on_local_ray(tokenizer_dir: str) -
     assert out.meta_info["reward_extra_keys"] == ["score", "rl_masked", "rl_format", "rl_correct", "rl_quality"]
     totals = scores.sum(-1).tolist()
     for t, w, m in zip(totals, want, out.non_tensor_batch["rl_masked"]):
-        assert t == pytest.approx(0.0 if w["total"] is None else w["total"], abs=1e-6)
-        assert m == (1.0 if w["total"] is None else 0.0)
+        assert t == pytest.approx(0.0 if w["reward"] is None else w["reward"], abs=1e-6)
+        assert m == (1.0 if w["reward"] is None else 0.0)
     # the scalar sits on each response's last valid token, as verl's GRPO/GAE expect
     last = data.batch["attention_mask"][:, 64:].sum(-1) - 1
     assert all(scores[i].nonzero().flatten().tolist() in ([], [int(last[i])]) for i in range(len(rows)))

@@ -56,7 +56,7 @@ def test_scorer_places_match_hand_values_and_rewardlangs_dense_rewards(tok, spec
 
     from rewardlang.integrations.batching import SpecScorer
     from rewardlang.integrations.verl_tokens import token_rewards
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
     from rewardlang.trainers.align import TokenAligner
     from rewardlang.trainers.dense import DenseRewards
 
@@ -229,7 +229,7 @@ def test_dense_ppo_through_the_legacy_manager_equals_rewardlangs_ppo_rewards(tok
     from verl import DataProto
 
     from rewardlang.integrations.verl import __getattr__ as verl_attr
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
     from rewardlang.trainers.dense import DenseRewards
 
     dense_spec = str(ROOT / "specs" / "dense_ppo.reward")

@@ -58,7 +58,8 @@ CASES: list[tuple[str, str, str, tuple[int, int, int, int] | None, str | None]] 
      "definitions form a cycle: a -> b -> a", (2, 9, 2, 10), "a `let` cannot depend on itself"),
     ("E105", 'import "no/such/file.reward"\ncomponent c = 1',
      "cannot read `no/such/file.reward`: No such file or directory", (1, 1, 1, 29),
-     "import paths are relative to the importing spec's directory"),
+     "import paths are relative to the importing spec's directory; then the folders of REWARDLANG_IMPORT_PATH and "
+     "the shipped library are searched"),
     ("E107", "let prompt = 1\ncomponent c = 1", "`prompt` is a reserved name", (1, 1, 1, 15), "rename the let: `prompt` means the prompt"),
     # types and arguments
     ("E201", 'component c = len(completion) + "x"', "`+` needs numbers, not `text`", (1, 33, 1, 36),

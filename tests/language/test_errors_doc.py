@@ -75,11 +75,15 @@ ENTRIES = [
     Entry("E104", "`let` definitions depend on each other in a loop.",
           "let a = b + 1\nlet b = a * 2\ncomponent c = a + len(completion)\n",
           "Break the loop: one of the definitions must be computable from the others."),
-    Entry("E105", "An imported file cannot be read (missing, not UTF-8), or imports form a cycle (`a.reward` "
-                  "imports `b.reward`, which imports `a.reward`; a file importing itself; longer cycles). The "
-                  "hint of a cycle names every file in it.",
+    Entry("E105", "An imported file cannot be read (missing, not UTF-8), or is refused: it does not name a "
+                  "`.reward` file, it leads (through `..`, an absolute path or a symlink) outside the spec's folder "
+                  "and the import path (`REWARDLANG_IMPORT_PATH`, the shipped library `specs/lib`), or it is not a "
+                  "regular file of at most 4 MiB (docs/language.md, \"Imports\"); or imports form a cycle "
+                  "(`a.reward` imports `b.reward`, which imports `a.reward`; a file importing itself; longer "
+                  "cycles). The hint of a cycle names every file in it.",
           'import "lib/missing.reward"\ncomponent one = 1\n',
-          "Fix the path: it is relative to the directory of the importing spec."),
+          "Fix the path: it is relative to the directory of the importing spec. A file elsewhere: put its folder "
+          "in `REWARDLANG_IMPORT_PATH`."),
     Entry("E106", "`from \"FILE\" import NAME` names something the file does not define.",
           'from "lib/terms.reward" import marker\ncomponent reason = min(marker, 10) / 10\n',
           "Import a `let` or component the file defines (the hint suggests the closest).",

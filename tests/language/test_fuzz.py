@@ -19,7 +19,7 @@ import pytest
 
 from rewardlang.checker import LANGUAGE_FUNCS
 from rewardlang.diagnostics import CODES, SpecError
-from rewardlang.runtime.program import load_program
+from rewardlang.compiler import load_program
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "specs").rglob("*.reward"))

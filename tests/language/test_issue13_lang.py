@@ -4,7 +4,6 @@ a UTF-8 byte-order mark, nesting depth of flat chains, catastrophic regexes, and
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +69,10 @@ def test_score_output_is_always_valid_json(tmp_path: Path) -> None:
 
 
 def test_clean_writes_every_non_finite_score_as_null() -> None:
-    from rewardlang.cli.score import _clean
+    from rewardlang.runtime.scoring import clean
 
-    assert _clean(float("inf")) is None and _clean(float("-inf")) is None and _clean(float("nan")) is None
-    assert _clean(1.5) == 1.5
+    assert clean(float("inf")) is None and clean(float("-inf")) is None and clean(float("nan")) is None
+    assert clean(1.5) == 1.5
 
 
 def test_score_rejects_nan_and_infinity_tokens_in_input_rows(tmp_path: Path) -> None:
@@ -167,7 +166,7 @@ def _sum(n: int) -> str:
 
 @pytest.mark.parametrize("n", [199, 200, 201, 1000, 5000])
 def test_a_flat_sum_is_not_nesting(n: int) -> None:
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     prog = load_program("s.reward", source=f"component a = {_sum(n)}\nreward = a\n")
     evens = sum(i for i in range(n) if i % 2 == 0)
@@ -182,7 +181,7 @@ def test_a_flat_boolean_chain_is_not_nesting(op: str) -> None:
 
 @pytest.mark.parametrize("forward", [True, False])
 def test_a_chain_of_lets_is_not_nesting(forward: bool) -> None:
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     lets = ["let v0 = len(completion)"] + [f"let v{i} = v{i - 1} + 1" for i in range(1, 400)]
     if not forward:
@@ -334,7 +333,7 @@ def test_no_shipped_spec_uses_a_catastrophic_regex() -> None:
     ("len(matches(completion, /(a+)+$/))", 1.0),
 ])
 def test_catastrophic_regex_work_is_bounded_per_sample(call: str, ok_value: float) -> None:
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     # exponential in the length for `re`: 5,000 characters would run for longer than the universe has existed
     prog = load_program("r.reward", source=f"component a = {call}\n    timeout 0.2\nreward = a\n")
@@ -347,7 +346,7 @@ def test_catastrophic_regex_work_is_bounded_per_sample(call: str, ok_value: floa
 
 def test_without_a_component_timeout_the_regex_deadline_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     from rewardlang.runtime import kernels
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     monkeypatch.setattr(kernels, "REGEX_TIMEOUT", 0.1)
     prog = load_program("r.reward", source="component a = count(completion, /(a+)+$/)\nreward = a\n")

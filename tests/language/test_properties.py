@@ -21,7 +21,7 @@ from rewardlang.fmt import format_source
 from rewardlang.parser import parse
 from rewardlang.runtime.components.text import distinct_py
 from rewardlang.runtime.ngrams import distinct_words
-from rewardlang.runtime.program import load_program
+from rewardlang.compiler import load_program
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(str(p) for p in (ROOT / "specs").rglob("*.reward"))

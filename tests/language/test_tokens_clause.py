@@ -35,7 +35,7 @@ def test_placements_in_completion_characters() -> None:
         "syntax": {"ranges": [[17, 23, 1.0], [23, 28, -1.0], [7, 17, 2.0], [28, 32, 2.0]]},
     }
     assert "plain" not in got  # no clause: a sequence reward, unchanged output
-    assert res.row(0)["tokens"] == got
+    assert res.record(0)["tokens"] == got
 
 
 def test_score_cli_writes_the_placements(tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""The on-disk cache of compiled specs (rewardlang.runtime.program._compile_cached): a hit skips the parser and
+"""The on-disk cache of compiled specs (rewardlang.compiler._compile_cached): a hit skips the parser and
 checker, and any change to what the spec was compiled from (its file, an imported file, parameters) recompiles."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardlang.runtime import program as P
+from rewardlang import compiler as P
 
 
 @pytest.fixture

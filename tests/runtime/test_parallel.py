@@ -102,7 +102,7 @@ def test_the_caller_takes_back_every_chunk_no_worker_has_started(programs) -> No
                 ran_here.append((name, m))
                 if name == "b" and sum(1 for x, _ in ran_here if x == "b") == len(b.bounds):
                     go.set()  # B's last chunk: the worker may now go on with A's committed chunks
-                return pooled._row_phase_local(c, m, step, workers=1)
+                return pooled.row_phase(c, m, step, workers=1)
             return run
 
         try:
@@ -119,7 +119,7 @@ def test_the_caller_takes_back_every_chunk_no_worker_has_started(programs) -> No
         assert [x for x, _ in ran_here if x == "b"] == ["b"] * len(b.bounds) and b.tail == -1
         out_b = b.result()
     for cols, out in ((cols_a, out_a), (cols_b, out_b)):
-        ref = local._row_phase_local(cols, 1500, 0)
+        ref = local.row_phase(cols, 1500, 0)
         for k in ref:
             np.testing.assert_array_equal(ref[k][0].v, out[k][0].v)
             assert (ref[k][0].err or [None] * 1500) == (out[k][0].err or [None] * 1500)

@@ -111,8 +111,8 @@ def expected(text: str, ends: list[int], tests_value: float) -> dict[str, list[f
     for e in ends:
         s, prev = prev, e
         if e == s:
-            for k in out:
-                out[k].append(0.0)
+            for values in out.values():
+                values.append(0.0)
             continue
         out["lint"].append(-1.0 if any(touches(s, e, a, z) for a, z in flagged) else 1.0)
         if b is None:

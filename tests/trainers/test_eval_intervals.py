@@ -168,6 +168,11 @@ def test_heldout_evaluation_writes_before_after_and_the_paired_change(tmp_path: 
     assert lines[0].startswith("held-out reward (spec `codepo_text`, 40 HumanEval problems never trained on")
     assert "change +1.073 (95% CI +" in lines[0] and "format 0.250 -> 0.900" in lines[1]
     assert lines[2].startswith("held-out pass@1 (40 HumanEval problems")
+    # the plot's last panel reads before/after (not `change`, whose pass@1 is a paired summary)
+    from rewardlang.trainers.plot import plot_run
+
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "reward": s / 10}) + "\n" for s in (1, 2)))
+    assert Path(plot_run(str(tmp_path))).stat().st_size > 0
 
 
 def test_eval_command_scores_with_the_spec_and_pairs_with_an_earlier_evaluation(tmp_path: Path) -> None:
@@ -202,3 +207,21 @@ def test_eval_command_scores_with_the_spec_and_pairs_with_an_earlier_evaluation(
     bad.write_text('{"task_id": "HumanEval/0"}\n')
     res = CliRunner().invoke(app, ["eval", "--completions", str(second), "--compare", str(bad)])
     assert res.exit_code == 1 and "bad.jsonl:1: not a per-problem evaluation record" in res.output
+
+
+def test_evaluate_stage_runs_once_before_and_passes_the_spec(tmp_path: Path, monkeypatch) -> None:
+    """finish_run's entry point (every trainer's held-out evaluation goes through it): main process only, `before`
+    not again on a resume, the run's spec handed on."""
+    from rewardlang.trainers import report
+    from rewardlang.trainers.config import TrainConfig
+
+    seen = []
+    monkeypatch.setattr(report, "evaluate_heldout", lambda *a, **k: seen.append((a[5], k["program"])) or {})
+    rows, prog = [{"task_id": "t"}], object()
+    assert report.evaluate_stage("before", None, None, rows, TrainConfig(), str(tmp_path), main=False,
+                                 program=prog) is None
+    report.evaluate_stage("before", None, None, rows, TrainConfig(), str(tmp_path), main=True, program=prog)
+    (tmp_path / "eval-before.jsonl").write_text("{}\n")
+    report.evaluate_stage("before", None, None, rows, TrainConfig(), str(tmp_path), main=True, program=prog)
+    report.evaluate_stage("after", None, None, rows, TrainConfig(), str(tmp_path), main=True, program=prog)
+    assert seen == [("before", prog), ("after", prog)]

@@ -112,7 +112,7 @@ def test_resume_continues_exactly(data: dict, tmp_path: Path, algo: str) -> None
     a, _ = _load(f"{full}/final")
     b, _ = _load(f"{part}/final")
     init, _ = _load(f"{full}/initial_model")
-    for (name, x), y, z in zip(a.state_dict().items(), b.state_dict().values(), init.state_dict().values()):
+    for (name, x), y, _z in zip(a.state_dict().items(), b.state_dict().values(), init.state_dict().values()):
         assert torch.equal(x, y), name
     assert any(not torch.equal(x, z) for x, z in zip(a.state_dict().values(), init.state_dict().values()))
     la = [(r["step"], r["loss"]) for r in read_metrics(f"{full}/metrics.jsonl") if "loss" in r]

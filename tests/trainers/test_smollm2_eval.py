@@ -217,12 +217,17 @@ def test_smollm2_conversion_matches_gguf_and_cache_is_reused(tmp_path, monkeypat
 
 def test_cli_default_model_yields_to_config_file_and_set(tmp_path, monkeypatch) -> None:
     from rewardlang.trainers import cli
+    from rewardlang.trainers.run import load_layers
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("train:\n  model: ./somewhere\n")
-    assert cli._names_model("specs/quality_grpo.reward", str(cfg), {})
-    assert cli._names_model("specs/quality_grpo.reward", None, {"train.model": "tiny"})
-    assert not cli._names_model("specs/quality_grpo.reward", None, {})
+    spec = "specs/quality_grpo.reward"
+    # the spec compiled and the configuration read once; the CLI's default model only where no layer names one
+    assert load_layers(spec, str(cfg), {}, {}, default_model="smollm2").cfg.model == "./somewhere"
+    tiny = load_layers(spec, None, {"train.model": "tiny"}, {}, default_model="smollm2")
+    assert tiny.cfg.model is None and tiny.sources["model"] == "--set"
+    assert load_layers(spec, None, {}, {}, default_model="smollm2").cfg.model == "smollm2"
+    assert load_layers(spec, None, {}, {"model": "./m"}, default_model="smollm2").cfg.model == "./m"  # --model
     monkeypatch.delenv("REWARDLANG_DEFAULT_MODEL")
     assert cli.default_model() == "smollm2"
 

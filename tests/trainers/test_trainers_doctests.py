@@ -7,8 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["config", "model", "data", "metrics", "plot", "cli", "grpo", "align", "dense", "authors", "algos", "ppo", "gepo", "dpo", "oorl", "run",
-           "evaluate", "eval_lang"]
+MODULES = ["config", "model", "data", "metrics", "runlog", "plot", "cli", "grpo", "align", "dense", "authors", "algos", "ppo", "gepo", "dpo", "oorl", "run",
+           "evaluate", "eval_lang", "defaults"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -215,11 +215,15 @@ def tags(text: list[str], name: str, *, params: TagParams, ctx: Context) -> list
 _EOL = re.compile(r"\r\n|\r|\n")
 
 
-def _fences(text: str) -> list[tuple[str, int, int, bool]]:
+def fences(text: str) -> list[tuple[str, int, int, bool]]:
     """Fenced blocks as (language, content start, content end, closed). A fence is ``` anywhere; lines end at
     ``\\n``, ``\\r\\n`` or a lone ``\\r`` (as Python's). The info string runs to the end of the opening fence's
     line and the content starts after that line's break; a closed block's content ends where :func:`_content_end`
-    says (before the line break ahead of the closing fence's line, that line's indentation included)."""
+    says (before the line break ahead of the closing fence's line, that line's indentation included).
+
+        >>> fences("a\\n```py\\nx = 1\\n```\\n```js\\nlet")
+        [('py', 8, 13, True), ('js', 24, 27, False)]
+    """
     out = []
     pos = 0
     while True:
@@ -262,7 +266,12 @@ def _content_end(text: str, start: int, close: int) -> int:
     return k - 2 if text[k - 2:k] == "\r\n" and k - 2 >= start else k - 1
 
 
-def _lang_ok(lang: str, want: str | None) -> bool:
+def fence_language_ok(lang: str, want: str | None) -> bool:
+    """Whether a fence's info string ``lang`` names the language ``want`` (any, when ``want`` is none).
+
+        >>> fence_language_ok("py", "python"), fence_language_ok("js", "python"), fence_language_ok("js", None)
+        (True, False, True)
+    """
     if not want:
         return True
     from rewardlang.sandbox.languages import fence_names  # stdlib-only; the fence names of each language
@@ -290,7 +299,7 @@ def code_block(text: list[str], lang: Any, *, params: BlockParams, ctx: Context)
     out: list[str | None] = []
     offs: list[int | None] = []
     for t, lg in zip(text, per_row(lang, len(text))):
-        blocks = [b for b in _fences(t) if _lang_ok(b[0], lg) and (b[3] or params.allow_unclosed)]
+        blocks = [b for b in fences(t) if fence_language_ok(b[0], lg) and (b[3] or params.allow_unclosed)]
         if not blocks:
             out.append(None)
             offs.append(None)
@@ -304,20 +313,20 @@ def code_block(text: list[str], lang: Any, *, params: BlockParams, ctx: Context)
 @function("code_blocks", args={"text": "text", "lang": _LANG},
           returns="list[code]", tags=CHEAP, doc="The contents of every closed fenced block (of one language).")
 def code_blocks(text: list[str], lang: Any, *, params: None, ctx: Context) -> list[list[str]]:
-    return [[t[b[1]:b[2]] for b in _fences(t) if b[3] and _lang_ok(b[0], lg)]
+    return [[t[b[1]:b[2]] for b in fences(t) if b[3] and fence_language_ok(b[0], lg)]
             for t, lg in zip(text, per_row(lang, len(text)))]
 
 
 @function("n_code_blocks", args={"text": "text", "lang": _LANG},
           returns="number", tags=CHEAP, doc="How many fenced blocks (closed or not) the text has.")
 def n_code_blocks(text: list[str], lang: Any, *, params: None, ctx: Context) -> list[float]:
-    return [float(sum(1 for b in _fences(t) if _lang_ok(b[0], lg))) for t, lg in zip(text, per_row(lang, len(text)))]
+    return [float(sum(1 for b in fences(t) if fence_language_ok(b[0], lg))) for t, lg in zip(text, per_row(lang, len(text)))]
 
 
 @function("unclosed_fence", args={"text": "text"}, returns="bool", tags=CHEAP,
           doc="True when a ``` fence is opened and never closed.")
 def unclosed_fence(text: list[str], *, params: None, ctx: Context) -> list[bool]:
-    return [any(not b[3] for b in _fences(t)) for t in text]
+    return [any(not b[3] for b in fences(t)) for t in text]
 
 
 # ---------------------------------------------------------------------- regular expressions

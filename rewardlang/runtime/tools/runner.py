@@ -34,13 +34,11 @@ a forked child per run, same deadlines and kills; ``REWARDLANG_TOOL_WARM=0``: a 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 import os
 import shlex
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -51,7 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from rewardlang.processes import kill_group
+from rewardlang.runtime.tools.command import Completed, run_command
+from rewardlang.runtime.tools.warm import run_warm
 
 __all__ = [
     "Completed", "FileResult", "BatchTool", "run_command", "run_batch", "resolve_command", "file_name_for",
@@ -62,25 +61,6 @@ __all__ = [
 ENV_PREFIX = "REWARDLANG_TOOL_"
 #: small, valid Python every tool must analyse without failing (the health probe)
 PROBE_SOURCE = "VALUE = 1\n"
-
-
-@dataclass
-class Completed:
-    """The outcome of one subprocess run."""
-
-    argv: list[str]
-    returncode: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    #: the executable could not be started at all (not found, not executable)
-    missing: bool = False
-    elapsed: float = 0.0
-
-    def tail(self, n: int = 400) -> str:
-        """The end of stderr (or stdout), for error messages."""
-        text = (self.stderr or self.stdout or "").strip()
-        return text[-n:]
 
 
 @dataclass
@@ -117,46 +97,9 @@ def startup_allowance(default: float) -> float:
     return default
 
 
-def run_command(argv: Sequence[str], *, timeout: float, cwd: str | Path | None = None,
-                env: dict[str, str] | None = None) -> Completed:
-    """Run ``argv``, capturing its output, killing its whole process group after ``timeout`` seconds."""
-    from rewardlang.outputs import interrupts_deferred
-
-    t0 = time.monotonic()
-    with interrupts_deferred():  # an interrupt inside Popen would leave a child that nothing kills
-        try:
-            proc = subprocess.Popen(
-                list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, start_new_session=True,
-            )
-        except (FileNotFoundError, PermissionError, NotADirectoryError, OSError) as exc:
-            return Completed(list(argv), None, "", f"{type(exc).__name__}: {exc}", missing=True)
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=max(timeout, 0.01))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_group(proc)
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
-            out, err = b"", b""
-    except BaseException:  # an interrupt while the tool runs: the tool ends with the command
-        kill_group(proc)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=10)
-        raise
-    return Completed(
-        list(argv), proc.returncode, out.decode("utf-8", errors="replace"),
-        err.decode("utf-8", errors="replace"), timed_out=timed_out, elapsed=time.monotonic() - t0,
-    )
-
-
 def _launch(argv: Sequence[str], *, timeout: float, cwd: Path, env: dict[str, str], stats: Counter) -> Completed:
     """One tool run: in the warm helper when the command is one of its tools (no interpreter start, no
     re-import; :mod:`~rewardlang.runtime.tools.warm`), else a fresh process."""
-    from rewardlang.runtime.tools.warm import run_warm
-
     run = run_warm(argv, timeout=timeout, cwd=cwd, env=env, stats=stats)
     return run if run is not None else run_command(argv, timeout=timeout, cwd=cwd, env=env)
 

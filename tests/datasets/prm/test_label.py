@@ -69,7 +69,7 @@ def test_counts_and_rows(small) -> None:
     _, data = small
     rep = data.report()
     assert rep["counts"]["problems"] == 8 and rep["counts"]["infra_dropped"] == 0
-    for name, o in rep["operators"].items():
+    for _name, o in rep["operators"].items():
         assert o["applied"] == o["chosen"] + o["rejected"] + o["infra_dropped"]
     assert rep["dpo_rows"] == sum(o["rejected"] for o in rep["operators"].values())
     for r in data.steps:
@@ -207,7 +207,7 @@ def test_prm_data_takes_operators_level_and_seed_from_a_spec(tmp_path) -> None:
         "return_none"}
     # the shipped spec lists every registered operator
     from rewardlang.datasets.prm import mutate
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     shipped_path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "specs", "prm.reward")
     shipped = label.settings_from_spec(load_program(shipped_path).params, shipped_path)

@@ -145,3 +145,37 @@ def test_report_names_them(tmp_path: Path) -> None:
     html = _cli("report", str(ROOT / "specs" / "dpo_tests.reward"), "-i", str(data), "-o",
                 str(tmp_path / "r.html"), cwd=tmp_path)
     assert html.returncode == 0 and "use names nothing defines" in (tmp_path / "r.html").read_text()
+
+
+def test_eval_passes_the_prompt_as_prelude_and_names_what_is_undefined(capsys: pytest.CaptureFixture) -> None:
+    """`rewardlang eval`'s judge: raw tests with the prompt pass the canonical solutions; a prompt that lacks the
+    helper leaves it undefined, said once on stderr and in the summary, never a silent 0."""
+    from rewardlang.trainers.evaluate import evaluate
+
+    rows = [{"task_id": r["task_id"], "prompt": r["prompt"], "tests": r["test"], "entry_point": r["entry_point"]}
+            for r in (RAW[32], RAW[38])]
+    summary, _ = evaluate(rows, completions=[[r["canonical_solution"]] for r in (RAW[32], RAW[38])])
+    assert summary["pass@1"] == 1.0 and "undefined_names" not in summary
+    # the same problem with its prompt reduced to the entry point's signature (no `poly` in it)
+    bare = dict(rows[0], prompt=RAW[32]["prompt"][RAW[32]["prompt"].index("def find_zero"):])
+    capsys.readouterr()
+    summary, _ = evaluate([bare], completions=[[RAW[32]["canonical_solution"]]])
+    assert summary["undefined_names"] == [{"task": "HumanEval/32", "names": ["poly"]}]
+    assert summary["pass@1"] == 0.0
+    err = capsys.readouterr().err
+    assert err.count("use names nothing defines") == 1 and "`HumanEval/32`: poly" in err
+
+
+def test_training_says_it_once_per_run(capsys: pytest.CaptureFixture) -> None:
+    """The trainers' per-step reward metrics (StepReward) print the warning the first step a task appears, once."""
+    from rewardlang.trainers.health import StepReward
+
+    prog = rewardlang.load(str(ROOT / "specs" / "dpo_tests.reward"))
+    rows = [_row(RAW[50], prompt=False), _row(RAW[1], prompt=False)]
+    sr = StepReward(prog)
+    for _ in range(2):   # two steps over the same rows
+        out = prog.score(**{k: [r.get(k) for r in rows] for k in ("completion", "tests", "entry_point", "solution")})
+        sr.observe(out.components, out.total)
+        sr.take()
+    err = capsys.readouterr().err
+    assert err.count("use names nothing defines") == 1 and "`decode_shift`: encode_shift" in err

@@ -27,7 +27,7 @@ import rewardlang
 from rewardlang.diagnostics import SpecError
 from rewardlang.runtime.api import Context, function
 from rewardlang.runtime.components.text import TagParams, _tag_matches, _tag_regex
-from rewardlang.runtime.program import load_program
+from rewardlang.compiler import load_program
 
 from hostile import HOSTILE, NORMAL
 

@@ -20,7 +20,7 @@ import pytest
 
 from rewardlang.runtime.api import Context
 from rewardlang.runtime.components.quality import QualityParams, quality_score
-from rewardlang.runtime.tools import codequal, pylint, warm
+from rewardlang.runtime.tools import codequal, pylint, warm, warm_helper
 from rewardlang.runtime.tools.runner import file_name_for
 from rewardlang.runtime.tools.warm import HelperDead, WarmHelper
 
@@ -283,7 +283,7 @@ def test_docstring_examples() -> None:
 
 # ------------------------------------------------------------------------ pylint configured once in the helper
 def _forked_child(data: dict, tmp_path: Path) -> tuple[int, str, str]:
-    """Run ``warm._child(data)`` in a forked child as the helper does: (status, stdout, stderr)."""
+    """Run ``warm_helper._child(data)`` in a forked child as the helper does: (status, stdout, stderr)."""
     out, err = tmp_path / "child.out", tmp_path / "child.err"
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -294,7 +294,7 @@ def _forked_child(data: dict, tmp_path: Path) -> tuple[int, str, str]:
             os.dup2(fe, 2)
             # the helper's streams are the interpreter's own, on descriptors 1 and 2 (not pytest's capture)
             sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)  # noqa: SIM115
-            code = warm._child(data)
+            code = warm_helper._child(data)
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -331,7 +331,7 @@ def test_a_run_of_the_configured_linter_is_what_python_dash_m_pylint_prints(case
     data = _pylint_data(tmp_path, files or {"m_placeholder.py": "x = 1\n"}, ["E", "W", "unused-import"])
     if not files:  # the command line names a file the directory does not hold
         (Path(data["cwd"]) / "m_placeholder.py").unlink()
-    warm._prepare_pylint(data)
+    warm_helper._prepare_pylint(data)
     assert data.get("prepared") is not None  # this run goes through the configured linter
     hot = _forked_child(data, tmp_path)
     cold = subprocess.run([sys.executable, "-m", "pylint", *data["args"]], cwd=data["cwd"], env=data["env"],
@@ -345,17 +345,17 @@ def test_a_run_that_the_configured_linter_does_not_fit_runs_as_python_dash_m(tmp
     files = {"m_a.py": "import os\n"}
     # a configuration file with something in it: read by the run itself
     data = _pylint_data(tmp_path, files, ["unused-import"], rc="[MAIN]\nignore-patterns=^m_a\\.py$\n")
-    warm._prepare_pylint(data)
+    warm_helper._prepare_pylint(data)
     assert "prepared" not in data
     assert json.loads(_forked_child(data, tmp_path)[1])["messages"] == []  # the file's setting applied (ignored)
     # an option the configured linter is not kept for
     data = _pylint_data(tmp_path, files, ["unused-import"])
     data["args"].insert(1, "--load-plugins=pylint.extensions.docparams")
-    warm._prepare_pylint(data)
+    warm_helper._prepare_pylint(data)
     assert "prepared" not in data
     # a set-up that emits a message (an unknown message name) is not kept: `python -m pylint` says it each time
     data = _pylint_data(tmp_path, files, ["unused-import", "no-such-message"])
-    warm._prepare_pylint(data)
+    warm_helper._prepare_pylint(data)
     assert "prepared" not in data
     hot = _forked_child(data, tmp_path)
     cold = subprocess.run([sys.executable, "-m", "pylint", *data["args"]], cwd=data["cwd"], env=data["env"],
@@ -370,8 +370,8 @@ def test_each_run_of_a_configured_linter_starts_from_the_same_state(tmp_path: Pa
     (tmp_path / "b").mkdir()
     a = _pylint_data(tmp_path / "a", {"m_a.py": "import os\n"}, ["unused-import"])
     b = _pylint_data(tmp_path / "b", {"m_b.py": "import sys\n"}, ["unused-import"])
-    warm._prepare_pylint(a)
-    warm._prepare_pylint(b)
+    warm_helper._prepare_pylint(a)
+    warm_helper._prepare_pylint(b)
     assert a["prepared"] == b["prepared"]  # one linter for both: same options
     ra, rb = _forked_child(a, tmp_path), _forked_child(b, tmp_path)
     assert [m["path"] for m in json.loads(ra[1])["messages"]] == ["m_a.py"]

@@ -1,0 +1,682 @@
+"""Scoring rows: the one path from JSON rows to scored records, below every command and adapter that scores.
+
+A row is a dict of columns (a line of a JSONL file, a request's sample). :func:`score_rows` scores a list of rows as
+one batch: their columns are read and checked (the spec's inputs, by column name), bad rows are failed or skipped
+by policy, the advantage groups are read (the spec's own group column, or ``group_by``), and the result is a
+:class:`Scored` whose :meth:`~Scored.records` are the input rows with their scores added (:func:`record`: one shape
+for every writer). :func:`score_file` scores a JSONL file in batches that never split a group, with the same policy,
+a check that each group's rows are contiguous, worker processes only when they repay their start, and the next
+batch read while the workers score the last one.
+
+Bad data is a :class:`ScoringError` carrying :class:`DataIssue` values (a stable code, the file, line, row and
+column, a message and a hint), never a traceback; the caller prints ``render()``, as it prints spec errors:
+
+- ``D001``: a value of a column is not what the spec's input declares, or a column the spec reads is missing;
+- ``D002``: the rows of a group are not contiguous in a file (a batch would hold part of the group);
+- ``D003``: a line is not a JSON object.
+
+    >>> import rewardlang
+    >>> prog = rewardlang.loads("input group: text\\ncomponent n in [0, 5] = len(completion)")
+    >>> scored = score_rows(prog, [{"group": "a", "completion": "ab"}, {"group": "a", "completion": "abcdefg"}])
+    >>> [(r["reward"], r.get("errors")) for r in scored.records()]
+    [(2.0, None), (None, {'n': 'value 7 outside the declared range [0, 5]'})]
+    >>> try:
+    ...     score_rows(prog, [{"completion": 3}], label="rows.jsonl")
+    ... except ScoringError as exc:
+    ...     print(exc.render())
+    error[D001]: rows.jsonl: row 0: column `completion` expected text, got int
+    error[D001]: rows.jsonl: row 0: column `group` missing: the spec's input `group` reads column `group`
+    hint: fix the data, or read `group` from another column: `input group: text from "<column>"`
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+
+from rewardlang.jsonl import iter_jsonl, parse_line
+from rewardlang.outputs import OutputError, atomic_write, check_output, quiet_broken_pipe
+from rewardlang.runtime.parallel import stop_tracker
+
+if TYPE_CHECKING:  # pragma: no cover - types only: this module works on any program, and program.py imports it
+    from rewardlang.runtime.program import Pending, Program, ScoreResult
+
+__all__ = ["OUTPUT_KEYS", "DataError", "DataIssue", "ScoringError", "Scored", "Summary", "clean", "record",
+           "group_keys", "group_value", "GroupOrder", "score_rows", "score_file", "module_main"]
+
+#: keys a scored record adds to its row; an input column of the same name is replaced (and a warning says so)
+OUTPUT_KEYS = ("reward", "components", "advantage", "errors", "masked", "spans")
+#: seconds a worker pool costs before it scores anything (spawn, imports, compiled kernels), on a loaded 2-core VM
+POOL_START_S = 1.5
+
+
+class DataError(ValueError):
+    """Bad input data: every problem names its row (0-based, in the batch) and column."""
+
+    def __init__(self, problems: list[tuple[int, str, str]]) -> None:
+        self.problems = problems
+        shown = "; ".join(f"row {r}: column `{c}`: {m}" for r, c, m in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        super().__init__(f"{len(problems)} bad value(s): {shown}{more}")
+
+
+@dataclass(frozen=True)
+class DataIssue:
+    """One problem with the data, located: ``code`` (D001-D003), ``message``, and where: the ``file`` (its label),
+    the ``line`` in it, the ``row`` (0-based) and the data ``column``; ``hint`` says what to do.
+
+        >>> DataIssue("D003", "invalid JSON: Expecting value (column 1)", file="rows.jsonl", line=4).render()
+        'error[D003]: rows.jsonl:4: invalid JSON: Expecting value (column 1)'
+    """
+
+    code: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    row: int | None = None
+    column: str | None = None
+    hint: str | None = None
+
+    def render(self, severity: str = "error") -> str:
+        where = ""
+        if self.file is not None:
+            where = self.file + (f":{self.line}" if self.line is not None else "")
+            where += (f": row {self.row}" if self.row is not None else "") + ": "
+        return f"{severity}[{self.code}]: {where}{self.message}"
+
+
+class ScoringError(Exception):
+    """Bad data that stops a run: its :class:`DataIssue` values, rendered by :meth:`render` (``cause``: the
+    program's :class:`DataError`, where the issues come from one)."""
+
+    def __init__(self, issues: Sequence[DataIssue], cause: DataError | None = None) -> None:
+        self.issues = list(issues)
+        self.cause = cause
+        super().__init__(self.render())
+
+    def render(self, limit: int | None = None, hints: bool = True) -> str:
+        """The issues' lines (the first ``limit``), then each distinct hint once."""
+        lines = [i.render() for i in self.issues[:limit]]
+        if hints:
+            lines += [f"hint: {h}" for h in dict.fromkeys(i.hint for i in self.issues if i.hint)]
+        return "\n".join(lines)
+
+
+def clean(x: Any) -> float | None:
+    """A score as JSON: none (NaN) and a non-finite value (an overflow such as `exp(len(completion))`) are null, so
+    every output line is valid JSON.
+
+        >>> clean(0.5), clean(float("nan")), clean(float("inf"))
+        (0.5, None, None)
+    """
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def record(res: ScoreResult, i: int) -> dict[str, Any]:
+    """Row ``i`` of a result as the scored record every writer uses: ``reward`` (the total), ``components``,
+    ``advantage`` (with an advantage pipeline), then, where the row has any, ``errors``, ``masked`` (the masked
+    components), ``spans`` and ``tokens`` (where `tokens` clauses place each value); a score that is none is null.
+
+        >>> import rewardlang
+        >>> res = rewardlang.loads("component n in [0, 3] = len(completion)").score(completion=["ab", "abcd"])
+        >>> record(res, 0), record(res, 1)["masked"]
+        ({'reward': 2.0, 'components': {'n': 2.0}}, ['n'])
+    """
+    rec: dict[str, Any] = {"reward": clean(res.total[i])}
+    rec["components"] = {k: clean(v[i]) for k, v in res.components.items()}
+    if res.advantages is not None:
+        rec["advantage"] = clean(res.advantages[i])
+    errs = {k: e[i] for k, e in res.errors.items() if e[i] is not None}
+    if errs:
+        rec["errors"] = errs
+    masked = [k for k, m in res.masked.items() if m[i]]
+    if masked:
+        rec["masked"] = masked
+    spans = {k: [list(s) for s in v[i]] for k, v in res.spans.items() if v[i]}
+    if spans:
+        rec["spans"] = spans
+    tokens = {k: v[i].as_json() for k, v in res.attribution.items() if v[i] is not None}
+    if tokens:  # `tokens` clauses: where each value reaches the completion's characters
+        rec["tokens"] = tokens
+    return rec
+
+
+# ---------------------------------------------------------------------- groups
+
+def group_value(g: Any) -> Any:
+    """A group column's value as a group id (a list or an object by its JSON, keys sorted)."""
+    return json.dumps(g, sort_keys=True) if isinstance(g, (list, dict)) else g
+
+
+def group_keys(prog: Program, group_by: str | None) -> list[tuple[str, str, bool]]:
+    """(input name, column, main) of each key the advantage groups rows by; ``group_by`` replaces the main one."""
+    adv = prog.spec["advantage"]
+    if adv is None:
+        return [("group", group_by, True)] if group_by else []
+    main = adv["scope"][1] if adv["scope"][0] == "group" else None
+    out = []
+    for key in adv["group_keys"]:
+        if key == main and group_by:
+            out.append((key, group_by, True))
+        else:
+            inp = next((i for i in prog.inputs if i.name == key), None)
+            out.append((key, inp.column if inp is not None else key, key == main))
+    if group_by and main is None:
+        out.append(("group", group_by, True))
+    return out
+
+
+class GroupOrder:
+    """The D002 check of a stream of batches: a group whose rows come back after a later group's is an error (a
+    batch holding part of a group would give it a wrong advantage)."""
+
+    def __init__(self, keys: list[tuple[str, str, bool]], label: str) -> None:
+        self.keys, self.label = keys, label
+        self.seen: list[set[Any]] = [set() for _ in keys]
+
+    def of(self, row: dict[str, Any]) -> tuple[Any, ...]:
+        """The row's value of each group key."""
+        return tuple(group_value(row.get(col, row.get(key))) for key, col, _ in self.keys)
+
+    def add(self, j: int, values: list[Any]) -> None:
+        """Key ``j``'s values of the next batch; :class:`ScoringError` (D002) when one was in an earlier batch."""
+        here = set(values)
+        again = here & self.seen[j]
+        if again:
+            g = next(v for v in values if v in again)
+            col = self.keys[j][1]
+            raise ScoringError([DataIssue("D002", f"rows of group {g!r} are not contiguous in {self.label}; sort it "
+                                                  f"by `{col}`", column=col)])
+        self.seen[j] |= here
+
+
+# ---------------------------------------------------------------------- one batch
+
+def columns_needed(prog: Program, rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The columns to read: each used input's column (or its name), as present in the rows."""
+    present: set[str] = set().union(*(r.keys() for r in rows)) if rows else set()
+    out = []
+    for i in prog.inputs:
+        if i.used and (i.column in present or i.name in present):
+            out.append(i.column if i.column in present else i.name)
+    return sorted(set(out))
+
+
+class _Run:
+    """What scoring one input keeps between its batches: the policy, the group keys and their order, the bad rows
+    skipped, the input columns already warned about."""
+
+    def __init__(self, prog: Program, *, label: str, group_by: str | None, on_bad_row: str, step: int,
+                 warn: Callable[[str], None] | None, order: bool = True, numbered: bool = True) -> None:
+        if on_bad_row not in ("fail", "skip"):
+            raise ValueError(f"on_bad_row is 'fail' or 'skip', not {on_bad_row!r}")
+        self.prog, self.label, self.group_by, self.on_bad_row, self.step = prog, label, group_by, on_bad_row, step
+        self.warn = warn if warn is not None else _stderr_line
+        self.keys = group_keys(prog, group_by)
+        # a group key that group_by replaces is not read when the per-sample phase does not need it
+        self.skip = [k for k, _, main in self.keys if main and group_by and k not in prog.row_inputs]
+        self.order = GroupOrder(self.keys, label) if order else None
+        self.numbered = numbered  # rows carry line numbers of a file (else: positions in a list)
+        self.bad_rows: list[tuple[int, str]] = []
+        self.warned: set[str] = set()
+
+    def missing_hint(self, whole: list[tuple[str, str]]) -> str:
+        hint = "fix the data"
+        prog = self.prog
+        for c, _ in whole:
+            inp = next((i for i in prog.inputs if c in (i.name, i.column)), None)
+            if inp is None or inp.name == "completion":
+                continue
+            is_main_key = any(k == inp.name and main for k, _, main in self.keys)
+            if is_main_key and inp.name in prog.row_inputs:
+                hint += (f"; the spec reads `{inp.name}` beyond grouping (--group-by replaces only the group key), "
+                         f"so add the column, or read it from another one: `input {inp.name}: {inp.type} from "
+                         f'"<column>"`')
+            elif is_main_key:
+                hint += (f", or group by another column: --group-by <column>, or `input {inp.name}: {inp.type} "
+                         f'from "<column>"` in the spec')
+            else:
+                hint += f', or read `{inp.name}` from another column: `input {inp.name}: {inp.type} from "<column>"`'
+        return hint
+
+    def columns(self, batch: list[tuple[int, dict[str, Any]]]
+                ) -> tuple[list[tuple[int, dict[str, Any]]], dict[str, list[Any]], dict[str, list[Any]]]:
+        """The batch's validated columns (bad rows failed or skipped by the policy): (rows kept, columns, raw)."""
+        prog = self.prog
+        rows = [r for _, r in batch]
+        given = {k: [r.get(k) for r in rows] for k in columns_needed(prog, rows)}
+        try:
+            return batch, prog.columns(len(rows), given, by="column", skip=self.skip), given
+        except DataError as exc:
+            whole = [(c, m) for _, c, m in exc.problems if m.startswith("missing") or m.startswith("no completions")]
+            if whole or self.on_bad_row == "fail":
+                hint = (self.missing_hint(whole) if whole else
+                        "fix the data, or pass --on-bad-row skip to skip (and count) bad rows")
+                issues = []
+                for r, c, m in exc.problems:
+                    if (c, m) in whole and self.numbered:
+                        issues.append(DataIssue("D001", f"column `{c}` {m}", file=self.label, column=c, hint=hint))
+                    else:
+                        line = batch[r][0] if self.numbered else None
+                        issues.append(DataIssue("D001", f"column `{c}` {m}", file=self.label, line=line,
+                                                row=line - 1 if self.numbered else batch[r][0], column=c, hint=hint))
+                raise ScoringError(issues, exc) from None
+            bad = {r for r, _, _ in exc.problems}
+            for r, c, m in exc.problems:
+                self.bad_rows.append((batch[r][0], f"column `{c}` {m}"))
+            batch = [b for i, b in enumerate(batch) if i not in bad]
+            rows = [r for _, r in batch]
+            given = {k: [r.get(k) for r in rows] for k in columns_needed(prog, rows)}
+            try:  # only good rows are left
+                return batch, prog.columns(len(rows), given, by="column", skip=self.skip), given
+            except DataError as again:  # a problem the first pass could not pin on a row: every row is bad, counted
+                self.bad_rows.extend((ln, f"the batch's columns: {again}") for ln, _ in batch)
+                return [], {}, {}
+
+    def groups(self, rows: list[dict[str, Any]]) -> list[Any] | None:
+        """The rows' ids of the main group key when ``group_by`` names it (else None: the program reads the spec's
+        own group columns), after checking every key's order."""
+        group = None
+        for j, (key, col, main) in enumerate(self.keys):
+            if self.group_by and main and col not in rows[0]:
+                raise ScoringError([DataIssue("D001", f"--group-by {self.group_by}: no such column in {self.label}",
+                                              column=self.group_by)])
+            if col not in rows[0] and key not in rows[0]:
+                continue  # the program reports a group key it needs and lacks
+            values = [group_value(r.get(col, r.get(key))) for r in rows]
+            if main and self.group_by:
+                group = values
+            if self.order is not None:
+                self.order.add(j, values)
+        return group
+
+    def clashes(self, row: dict[str, Any]) -> None:
+        clash = [k for k in OUTPUT_KEYS if k in row and k not in self.warned]
+        if clash:
+            self.warned.update(clash)
+            self.warn(f"warning: input column(s) {', '.join(f'`{k}`' for k in clash)} are replaced in the output "
+                      "by the scores of the same name; rename them to keep them")
+
+    def check(self, batch: list[tuple[int, dict[str, Any]]], group: Sequence[Any] | None = None) -> _Checked | None:
+        """The batch's rows checked: its columns, bad rows failed or skipped, group ids, a warning for input columns
+        the scores replace (None: no row left)."""
+        if not batch:
+            return None
+        batch, cols, given = self.columns(batch)
+        if not batch:
+            return None
+        rows = [r for _, r in batch]
+        ids = self.groups(rows)
+        self.clashes(rows[0])
+        return _Checked(batch, cols, given, ids if group is None else group)
+
+    def prepare(self, batch: list[tuple[int, dict[str, Any]]], *, workers: int | None = None,
+                run_rows: int | None = None) -> _Batch | None:
+        """Check the batch's rows and begin scoring it (on the worker processes, when it goes to them)."""
+        c = self.check(batch)
+        if c is None:
+            return None
+        pending = self.prog.begin(c.cols, len(c.rows), step=self.step, group=c.group, raw=c.raw, workers=workers,
+                                  run_rows=run_rows)
+        return _Batch(c.rows, pending)
+
+
+@dataclass
+class _Checked:
+    rows: list[tuple[int, dict[str, Any]]]
+    cols: dict[str, list[Any]]
+    raw: dict[str, list[Any]]
+    group: Sequence[Any] | None
+
+
+@dataclass
+class _Batch:
+    rows: list[tuple[int, dict[str, Any]]]
+    pending: Pending
+
+
+def _stderr_line(text: str) -> None:
+    sys.stderr.write(text.rstrip("\n") + "\n")
+
+
+@dataclass
+class Scored:
+    """Rows scored together: ``rows`` (the rows kept, each with its line number or position), ``result`` (their
+    :class:`~rewardlang.runtime.program.ScoreResult`, None when no row was kept) and ``bad_rows`` (``(line or
+    position, reason)`` of each row skipped)."""
+
+    rows: list[tuple[int, dict[str, Any]]]
+    result: ScoreResult | None
+    bad_rows: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def kept(self) -> list[int]:
+        """The line numbers (or positions) of the rows scored."""
+        return [n for n, _ in self.rows]
+
+    def records(self) -> list[dict[str, Any]]:
+        """Each row kept with its scores (:func:`record`) added; the scores replace input columns of their names."""
+        if self.result is None:
+            return []
+        out = []
+        for i, (_, row) in enumerate(self.rows):
+            rec = dict(row)
+            rec.update(record(self.result, i))
+            out.append(rec)
+        return out
+
+    def jsonl(self) -> str:
+        """:meth:`records` as JSON Lines (text, not ASCII-escaped)."""
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records())
+
+
+def _numbered(rows: Iterable[Any], label: str, on_bad_row: str, bad: list[tuple[int, str]]
+              ) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+    """Rows as ``(number, row)``: ``(line, row, problem)`` triples (from :func:`rewardlang.jsonl.iter_jsonl`) keep
+    their line numbers (a problem is D003, failed or skipped); plain dicts are numbered by position from 0."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    numbered = False
+    for i, item in enumerate(rows):
+        if isinstance(item, dict):
+            out.append((i, item))
+            continue
+        numbered = True
+        lineno, row, problem = item
+        if problem is not None:
+            if on_bad_row == "fail":
+                raise ScoringError([DataIssue("D003", problem, file=label, line=lineno,
+                                              hint="fix the line, or pass --on-bad-row skip to skip (and count) "
+                                                   "bad rows")])
+            bad.append((lineno, problem))
+            continue
+        out.append((lineno, row))
+    return out, numbered
+
+
+def score_rows(prog: Program, rows: Iterable[dict[str, Any] | tuple[int, dict[str, Any] | None, str | None]], *,
+               step: int = 0, group_by: str | None = None, group: Sequence[Any] | None = None,
+               on_bad_row: str = "fail", label: str = "<rows>", workers: int | None = None,
+               warn: Callable[[str], None] | None = None, extra: Mapping[str, Any] | None = None) -> Scored:
+    """Score ``rows`` as one batch (a group is whole when all its rows are here; their order does not matter).
+
+    ``rows`` are dicts (numbered by position), or the ``(line, row, problem)`` triples of
+    :func:`rewardlang.jsonl.iter_jsonl` (numbered by line; a bad line is D003). ``group_by`` names the column whose
+    value groups rows for the advantage in place of the spec's group key; ``group`` gives the ids themselves.
+    ``on_bad_row``: ``fail`` (:class:`ScoringError`) or ``skip`` (left out, in ``bad_rows``); a missing column
+    always fails. ``workers``: cores for the per-sample phase (default: the program's). ``warn`` receives warnings
+    (default: standard error). ``extra`` goes into the functions' ``Context.extra`` (``{"plan_only": True}``).
+    """
+    run = _Run(prog, label=label, group_by=group_by, on_bad_row=on_bad_row, step=step, warn=warn, order=False)
+    batch, run.numbered = _numbered(rows, label, on_bad_row, run.bad_rows)
+    c = run.check(batch, group)
+    if c is None:
+        return Scored([], None, run.bad_rows)
+    res = prog.score_columns(c.cols, len(c.rows), step=step, group=c.group, raw=c.raw, workers=workers, extra=extra)
+    return Scored(c.rows, res, run.bad_rows)
+
+
+# ---------------------------------------------------------------------- a file
+
+class Summary:
+    """What a run scored, for its summary table: per component and for the total, how many values, their sum,
+    sum of squares, minimum, maximum, masked and error counts; the rows, the bad rows skipped (``(line, reason)``),
+    the infinite values written as null, the seconds per component and the sandbox's counters."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.n: dict[str, int] = {}
+        self.sum: dict[str, float] = {}
+        self.sq: dict[str, float] = {}
+        self.min: dict[str, float] = {}
+        self.max: dict[str, float] = {}
+        self.masked: dict[str, int] = {}
+        self.errors: dict[str, int] = {}
+        for k in names + ["total"]:  # an empty input still has a total row (of no values)
+            self._column(k)
+        self.rows = 0
+        self.bad_rows: list[tuple[int, str]] = []
+        self.nonfinite: dict[str, int] = {}  # infinite values per column, written as null
+        self.elapsed = 0.0
+        self.times: dict[str, float] = {}
+        self.stats: dict[str, Any] = {}
+
+    def _column(self, k: str) -> None:
+        for d, v in ((self.n, 0), (self.sum, 0.0), (self.sq, 0.0), (self.min, math.inf), (self.max, -math.inf),
+                     (self.masked, 0), (self.errors, 0)):
+            d[k] = v  # type: ignore[index]
+
+    def add(self, out: ScoreResult) -> None:
+        self.rows += len(out)
+        for k in self.names + ["total"]:
+            if k not in self.n:
+                self._column(k)
+            v = out.total if k == "total" else out.components[k]
+            inf = np.isinf(v)
+            if inf.any():
+                self.nonfinite[k] = self.nonfinite.get(k, 0) + int(inf.sum())
+            ok = np.isfinite(v)
+            x = v[ok]
+            self.n[k] += int(ok.sum())
+            self.sum[k] += float(x.sum())
+            self.sq[k] += float((x * x).sum())
+            if len(x):
+                self.min[k] = min(self.min[k], float(x.min()))
+                self.max[k] = max(self.max[k], float(x.max()))
+            self.masked[k] += int((~ok).sum() - inf.sum())
+            if k != "total":
+                self.errors[k] += sum(1 for e in out.errors[k] if e is not None)
+
+    def finish(self, elapsed: float, stats: dict[str, Any]) -> None:
+        """The run's wall time, and from the program's counters each component's share of the scoring time."""
+        self.elapsed = elapsed
+        self.stats = dict(stats)
+        self.times = {}
+        for k, v in stats.items():
+            if k.startswith("time:"):
+                comps = k[5:].split(",")
+                for c in comps:
+                    self.times[c] = self.times.get(c, 0.0) + v / len(comps)
+
+
+def count_lines(path: str | os.PathLike[str]) -> int:
+    """Lines in a file (newlines), counted in 1 MiB blocks."""
+    n = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            n += block.count(b"\n")
+    return n
+
+
+def score_file(prog: Program, path: str | os.PathLike[str], out: IO[str], *, label: str | None = None,
+               group_by: str | None = None, on_bad_row: str = "fail", step: int = 0, batch_size: int = 8192,
+               workers: int = 0, progress: Callable[[int, int], None] | None = None,
+               warn: Callable[[str], None] | None = None) -> Summary:
+    """Score the JSONL file at ``path`` into ``out``, one record per row, in input order; returns the summary.
+
+    Rows are scored ``batch_size`` at a time, a batch ending only where every group key changes, so a group is
+    never split (its rows must be contiguous: D002). ``workers``: processes for the per-sample phase (0: chosen by
+    the work, worker processes only when the rows left repay their start-up). With workers, a batch's records are
+    written once the next batch has been read and handed out, so the workers score while this process parses and
+    writes JSON. ``progress(lines read, lines in all)`` is called before the first batch and after each one. Bad data raises
+    :class:`ScoringError` after writing the records of every batch before it; see :func:`score_rows` for the rest.
+    """
+    label = str(path) if label is None else label
+    cores = os.cpu_count() or 1
+    auto = workers == 0
+    # chosen by the work (`auto`): one process until the first batch shows the rest would repay a pool's start.
+    # Timed, not guessed from the functions' cost tags: repeated rows are scored once (within a batch, and across
+    # batches through the caches), so a file of 16,000 heavy rows may hold 1,312 distinct ones, which a pool with
+    # cold caches scores several times slower than this process (measured: 18.7 s against 5.6 s)
+    use = 1 if auto else workers
+    decided = not auto or cores < 2 or not prog.in_workers
+    run = _Run(prog, label=label, group_by=group_by, on_bad_row=on_bad_row, step=step, warn=warn)
+    summ = Summary([c.name for c in prog.components])
+    summ.bad_rows = run.bad_rows
+    total_lines = count_lines(path)
+    if not auto and workers > 1 and total_lines >= prog.pool_min_rows:
+        prog.start_pool(workers)  # the workers import and load while this process reads the first batch
+    t0 = time.perf_counter()
+    in_flight: _Batch | None = None  # a batch on the workers, written once the next one has been read and handed out
+
+    def emit(prepared: _Batch, helper: _Batch | None = None) -> ScoreResult:
+        """Finish scoring a prepared batch (while waiting for the workers, this process scores chunks of
+        ``helper``, the batch prepared after it) and write its rows."""
+        res = prog.finish(prepared.pending, None if helper is None else helper.pending)
+        summ.add(res)
+        out.write(Scored(prepared.rows, res).jsonl())
+        return res
+
+    def flush(batch: list[tuple[int, dict[str, Any]]]) -> ScoreResult | None:
+        """Score and write the batches up to this one; the result of the batch written last, if any."""
+        nonlocal in_flight
+        # the whole run's size: functions with one-off loads (Numba kernels) load them only where they repay
+        prepared = run.prepare(batch, workers=use, run_rows=total_lines)
+        res = None
+        if in_flight is not None:
+            done, in_flight = in_flight, None
+            res = emit(done, prepared)
+        if prepared is not None:
+            if prepared.pending.batch is None:  # scored here: nothing to overlap
+                res = emit(prepared)
+            else:
+                in_flight = prepared
+        return res
+
+    if progress is not None:
+        progress(0, total_lines)
+    try:
+        batch: list[tuple[int, dict[str, Any]]] = []
+        last: Any = None
+        order = run.order
+        assert order is not None
+        for lineno, row, problem in iter_jsonl(path):
+            if problem is not None:
+                _numbered([(lineno, row, problem)], label, on_bad_row, run.bad_rows)  # D003: fails or counts
+                continue
+            g = order.of(row)
+            # a batch ends only where every group key changes: a group is never split across batches
+            if len(batch) >= batch_size and (last is None or all(a != b for a, b in zip(g, last))):
+                res = flush(batch)
+                if not decided and res is not None:
+                    decided = True
+                    per_row = res.stats.get("time_rows", 0.0) / max(len(res), 1)
+                    # workers only if the rows left repay their start-up twice over; they start in the background
+                    if per_row * (total_lines - lineno) * (1 - 1 / cores) > 2 * POOL_START_S:
+                        use = cores
+                        prog.start_pool(cores)
+                if progress is not None:
+                    progress(lineno, total_lines)
+                batch = []
+            batch.append((lineno, row))
+            last = g
+        flush(batch)
+        flush([])
+    except ScoringError:
+        if in_flight is not None:  # the rows before the bad one are written, as a run without workers writes them
+            done, in_flight = in_flight, None
+            emit(done)
+        raise
+    finally:
+        if prog.pool_running:
+            prog.close()
+            stop_tracker()  # the run ends here: its pool's resource tracker goes with it
+        prog.close()
+    summ.finish(time.perf_counter() - t0, dict(prog.stats))
+    return summ
+
+
+def parse_lines(data: bytes, start: int = 1) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """:func:`rewardlang.jsonl.iter_jsonl` of lines held in memory, numbered from ``start`` (a block of a file)."""
+    for k, raw in enumerate(data.split(b"\n")):
+        item = parse_line(raw, start + k)
+        if item is not None:
+            yield item
+
+
+# ---------------------------------------------------------------------- a compiled module run as a script
+
+def module_main(prog: Program, argv: Sequence[str] | None = None) -> int:
+    """``python compiled.py``: score a JSONL file (or standard input) to JSONL on standard output (or a file).
+
+    Each output row is the input row with ``reward``, ``components``, ``advantage`` (when the spec has one)
+    and ``errors`` of its scored record (:func:`record`); none and non-finite values are ``null``. The whole input
+    is one batch, so groups need not be contiguous. Returns the exit status: 0, or 1 with a message naming the
+    line for unreadable input.
+    """
+    import argparse
+    import contextlib
+
+    ap = argparse.ArgumentParser(prog=f"python {prog.name}.py",
+                                 description=f"Score a JSONL file with the compiled reward program `{prog.name}`.")
+    ap.add_argument("-i", "--input", default="-", help="JSONL rows (default: standard input)")
+    ap.add_argument("-o", "--output", default="-", help="JSONL output (default: standard output)")
+    ap.add_argument("--group-by", default=None, help="column grouping rows for the advantage")
+    ap.add_argument("--step", type=int, default=0, help="training step (for weight schedules)")
+    args = ap.parse_args(argv)
+
+    def bad(msg: str) -> int:
+        print(f"error: {msg}", file=sys.stderr)
+        return 1
+
+    try:
+        src = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8-sig")
+    except OSError as exc:
+        return bad(f"{args.input}: {exc.strerror or exc}")
+    rows: list[dict] = []
+    with src:
+        for lineno, line in enumerate(src, 1):
+            if lineno == 1:
+                line = line.lstrip("\ufeff")
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line, parse_constant=lambda t: (_ for _ in ()).throw(ValueError(t)))
+            except ValueError as exc:
+                return bad(f"{args.input}:{lineno}: invalid JSON ({exc})")
+            if not isinstance(row, dict):
+                return bad(f"{args.input}:{lineno}: expected a JSON object")
+            rows.append(row)
+    scored = Scored([], None)
+    if rows:
+        if args.group_by is not None and any(args.group_by not in r for r in rows):
+            return bad(f"--group-by {args.group_by}: no such column in some row")
+        try:
+            # (no warning about input columns the scores replace: the script's output is documented to do so)
+            scored = score_rows(prog, rows, step=args.step, group_by=args.group_by, label=args.input,
+                                warn=lambda _: None)
+        except ScoringError as exc:
+            return bad(str(exc.cause) if exc.cause is not None else exc.render(hints=False))
+    if args.output != "-":
+        try:
+            check_output(args.output, inputs={"input file": None if args.input == "-" else args.input})
+        except OutputError as exc:
+            return bad(str(exc))
+    # the script's output: its rows with the documented keys of the scored record
+    keys = ("reward", "components", "advantage", "errors")
+    try:
+        # -o: whole or not at all; standard output read by `head` may close early: that is the reader's choice
+        with (atomic_write(args.output) if args.output != "-" else contextlib.nullcontext(sys.stdout)) as out:
+            for i, (_, row) in enumerate(scored.rows):
+                rec = record(scored.result, i)  # type: ignore[arg-type]
+                line = dict(row)
+                line.update({k: rec[k] for k in keys if k in rec})
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            if out is sys.stdout:
+                out.flush()
+    except OutputError as exc:
+        return bad(str(exc))
+    except BrokenPipeError:  # `| head`: quiet, status 141, as a C tool killed by SIGPIPE
+        try:
+            quiet_broken_pipe()
+        except SystemExit as exc:  # this function returns its status
+            return int(exc.code or 0)
+    return 0

@@ -1,0 +1,506 @@
+"""The warm helper process of :mod:`rewardlang.runtime.tools.warm` (the client): it imports the tools once, warms
+them up, then serves fork requests on its socket until the client closes it (:func:`main`). Each request forks a
+child that runs one ``python -m <tool> <args>`` (:func:`_child`) and reports its exit status; see the client's
+docstring for why and for what a run sees. This module runs only in the helper; the client starts it as
+``python -c "from rewardlang.runtime.tools.warm_helper import main; main()" FD MODULES WARMUP``.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rewardlang.runtime.tools import pyanalyzers
+from rewardlang.runtime.tools.warm import _HEADER, _MAX_REQUEST, _shm_dir
+
+#: what each module needs imported before the first run (the tool's own start-up cost)
+_PRELOAD: dict[str, tuple[str, ...]] = {
+    "pylint": ("pylint", "pylint.lint", "pylint.checkers", "pylint.reporters.json_reporter", "astroid"),
+    "bandit": ("bandit.cli.main", "bandit.core.manager", "bandit.core.extension_loader", "bandit.formatters.json"),
+    "rewardlang.runtime.tools.pyanalyzers": (
+        "rewardlang.runtime.tools.pyanalyzers", "rewardlang.runtime.tools.astchecks", "radon.complexity",
+        "radon.raw", "vulture", "vulture.noqa",
+    ),
+}
+#: the warm-up file pylint lints once in the helper: the imports (and uses, which pull in what they import)
+#: of the modules completions commonly use, so that astroid's cache holds their trees
+WARMUP_SOURCE = '''"""Warm-up."""
+import bisect
+import collections
+import copy
+import datetime
+import decimal
+import fractions
+import functools
+import hashlib
+import heapq
+import itertools
+import json
+import math
+import operator
+import os
+import random
+import re
+import statistics
+import string
+import sys
+from collections import Counter, OrderedDict, defaultdict, deque
+from functools import lru_cache, reduce
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
+
+
+@lru_cache(maxsize=None)
+def warm(n: int, xs: Tuple[int, ...] = (), d: Optional[Dict[str, List[int]]] = None) -> Union[int, float]:
+    c: Counter = Counter(xs)
+    q: deque = deque(xs)
+    g: defaultdict = defaultdict(list)
+    o: OrderedDict = OrderedDict()
+    h: List[int] = list(xs)
+    heapq.heapify(h)
+    heapq.heappush(h, n)
+    s: Set[str] = set(string.ascii_lowercase + string.digits)
+    p = re.compile(r"[a-z]+").findall(" ".join(s))
+    r = random.Random(n).randint(0, 10) + bisect.bisect_left(h, n)
+    t = itertools.combinations(xs, 2), itertools.permutations(xs), itertools.accumulate(xs)
+    f: Callable[[int, int], int] = operator.add
+    m = math.sqrt(n) + math.gcd(n, 2) + math.floor(math.log(n + 1)) + statistics.mean(xs or (1,))
+    e = fractions.Fraction(n, 3) + decimal.Decimal(n) + datetime.date(2000, 1, 1).toordinal()
+    k = hashlib.md5(json.dumps(d).encode()).hexdigest() + os.path.join("a", "b") + str(sys.maxsize)
+    a: Any = copy.deepcopy((c, q, g, o, p, r, t, e, k, collections.abc.Iterable))
+    it: Iterable[int] = reduce(f, xs, 0), functools.partial(f, 1)(2)
+    return m + len(a) + len(list(it))
+'''
+#: rewardlang's own tool modules whose ``__main__`` block is exactly ``sys.exit(main())``: a run calls the preloaded
+#: module's ``main`` (``python -m`` would compile the module's source again and re-run its top level: ~3 ms)
+_DIRECT_MAIN = frozenset({"rewardlang.runtime.tools.pyanalyzers"})
+
+
+# --------------------------------------------------------------------------------------- the helper side
+def main() -> None:
+    """The helper process: preload, warm up, then serve fork requests until the socket closes."""
+    fd, modules, warmup = int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3] == "1"
+    sock = socket.socket(fileno=fd)
+    base_path = [p for p in sys.path[1:] if p != ""]  # without the -c entries: what `python -m` adds is cwd
+    import importlib
+    import runpy  # noqa: F401 - what every run's child uses, imported once here
+    import traceback  # noqa: F401
+
+    loaded = set()
+    for m in modules:
+        try:
+            for name in _PRELOAD.get(m, (m,)):
+                importlib.import_module(name)
+            loaded.add(m)
+        except Exception as exc:  # noqa: BLE001 - a tool that is missing or broken here fails in its runs, as
+            # `python -m` would (and only its runs: the other tools still run warm); said on the helper's stderr
+            sys.stderr.write(f"rewardlang warm helper: {m} not preloaded: {type(exc).__name__}: {exc}\n")
+    if warmup and "pylint" in loaded:
+        try:
+            _warm_pylint()
+        except Exception as exc:  # noqa: BLE001 - no warm cache: pylint's runs build what they need, as cold runs do
+            sys.stderr.write(f"rewardlang warm helper: no pylint warm-up: {type(exc).__name__}: {exc}\n")
+    if warmup and "rewardlang.runtime.tools.pyanalyzers" in loaded:
+        try:
+            _warm_analyzers()
+        except Exception as exc:  # noqa: BLE001 - the runs compile what they need, as cold runs do
+            sys.stderr.write(f"rewardlang warm helper: no analyzer warm-up: {type(exc).__name__}: {exc}\n")
+    sys.path[:] = base_path
+    # every object the children inherit goes to the permanent generation: their collections never walk (and
+    # so never copy-on-write) the helper's heap, astroid's trees included
+    gc.collect()
+    gc.freeze()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    rfd, wfd = os.pipe()
+    os.set_blocking(wfd, False)
+    os.set_blocking(rfd, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wfd)
+    status: dict[int, int] = {}  # child pid -> the write end of its caller's status pipe
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ)
+    sel.register(rfd, selectors.EVENT_READ)
+    sock.sendall(b"ready\n")
+    while True:
+        for key, _ in sel.select():
+            if key.fileobj is sock:
+                req = _receive(sock)
+                if req is None:  # the caller closed the socket (or is gone): stop
+                    return
+                data, fds = req
+                if data.get("module") == "pylint":
+                    _prepare_pylint(data)  # configured here once per option set: each run only checks its files
+                pid = _fork_run(data, fds, sock, (rfd, wfd), status)
+                os.close(fds[0])
+                os.close(fds[1])
+                _write(fds[2], f"{pid}\n")
+                status[pid] = fds[2]
+            else:
+                try:
+                    os.read(rfd, 4096)
+                except BlockingIOError:
+                    pass
+        _reap(status)
+
+
+def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    try:
+        head, fds, _, _ = socket.recv_fds(sock, _HEADER.size, 3)
+        while head and len(head) < _HEADER.size:
+            more = sock.recv(_HEADER.size - len(head))
+            if not more:
+                return None
+            head += more
+        if not head:
+            return None
+        (n,) = _HEADER.unpack(head)
+        if n > _MAX_REQUEST or len(fds) != 3:
+            return None
+        body = b""
+        while len(body) < n:
+            more = sock.recv(min(n - len(body), 1 << 20))
+            if not more:
+                return None
+            body += more
+        return json.loads(body), fds
+    except (OSError, ValueError):
+        return None
+
+
+def _write(fd: int, text: str) -> None:
+    try:
+        os.write(fd, text.encode())
+    except OSError:  # the caller gave up on this run
+        pass
+
+
+def _reap(status: dict[int, int]) -> None:
+    while status:
+        try:
+            pid, st = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        fd = status.pop(pid, None)
+        if fd is not None:
+            _write(fd, f"{os.waitstatus_to_exitcode(st)}\n")
+            os.close(fd)
+
+
+def _fork_run(data: dict[str, Any], fds: list[int], sock: socket.socket, wake: tuple[int, int],
+              status: dict[int, int]) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:  # the child: become `python -m module args` in cwd, then exit with its status
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        sock.close()
+        for f in (*wake, *status.values()):
+            os.close(f)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(fds[0], 1)
+        os.dup2(fds[1], 2)
+        for f in (devnull, *fds):
+            os.close(f)
+        # sys.stdout and sys.stderr stay the interpreter's own objects (empty: the helper never writes to them),
+        # now writing to the run's files: a tool that pickles its streams (pylint --jobs) finds what it expects
+        code = _child(data)
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code & 0xFF if code >= 0 else 1)
+    return 0  # unreachable: os._exit
+
+
+def _child(data: dict[str, Any]) -> int:
+    import runpy
+    import traceback
+
+    cwd = data["cwd"]
+    os.chdir(cwd)
+    env = data["env"]
+    # the run's environment exactly; only what differs is changed (the run's is the helper's but for a few
+    # variables: setting each of ~40 again costs ~0.6 ms of a run)
+    for k in [k for k in os.environ if k not in env]:
+        del os.environ[k]
+    for k, v in env.items():
+        if os.environ.get(k) != v:
+            os.environ[k] = v
+    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+    sys.path.insert(0, os.getcwd())  # as `python -m` does
+    module = data["module"]
+    if module == "pylint":  # read from the environment at import time: the run's own PYLINTHOME
+        _repoint_pylint_home()
+    if module in sys.modules and not hasattr(sys.modules[module], "__path__") and module not in _DIRECT_MAIN:
+        del sys.modules[module]  # preloaded for its imports; `python -m` executes it afresh as __main__
+    sys.argv = [module, *data["args"]]  # run_module puts the module's file in sys.argv[0], as `-m` does
+    try:
+        linter = _PREPARED.get(data.get("prepared"))  # type: ignore[arg-type]
+        if linter is not None:
+            sys.argv[0] = sys.modules["pylint"].__file__ or module
+            _run_prepared_pylint(linter, data["args"])
+        main = getattr(sys.modules.get(module), "main", None) if module in _DIRECT_MAIN else None
+        if main is not None:  # its `__main__` block is `sys.exit(main())`: no need to compile and run it again
+            sys.argv[0] = sys.modules[module].__file__ or module
+            sys.exit(main())
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return 0
+    except SystemExit as exc:
+        c = exc.code
+        if c is None:
+            return 0
+        if isinstance(c, int):
+            return c
+        print(c, file=sys.stderr)
+        return 1
+    except BaseException:  # noqa: BLE001 - what the interpreter does with an uncaught exception
+        traceback.print_exc()
+        return 1
+
+
+def _repoint_pylint_home() -> None:
+    from pylint import constants
+    from pylint.lint import caching, utils
+
+    home = constants._get_pylint_home()
+    constants.PYLINT_HOME = home
+    utils.PYLINT_HOME = home
+    caching.PYLINT_HOME = home
+    caching.PYLINT_HOME_AS_PATH = Path(home)
+
+
+def _warm_analyzers() -> None:
+    """Analyse :data:`WARMUP_SOURCE` once with every in-Python analyzer, so that what they build on first use
+    (the tokenizer's and radon's compiled patterns, lazily imported parts) is built here once, not in every run.
+    With ``respect_noqa``: the run without it replaces vulture's ``# noqa`` parser, which must stay vulture's own
+    in the helper (a run that respects ``noqa`` uses it)."""
+    import shutil
+
+    d = tempfile.mkdtemp(prefix="rewardlang-warmup-", dir=_shm_dir())
+    try:
+        path = Path(d, "rewardlang_warmup_module.py")
+        path.write_text(WARMUP_SOURCE, encoding="utf-8")
+        pyanalyzers._analyze_file(path, pyanalyzers.NAMES, respect_noqa=True)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _warm_pylint() -> None:
+    """Lint :data:`WARMUP_SOURCE` once with every message on, in a scratch directory, then drop what is
+    specific to that run (its own module, path-keyed lookups, inference caches) and keep the library trees."""
+    import contextlib
+    import shutil
+
+    import astroid
+    from astroid import manager as astroid_manager
+    from pylint.lint import Run
+
+    saved_path, saved_cwd = list(sys.path), os.getcwd()
+    d = tempfile.mkdtemp(prefix="rewardlang-warmup-", dir=_shm_dir())
+    try:
+        Path(d, "rewardlang_warmup_module.py").write_text(WARMUP_SOURCE, encoding="utf-8")
+        Path(d, "rc").write_text("", encoding="utf-8")
+        os.chdir(d)
+        os.environ["PYLINTHOME"] = d
+        _repoint_pylint_home()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            Run([f"--rcfile={d}/rc", "--persistent=n", "--score=n", "--reports=n", "--jobs=1", "--enable=all",
+                 "--", "rewardlang_warmup_module.py"], exit=False)
+    finally:
+        os.chdir(saved_cwd)
+        sys.path[:] = saved_path
+        os.environ.pop("PYLINTHOME", None)
+        shutil.rmtree(d, ignore_errors=True)
+    mgr = astroid.MANAGER
+    for name in [n for n, m in mgr.astroid_cache.items()
+                 if n == "rewardlang_warmup_module" or str(getattr(m, "file", "") or "").startswith(d)]:
+        del mgr.astroid_cache[name]
+    mgr._mod_file_cache.clear()
+    from astroid.inference_tip import clear_inference_tip_cache
+    from astroid.interpreter._import.spec import _find_spec, _is_setuptools_namespace
+
+    clear_inference_tip_cache()
+    astroid_manager._invalidate_cache()
+    for lru in (astroid_manager._cache_normalize_path_, astroid_manager._has_init,
+                astroid_manager.cached_os_path_isfile, _find_spec, _is_setuptools_namespace):
+        lru.cache_clear()
+    from astroid.interpreter._import import spec as astroid_spec
+
+    for finder in astroid_spec._SPEC_FINDERS:
+        finder.find_module.cache_clear()
+
+
+# ------------------------------------------------------------------------------ pylint, configured once
+#: the options a configured linter is kept for: those :class:`~rewardlang.runtime.tools.pylint.PylintTool`
+#: passes. A run with any other option (or a configuration file that is not empty) runs ``python -m pylint``.
+_PYLINT_OPTIONS = ("--output-format=", "--persistent=", "--score=", "--reports=", "--jobs=1", "--disable=",
+                   "--enable=")
+#: environment variables pylint reads while it is configured (colour handling of its reporters)
+_PYLINT_ENV = ("NO_COLOR", "FORCE_COLOR", "TERM")
+#: configured linters by (options, values of _PYLINT_ENV); None: that option set could not be prepared
+_PREPARED: dict[Any, Any] = {}
+_PREPARED_MAX = 16
+
+
+def _pylint_split(args: Sequence[str]) -> tuple[str, tuple[str, ...], list[str]] | None:
+    """``(rcfile, options, files)`` of a ``--rcfile=F OPTION... -- FILE...`` command line whose options are all
+    :data:`_PYLINT_OPTIONS`; None for any other."""
+    args = list(args)
+    if "--" not in args:
+        return None
+    k = args.index("--")
+    opts, files = args[:k], args[k + 1:]
+    if not opts or not opts[0].startswith("--rcfile=") or not files:
+        return None
+    rest = tuple(opts[1:])
+    if not all(o.startswith(_PYLINT_OPTIONS) for o in rest) or any(o.startswith("--jobs=1") and o != "--jobs=1"
+                                                                    for o in rest):
+        return None
+    return opts[0][len("--rcfile="):], rest, files
+
+
+def _prepare_pylint(data: dict[str, Any]) -> None:
+    """Give a pylint run (``data``) a linter configured for its options, built here in the helper the first
+    time they are seen, so that the forked run only checks its files (pylint's own set-up -- registering ~45
+    checkers, building its argument parser, parsing the options -- is most of a small run's CPU). Sets
+    ``data["prepared"]`` to the key of :data:`_PREPARED`; leaves it unset where the run must be ``python -m
+    pylint`` (another option, a non-empty configuration file, a set-up that printed or failed)."""
+    split = _pylint_split(data.get("args") or [])
+    if split is None:
+        return
+    rcfile, opts, _ = split
+    try:
+        if os.path.getsize(os.path.join(data["cwd"], rcfile)) != 0:  # only an empty configuration file
+            return
+    except OSError:
+        return
+    env = data.get("env") or {}
+    key = (opts, tuple(env.get(k) for k in _PYLINT_ENV))
+    if key not in _PREPARED:
+        if len(_PREPARED) >= _PREPARED_MAX:
+            return
+        _PREPARED[key] = _configure_pylint(opts, {k: env.get(k) for k in _PYLINT_ENV})
+        gc.freeze()  # the new linter too: the children's collections never walk it
+    if _PREPARED[key] is not None:
+        data["prepared"] = key
+
+
+def _configure_pylint(opts: tuple[str, ...], env: dict[str, str | None]) -> Any:
+    """A linter that pylint's own ``Run`` configured with ``opts`` (and an empty configuration file), stopped
+    where ``Run`` starts checking; None when that set-up printed anything, emitted a message or exited (the
+    runs then go through ``python -m pylint``, which does the same again in front of the caller)."""
+    import contextlib
+    import shutil
+
+    from pylint.lint import PyLinter, Run
+    from pylint.reporters import MultiReporter
+
+    class _Configured(Exception):
+        pass
+
+    box: list[Any] = []
+
+    class _Linter(PyLinter):
+        def check(self, files_or_modules: Any) -> None:
+            box.append(self)
+            raise _Configured
+
+    class _Run(Run):
+        LinterClass = _Linter
+
+    saved_env = {k: os.environ.get(k) for k in env}
+    saved_cwd, saved_path = os.getcwd(), list(sys.path)
+    d = tempfile.mkdtemp(prefix="rewardlang-pylint-config-", dir=_shm_dir())
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        Path(d, "rc").write_text("", encoding="utf-8")
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        os.chdir(d)
+        prefix = os.getcwd() + os.sep
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                _Run([f"--rcfile={d}/rc", *opts, "--", "placeholder.py"], exit=False)
+            except _Configured:
+                pass
+    except BaseException as exc:  # noqa: BLE001 - SystemExit included: this option set runs as `python -m pylint`
+        sys.stderr.write(f"rewardlang warm helper: pylint not configured for {opts}: {type(exc).__name__}: {exc}\n")
+        return None
+    finally:
+        os.chdir(saved_cwd)
+        sys.path[:] = saved_path
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(d, ignore_errors=True)
+    if not box or out.getvalue() or err.getvalue():
+        return None
+    linter = box[0]
+    reporter = linter.reporter
+    # what configuring recorded of the directory and the streams it ran in, the run replaces with its own:
+    # the reporter's output and the prefix it strips from paths, and the directory of the base configuration
+    if (linter.msg_status or getattr(reporter, "messages", None) or getattr(reporter, "out", None) is not out
+            or isinstance(reporter, MultiReporter) or getattr(reporter, "path_strip_prefix", None) != prefix
+            or len(linter._directory_namespaces) != 1 or linter.config.jobs != 1):
+        return None
+    linter.__class__ = PyLinter
+    return linter
+
+
+def _run_prepared_pylint(linter: Any, args: Sequence[str]) -> None:
+    """The rest of ``python -m pylint ARGS`` for a linter configured with ARGS' options: what
+    ``pylint/__main__.py`` and ``pylint.lint.Run`` do after configuring (pylint 4.1), in this run's directory.
+    Ends with ``SystemExit`` and pylint's exit status."""
+    from glob import glob
+    from itertools import chain
+
+    import pylint
+
+    pylint.modify_sys_path()
+    split = _pylint_split(args)
+    assert split is not None  # prepared only for such a command line
+    linter.reporter.out = sys.stdout  # the run's own stdout, as a reporter `python -m pylint` makes writes to
+    linter.reporter.path_strip_prefix = os.getcwd() + os.sep  # its paths relative to the run's directory
+    (namespace,) = linter._directory_namespaces.values()
+    linter._directory_namespaces = {Path.cwd(): namespace}  # what configuring in this directory records
+    linter.config.files = list(chain.from_iterable(glob(a, recursive=True) or [a] for a in split[2]))
+    try:
+        linter.check(linter.config.files)
+        score_value = linter.generate_reports(verbose=False)
+        if linter.config.clear_cache_post_run:
+            from astroid import MANAGER
+            from pylint.checkers.clear_lru_cache import clear_lru_caches
+
+            clear_lru_caches()
+            MANAGER.clear_cache()
+        if linter.config.exit_zero:
+            sys.exit(0)
+        elif linter.any_fail_on_issues():
+            sys.exit(linter.msg_status or 1)
+        elif score_value is not None:
+            sys.exit(0 if score_value >= linter.config.fail_under else (linter.msg_status or 1))
+        sys.exit(linter.msg_status)
+    except KeyboardInterrupt:  # pylint.run_pylint's
+        sys.exit(1)

@@ -118,7 +118,7 @@ class BlockLost(RuntimeError):
 def span(part: dict[str, Any]) -> tuple[int, int]:
     """The first and last input line numbers of a block from :func:`blocks`.
 
-    >>> span({"start": 5, "data": b"a\nb\nc"})
+    >>> span({"start": 5, "data": b"a\\nb\\nc"})
     (5, 7)
     """
     return int(part["start"]), int(part["start"]) + bytes(part["data"]).count(b"\n")

@@ -230,12 +230,18 @@ def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
         p.wait(60)
 
 
-def _start_server(root: str) -> tuple[subprocess.Popen, str]:
-    """``rewardlang serve`` of the tree at ``root`` (its own PYTHONPATH) on a free port; (process, url)."""
-    p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", SPEC, "--port", "0"], stderr=subprocess.PIPE,
+def _start_server(root: str, spec: str = SPEC) -> tuple[subprocess.Popen, str]:
+    """``rewardlang serve spec`` of the tree at ``root`` (its own PYTHONPATH) on a free port; (process, url)."""
+    p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", spec, "--port", "0"], stderr=subprocess.PIPE,
                          text=True, env={**os.environ, "PYTHONPATH": root}, cwd=root)
-    m = re.search(r":(\d+) ", p.stderr.readline())
-    assert m, "the server did not start"
+    seen = ""
+    for _ in range(100):  # the spec's warnings, if any, come first
+        line = p.stderr.readline()
+        seen += line
+        m = re.search(r"http://127\.0\.0\.1:(\d+) ", line)
+        if m or not line:
+            break
+    assert m, f"the server of {root} did not start: {seen}"
     url = f"http://127.0.0.1:{m.group(1)}"
     threading.Thread(target=p.stderr.read, daemon=True).start()  # never let its log fill the pipe
     for _ in range(600):
@@ -294,7 +300,7 @@ def _pct(xs: list[float], q: float) -> float:
 def bench_server_against(ref: str, clients_list: list[int], per_request: int = 32, runs: int = 2) -> None:
     """Issue 38's figures: at each number of closed-loop clients C, ``C * per_request`` rows posted by C clients
     with one row per request and with ``per_request`` rows per request, to this tree's server and to git
-    ``ref``'s (a detached worktree), both running, sides and trees alternating turn by turn (fresh rows for every
+    ``ref``'s (a detached worktree), both running and serving ``ref``'s ``quality_grpo.reward``, sides and trees alternating turn by turn (fresh rows for every
     run: nothing is read from a cache). Per tree and C: throughput of each (medians over turns), the ratio
     one-row / batched (target >= 0.8), p50/p99 per-row latency (a row's latency is its request's), and whether
     every row's score is the same in every run (the rows of every run differ only by a comment of equal length)."""
@@ -307,8 +313,10 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                              text=True, check=False).stdout.strip()
         sides = {"this tree": ROOT, f"{ref} ({sha})": old}
         urls = {}
+        # both serve REF's spec: this tree reads every spec an older one does, not always the other way round
+        spec = os.path.join(old, "specs", "quality_grpo.reward")
         for name, root in sides.items():
-            p, url = _start_server(root)
+            p, url = _start_server(root, spec)
             procs.append(p)
             urls[name] = url
             # warm: compile, sandbox slots, analyser helpers

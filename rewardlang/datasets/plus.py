@@ -552,25 +552,44 @@ def _key(args: Any) -> str:
 
 
 def _oracle_script(code: str, entry: str, inputs: Sequence[tuple[Any, ...]], nonce: str) -> str:
+    """A program that runs the reference on each input in a child process of its own with a CPU limit
+    (``RLIMIT_CPU``): an input that loops costs that limit and nothing more, and the others still run."""
     return (code.rstrip("\n") + "\n\n\n"
             "def __rl_plus_main():\n"
-            "    import time\n"
+            "    import os, resource, time\n"
             f"    inputs = {list(inputs)!r}\n"
             "    for i, args in enumerate(inputs):\n"
-            "        t0 = time.process_time()\n"
-            "        try:\n"
-            f"            r = {entry}(*args)\n"
-            "        except BaseException as e:  # noqa: BLE001\n"
-            f"            print({nonce!r}, i, 'E', type(e).__name__)\n"
-            "            continue\n"
-            "        dt = time.process_time() - t0\n"
-            "        s = repr(r)\n"
-            f"        if len(s) > {MAX_REPR}:\n"
-            f"            print({nonce!r}, i, 'L', len(s))\n"
-            f"        elif dt > {SLOW_CPU}:\n"
-            f"            print({nonce!r}, i, 'T', dt)\n"
-            "        else:\n"
-            f"            print({nonce!r}, i, 'V', s)\n"
+            "        r, w = os.pipe()\n"
+            "        pid = os.fork()\n"
+            "        if pid == 0:\n"
+            "            os.close(r)\n"
+            f"            resource.setrlimit(resource.RLIMIT_CPU, ({math.ceil(SLOW_CPU)}, {math.ceil(SLOW_CPU) + 1}))\n"
+            "            t0 = time.process_time()\n"
+            "            try:\n"
+            f"                s = 'V ' + repr({entry}(*args))\n"
+            "            except BaseException as e:  # noqa: BLE001\n"
+            "                s = 'E ' + type(e).__name__\n"
+            "            dt = time.process_time() - t0\n"
+            f"            if s.startswith('V ') and len(s) > {MAX_REPR + 2}:\n"
+            "                s = 'L ' + str(len(s))\n"
+            f"            elif dt > {SLOW_CPU}:\n"
+            "                s = 'T ' + repr(dt)\n"
+            "            data = s.encode('utf-8', 'backslashreplace')\n"
+            "            while data:\n"
+            "                data = data[os.write(w, data):]\n"
+            "            os._exit(0)\n"
+            "        os.close(w)\n"
+            "        out = b''\n"
+            "        while True:\n"
+            "            part = os.read(r, 65536)\n"
+            "            if not part:\n"
+            "                break\n"
+            "            out += part\n"
+            "        os.close(r)\n"
+            "        _, status = os.waitpid(pid, 0)\n"
+            "        if os.WIFSIGNALED(status) or not out:\n"
+            "            out = b'T killed' if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 24 else b'X died'\n"
+            f"        print({nonce!r}, i, out.decode('utf-8', 'replace'))\n"
             f"    print({nonce!r}, 'END', len(inputs))\n\n\n"
             "__rl_plus_main()\n")
 
@@ -578,9 +597,10 @@ def _oracle_script(code: str, entry: str, inputs: Sequence[tuple[Any, ...]], non
 def _run_oracle(jobs: list[tuple[str, str, list[tuple[Any, ...]]]], stats: Counter
                 ) -> list[list[tuple[str, str]]]:
     """For each job ``(code, entry, inputs)``: per input ``(status, text)``: ``V`` and the repr of the result, or
-    ``E`` (raised), ``T`` (slow), ``L`` (too large), ``X`` (the process died or hung on it), ``I`` (the sandbox
-    failed). Inputs run in chunks; a chunk whose output is incomplete is split in halves until the input that
-    broke it is alone (the sandbox keeps a script's first 2,000 characters of output)."""
+    ``E`` (raised), ``T`` (slow: over SLOW_CPU, or killed at its CPU limit), ``L`` (too large), ``X`` (its process
+    died), ``I`` (the sandbox failed). Each input runs in a child process with its own CPU limit; inputs run in
+    chunks, and a chunk whose output is incomplete runs again from where it stopped (in halves when the output was
+    cut: the sandbox keeps a script's first 2,000 characters of output)."""
     from rewardlang.sandbox.config import Limits
     from rewardlang.sandbox.runner import Task, get_sandbox
 
@@ -595,10 +615,9 @@ def _run_oracle(jobs: list[tuple[str, str, list[tuple[Any, ...]]]], stats: Count
             nonce = "rlp" + secrets.token_hex(6)
             nonces.append(nonce)
             code, entry, _ = jobs[j]
-            # most inputs take microseconds: a tight budget makes an input that hangs cheap to find (the chunk
-            # stops at it, and it runs again alone with SLOW_CPU to spare); a chunk of slow but valid inputs that
-            # runs out keeps what it finished and goes on from there
-            cpu = min(1.0 + 0.1 * len(chunk), 30.0) if len(chunk) > 1 else 1.0 + 2 * SLOW_CPU
+            # each input runs in a child with its own CPU limit (math.ceil(SLOW_CPU) s): the chunk's budget
+            # covers every input hitting it; a chunk that still runs out keeps what it finished, goes on from there
+            cpu = min(2.0 + (math.ceil(SLOW_CPU) + 0.2) * len(chunk), 120.0)
             tasks.append(Task(_oracle_script(code, entry, chunk, nonce), None, None,
                               limits=Limits(cpu=cpu, memory_mb=1024, output_bytes=1 << 20)))
         verdicts = sandbox.evaluate(tasks, use_cache=False, stats=stats)

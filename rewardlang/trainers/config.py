@@ -83,6 +83,8 @@ class TrainConfig:
     # `{prompt}` is the dataset's prompt (None: the prompt as is). Specs state them so the model can earn the reward.
     system_prompt: str | None = None
     prompt_template: str | None = None
+    # example problems and their answers, alternating, shown before every problem (earlier chat turns; data.present)
+    few_shot: list[str] = field(default_factory=list)
     train_problems: int = 0  # N > 0: train on N prompts only (seeded choice; a short run then sees each repeatedly)
     eval: int = 0  # held-out problems evaluated (pass@1, greedy) before and after training; 0: no evaluation
     eval_max_new_tokens: int = 256
@@ -303,6 +305,13 @@ def _coerce(name: str, value: Any, annotation: Any, where: str) -> Any:
         if isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             return value
         raise ConfigError(f"{where}: `{name}` must be a string or a list of strings, got {value!r}")
+    if ann.startswith("list[str]"):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where}: `{name}` must be a list of strings, got {value!r}")
+        if name == "few_shot" and len(value) % 2:
+            raise ConfigError(f"{where}: `few_shot` alternates example problems and their answers, so it holds an "
+                              f"even number of texts; got {len(value)}")
+        return list(value)
     return value
 
 

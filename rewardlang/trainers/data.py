@@ -221,32 +221,51 @@ def check_columns(prog: "Program", rows: Sequence[dict[str, Any]], source: str) 
     return keep
 
 
-def present(prompt: Any, chat: bool, system_prompt: str | None = None, prompt_template: str | None = None) -> Any:
+def present(prompt: Any, chat: bool, system_prompt: str | None = None, prompt_template: str | None = None,
+            few_shot: Sequence[str] = ()) -> Any:
     """A dataset prompt as the model sees it: ``prompt_template`` (``{prompt}`` replaced by the text) and, in chat
     format, a system message first. A chat prompt (a list of messages) gets the system message only if it has none.
+
+    ``few_shot`` (``train.few_shot``) alternates example problems and the answers to them: each example problem goes
+    through ``prompt_template`` as a dataset prompt does, and the pairs come before the problem, as earlier user and
+    assistant turns of the chat (in text format: each example problem, then its answer, then the problem). A small
+    model copies the form of an answer it was shown far more readily than it follows a description of it.
 
     >>> present("def f():", True, "Answer in one python block.", "Complete:\\n{prompt}")
     [{'role': 'system', 'content': 'Answer in one python block.'}, {'role': 'user', 'content': 'Complete:\\ndef f():'}]
     >>> present("def f():", False, "Be brief.", None)
     'Be brief.\\n\\ndef f():'
+    >>> [m["role"] for m in present("def f():", True, "S", None, ["def g():", "<answer>1</answer>"])]
+    ['system', 'user', 'assistant', 'user']
+    >>> present("def f():", False, None, "Task: {prompt}", ["def g():", "1"])
+    'Task: def g():\\n1\\n\\nTask: def f():'
     """
+    def shown(text: str) -> str:
+        return prompt_template.replace("{prompt}", text) if prompt_template else text
+
+    shots = [(shown(few_shot[i]), few_shot[i + 1]) for i in range(0, len(few_shot) - 1, 2)]
+    turns = [m for q, a in shots for m in ({"role": "user", "content": q}, {"role": "assistant", "content": a})]
     if isinstance(prompt, str):
-        text = prompt_template.replace("{prompt}", prompt) if prompt_template else prompt
+        text = shown(prompt)
         if chat:
-            return ([{"role": "system", "content": system_prompt}] if system_prompt else []) + \
+            return ([{"role": "system", "content": system_prompt}] if system_prompt else []) + turns + \
                 [{"role": "user", "content": text}]
+        text = "".join(f"{q}\n{a}\n\n" for q, a in shots) + text
         return f"{system_prompt}\n\n{text}" if system_prompt else text
     if system_prompt and not any(m.get("role") == "system" for m in prompt):
-        return [{"role": "system", "content": system_prompt}, *prompt]
+        prompt = [{"role": "system", "content": system_prompt}, *prompt]
+    if turns:  # after the chat's system message, before its own turns
+        lead = 1 if prompt and prompt[0].get("role") == "system" else 0
+        prompt = [*prompt[:lead], *turns, *prompt[lead:]]
     return prompt
 
 
 def render_prompt(prompt: Any, tokenizer: "PreTrainedTokenizerBase", chat: bool, system_prompt: str | None = None,
-                  prompt_template: str | None = None) -> str:
+                  prompt_template: str | None = None, few_shot: Sequence[str] = ()) -> str:
     """The text a model is given for a dataset prompt: :func:`present`, then the chat template (with the assistant's
     generation prompt) when ``chat``. Tokenize it with ``add_special_tokens=False``: the template's markers are in it.
     """
-    shown = present(prompt, chat, system_prompt, prompt_template)
+    shown = present(prompt, chat, system_prompt, prompt_template, few_shot)
     if chat:
         return tokenizer.apply_chat_template(shown, tokenize=False, add_generation_prompt=True)
     return shown
@@ -328,6 +347,7 @@ def build_dataset(
     prompt_template: str | None = None,
     limit: int = 0,
     seed: int = 0,
+    few_shot: Sequence[str] = (),
 ) -> tuple["Dataset", dict[str, Any]]:
     """A ``datasets.Dataset`` with ``columns``; text prompts become chats when the format is (or resolves to) chat.
 
@@ -344,7 +364,7 @@ def build_dataset(
         if isinstance(prompt, list) and not chat:
             raise DataError("chat prompts need a tokenizer with a chat template (prompt_format=text was chosen, or the "
                             "model's tokenizer has none)")
-        prompt = present(prompt, bool(chat), system_prompt, prompt_template)
+        prompt = present(prompt, bool(chat), system_prompt, prompt_template, few_shot)
         if max_prompt_length is not None and _prompt_length(prompt, tokenizer, bool(chat)) > max_prompt_length:
             dropped += 1
             continue

@@ -288,7 +288,7 @@ def undefined_in(problems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", problems: Sequence[Mapping[str, Any]],
              *, n: int = 1, temperature: float = 0.0, max_new_tokens: int = 256, system_prompt: str | None = None,
              prompt_template: str | None = None, batch_size: int = 8, seed: int = 0,
-             on_problem: Callable[[int], None] | None = None) -> list[list[str]]:
+             on_problem: Callable[[int], None] | None = None, few_shot: Sequence[str] = ()) -> list[list[str]]:
     """``n`` completions per problem (greedy when ``temperature`` is 0), prompts presented as in training
     (:func:`rewardlang.trainers.data.present`), generated a few problems at a time with left padding."""
     import torch
@@ -299,7 +299,8 @@ def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", pro
         raise ValueError("greedy decoding (temperature 0) gives one completion per problem: use --n 1, or a "
                          "temperature above 0 for pass@k")
     chat = bool(getattr(tokenizer, "chat_template", None))
-    texts = [render_prompt(row["prompt"], tokenizer, chat, system_prompt, prompt_template) for row in problems]
+    texts = [render_prompt(row["prompt"], tokenizer, chat, system_prompt, prompt_template, few_shot)
+             for row in problems]
     was_training = model.training
     model.eval()
     per_batch = max(1, batch_size // n)
@@ -507,8 +508,8 @@ def paired_change(before: Sequence[float | None], after: Sequence[float | None],
 
 
 def spec_scores(program: Any, problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[str]], *,
-                chat: bool = True, system_prompt: str | None = None, prompt_template: str | None = None
-                ) -> list[dict[str, Any]]:
+                chat: bool = True, system_prompt: str | None = None, prompt_template: str | None = None,
+                few_shot: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Each problem's completions scored by ``program`` (a compiled spec), as training scores them: the spec reads
     the problem's columns by its inputs' names, and the prompt as the model was shown it
     (:func:`rewardlang.trainers.data.present`). Per problem: ``reward`` (the mean total of its unmasked
@@ -526,7 +527,8 @@ def spec_scores(program: Any, problems: Sequence[Mapping[str, Any]], completions
         if inp.name == "completion" or not inp.used:
             continue
         if inp.name == "prompt":
-            cols["prompt"] = [present(problems[i]["prompt"], chat, system_prompt, prompt_template) for i, _ in flat]
+            cols["prompt"] = [present(problems[i]["prompt"], chat, system_prompt, prompt_template, few_shot)
+                              for i, _ in flat]
         else:
             cols[inp.name] = [problems[i].get(inp.column) for i, _ in flat]
     res = program.score(**cols)
@@ -595,7 +597,7 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
              temperature: float = 0.0, max_new_tokens: int = 256, system_prompt: str | None = None,
              prompt_template: str | None = None, seed: int = 0, progress: bool = False, desc: str = "eval",
              out_path: str | None = None, dataset: str = "humaneval", program: Any = None,
-             chat: bool | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+             chat: bool | None = None, few_shot: Sequence[str] = ()) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Generate (or take the given ``completions``), judge, and return ``(summary, per-problem records)``; the
     records go to ``out_path`` as JSONL when given (written once everything is judged).
 
@@ -623,7 +625,7 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
         try:
             completions = generate(model, tokenizer, problems, n=n, temperature=temperature,
                                    max_new_tokens=max_new_tokens, system_prompt=system_prompt,
-                                   prompt_template=prompt_template, seed=seed,
+                                   prompt_template=prompt_template, seed=seed, few_shot=few_shot,
                                    on_problem=(lambda _i: bar.update(1)) if bar is not None else None)
         finally:
             if bar is not None:
@@ -652,7 +654,7 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
         if chat is None:
             chat = bool(getattr(tokenizer, "chat_template", None)) if tokenizer is not None else True
         scores = spec_scores(program, problems, completions, chat=chat, system_prompt=system_prompt,
-                             prompt_template=prompt_template)
+                             prompt_template=prompt_template, few_shot=few_shot)
         for rec, sc in zip(records, scores, strict=True):
             rec.update(sc)
     summary = summarize(records, ks)
@@ -779,36 +781,18 @@ def not_policy(name: str) -> None:
 
 
 def load_eval_model(name: str, dtype: str = "float32") -> tuple[Any, Any, dict[str, Any]]:
-    """``smollm2`` | ``tiny`` | a model directory | a run directory (its ``final/`` policy; a LoRA adapter is merged
-    into its base) → ``(model, tokenizer, presentation)``; ``presentation`` holds the run's ``system_prompt`` and
-    ``prompt_template`` when a run directory is given (so the model is asked as it was trained)."""
+    """``smollm2`` | ``tiny`` | a model directory | a run directory or its ``final/`` (the trained policy; a LoRA
+    adapter merged into its base, SmolLM2 converted here when this machine has no copy yet:
+    :func:`rewardlang.trainers.model.load_trained_policy`) → ``(model, tokenizer, presentation)``;
+    ``presentation`` holds the run's ``system_prompt`` and ``prompt_template`` when a run is given (so the model is
+    asked as it was trained)."""
     from rewardlang.trainers.config import TrainConfig
-    from rewardlang.trainers.model import load_policy
+    from rewardlang.trainers.model import load_policy, load_trained_policy, run_policy
 
-    shown: dict[str, Any] = {}
-    path, run_model = name, None
     not_policy(name)
-    if os.path.isdir(name) and os.path.exists(os.path.join(name, "config.json")) \
-            and os.path.isdir(os.path.join(name, "final")):
-        with open(os.path.join(name, "config.json"), encoding="utf-8") as fh:
-            train = json.load(fh).get("train", {})
-        shown = {k: train.get(k) for k in ("system_prompt", "prompt_template") if train.get(k)}
-        run_model = train.get("model") or os.path.join(name, "initial_model")  # None: the run's tiny model
-        path = os.path.join(name, "final")
-    adapter = os.path.join(path, "adapter_config.json")
-    if os.path.isdir(path) and os.path.exists(adapter):
-        from peft import PeftModel
-        from transformers import AutoTokenizer
-
-        with open(adapter, encoding="utf-8") as fh:
-            base_name = json.load(fh).get("base_model_name_or_path") or run_model
-        if not base_name:
-            raise ValueError(f"{path}: a LoRA adapter whose base model is not recorded; evaluate its run directory")
-        base, _ = load_policy(TrainConfig(model=base_name, dtype=dtype))
-        model = PeftModel.from_pretrained(base, path).merge_and_unload()
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, padding_side="left")
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
+    if run_policy(name) is not None:
+        model, tokenizer, train = load_trained_policy(name, dtype=dtype)
+        shown = {k: train.get(k) for k in ("system_prompt", "prompt_template", "few_shot") if train.get(k)}
         return model, tokenizer, shown
-    model, tokenizer = load_policy(TrainConfig(model=None if path == "tiny" else path, dtype=dtype))
-    return model, tokenizer, shown
+    model, tokenizer = load_policy(TrainConfig(model=None if name == "tiny" else name, dtype=dtype))
+    return model, tokenizer, {}

@@ -378,12 +378,14 @@ def present_rows(rows: list[dict[str, Any]], tokenizer: Any, cfg: TrainConfig, *
 
     chat = cfg.prompt_format == "chat" or (cfg.prompt_format == "auto" and
                                            bool(getattr(tokenizer, "chat_template", None)))
-    as_written = offline and not (cfg.system_prompt or cfg.prompt_template or cfg.prompt_format == "chat")
+    as_written = offline and not (cfg.system_prompt or cfg.prompt_template or cfg.few_shot
+                                  or cfg.prompt_format == "chat")
     for r in rows:
         if isinstance(r["prompt"], str) and as_written:
             continue
         # a chat prompt is shown through the chat template whatever the settings: a model reads text only
-        shown = present(r["prompt"], chat or isinstance(r["prompt"], list), cfg.system_prompt, cfg.prompt_template)
+        shown = present(r["prompt"], chat or isinstance(r["prompt"], list), cfg.system_prompt, cfg.prompt_template,
+                        cfg.few_shot)
         r[PROMPT_TEXT] = prompt_text(shown, tokenizer, False)
 
 

@@ -438,7 +438,8 @@ def build_trainer(cfg: TrainConfig, prog: "Program", run_dir: str, *, progress: 
     columns += [c for c in more if c not in columns]
     model, tokenizer = load_run_policy(cfg, run_dir)
     dataset, summary = build_dataset(rows, columns, tokenizer, cfg.prompt_format, cfg.max_prompt_length,
-                                     cfg.system_prompt, cfg.prompt_template, cfg.train_problems, cfg.seed)
+                                     cfg.system_prompt, cfg.prompt_template, cfg.train_problems, cfg.seed,
+                                     cfg.few_shot)
     args = grpo_args(cfg, run_dir)
     per_step = args.generation_batch_size // cfg.num_generations
     if len(dataset) < per_step:  # TRL's sampler drops a partial batch: the run would end at step 0, "successfully"

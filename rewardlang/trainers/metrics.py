@@ -17,8 +17,6 @@ when it is installed (``report_to=auto``).
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
 import math
 import os
@@ -218,27 +216,9 @@ class JsonlMetricsCallback(TrainerCallback):
         if self.audit is not None:
             self.audit.annotate(state.global_step, logs)
         record = {"step": state.global_step, **{k: _clean(v) for k, v in logs.items()}}
-        line = (json.dumps(record) + "\n").encode("utf-8")
-        from rewardlang.outputs import OutputError
+        from rewardlang.outputs import append_record
 
-        # an append is not atomic: one os.write of the whole line (O_APPEND), and on a failed write (a full disk)
-        # the file is cut back to where it was, so the log never ends in half a record
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except OSError as exc:
-            raise OutputError.writing(self.path, exc) from exc
-        try:
-            size = os.fstat(fd).st_size
-            try:
-                written = os.write(fd, line)
-                if written != len(line):
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, size)
-                raise OutputError.writing(self.path, exc) from exc
-        finally:
-            os.close(fd)
+        append_record(self.path, json.dumps(record) + "\n")  # whole or cut back: never half a record
         if "train_runtime" not in logs:
             self.learning.observe(state.global_step, logs)
         if self.audit is not None:  # an alarm: said, recorded; with stop_on_alarm, a checkpoint and the end

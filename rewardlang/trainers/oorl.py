@@ -58,11 +58,12 @@ class OORLTrainer(PPOTrainer):
             policy = self.accelerator.unwrap_model(self.model).policy
             self.ref_policy = copy.deepcopy(policy).eval().requires_grad_(False)
         self.groups_file = preference_rows(cfg, "groups") if cfg.preference_data else None
-        if self.groups_file and (cfg.system_prompt or cfg.prompt_template):
+        if self.groups_file and (cfg.system_prompt or cfg.prompt_template or cfg.few_shot):
             # the file's prompts as the rollouts show theirs (the chat template is applied in _gepo_backward)
             for r in self.groups_file:
                 if isinstance(r["prompt"], str):
-                    r["prompt"] = present(r["prompt"], self.chat, cfg.system_prompt, cfg.prompt_template)
+                    r["prompt"] = present(r["prompt"], self.chat, cfg.system_prompt, cfg.prompt_template,
+                                          cfg.few_shot)
         self.group_order = _DataOrder(len(self.groups_file), cfg.seed) if self.groups_file else None
         self._update_groups: list[Group] = []
         self._micro = 0

@@ -159,8 +159,8 @@ def _heldout_panel(ax: Any, evals: dict[str, Any]) -> None:
             y, ci = get(evals[name])
             xs.append(i + (j - (len(names) - 1) / 2) * width)
             ys.append(y)
-            lo.append(y - ci[0] if ci else 0.0)
-            hi.append(ci[1] - y if ci else 0.0)
+            lo.append(max(0.0, y - ci[0]) if ci else 0.0)
+            hi.append(max(0.0, ci[1] - y) if ci else 0.0)
             top = max(top, y + hi[-1])
         bars = ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=name,
                       color=["#999999", "#2a7ab9"][j % 2])

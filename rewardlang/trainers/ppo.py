@@ -211,7 +211,8 @@ class PPOTrainer:
         columns += [c for c in more if c not in columns]
         policy, self.tokenizer = load_run_policy(cfg, run_dir)
         self.dataset, summary = build_dataset(rows, columns, self.tokenizer, cfg.prompt_format, cfg.max_prompt_length,
-                                              cfg.system_prompt, cfg.prompt_template, cfg.train_problems, cfg.seed)
+                                              cfg.system_prompt, cfg.prompt_template, cfg.train_problems, cfg.seed,
+                                              cfg.few_shot)
         self.chat = summary["format"] == "chat"
         report.save_train_problems(run_dir, summary)
         self.columns = [c for c in columns if c != "prompt"]

@@ -83,7 +83,7 @@ def evaluate_heldout(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]],
                                 prompt_template=cfg.prompt_template, progress=progress, desc=f"eval {when}",
                                 out_path=os.path.join(run_dir, f"eval-{when}.jsonl"),
                                 dataset="robot" if robot else "translation" if _translation(rows) else "humaneval",
-                                program=program, chat=chat)
+                                program=program, chat=chat, few_shot=cfg.few_shot)
     path = os.path.join(run_dir, "eval.json")
     doc: dict[str, Any] = {}
     if os.path.exists(path):

@@ -118,12 +118,15 @@ def load_run_policy(cfg: TrainConfig, run_dir: str) -> tuple[Any, Any]:
     (:func:`save_initial_policy`)."""
     import torch
 
-    from rewardlang.trainers.model import load_policy
+    from rewardlang.trainers.model import load_policy, run_policy
 
     if cfg.torch_threads or (cfg.model is None and not torch.cuda.is_available()):
         torch.set_num_threads(cfg.torch_threads or 1)
     model, tokenizer = load_policy(cfg)
-    if cfg.model is None:
+    # the tiny model exists only in memory: saved, so that the reference model (beta > 0) can be loaded; so does
+    # another run's policy (`--model RUN_DIR`: a LoRA adapter merged into its base) when a reference is loaded
+    # (beta > 0 without LoRA; with LoRA the reference is this model with the adapter disabled)
+    if cfg.model is None or (run_policy(cfg.model) is not None and cfg.beta > 0 and not cfg.lora):
         save_initial_policy(model, tokenizer, os.path.join(run_dir, "initial_model"))
     return model, tokenizer
 
@@ -317,15 +320,25 @@ def load_layers(spec: str, config_file: str | None, sets: Mapping[str, Any] | No
     return Layers(prog, cfg, sources, params, algorithm)
 
 
+#: the files a run writes in its directory (besides checkpoints, ``final/`` and ``initial_model/``)
+RUN_FILES = ("config.json", "metrics.jsonl", "README.md", "eval.json", "eval-before.jsonl", "eval-after.jsonl",
+             "train-problems.json", "curves.png")
+
+
 def open_run(prog: "Program", cfg: TrainConfig, resume: bool) -> tuple[str, str | None]:
     """``(run_dir, checkpoint to resume from or None)``; sets ``cfg.output_dir``. A fresh run refuses a directory
     that already holds one (its metrics would be mixed), a resumed one checks that nothing changed."""
-    from rewardlang.outputs import OutputError, check_output_dir, set_interrupt_note
+    from rewardlang.outputs import OutputError, check_outputs, set_interrupt_note
 
     run_dir = run_dir_for(cfg, prog.name, resume)
     cfg.output_dir = run_dir
+    # the files a run writes in its directory: none of them may be what the run reads (the spec, a file it
+    # imports, the dataset), through a symlink or a hard link either
+    inputs: dict[str, Any] = {"spec file": [f for f in getattr(prog, "sources", {}) if os.path.isfile(f)]}
+    if cfg.dataset and os.path.isfile(cfg.dataset):
+        inputs["dataset"] = cfg.dataset
     try:  # before the model loads: a run directory under a file, or on a read-only mount, is said at once
-        check_output_dir(run_dir, flag="--output")
+        check_outputs({}, dirs={"--output": run_dir}, inputs=inputs, dir_files={"--output": RUN_FILES})
     except OutputError as exc:
         raise ConfigError(str(exc)) from None
     checkpoint = check_resume(run_dir, prog, cfg) if resume else None

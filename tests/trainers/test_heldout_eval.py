@@ -183,8 +183,26 @@ def test_plot_draws_smoothed_reward_per_component_and_the_before_after_pass_at_1
     # one raw + one smoothed line per component
     comp = [list(ln.get_ydata()) for ln in axes["component rewards (mean)"].get_lines()]
     assert fmt in comp and smooth(fmt) in comp and len(comp) == 4
-    bars = axes["held-out pass@1 (greedy)"].patches
+    bars = axes["held-out problems, greedy: before / after (95% CI)"].patches
     assert [b.get_height() for b in bars] == [0.1, 0.3]
+    # with the spec's reward scored: pass@1 and reward, before then after, each with its interval
+    side = {"pass@1": 0.1, "pass@1_ci95": [0.0, 0.2], "reward": {"mean": 0.4, "ci95": [0.3, 0.5]}}
+    (tmp_path / "eval.json").write_text(json.dumps({
+        "before": side, "after": {**side, "pass@1": 0.3, "pass@1_ci95": [0.1, 0.5], "reward": {"mean": 0.6, "ci95": [0.5, 0.7]}},
+        "change": {"pass@1": {"mean": 0.2, "ci95": [0.1, 0.3]}}}))
+    figures.clear()
+    plot_run(str(tmp_path))
+    bars = {ax.get_title(): ax for ax in figures[0].axes}["held-out problems, greedy: before / after (95% CI)"].patches
+    ax = {ax.get_title(): ax for ax in figures[0].axes}["held-out problems, greedy: before / after (95% CI)"]
+    bars = ax.patches
+    assert [round(b.get_height(), 6) for b in bars] == [0.1, 0.4, 0.3, 0.6]
+    # each bar's interval is drawn at the bar's centre from its ci95's low to its high end
+    segments = [seg for coll in ax.collections for seg in coll.get_segments()]
+    drawn = sorted((round(float(s[0][0]), 6), round(float(min(s[0][1], s[1][1])), 6), round(float(max(s[0][1], s[1][1])), 6))
+                   for s in segments)
+    centres = [round(b.get_x() + b.get_width() / 2, 6) for b in bars]
+    assert drawn == sorted(zip(centres, [0.0, 0.3, 0.1, 0.5], [0.2, 0.5, 0.5, 0.7]))
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["before", "after"]
 
 
 @pytest.mark.slow

@@ -410,7 +410,7 @@ NOT_OUTPUTS = {
                                                                           "docs/reliability.md)",
     ("rewardlang/trainers/ppo.py", "PPOTrainer.save_models", "save_pretrained"): "checkpoint and final/ weights",
     ("rewardlang/trainers/prm.py", "train", "save_pretrained"): "final/ weights",
-    ("rewardlang/trainers/run.py", "save_initial_policy", "save_pretrained"): "initial_model/ weights",
+    ("rewardlang/trainers/recipe.py", "save_initial_policy", "save_pretrained"): "initial_model/ weights",
 }
 
 
@@ -434,7 +434,7 @@ def _writes_in_source() -> set[tuple[str, str, str]]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         where: list[str] = []
 
-        def visit(node: ast.AST) -> None:
+        def visit(node: ast.AST, rel: str = rel, where: list[str] = where) -> None:  # this file's (ruff B023)
             named = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
             if named:
                 where.append(node.name)  # type: ignore[attr-defined]

@@ -16,15 +16,17 @@ column, a message and a hint), never a traceback; the caller prints ``render()``
 - ``D003``: a line is not a JSON object.
 
     >>> import rewardlang
-    >>> prog = rewardlang.loads("input group: text\\ncomponent n in [0, 5] = len(completion)")
+    >>> prog = rewardlang.loads("input group: text\\ncomponent n in [0, 5] = len(completion)\\ncomponent g = len(group)")
     >>> scored = score_rows(prog, [{"group": "a", "completion": "ab"}, {"group": "a", "completion": "abcdefg"}])
     >>> [(r["reward"], r.get("errors")) for r in scored.records()]
-    [(2.0, None), (None, {'n': 'value 7 outside the declared range [0, 5]'})]
-    >>> try:
-    ...     score_rows(prog, [{"completion": 3}], label="rows.jsonl")
-    ... except ScoringError as exc:
-    ...     print(exc.render())
+    [(3.0, None), (None, {'n': 'value 7 outside the declared range [0, 5]'})]
+    >>> for rows in ([{"group": "a", "completion": 3}], [{"completion": "ab"}]):
+    ...     try:
+    ...         score_rows(prog, rows, label="rows.jsonl")
+    ...     except ScoringError as exc:
+    ...         print(exc.render())
     error[D001]: rows.jsonl: row 0: column `completion` expected text, got int
+    hint: fix the data, or pass --on-bad-row skip to skip (and count) bad rows
     error[D001]: rows.jsonl: row 0: column `group` missing: the spec's input `group` reads column `group`
     hint: fix the data, or read `group` from another column: `input group: text from "<column>"`
 """

@@ -48,9 +48,9 @@ from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers import report
 from rewardlang.trainers.model import lora_config
-from rewardlang.trainers.run import (Layers, RunResult, args_record, finish_run, last_checkpoint, load_layers,
-                                     load_run_policy, missing_after_tying, open_run, record_config, trainer_args,
-                                     TiedResume)
+from rewardlang.trainers.recipe import (Layers, RunResult, args_record, finish_run, last_checkpoint, load_layers,
+                                        load_run_policy, missing_after_tying, open_run, record_config, trainer_args,
+                                        TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from rewardlang.outputs import append_record
 from rewardlang.report import probe_rows, row_groups
 from rewardlang.runtime.audits import (
     PROBE_KEYS,
@@ -441,8 +442,7 @@ class AuditGuard:
         new = self.watch.observe({"step": step, **logs})
         for a in new:
             print(f"warning: {a.line}", file=sys.stderr, flush=True)
-            with open(self.alarms_path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(a.to_json()) + "\n")
+            append_record(self.alarms_path, json.dumps(a.to_json()) + "\n")  # whole or cut back
         if new and self.stop and self.stop_reason is None:
             self.stop_reason = new[0].line
             if control is not None:  # a checkpoint of this step, then the loop ends (transformers' own flags)

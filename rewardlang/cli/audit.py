@@ -85,14 +85,15 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
                 _err(f"error[D003]: {b}")
             _err(f"error: {len(bad)} bad row(s) in {input}; nothing audited")
             raise typer.Exit(1)
-        if group_by is not None:  # a typo is said, as score and report say it: never one group of every row
-            from rewardlang.runtime.scoring import ScoringError, check_group_column
+        from rewardlang.runtime.scoring import ScoringError, check_group_column, check_rows
 
-            try:
+        try:  # bad values by FILE:LINE before any step is audited (a step's piece would name its own row numbers)
+            check_rows(prog, list(zip(lines, rows)), str(input))
+            if group_by is not None:  # a typo is said, as score and report say it: never one group of every row
                 check_group_column(list(zip(lines, rows)), group_by, str(input))
-            except ScoringError as exc:
-                _err(exc.render())
-                raise typer.Exit(1)
+        except ScoringError as exc:
+            _err(exc.render(hints=False))
+            raise typer.Exit(1)
         try:
             records, alarms, watch = audit_rollouts(prog, rows, step_column=step_column, group_by=group_by,
                                                     all_steps=all_steps, probes=probes)

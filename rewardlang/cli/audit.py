@@ -60,7 +60,7 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
     else:
         from rewardlang.jsonl import iter_jsonl
         from rewardlang.runtime.audits import audits_of, reward_range
-        from rewardlang.runtime.program import DataError
+        from rewardlang.runtime.scoring import ScoringError
 
         prog = _load(target, set_, scoring=True)
         if not prog.audits:
@@ -93,12 +93,13 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
             except ScoringError as exc:
                 _err(exc.render())
                 raise typer.Exit(1)
-        try:
+        try:  # a bad row is said as `score` says it (code, file:line, hint)
             records, alarms, watch = audit_rollouts(prog, rows, step_column=step_column, group_by=group_by,
-                                                    all_steps=all_steps, probes=probes)
-        except DataError as exc:
-            for _, c, m in exc.problems[:10]:
-                _err(f"error[D001]: {input}: column `{c}` {m}")
+                                                    all_steps=all_steps, probes=probes, lines=lines,
+                                                    label=str(input))
+        except ScoringError as exc:  # audit has no --on-bad-row: score's hint would name an option it lacks
+            _err(exc.render(limit=10, hints=False))
+            _err(f"error: {len(exc.issues)} bad row(s) in {input}; nothing audited")
             raise typer.Exit(1)
         meta = {"audits": audits_of(prog), "reward_range": reward_range(prog, 0)}
         audits, what = meta["audits"], f"{len(rows)} rollouts of {input} ({len(records)} steps)"

@@ -68,18 +68,6 @@ def test_bad_rows_are_named(tmp_path: Path) -> None:
     assert f"{data}:3:" in res.output and "2 bad row(s)" in res.output
 
 
-def test_a_row_the_spec_cannot_read_is_named_by_its_line(tmp_path: Path) -> None:
-    # scored as `score` scores rows (runtime/scoring.py): the data error's code, file and line, as score says it
-    spec = tmp_path / "s.reward"
-    spec.write_text(SPEC)
-    data = tmp_path / "rollouts.jsonl"
-    data.write_text('{"step": 1, "completion": "a"}\n{"step": 1, "completion": 3}\n{"step": 2, "completion": "c"}\n')
-    res = CliRunner().invoke(app, ["audit", str(spec), "-i", str(data)])
-    assert res.exit_code == 1
-    assert f"error[D001]: {data}:2: column `completion` expected text, got int" in res.output
-    assert f"1 bad row(s) in {data}; nothing audited" in res.output and "--on-bad-row" not in res.output
-
-
 def test_a_run_directory_recomputed(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()

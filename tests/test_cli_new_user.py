@@ -396,3 +396,30 @@ def test_report_names_bad_rows_by_line_and_skips_and_counts_them(tmp_path: Path)
     r = invoke("score", spec, "-i", data, "-o", tmp_path / "o.jsonl")
     assert r.exit_code == 1 and f"error[D001]: {data}:2: column `n` expected number, got str" in r.output
     assert "row 1" not in r.output
+
+
+def test_explain_names_a_bad_row_of_the_group_by_its_line(tmp_path: Path) -> None:
+    """`explain --row 0` said `row 0 (or a row of its group)` for a bad value in another row of the group: now the
+    row that has it, FILE:LINE."""
+    spec = tmp_path / "s.reward"
+    spec.write_text("input n: number\ncomponent c = n * 2\nadvantage over group(prompt) = (reward - mean) then center\n",
+                    encoding="utf-8")
+    data = _jsonl(tmp_path / "rows.jsonl", [{"prompt": "q", "completion": "z", "n": 5},
+                                           {"prompt": "p", "completion": "a", "n": 1},
+                                           {"prompt": "p", "completion": "b", "n": "x"}])
+    for row in ("1", "2"):
+        r = invoke("explain", spec, "-i", data, "--row", row)
+        assert r.exit_code == 1, r.output
+        assert f"error[D001]: {data}:3: column `n` expected number, got str" in " ".join(r.output.split()), r.output
+
+
+def test_audit_names_a_bad_value_by_its_line(tmp_path: Path) -> None:
+    """`audit SPEC -i ROLLOUTS` scores by step and said a bad value as `FILE: column ...` (no line): FILE:LINE."""
+    spec = tmp_path / "a.reward"
+    spec.write_text("input n: number\ncomponent c = n * 2\ncomponent m = 1\naudit dom = component_dominance\n",
+                    encoding="utf-8")
+    data = _jsonl(tmp_path / "rollouts.jsonl", [{"step": 1, "completion": "a", "n": 1},
+                                               {"step": 2, "completion": "c", "n": 2},
+                                               {"step": 2, "completion": "b", "n": "x"}])
+    r = invoke("audit", spec, "-i", data, "--no-probes")
+    assert r.exit_code == 1 and f"error[D001]: {data}:3: column `n` expected number, got str" in r.output, r.output

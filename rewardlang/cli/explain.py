@@ -66,9 +66,13 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
             explain_row(prog, found, step=step, group_rows=group_rows, index=at, group=group)
     except (ScoringError, DataError) as exc:
         issues = exc.issues if isinstance(exc, ScoringError) else [
-            DataIssue("D001", f"column `{c}` {m}", column=c) for _, c, m in exc.problems]
-        for issue in issues:  # the row asked for: the problem may be another row's of its group
-            _err(f"error[{issue.code}]: {input}: row {row} (or a row of its group): {issue.message}")
+            DataIssue("D001", f"column `{c}` {m}", row=r, column=c) for r, c, m in exc.problems]
+        line_of = {id(r): n for r, n in zip(rows, lines)}  # a row of the group, by its line in the file
+        for issue in issues:  # the problem may be the row asked for, or another row of its group
+            at_row = group_rows[issue.row] if issue.row is not None and 0 <= issue.row < len(group_rows) else None
+            where = (f"{input}:{line_of[id(at_row)]}" if at_row is not None and id(at_row) in line_of else
+                     f"{input}: --row {row} or a row of its group")
+            _err(f"error[{issue.code}]: {where}: {issue.message}")
         raise typer.Exit(1)
 
 

@@ -16,15 +16,17 @@ column, a message and a hint), never a traceback; the caller prints ``render()``
 - ``D003``: a line is not a JSON object.
 
     >>> import rewardlang
-    >>> prog = rewardlang.loads("input group: text\\ncomponent n in [0, 5] = len(completion)")
+    >>> prog = rewardlang.loads("input group: text\\ncomponent n in [0, 5] = len(completion)\\ncomponent g = len(group)")
     >>> scored = score_rows(prog, [{"group": "a", "completion": "ab"}, {"group": "a", "completion": "abcdefg"}])
     >>> [(r["reward"], r.get("errors")) for r in scored.records()]
-    [(2.0, None), (None, {'n': 'value 7 outside the declared range [0, 5]'})]
-    >>> try:
-    ...     score_rows(prog, [{"completion": 3}], label="rows.jsonl")
-    ... except ScoringError as exc:
-    ...     print(exc.render())
+    [(3.0, None), (None, {'n': 'value 7 outside the declared range [0, 5]'})]
+    >>> for rows in ([{"group": "a", "completion": 3}], [{"completion": "ab"}]):
+    ...     try:
+    ...         score_rows(prog, rows, label="rows.jsonl")
+    ...     except ScoringError as exc:
+    ...         print(exc.render())
     error[D001]: rows.jsonl: row 0: column `completion` expected text, got int
+    hint: fix the data, or pass --on-bad-row skip to skip (and count) bad rows
     error[D001]: rows.jsonl: row 0: column `group` missing: the spec's input `group` reads column `group`
     hint: fix the data, or read `group` from another column: `input group: text from "<column>"`
 """
@@ -51,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only: this module works on any pro
 
 __all__ = ["OUTPUT_KEYS", "DataError", "DataIssue", "ScoringError", "Scored", "Summary", "clean", "record",
            "group_keys", "group_value", "GroupOrder", "score_rows", "score_file", "module_main",
-           "check_group_column", "bad_rows_line"]
+           "check_group_column", "check_rows", "bad_rows_line"]
 
 #: keys a scored record adds to its row; an input column of the same name is replaced (and a warning says so)
 OUTPUT_KEYS = ("reward", "components", "advantage", "errors", "masked", "spans")
@@ -515,6 +517,24 @@ class Summary:
                 comps = k[5:].split(",")
                 for c in comps:
                     self.times[c] = self.times.get(c, 0.0) + v / len(comps)
+
+
+def check_rows(prog: Program, rows: Sequence[tuple[int, dict[str, Any]]], label: str) -> None:
+    """Raise :class:`ScoringError` naming each bad value ``label:LINE`` as ``score`` does (``rows``: ``(line,
+    row)``), scoring nothing: for a command that scores its rows in pieces of its own (``audit``: by step) and would
+    otherwise name a row by its place in a piece.
+
+        >>> import rewardlang
+        >>> prog = rewardlang.loads("input n: number\\ncomponent c = n * 2")
+        >>> try:
+        ...     check_rows(prog, [(1, {"completion": "", "n": 1}), (3, {"completion": "", "n": "x"})], "r.jsonl")
+        ... except ScoringError as exc:
+        ...     print(exc.render(hints=False))
+        error[D001]: r.jsonl:3: column `n` expected number, got str
+    """
+    if rows:
+        _Run(prog, label=label, group_by=None, on_bad_row="fail", step=0, warn=lambda _: None,
+             order=False).columns(list(rows))
 
 
 def bad_rows_line(label: str, bad_rows: Sequence[tuple[int, str]], limit: int = 20) -> str:

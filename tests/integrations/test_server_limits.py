@@ -30,6 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 TEXT = str(ROOT / "specs" / "codepo_text.reward")  # no sandbox: the server starts in a second
 QUALITY = str(ROOT / "specs" / "quality_grpo.reward")
 _MIB = 1 << 20
+#: how long a SIGTERM'd server may take to exit here: the documented bound is --shutdown-timeout (5 s, 2 in the slow
+#: test) and a second or two; the issue's server had not exited after 30 s. The margin is for a loaded machine (two
+#: cores shared by many jobs), so that the check fails on a server that does not stop, not on a slow machine
+STOP_BOUND = 30.0
 
 
 class Server:
@@ -193,7 +197,7 @@ def test_slowloris_beyond_the_fd_limit_leaves_health_answered_and_sigterm_prompt
         assert m["connections_dropped"] >= 300 - m["connections_limit"]
         assert "Too many open files" not in srv.stderr()
         code, took = srv.stop()
-        assert code == 0 and took < 10, took
+        assert code == 0 and took < STOP_BOUND, took
         assert "Traceback" not in srv.stderr()
     finally:
         for s in socks:
@@ -239,7 +243,7 @@ def test_deadlines_close_slow_headers_slow_bodies_and_silent_connections(tmp_pat
             assert _response(k)[0] == 200
     finally:
         code, took = srv.stop()
-    assert code == 0 and took < 10
+    assert code == 0 and took < STOP_BOUND, took
 
 
 def test_request_size_is_bounded_before_the_body_is_held(tmp_path: Path) -> None:
@@ -321,7 +325,7 @@ def test_a_full_server_drops_idle_connections_and_refuses_only_when_all_are_answ
         for _ in range(3):
             assert srv.get("/health")[0] == 200  # each new client is answered
         assert srv.metrics()["connections_dropped"] >= 2
-        assert _closed_by_server(idle[0], 5)  # the longest-idle client made way first
+        assert _closed_by_server(idle[0], 30)  # the longest-idle client made way first
         # park requests until 8 connections are all being answered (a parked one that the server had not read
         # yet when another client came may be the one dropped: it is sent again)
         end = time.monotonic() + 120
@@ -352,7 +356,7 @@ def test_a_full_server_drops_idle_connections_and_refuses_only_when_all_are_answ
                 b.settimeout(60)
         assert b"too many connections" in refused
         for s in idle:
-            assert _closed_by_server(s, 5)
+            assert _closed_by_server(s, 30)
     finally:
         code, _ = srv.stop(bound=180)
     assert code == 0
@@ -399,7 +403,7 @@ def test_a_client_that_does_not_read_its_answers_is_dropped(tmp_path: Path) -> N
     finally:
         s.close()
         code, took = srv.stop()
-    assert code == 0 and took < 10
+    assert code == 0 and took < STOP_BOUND, took
 
 
 @pytest.mark.slow
@@ -425,7 +429,7 @@ def test_sigterm_ends_the_server_within_seconds_whatever_its_clients_do(tmp_path
         slow.sendall(_request("POST", "/score", json.dumps({"rows": rows}).encode()))
         srv.wait_metrics(lambda m: m["batches"] >= 1 and m["pending_rows"] == 0, "the slow batch scoring")
         code, took = srv.stop(bound=60)
-        assert code == 0 and took < 15, took
+        assert code == 0 and took < STOP_BOUND, took
         st, msg = _response(slow)
         assert st in (0, 503), (st, msg)  # never a 500, never a hang
         left = _session_processes(srv.p.pid)

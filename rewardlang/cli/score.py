@@ -90,11 +90,15 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
 
             try:
                 if ray is not None:
-                    from rewardlang.integrations.ray_score import score_on_ray
+                    from rewardlang.integrations.ray_score import BlockLost, score_on_ray
 
-                    run = score_on_ray(spec, _overrides(set_), prog, input, label, out_f, address=ray,
-                                       group_by=group_by, on_bad_row=on_bad_row, step=step, batch_size=batch_size,
-                                       workers=workers, warn=_err)
+                    try:
+                        run = score_on_ray(spec, _overrides(set_), prog, input, label, out_f, address=ray,
+                                           group_by=group_by, on_bad_row=on_bad_row, step=step,
+                                           batch_size=batch_size, workers=workers, warn=_err)
+                    except BlockLost as exc:  # an infrastructure failure, twice: named, no output file
+                        _err(f"error: {exc}\nhint: check the cluster's nodes (`ray status`) and run it again")
+                        raise typer.Exit(1)
                     if summary:
                         _err(run.line())
                 else:

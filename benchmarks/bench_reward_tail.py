@@ -79,7 +79,8 @@ def measure_train(run_dir: str) -> dict[str, float]:
         return original(self, {**kwargs, "completions": comps})
 
     grpo.SpecRewardSet._evaluate = evaluate
-    # TRL compares the completions object to find a new batch: keep the replaced list per batch
+    # TRL compares the completions object to find a new batch: keep the replaced list per batch (a tree from issue
+    # 38 on keys the batch on TRL's list in values() itself, and may have scored it ahead in a thread)
     original_values = grpo.SpecRewardSet.values
 
     def values(self, index, kwargs):  # type: ignore[no-untyped-def]
@@ -88,7 +89,8 @@ def measure_train(run_dir: str) -> dict[str, float]:
             self._batch = kwargs["completions"]
         return [None if math.isnan(t) else v for v, t in zip(self.raw[self.names[index]], self.total, strict=True)]
 
-    grpo.SpecRewardSet.values = values
+    if not hasattr(grpo.SpecRewardSet, "prefetch"):
+        grpo.SpecRewardSet.values = values
     try:
         train(os.path.join(os.getcwd(), "specs", "quality_grpo.reward"),
               config_file=os.path.join(os.getcwd(), "examples", "smollm2_cpu.yaml"),

@@ -1,7 +1,7 @@
 """Issue 23's scale figures, each baseline beside ours in one run (docs/scale.md).
 
     python benchmarks/bench_scale.py [--samples 512] [--ray-rows 20000] [--workers-rows 0] [--runs 3] [--server-runs 3]
-    python benchmarks/bench_scale.py --only server --server-against REF   # this tree's server beside REF's
+    python benchmarks/bench_scale.py --only server --server-against REF --clients 16,64   # beside REF's server
 
 1. verl, ``specs/quality_grpo.reward``, ``--samples`` distinct samples: a per-sample ``compute_score`` (one
    ``Program.score`` call per sample, as verl's reward loop calls a custom function) against the batched manager's
@@ -10,9 +10,11 @@
    side's samples differ by a comment, so no side reads another's caches.
 2. ``rewardlang serve`` under 16 concurrent clients (``--clients``) (32 rows per request, and one row per request as OpenRLHF
    sends) against in-process batch scoring of the same number of rows (one ``Program.score`` call), in turns
-   (``--server-runs``, fresh rows each time), medians: throughput ratios. With ``--server-against REF``: this
-   tree's server beside git REF's (a detached worktree), both running, turns alternating, the same workloads:
-   the throughput ratio this / REF.
+   (``--server-runs``, fresh rows each time), medians: throughput ratios. With ``--server-against REF`` (issue
+   38): at each ``--clients`` count C, C closed-loop clients post C x ``--per-request`` rows with one row per
+   request and with ``--per-request`` (32) rows per request, to this tree's server and to git REF's (a detached
+   worktree), both running, alternating: per tree, the throughput ratio one-row / batched (target >= 0.8), p50/p99
+   per-row latency of each, and whether every row's score is equal across runs.
 3. ``rewardlang score --ray local --workers 2`` against the local run on ``--ray-rows`` rows of
    ``specs/codepo_text.reward`` (outputs compared byte for byte): Ray's overhead. Needs Ray (skipped, said so,
    without it).
@@ -228,12 +230,18 @@ def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
         p.wait(60)
 
 
-def _start_server(root: str) -> tuple[subprocess.Popen, str]:
-    """``rewardlang serve`` of the tree at ``root`` (its own PYTHONPATH) on a free port; (process, url)."""
-    p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", SPEC, "--port", "0"], stderr=subprocess.PIPE,
+def _start_server(root: str, spec: str = SPEC) -> tuple[subprocess.Popen, str]:
+    """``rewardlang serve spec`` of the tree at ``root`` (its own PYTHONPATH) on a free port; (process, url)."""
+    p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", spec, "--port", "0"], stderr=subprocess.PIPE,
                          text=True, env={**os.environ, "PYTHONPATH": root}, cwd=root)
-    m = re.search(r":(\d+) ", p.stderr.readline())
-    assert m, "the server did not start"
+    seen = ""
+    for _ in range(100):  # the spec's warnings, if any, come first
+        line = p.stderr.readline()
+        seen += line
+        m = re.search(r"http://127\.0\.0\.1:(\d+) ", line)
+        if m or not line:
+            break
+    assert m, f"the server of {root} did not start: {seen}"
     url = f"http://127.0.0.1:{m.group(1)}"
     threading.Thread(target=p.stderr.read, daemon=True).start()  # never let its log fill the pipe
     for _ in range(600):
@@ -245,11 +253,15 @@ def _start_server(root: str) -> tuple[subprocess.Popen, str]:
     return p, url
 
 
-def _clients(url: str, rows: list[dict], per_request: int, clients: int) -> tuple[float, int]:
-    """``clients`` threads post ``rows`` to ``url``/score, ``per_request`` at a time, a new connection per
-    request (as OpenRLHF's aiohttp session per call); (seconds, rows answered)."""
+def _clients(url: str, rows: list[dict], per_request: int, clients: int
+             ) -> tuple[float, int, list[float], list[float | None]]:
+    """``clients`` closed-loop threads post ``rows`` to ``url``/score, ``per_request`` at a time, each sending its
+    next request when it has the answer to the previous one, a new connection per request (as OpenRLHF's aiohttp
+    session per call); (seconds, rows answered, each row's latency: its request's, each row's score by index)."""
     n = len(rows)
-    done: list = []
+    scores: list[float | None] = [None] * n
+    latencies: list[float] = []
+    lock = threading.Lock()
 
     def post(body: dict) -> dict:
         req = urllib.request.Request(url + "/score", data=json.dumps(body).encode(),
@@ -258,9 +270,17 @@ def _clients(url: str, rows: list[dict], per_request: int, clients: int) -> tupl
             return json.loads(r.read())
 
     def client(k: int) -> None:
-        mine = rows[k * (n // clients):(k + 1) * (n // clients)] if per_request > 1 else rows[k::clients]
+        mine = list(range(k * (n // clients), (k + 1) * (n // clients))) if per_request > 1 else \
+            list(range(k, n, clients))
         for j in range(0, len(mine), per_request):
-            done.extend(x["score"] for x in post({"rows": mine[j:j + per_request]})["results"])
+            idx = mine[j:j + per_request]
+            t = time.perf_counter()
+            res = post({"rows": [rows[i] for i in idx]})["results"]
+            dt = time.perf_counter() - t
+            with lock:
+                latencies.extend([dt] * len(idx))
+                for i, x in zip(idx, res):
+                    scores[i] = x["score"]
 
     t0 = time.perf_counter()
     threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
@@ -268,13 +288,22 @@ def _clients(url: str, rows: list[dict], per_request: int, clients: int) -> tupl
         t.start()
     for t in threads:
         t.join()
-    return time.perf_counter() - t0, len(done)
+    return time.perf_counter() - t0, sum(s is not None for s in scores), latencies, scores
 
 
-def bench_server_against(ref: str, n: int, clients: int = 16, runs: int = 3) -> None:
-    """This tree's server beside git ``ref``'s, both running, in alternating turns (fresh rows for every turn and
-    side: nothing is read from a cache), at ``n // clients`` rows and at 1 row per request: throughput ratio
-    this / ``ref`` (medians), with the machine's load beside each turn."""
+def _pct(xs: list[float], q: float) -> float:
+    """The ``q`` quantile of ``xs`` (nearest rank)."""
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, max(0, math.ceil(q * len(ys)) - 1))] if ys else float("nan")
+
+
+def bench_server_against(ref: str, clients_list: list[int], per_request: int = 32, runs: int = 2) -> None:
+    """Issue 38's figures: at each number of closed-loop clients C, ``C * per_request`` rows posted by C clients
+    with one row per request and with ``per_request`` rows per request, to this tree's server and to git
+    ``ref``'s (a detached worktree), both running and serving ``ref``'s ``quality_grpo.reward``, sides and trees alternating turn by turn (fresh rows for every
+    run: nothing is read from a cache). Per tree and C: throughput of each (medians over turns), the ratio
+    one-row / batched (target >= 0.8), p50/p99 per-row latency (a row's latency is its request's), and whether
+    every row's score is the same in every run (the rows of every run differ only by a comment of equal length)."""
     tmp = tempfile.mkdtemp(prefix="rewardlang-bench-")
     old = os.path.join(tmp, "tree")
     subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", "-q", old, ref], check=True)
@@ -284,31 +313,48 @@ def bench_server_against(ref: str, n: int, clients: int = 16, runs: int = 3) -> 
                              text=True, check=False).stdout.strip()
         sides = {"this tree": ROOT, f"{ref} ({sha})": old}
         urls = {}
+        # both serve REF's spec: this tree reads every spec an older one does, not always the other way round
+        spec = os.path.join(old, "specs", "quality_grpo.reward")
         for name, root in sides.items():
-            p, url = _start_server(root)
+            p, url = _start_server(root, spec)
             procs.append(p)
             urls[name] = url
             # warm: compile, sandbox slots, analyser helpers
-            _clients(url, samples(2 * clients, f"warm-{name}"), 1, clients)
-        print(f"[server against {ref}] {n} rows of quality_grpo.reward, {clients} concurrent clients, "
-              f"{runs} alternating turn(s)")
-        times: dict[tuple[str, int], list[float]] = {}
-        for turn in range(runs):
-            order = list(sides) if turn % 2 == 0 else list(sides)[::-1]
-            line = []
-            for per_request in (max(1, n // clients), 1):
-                for name in order:
-                    rows = samples(n, f"{name}-{per_request}-{turn}")
-                    dt, got = _clients(urls[name], rows, per_request, clients)
-                    assert got == n, (got, n)
-                    times.setdefault((name, per_request), []).append(dt)
-                    line.append(f"{name} {per_request}/req {n / dt:.1f} rows/s")
-            print(f"  turn {turn + 1}: " + "; ".join(line) + f"  [{load()}]")
-        a, b = list(sides)
-        for per_request in (max(1, n // clients), 1):
-            ta, tb = statistics.median(times[(a, per_request)]), statistics.median(times[(b, per_request)])
-            print(f"  {per_request} row(s) per request: {a} {n / ta:.1f} rows/s, {b} {n / tb:.1f} rows/s (medians);"
-                  f" throughput ratio {tb / ta:.2f}x (target >= 0.95)")
+            _clients(url, samples(2 * max(clients_list), f"warm-{name}"), 1, max(clients_list))
+        print(f"[server against {ref}] quality_grpo.reward; closed-loop clients {clients_list}, 1 and "
+              f"{per_request} rows per request, C x {per_request} rows per run, {runs} alternating turn(s)  "
+              f"[{load()}]", flush=True)
+        times: dict[tuple[str, int, int], list[float]] = {}
+        lats: dict[tuple[str, int, int], list[float]] = {}
+        reference: dict[int, list[float | None]] = {}
+        same = True
+        for c in clients_list:
+            n = c * per_request
+            for turn in range(runs):
+                order = list(sides) if turn % 2 == 0 else list(sides)[::-1]
+                line = []
+                for per in ((per_request, 1) if turn % 2 == 0 else (1, per_request)):
+                    for name in order:
+                        rows = samples(n, f"{name}-{c}-{per}-{turn}")
+                        dt, got, lat, scores = _clients(urls[name], rows, per, c)
+                        assert got == n, (got, n)
+                        ref_scores = reference.setdefault(n, scores)
+                        same = same and scores == ref_scores
+                        times.setdefault((name, c, per), []).append(dt)
+                        lats.setdefault((name, c, per), []).extend(lat)
+                        line.append(f"{name.split(' ')[0]} {per}/req {n / dt:.1f} rows/s")
+                print(f"  C={c} turn {turn + 1}: " + "; ".join(line) + f"  [{load()}]", flush=True)
+        print(f"  every row's score equal in every run (both trees, both request sizes): {same}")
+        for c in clients_list:
+            n = c * per_request
+            for name in sides:
+                t1 = statistics.median(times[(name, c, 1)])
+                tb = statistics.median(times[(name, c, per_request)])
+                l1, lb = lats[(name, c, 1)], lats[(name, c, per_request)]
+                print(f"  C={c:<3d} {name:22s} 1 row/request {n / t1:6.1f} rows/s (p50 {_pct(l1, .5):.2f} s, "
+                      f"p99 {_pct(l1, .99):.2f} s); {per_request} rows/request {n / tb:6.1f} rows/s (p50 "
+                      f"{_pct(lb, .5):.2f} s, p99 {_pct(lb, .99):.2f} s); one-row / batched {tb / t1:.2f}x "
+                      f"(target >= 0.8)")
     finally:
         for p in procs:
             p.terminate()
@@ -472,8 +518,11 @@ def main() -> None:
     ap.add_argument("--workers-rows", type=int, default=0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--server-runs", type=int, default=3, help="turns of the server part (medians)")
-    ap.add_argument("--clients", type=int, default=16,
-                    help="concurrent clients of the server part (OpenRLHF has one per rollout in flight)")
+    ap.add_argument("--clients", default="16",
+                    help="concurrent clients of the server part (OpenRLHF has one per rollout in flight); with "
+                         "--server-against, a comma-separated list (16,64)")
+    ap.add_argument("--per-request", type=int, default=32,
+                    help="rows per request of the batched side of --server-against")
     ap.add_argument("--only", default="verl,server,ray,workers")
     ap.add_argument("--server-against", metavar="REF",
                     help="the server part: this tree's server beside git REF's, alternating turns (throughput ratio)")
@@ -483,9 +532,10 @@ def main() -> None:
     if "verl" in only:
         bench_verl(args.samples)
     if "server" in only and args.server_against:
-        bench_server_against(args.server_against, args.samples, clients=args.clients, runs=args.server_runs)
+        bench_server_against(args.server_against, [int(c) for c in str(args.clients).split(",")],
+                             per_request=args.per_request, runs=args.server_runs)
     elif "server" in only:
-        bench_server(args.samples, clients=args.clients, runs=args.server_runs)
+        bench_server(args.samples, clients=int(args.clients), runs=args.server_runs)
     if "ray" in only and args.ray_rows:
         bench_ray(args.ray_rows)
     if "workers" in only and args.workers_rows:

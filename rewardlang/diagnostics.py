@@ -35,6 +35,8 @@ CODES: dict[str, str] = {
     "E003": "unexpected end of file",
     "E004": "invalid regular expression",
     "E005": "invalid literal",
+    "E006": "unclosed or mismatched bracket",
+    "E007": "unclosed string",
     # names and structure
     "E101": "unknown name",
     "E102": "unknown function",

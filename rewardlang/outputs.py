@@ -43,7 +43,7 @@ import sys
 from typing import IO, Any, Callable, Iterator, Mapping, NoReturn, Union
 
 __all__ = ["OutputError", "Interrupted", "check_output", "check_output_dir", "atomic_write", "atomic_path",
-           "write_text", "sweep", "reason", "same_file", "install_signal_handlers", "interrupt_line",
+           "check_outputs", "write_text", "sweep", "reason", "same_file", "install_signal_handlers", "interrupt_line",
            "set_interrupt_note", "note_stdout", "InterruptExit", "exit_interrupted", "interrupts_deferred", "committed", "what_was_kept", "guard_command", "quiet_broken_pipe",
            "ENVIRONMENT_ERRNOS"]
 
@@ -146,15 +146,22 @@ def _probe(directory: str) -> OSError | None:
     return None
 
 
-def _refuse_inputs(path: PathLike, inputs: Mapping[str, PathLike | None], flag: str) -> None:
-    for what, inp in inputs.items():
+Inputs = Mapping[str, Union[PathLike, None, "list[PathLike]", "tuple[PathLike, ...]"]]
+
+
+def _refuse_inputs(path: PathLike, inputs: Inputs, flag: str) -> None:
+    """``inputs``: what each input is (``"spec file"``) and its path, or its paths (a spec and the files it
+    imports)."""
+    pairs = [(what, inp) for what, given in inputs.items()
+             for inp in (given if isinstance(given, (list, tuple)) else [given])]
+    for what, inp in pairs:
         if inp is not None and os.fspath(inp) != "-" and same_file(path, inp):
             shown = "" if os.path.abspath(os.fspath(inp)) == os.path.abspath(os.fspath(path)) else f" ({inp})"
             raise OutputError(path, f"{flag} {os.fspath(path)} is the {what}{shown}; writing it would destroy what "
                                     "the command reads: write to another file")
 
 
-def check_output(path: PathLike, *, inputs: Mapping[str, PathLike | None] | None = None, flag: str = "-o") -> None:
+def check_output(path: PathLike, *, inputs: Inputs | None = None, flag: str = "-o") -> None:
     """Refuse a file destination before any work: one of ``inputs`` (``{"input file": path, ...}``), a directory,
     a missing directory, an unwritable place. Raises :class:`OutputError` whose text is the whole message."""
     p = os.fspath(path)
@@ -181,7 +188,7 @@ def check_output(path: PathLike, *, inputs: Mapping[str, PathLike | None] | None
         raise OutputError(p, f"{flag} {p}: cannot write there ({reason(exc)})")
 
 
-def check_output_dir(path: PathLike, *, inputs: Mapping[str, PathLike | None] | None = None, flag: str = "-o",
+def check_output_dir(path: PathLike, *, inputs: Inputs | None = None, flag: str = "-o",
                      files: tuple[str, ...] = ()) -> None:
     """Refuse a directory destination before any work: a path that is a file, one under a file, an unwritable place,
     and (``files``: the names the command writes in it) a file there that is one of ``inputs``. A missing directory
@@ -200,6 +207,52 @@ def check_output_dir(path: PathLike, *, inputs: Mapping[str, PathLike | None] | 
     exc = _probe(probe_in)
     if exc is not None:
         raise OutputError(p, f"{flag} {p}: cannot write in {probe_in} ({reason(exc)})")
+
+
+def _one_destination(a: PathLike, b: PathLike) -> bool:
+    """Whether writing ``a`` and then ``b`` would write one file: the same file when both exist (device and inode:
+    symlinks and hard links too), else the same resolved path (a file not written yet, a dangling symlink). A
+    character device (``/dev/null`` twice) is not a clash: both writes go to it in place and neither destroys the
+    other."""
+    if os.path.exists(a) and os.path.exists(b):
+        if not same_file(a, b):
+            return False
+        return not stat.S_ISCHR(os.stat(a).st_mode)
+    return os.path.realpath(os.fspath(a)) == os.path.realpath(os.fspath(b))
+
+
+def check_outputs(files: Mapping[str, PathLike | None], *, inputs: Inputs | None = None,
+                  dirs: Mapping[str, PathLike | None] | None = None,
+                  dir_files: Mapping[str, tuple[str, ...]] | None = None) -> None:
+    """Every destination of a command, checked before any work: each file of ``files`` (``{flag: path}``; None:
+    not written this time) as :func:`check_output` does, each directory of ``dirs`` as :func:`check_output_dir`
+    does (``dir_files[flag]``: the names written in it), and no two destinations the same file: the second write
+    would destroy the first (``data humaneval -o rows.jsonl --report rows.jsonl``). Raises :class:`OutputError`
+    naming both flags.
+
+        >>> import os, tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> check_outputs({"-o": os.path.join(d, "a.jsonl"), "--report": os.path.join(d, "b.json")})
+        >>> try:
+        ...     check_outputs({"-o": os.path.join(d, "a.jsonl"), "--report": os.path.join(d, ".", "a.jsonl")})
+        ... except OutputError as exc:
+        ...     print(str(exc).replace(d, "D"))
+        --report D/./a.jsonl is the same file as -o D/a.jsonl; each output needs a file of its own
+    """
+    given = [(flag, p) for flag, p in files.items() if p is not None]
+    for flag, p in given:
+        check_output(p, inputs=inputs, flag=flag)
+    placed: list[tuple[str, PathLike]] = list(given)
+    for flag, p in (dirs or {}).items():
+        if p is None:
+            continue
+        check_output_dir(p, inputs=inputs, flag=flag, files=(dir_files or {}).get(flag, ()))
+        placed += [(flag, os.path.join(os.fspath(p), name)) for name in (dir_files or {}).get(flag, ())]
+    for j, (flag, p) in enumerate(placed):
+        for other, q in placed[:j]:
+            if _one_destination(p, q):
+                raise OutputError(p, f"{flag} {os.fspath(p)} is the same file as {other} {os.fspath(q)}; each "
+                                     "output needs a file of its own")
 
 
 def _tmp_name(directory: str, name: str) -> str:
@@ -395,6 +448,36 @@ def write_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> None:
     """``path`` gets ``text``, whole or not at all (see :func:`atomic_write`)."""
     with atomic_write(path, encoding=encoding) as fh:
         fh.write(text)
+
+
+def append_record(path: PathLike, line: str) -> None:
+    """Append one record (a line, newline included) to a log (``metrics.jsonl``, ``alarms.jsonl``): an append is
+    not atomic, so the line goes in one ``os.write`` (``O_APPEND``), and on a failed write (a full disk) the file is
+    cut back to where it was, so the log never ends in half a record. Raises :class:`OutputError`.
+
+        >>> import os, tempfile
+        >>> p = os.path.join(tempfile.mkdtemp(), "log.jsonl")
+        >>> append_record(p, '{"step": 1}\\n'); append_record(p, '{"step": 2}\\n')
+        >>> open(p).read().splitlines()
+        ['{"step": 1}', '{"step": 2}']
+    """
+    data = line.encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        raise OutputError.writing(path, exc) from exc
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise OutputError.writing(path, exc) from exc
+    finally:
+        os.close(fd)
 
 
 def committed() -> list[str]:

@@ -500,6 +500,126 @@ def _syntax_diagnostic(exc: UnexpectedInput, file: str, source: str) -> Diagnost
     return Diagnostic("E001", "syntax error", S.Loc(file, line, column, line, column + 1))  # pragma: no cover
 
 
+#: opening bracket tokens -> (closing token, opening text, closing text)
+_OPENERS = {"LPAR": ("RPAR", "(", ")"), "LSQB": ("RSQB", "[", "]"), "LBRACE": ("RBRACE", "{", "}")}
+_CLOSERS = {"RPAR": ")", "RSQB": "]", "RBRACE": "}"}
+#: a line that starts a statement: a keyword, or `<component>.weight = ...`
+_STATEMENT_START = re.compile(r"[ \t]*(?:(?:" + "|".join(STATEMENT_KEYWORDS) + r")\b"
+                              r"|[A-Za-z_]\w*[ \t]*\.[ \t]*weight\b)")
+
+
+def _tok_loc(file: str, tok: Token, width: int = 1) -> S.Loc:
+    pos = tok.start_pos or 0
+    return S.Loc(file, tok.line or 1, tok.column or 1, tok.line or 1, (tok.column or 1) + width, pos, pos + width)
+
+
+def _where(tok: Token) -> str:
+    return f"{tok.line}:{tok.column}"
+
+
+def _bracket_diagnostic(source: str, file: str) -> Diagnostic | None:
+    """The diagnostic of a syntax error that is a bracket or a string left open, said where it opens, as CPython
+    3.10+ and rustc say it (issue 37, item 16): ``unclosed `(``` at the ``(`` when the file ends inside it, or when
+    the parser stops at the start of the next statement (a keyword, a weight) with it still open; a closing
+    bracket that does not match the one open (or none); ``unclosed string`` at a string's opening quote. None:
+    the error is no such thing (the parser's own diagnostic stands).
+
+    The brackets are the parser's own tokens up to the error (its lexer tells a /regex/ from a division, and
+    skips strings and comments), so a bracket inside a string or a regex never counts."""
+    ip = _lark().parse_interactive(source)
+    stack: list[Token] = []
+    tokens = ip.iter_parse()
+    current: Token | None = None
+    while True:
+        try:
+            tok = next(tokens)
+        except StopIteration:
+            try:
+                ip.feed_eof()
+            except UnexpectedInput:
+                break
+            return None  # no syntax error at all
+        except UnexpectedCharacters as exc:
+            return _unclosed_string(source, file, exc.pos_in_stream, stack)
+        except UnexpectedToken as exc:
+            err = exc.token
+            if current is not None and (err is not current and err.start_pos != current.start_pos):
+                _track(current, stack)  # the contextual lexer refused the next token: this one was accepted
+            return _open_at(err, stack, source, file) if isinstance(err, Token) else None
+        except UnexpectedInput:
+            return None
+        if current is not None:  # the token before was accepted: it counts
+            _track(current, stack)
+        current = tok
+    # the end of the file: every token was accepted, the statement is not finished
+    if current is not None:
+        _track(current, stack)
+    if stack:
+        opener = stack[-1]
+        closer = _OPENERS[opener.type][2]
+        return Diagnostic("E006", f"unclosed `{opener}`", _tok_loc(file, opener),
+                          hint=f"the file ends before it is closed: close it with `{closer}`")
+    return None
+
+
+def _track(tok: Token, stack: list[Token]) -> None:
+    if tok.type in _OPENERS:
+        stack.append(tok)
+    elif tok.type in _CLOSERS and stack and _OPENERS[stack[-1].type][0] == tok.type:
+        stack.pop()
+
+
+def _open_at(err: Token, stack: list[Token], source: str, file: str) -> Diagnostic | None:
+    """The parser refused ``err`` with the brackets of ``stack`` open."""
+    if err.type in _CLOSERS:
+        if not stack:
+            return Diagnostic("E006", f"unmatched `{err}`", _tok_loc(file, err),
+                              hint="no bracket is open here: remove it, or open one before it")
+        opener = stack[-1]
+        want = _OPENERS[opener.type][2]
+        if _OPENERS[opener.type][0] != err.type:
+            return Diagnostic("E006", f"closing `{err}` does not match `{opener}`", _tok_loc(file, err),
+                              hint=f"`{opener}` opened at {_where(opener)} is closed by `{want}`: close it "
+                                   f"before this `{err}`")
+        return None
+    if not stack or err.type == "$END":
+        return None
+    opener = stack[-1]
+    # a line after the bracket's, up to the error's, that starts a statement: the parser read on into it (the
+    # contextual lexer takes `component` there for a name), so the bracket was never closed
+    lines = source.split("\n")
+    for n in range((opener.line or 0) + 1, min(err.line or 0, len(lines)) + 1):
+        m = _STATEMENT_START.match(lines[n - 1])
+        if m is None:
+            continue
+        word = re.match(r"[ \t]*(\w+)", lines[n - 1])
+        column = len(lines[n - 1]) - len(lines[n - 1].lstrip(" \t")) + 1
+        closer = _OPENERS[opener.type][2]
+        return Diagnostic("E006", f"unclosed `{opener}`", _tok_loc(file, opener),
+                          hint=f"the next statement starts at {n}:{column} (`{word.group(1) if word else ''}`) "
+                               f"before it is closed: close it with `{closer}`")
+    return None
+
+
+def _unclosed_string(source: str, file: str, pos: int, stack: list[Token]) -> Diagnostic | None:
+    """A `"` the lexer cannot read as a string: a string that is not closed (on its line, or, triple-quoted,
+    before the end of the file). A triple quote reaches the lexer as an empty string `""` and then a `"`."""
+    if source[pos:pos + 1] != '"':
+        return None
+    triple = pos >= 2 and source[pos - 2:pos] == '""' and (pos < 3 or source[pos - 3] != '"')
+    start = pos - 2 if triple else pos
+    line = source.count("\n", 0, start) + 1
+    column = start - (source.rfind("\n", 0, start) + 1) + 1
+    width = 3 if triple else 1
+    loc = S.Loc(file, line, column, line, column + width, start, start + width)
+    if triple:
+        return Diagnostic("E007", "unclosed string", loc,
+                          hint='the file ends before it is closed: close it with `"""`')
+    return Diagnostic("E007", "unclosed string", loc,
+                      hint='a string closes on the line it opens: end it with `"` (a triple-quoted string, '
+                           '`"""..."""`, may span lines)')
+
+
 def _comments(tokens: list[Token], source: str) -> list[S.Comment]:
     out = []
     for t in tokens:
@@ -592,7 +712,7 @@ def parse(source: str, file: str = "<string>") -> S.Module:
         with deep_recursion():
             body = ToSyntax(file).transform(tree)
     except UnexpectedInput as exc:
-        raise ParseFailure(_syntax_diagnostic(exc, file, source)) from None
+        raise ParseFailure(_bracket_diagnostic(source, file) or _syntax_diagnostic(exc, file, source)) from None
     except VisitError as exc:
         orig = exc.orig_exc
         if isinstance(orig, _LiteralError):

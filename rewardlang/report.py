@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from rewardlang.runtime.audits import reward_range, scaled
-from rewardlang.runtime.scoring import ScoringError, record, score_rows
+from rewardlang.runtime.scoring import DataIssue, ScoringError, check_group_column, record, score_rows
 
 __all__ = ["build_report", "render_html", "PROBES", "probe_rows", "row_groups"]
 
@@ -82,10 +82,15 @@ def _correlations(comps: dict[str, np.ndarray]) -> dict[str, dict[str, float | N
     return out
 
 
-def row_groups(prog: Any, rows: list[dict], group_by: str | None) -> list[str] | None:
+def row_groups(prog: Any, rows: list[dict], group_by: str | None, *, lines: list[int] | None = None,
+               label: str = "<rows>") -> list[str] | None:
     """Each row's group id for the advantage: by the ``group_by`` column, else by the spec's group keys (one group
-    for ``advantage over batch``); None when neither applies."""
+    for ``advantage over batch``); None when neither applies. A ``group_by`` column that a row lacks is a
+    :class:`~rewardlang.runtime.scoring.ScoringError` naming the row (``label:LINE`` with ``lines``, else its
+    position): a typo made one group of every row, and the zero-variance share of the wrong groups."""
     if group_by is not None:
+        check_group_column(list(zip(lines, rows)) if lines is not None else list(enumerate(rows)), group_by, label,
+                           numbered=lines is not None)
         return [json.dumps(r.get(group_by), sort_keys=True) for r in rows]
     adv = prog.spec.get("advantage")
     if adv is None:
@@ -96,10 +101,13 @@ def row_groups(prog: Any, rows: list[dict], group_by: str | None) -> list[str] |
     return [json.dumps([r.get(c) for c in columns], sort_keys=True) for r in rows]
 
 
-def _score(prog: Any, rows: list[dict], step: int, group: list[str] | None, source: str) -> Any:
-    """The rows scored as one batch (:func:`rewardlang.runtime.scoring.score_rows`: a bad value is a
-    ``ScoringError`` naming ``source`` and the row)."""
-    return score_rows(prog, rows, step=step, group=group, label=source).result
+def _score(prog: Any, rows: list[dict], lines: list[int] | None, step: int, group_by: str | None, source: str
+           ) -> Any:
+    """The rows scored as one batch (:func:`rewardlang.runtime.scoring.score_rows`, grouped as ``score`` groups
+    them): a row with a bad value is skipped and counted (``Scored.bad_rows``, by its line with ``lines``); a
+    column every row lacks is a ``ScoringError``."""
+    given: list[Any] = [(n, r, None) for n, r in zip(lines, rows)] if lines is not None else list(rows)
+    return score_rows(prog, given, step=step, group_by=group_by, label=source, on_bad_row="skip")
 
 
 def probe_rows(template: dict, best_completion: str) -> list[tuple[str, dict | None, str]]:
@@ -137,20 +145,32 @@ def probe_rows(template: dict, best_completion: str) -> list[tuple[str, dict | N
 
 
 def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: str | None = None, step: int = 0,
-                 probe_threshold: float | None = None, source: str = "") -> dict:
+                 probe_threshold: float | None = None, source: str = "", lines: list[int] | None = None) -> dict:
     """The report's data (JSON-ready). ``probe_threshold`` defaults to the median total of the real rows: a
-    probe that earns more than a typical real completion is flagged."""
+    probe that earns more than a typical real completion is flagged. ``lines``: each row's line in ``source``
+    (rows are named ``source:LINE``). A row with a bad value is skipped and counted (with the ``bad_rows`` the
+    caller could not read), each named in ``skipped_rows``; a ``group_by`` column a row lacks, or a column every row
+    lacks, is a :class:`~rewardlang.runtime.scoring.ScoringError`."""
     from rewardlang.runtime.components.execution import UNDEFINED_KEY, undefined_names
 
     t0 = time.perf_counter()
+    row_groups(prog, rows, group_by, lines=lines, label=source or "<rows>")  # before any scoring
+    scored = _score(prog, rows, lines, step, group_by, source or "<rows>")
+    if scored.result is None:
+        raise ScoringError([DataIssue("D001", "no row could be scored (every row skipped)", file=source or "<rows>")])
+    out = scored.result
+    rows = [r for _, r in scored.rows]
+    kept_lines = [n for n, _ in scored.rows] if lines is not None else None
+    skipped = sorted(scored.bad_rows)
     group = row_groups(prog, rows, group_by)
-    out = _score(prog, rows, step, group if group_by is not None else None, source)
     elapsed = time.perf_counter() - t0
     names = [c.name for c in prog.components]
     comps = {n: np.asarray(out.components[n], dtype=float) for n in names}
     total = np.asarray(out.total, dtype=float)
     rep: dict[str, Any] = {
-        "spec": prog.name, "input": source, "rows": len(rows), "bad_rows": bad_rows, "step": step,
+        "spec": prog.name, "input": source, "rows": len(rows), "bad_rows": bad_rows + len(skipped),
+        "skipped_rows": [{"line" if lines is not None else "row": n, "reason": why} for n, why in skipped],
+        "step": step,
         "scoring_seconds": elapsed, "ms_per_row": elapsed * 1000 / max(1, len(rows)),
         # latency: the scorer times each component's computation (``time:NAME``, lets it reads included) over the
         # distinct rows it computed, and the batch's phases
@@ -181,11 +201,13 @@ def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: st
                          "singletons": sum(1 for s in sizes if s == 1),
                          "advantage": _distribution(adv, None, None)}
     order = [int(i) for i in np.argsort(-np.nan_to_num(total, nan=-np.inf), kind="stable") if math.isfinite(total[i])]
-    rep["extremes"] = {"highest": [_extreme(out, rows, int(i)) for i in order[:EXTREMES]],
-                       "lowest": [_extreme(out, rows, int(i)) for i in order[::-1][:EXTREMES]]}
+    rep["extremes"] = {"highest": [_extreme(out, rows, int(i), kept_lines) for i in order[:EXTREMES]],
+                       "lowest": [_extreme(out, rows, int(i), kept_lines) for i in order[::-1][:EXTREMES]]}
     valid = total[np.isfinite(total)]
     threshold = probe_threshold if probe_threshold is not None else (float(np.median(valid)) if len(valid) else 0.0)
     rep["probes"] = _probes(prog, rows, out, order, threshold, step, source)
+    if kept_lines is not None and "template_row" in rep["probes"]:
+        rep["probes"]["template_line"] = kept_lines[rep["probes"]["template_row"]]
     if prog.audits:
         rep["audits"] = _audits(prog, rows, total, step, rep["probes"])
     return rep
@@ -254,12 +276,12 @@ def _latency(seconds: Any, rows: int) -> dict:
     return {"seconds": float(seconds), "ms_per_row": float(seconds) * 1000 / max(1, rows)}
 
 
-def _extreme(out: Any, rows: list[dict], i: int) -> dict:
+def _extreme(out: Any, rows: list[dict], i: int, lines: list[int] | None = None) -> dict:
     r = record(out, i)
     completion = rows[i].get("completion")
     text = completion if isinstance(completion, str) else json.dumps(completion)
-    return {"row": i, "total": r["reward"], "components": r["components"], "errors": r.get("errors", {}),
-            "masked": r.get("masked", []), "advantage": r.get("advantage"),
+    return {"row": i, **({"line": lines[i]} if lines is not None else {}), "total": r["reward"],
+            "components": r["components"], "errors": r.get("errors", {}), "masked": r.get("masked", []), "advantage": r.get("advantage"),
             "completion": text[:600] + ("…" if len(text) > 600 else "")}
 
 
@@ -272,7 +294,7 @@ def _probes(prog: Any, rows: list[dict], out: Any, order: list[int], threshold: 
     best_completion = template.get("completion") if isinstance(template.get("completion"), str) else ""
     plan = probe_rows(template, best_completion)
     live = [(name, r, what) for name, r, what in plan if r is not None]
-    scored = _score(prog, [r for _, r, _ in live], step, None, source) if live else None
+    scored = score_rows(prog, [r for _, r, _ in live], step=step, label=f"{source} (probes)").result if live else None
     results = []
     k = 0
     for name, r, what in plan:
@@ -392,12 +414,14 @@ def render_html(rep: dict) -> str:
             comps = "".join(f"<tr><td class=l>{e(k)}</td><td>{_num(v)}</td><td class=l>"
                             f"{e(x['errors'].get(k, '') or ('masked' if k in x['masked'] else ''))}</td></tr>"
                             for k, v in x["components"].items())
-            parts.append(f"<div class=card><h3>row {x['row']}: total {_num(x['total'])}"
+            where = f"{rep['input']}:{x['line']}" if "line" in x else f"row {x['row']}"
+            parts.append(f"<div class=card><h3>{e(where)}: total {_num(x['total'])}"
                          + (f", advantage {_num(x['advantage'])}" if x.get("advantage") is not None else "")
                          + f"</h3><table><tr><th class=l>component</th><th>value</th><th class=l>note</th></tr>{comps}"
                          f"</table><pre>{e(x['completion'])}</pre></div>")
     p = rep["probes"]
-    parts.append(f"<h2>Reward-hack probes</h2><p>Each probe is the best real row (row {p.get('template_row', '–')}) "
+    best = (f"{rep['input']}:{p['template_line']}" if "template_line" in p else f"row {p.get('template_row', '–')}")
+    parts.append(f"<h2>Reward-hack probes</h2><p>Each probe is the best real row ({e(best)}) "
                  f"with its completion replaced; flagged when it earns more than {_num(p['threshold'])} "
                  "(by default the median total of the real rows).</p><table><tr><th class=l>probe</th>"
                  "<th class=l>what</th><th>total</th><th class=l>verdict</th></tr>")

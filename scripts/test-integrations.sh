@@ -2,7 +2,8 @@
 # The tests that run other projects' code (marker `integration`; deselected in the default suite):
 #   - verl 0.9.1's reward loader, naive manager and RewardLoopManager on a local Ray (tests/integrations/test_verl_real.py)
 #   - OpenRLHF 0.11.2's SingleTurnAgentExecutor with reward_func and with `rewardlang serve` (test_openrlhf_real.py)
-#   - `rewardlang score --ray local` against the local run (test_ray_score.py)
+#   - `rewardlang score --ray local` against the local run, and on two `ray start` nodes with one killed mid-run
+#     (test_ray_score.py); the retry of lost blocks on real actors (test_ray_retry.py)
 #   - `pip install .` (the core, no training stack) into a clean venv: check/score/explain every spec (test_lean_venv.py)
 # verl and OpenRLHF are installed --no-deps (their GPU-only dependencies - vllm, flash-attn, deepspeed - do not install
 # on a CPU machine) plus what their reward paths import, into a venv layered on the current environment, which must

@@ -61,11 +61,14 @@ def test_check_reports_every_error_located_and_exits_1(tmp_path: Path) -> None:
 
 def test_check_syntax_error(tmp_path: Path) -> None:
     spec = tmp_path / "syntax.reward"
-    spec.write_text("component c = (1 +\n")
+    spec.write_text("component c = 1 +\n")
     r = invoke("check", spec)
     assert r.exit_code == 1
-    assert f"error[E003]: unexpected end of file\n --> {spec}:1:19" in r.stderr
+    assert f"error[E003]: unexpected end of file\n --> {spec}:1:18" in r.stderr
     assert "Traceback" not in r.stderr
+    spec.write_text("component c = (1 +\n")  # an unclosed bracket: said at the bracket (issue 37)
+    r = invoke("check", spec)
+    assert r.exit_code == 1 and f"error[E006]: unclosed `(`\n --> {spec}:1:15" in r.stderr, r.stderr
 
 
 def test_check_runs_examples_and_reports_failures_as_E403(tmp_path: Path) -> None:
@@ -193,11 +196,11 @@ def test_score_fails_on_an_unreadable_line_naming_it(tmp_path: Path, line: int, 
 
 @pytest.mark.parametrize("rows,expected", [
     ([{"completion": "a", "prompt": "p"}, {"prompt": "q"}],
-     "error[D001]: {f}:2: row 1: column `completion` is null, but `completion` is `text`"),
+     "error[D001]: {f}:2: column `completion` is null, but `completion` is `text`"),
     ([{"completion": "a", "prompt": "p"}, {"completion": 5, "prompt": "q"}],
-     "error[D001]: {f}:2: row 1: column `completion` expected text, got int"),
+     "error[D001]: {f}:2: column `completion` expected text, got int"),
     ([{"completion": "a", "prompt": "p"}, {"completion": "\ud800", "prompt": "q"}],
-     "error[D001]: {f}:2: row 1: column `completion` is not valid UTF-8 text"),
+     "error[D001]: {f}:2: column `completion` is not valid UTF-8 text"),
     ([{"completion": "a"}, {"completion": "b"}],
      "error[D001]: {f}: column `prompt` missing: the spec's input `prompt` reads column `prompt`"),
 ], ids=["missing", "wrong-type", "surrogate", "missing-column"])
@@ -219,7 +222,7 @@ def test_score_skips_and_counts_bad_rows(tmp_path: Path) -> None:
     got = read_jsonl(r.stdout)
     assert [g["completion"] for g in got] == [GOOD, "x", "fine"]
     assert "3 rows scored" in r.stderr and "5 bad rows skipped" in r.stderr
-    assert "skipped bad rows: line 2, line 4, line 8, line 5, line 6" in r.stderr
+    assert f"skipped bad rows: {path}:2, {path}:4, {path}:5, {path}:6, {path}:8" in " ".join(r.stderr.split())
 
 
 def test_score_rejects_groups_that_are_not_contiguous(tmp_path: Path) -> None:
@@ -233,7 +236,7 @@ def test_score_rejects_groups_that_are_not_contiguous(tmp_path: Path) -> None:
 def test_score_group_by_unknown_column(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "g.jsonl", [{"completion": "a", "prompt": "p"}])
     r = invoke("score", CODEPO, "-i", path, "--group-by", "task", "--no-summary")
-    assert r.exit_code == 1 and f"error[D001]: --group-by task: no such column in {path}" in r.stderr
+    assert r.exit_code == 1 and f"error[D001]: {path}:1: --group-by task: no such column (no row has it)" in r.stderr
 
 
 def test_score_skip_with_a_column_missing_from_every_row(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ def test_every_registered_function_is_in_the_reference(site):
                 assert f"{option}=" in text, (name, option)
     # a golden entry: tests_pass_rate's signature as the language writes it, its range and an option's type
     assert ('tests_pass_rate(code: code?, tests: any, entry_point: text? = none, language: text = "python", '
-            'reference: code? = none, format="auto", timeout=none, wall_timeout=none, memory_mb=1024, '
+            'reference: code? = none, prelude: code? = none, format="auto", timeout=none, wall_timeout=none, memory_mb=1024, '
             'max_output_bytes=1048576, max_processes=16, compare="lines", compile_timeout=none, time_factor=none, '
             'time_floor=1.0) -> number') in text
     assert '"lines" | "tokens" | "exact"' in text

@@ -52,3 +52,37 @@ def test_commands_that_need_the_stack_name_the_extra() -> None:
         assert r.returncode == 1, (args, r.stderr)
         assert 'pip install "rewardlang[train]"' in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
         assert "missing: torch, transformers, trl, accelerate, peft, matplotlib, gguf" in r.stderr
+
+
+def test_commands_that_need_no_model_import_no_torch(tmp_path: Path) -> None:
+    # With the training stack installed (nothing blocked): `import rewardlang` and every command that needs no
+    # model, run one after another in one process, leave torch & co. out of sys.modules (an optional import behind
+    # `try: import torch` would pass the test above but fail here).
+    out = tmp_path / "o"
+    commands = [["--help"], ["check", "specs/quality_grpo.reward"], ["fmt", "--check", "specs/codepo.reward"],
+                ["compile", "specs/codepo_text.reward", "-o", f"{out}.py"], ["functions"],
+                ["score", "specs/codepo_text.reward", "-i", "examples/completions.jsonl", "-o", f"{out}.jsonl"],
+                ["explain", "specs/codepo_text.reward", "-i", "examples/completions.jsonl", "--row", "1"],
+                ["report", "specs/codepo_text.reward", "-i", "examples/completions.jsonl", "--format", "json",
+                 "-o", f"{out}.json"],
+                ["audit", "specs/quality_grpo.reward", "-i", "examples/audit_rollouts.jsonl", "--no-probes",
+                 "-o", f"{out}-audit.json"],
+                ["train", "--help"], ["eval", "--help"], ["plot", "--help"]]
+    code = (
+        "import sys\nimport rewardlang\nfrom rewardlang.cli import main\n"
+        "from rewardlang.integrations.server import make_app\n"
+        "make_app('specs/codepo_text.reward')\n"
+        f"for args in {commands!r}:\n"
+        "    sys.argv = ['rewardlang', *args]\n"
+        "    try:\n        main()\n    except SystemExit as e:\n"
+        "        print(args[0], 'exit', e.code, file=sys.stderr)\n"
+        f"print(sorted(m for m in {STACK!r} if m in sys.modules))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT,
+                       check=False, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    exits = [line.split() for line in r.stderr.splitlines() if " exit " in line]
+    # every command ran to its end (the audit's exit 1 is its alarm, not a failure to run)
+    assert [e[0] for e in exits] == [c[0] for c in commands], r.stderr
+    assert all(e[2] in ("0", "None") for e in exits if e[0] != "audit"), exits
+    assert out.with_suffix(".jsonl").stat().st_size > 0 and out.with_suffix(".json").stat().st_size > 0
+    assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout[-2000:]

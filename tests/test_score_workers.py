@@ -90,7 +90,8 @@ def test_workers_2_write_what_workers_1_writes_byte_for_byte(tmp_path: Path, spi
     assert one[1] == two[1] and one[3] == two[3] and one[3] == one[1].encode("utf-8")
     assert one[1].count("\n") == 698  # (str.splitlines would also split at U+2028)
     assert _summary(one[2]) == _summary(two[2])
-    assert "698 rows scored" in two[2] and "2 bad rows skipped" in two[2] and "line 101, line 334" in two[2]
+    assert "698 rows scored" in two[2] and "2 bad rows skipped" in two[2] and "rows.jsonl:101, " in two[2]
+    assert "rows.jsonl:334" in two[2]
     rows = [json.loads(x) for x in two[1].split("\n")[:-1]]
     assert any("spans" in r for r in rows) and any("errors" in r for r in rows) and rows[0]["extra"] == [0, {"k": "ü"}]
 

@@ -32,7 +32,7 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
           set_: Optional[list[str]] = typer.Option(None, "--set", help="override a parameter: NAME=VALUE")) -> None:
     """The audit table (the reward beside each audit per step, the gaps, the probes) and the alarms of a training
     run or of rollouts; exit status 1 when an alarm fires."""
-    from rewardlang.outputs import OutputError, check_output
+    from rewardlang.outputs import OutputError, check_outputs
     from rewardlang.trainers.audit import audit_rollouts, audit_run, table_lines
     from rewardlang.trainers.plot import plot_audits
 
@@ -44,10 +44,9 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
         _err(f"error: {target}: give a run directory, or a spec file with -i ROLLOUTS.jsonl")
         raise typer.Exit(1)
     plot_path = plot if plot is not None else (target / "audits.png" if run_dir else None)
-    try:
-        for path, flag in ((output, "-o"), (plot_path, "--plot")):
-            if path is not None:
-                check_output(path, flag=flag, inputs={"input": input, "spec": None if run_dir else target})
+    try:  # both before any work, and against each other (-o X --plot X: the plot would replace the table)
+        check_outputs({"-o": output, "--plot": plot_path},
+                      inputs={"input": input, "spec": None if run_dir else target})
     except OutputError as exc:
         _err(f"error: {exc}")
         raise typer.Exit(1)
@@ -61,7 +60,7 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
     else:
         from rewardlang.jsonl import iter_jsonl
         from rewardlang.runtime.audits import audits_of, reward_range
-        from rewardlang.runtime.program import DataError
+        from rewardlang.runtime.scoring import ScoringError, check_group_column, check_rows
 
         prog = _load(target, set_, scoring=True)
         if not prog.audits:
@@ -70,7 +69,7 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
         if not input.exists():
             _err(f"error: {input}: no such file")
             raise typer.Exit(1)
-        rows, bad = [], []
+        rows, lines, bad = [], [], []
         for lineno, row, problem in iter_jsonl(input):
             if problem is not None:
                 bad.append(f"{input}:{lineno}: {problem}")
@@ -80,17 +79,25 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
                 bad.append(f"{input}:{lineno}: no whole-number `{step_column}` column (--step-column names it)")
             else:
                 rows.append(row)
+                lines.append(lineno)
         if bad:
             for b in bad[:10]:
                 _err(f"error[D003]: {b}")
             _err(f"error: {len(bad)} bad row(s) in {input}; nothing audited")
             raise typer.Exit(1)
-        try:
+        try:  # bad values by FILE:LINE before any step is audited (a step's piece would name its own row numbers)
+            check_rows(prog, list(zip(lines, rows)), str(input))
+            if group_by is not None:  # a typo is said, as score and report say it: never one group of every row
+                check_group_column(list(zip(lines, rows)), group_by, str(input))
+        except ScoringError as exc:
+            _err(exc.render(hints=False))
+            raise typer.Exit(1)
+        try:  # the rows scored by step through the scoring room (score_rows), their lines kept for any error
             records, alarms, watch = audit_rollouts(prog, rows, step_column=step_column, group_by=group_by,
-                                                    all_steps=all_steps, probes=probes)
-        except DataError as exc:
-            for _, c, m in exc.problems[:10]:
-                _err(f"error[D001]: {input}: column `{c}` {m}")
+                                                    all_steps=all_steps, probes=probes, lines=lines,
+                                                    label=str(input))
+        except ScoringError as exc:  # audit has no --on-bad-row: score's hint would name an option it lacks
+            _err(exc.render(hints=False))
             raise typer.Exit(1)
         meta = {"audits": audits_of(prog), "reward_range": reward_range(prog, 0)}
         audits, what = meta["audits"], f"{len(rows)} rollouts of {input} ({len(records)} steps)"

@@ -43,6 +43,13 @@ def _load(spec: Path, sets: list[str] | None, scoring: bool = False) -> Any:
     return prog
 
 
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was written on the command line (or set in the environment), not left at its
+    default: an option that does not apply is refused only when given."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from rewardlang.cli.common import _err, _load
+from rewardlang.cli.common import _err, _given, _load
 
 
 def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humaneval, or a JSONL file with prompt, "
@@ -44,8 +43,8 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
         _err(f"error: --limit must be 0 (every problem) or positive (got {limit})")
         raise typer.Exit(1)
     # before the labelling, which takes minutes: a bad destination must not cost them
-    outputs.check_output_dir(output, inputs={"dataset": dataset if os.path.isfile(dataset) else None,
-                                             "spec": spec}, files=label.OUTPUT_FILES)
+    outputs.check_outputs({}, dirs={"-o": output}, dir_files={"-o": label.OUTPUT_FILES},
+                          inputs={"dataset": dataset if os.path.isfile(dataset) else None, "spec": spec})
 
     for mod in plugin or []:
         try:
@@ -86,13 +85,15 @@ def prm_data(dataset: str = typer.Option("humaneval", "--dataset", help="humanev
         _err(f"removed {removed}: an earlier run's groups (this run wrote none; --groups writes them)")
 
 
-def data_command(name: str = typer.Argument(..., help="which data set to write: robot, humaneval, translate, cfuncs"),
+def data_command(ctx: typer.Context,
+                 name: str = typer.Argument(..., help="which data set to write: robot, humaneval, translate, cfuncs"),
                  output: Path = typer.Option(..., "-o", "--output", help="the JSONL file to write"),
-                 split: str = typer.Option("all", "--split", help="all, train or heldout"),
-                 verify: bool = typer.Option(False, "--verify", help="run every canonical program on its task's "
-                                                                    "worlds in the sandbox first; write nothing "
-                                                                    "if one fails"),
-                 lang: str = typer.Option(None, "--lang", help="humaneval: python, c, cpp, java, js, php, sh, go"),
+                 split: str = typer.Option("all", "--split", help="robot, translate: all, train or heldout"),
+                 verify: bool = typer.Option(False, "--verify", help="robot: run every canonical program on its "
+                                                                    "task's worlds in the sandbox first; write "
+                                                                    "nothing if one fails"),
+                 lang: str = typer.Option("python", "--lang", help="humaneval: python (default), c, cpp, java, js, "
+                                                                   "php, sh, go (or javascript, c++, bash, golang)"),
                  source: str = typer.Option("python", "--source", help="translate: python or cpp"),
                  target: str = typer.Option(None, "--target", help="translate: c, cpp, java, js, php, sh, go"),
                  report: Path = typer.Option(None, "--report", help="humaneval: also write the skipped problems "
@@ -102,70 +103,35 @@ def data_command(name: str = typer.Argument(..., help="which data set to write: 
                                            "sandbox as the oracle)"),
                  per_problem: int = typer.Option(100, "--per-problem", min=1, help="humaneval --plus: new inputs "
                                                  "kept per problem at most"),
-                 seed: int = typer.Option(0, "--seed", help="humaneval --plus: the mutation seed")) -> None:
+                 seed: int = typer.Option(0, "--seed", help="humaneval --plus: the mutation seed"),
+                 progress: bool = typer.Option(True, "--progress/--no-progress", help="cfuncs: a progress bar on "
+                                                                                      "a terminal")) -> None:
     """Write a task data set as JSONL (robot: task_id, split, instruction, prompt, task, canonical; humaneval:
-    HumanEval translated into --lang; translate: --source -> --target translation problems)."""
-    if name == "cfuncs":  # C functions with test harnesses, for `rewardlang ir-groups`: id, source, harness
-        from rewardlang.datasets.commands import write_cfuncs
-        from rewardlang.outputs import check_output
+    HumanEval translated into --lang; translate: --source -> --target translation problems; cfuncs: C functions
+    with recorded harnesses, for `rewardlang ir-groups`). An option the data set does not take is refused."""
+    from rewardlang.datasets.cli import DataSetError, write_dataset
 
-        check_output(output)
-        _err(f"wrote {write_cfuncs(output)} C functions with harnesses to {output}")
-        return
-    if name in ("humaneval", "translate"):
-        from rewardlang.datasets.cli import write_humaneval, write_translate
-
-        try:
-            if name == "humaneval":
-                if not lang:
-                    _err("error: data humaneval needs --lang (python, c, cpp, java, js, php, sh, go)")
-                    raise typer.Exit(1)
-                _err(write_humaneval(lang, output, str(report) if report else None, plus=plus,
-                                     per_problem=per_problem, seed=seed, progress=_err if plus else None))
-            else:
-                if not target:
-                    _err("error: data translate needs --target (c, cpp, java, js, php, sh, go)")
-                    raise typer.Exit(1)
-                _err(write_translate(source, target, output, split))
-        except ValueError as exc:
-            _err(f"error: {exc}")
-            raise typer.Exit(1)
-        return
-    if name != "robot":
-        _err(f"error: unknown data set {name!r} (known: robot, humaneval, translate, cfuncs)")
+    flags = {"split": "--split", "verify": "--verify", "lang": "--lang", "source": "--source", "target": "--target",
+             "report": "--report", "plus": "--plus", "per_problem": "--per-problem", "seed": "--seed"}
+    given = [flag for key, flag in flags.items() if _given(ctx, key)]
+    try:
+        said = write_dataset(name, output, given=given, split=split, lang=lang, source=source, target=target,
+                             report=report, verify=_verify_robot if verify else None, progress=progress, plus=plus,
+                             per_problem=per_problem, seed=seed, plus_progress=_err)
+    except DataSetError as exc:
+        _err("\n".join(f"error: {line}" for line in str(exc).splitlines()))
         raise typer.Exit(1)
-    from rewardlang.domains.robot.data import rows
+    _err(said)
+
+
+def _verify_robot(data: list[dict[str, Any]]) -> list[str]:
+    """``data robot --verify``: each task whose canonical program does not succeed on all of its worlds, run in the
+    sandbox scoring uses (none available: refused, never a task taken for verified)."""
+    from rewardlang.datasets.cli import DataSetError
+    from rewardlang.datasets.commands import verify_robot
+    from rewardlang.datasets.sandboxed import NoSandbox
 
     try:
-        data = rows(split)
-    except ValueError as exc:
-        _err(f"error: --split: {exc}")
-        raise typer.Exit(1)
-    if verify:
-        from rewardlang.datasets.commands import verify_robot
-        from rewardlang.datasets.sandboxed import NoSandbox
-
-        try:
-            bad = verify_robot(data)
-        except NoSandbox as exc:
-            _err(f"error: {exc}")
-            raise typer.Exit(1)
-        if bad:
-            for line in bad:
-                _err(f"error: {line}")
-            raise typer.Exit(1)
-    if output.exists() and output.is_dir():
-        _err(f"error: {output} is a directory")
-        raise typer.Exit(1)
-    tmp = output.with_name(output.name + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            for r in data:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        tmp.replace(output)
-    except OSError as exc:
-        _err(f"error: cannot write {output}: {exc}")
-        raise typer.Exit(1)
-    n_held = sum(r["split"] == "heldout" for r in data)
-    _err(f"wrote {len(data)} rows ({len(data) - n_held} train, {n_held} held out) to {output}")
-
+        return verify_robot(data)
+    except NoSandbox as exc:
+        raise DataSetError(str(exc)) from None

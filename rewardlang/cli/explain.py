@@ -29,12 +29,19 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
     The row's advantage is computed with the rows of its group (read from the input, as `score` groups them)."""
     from rewardlang.explain import explain_row
 
+    if tokenizer is not None and not tokens:  # an option that does not apply is refused, never dropped
+        _err("error: --tokenizer applies only with --tokens (the per-token table)")
+        raise typer.Exit(1)
+    if group_by is not None and tokens:  # the per-token table shows the row's own values: no advantage, no group
+        _err("error: --group-by does not apply with --tokens (the per-token table has no advantage)")
+        raise typer.Exit(1)
     prog = _load(spec, set_, scoring=True)
     if not input.exists():
         _err(f"error: {input}: no such file")
         raise typer.Exit(1)
     found = None
     rows: list[dict] = []  # every readable row: the target's group is among them
+    lines: list[int] = []
     for i, (lineno, r, problem) in enumerate(iter_jsonl(input)):
         if i == row:
             if problem is not None:
@@ -44,11 +51,19 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
             index = len(rows)
         if r is not None:
             rows.append(r)
+            lines.append(lineno)
     if found is None:
         _err(f"error: {input} has no row {row}")
         raise typer.Exit(1)
+    from rewardlang.runtime.scoring import DataError, DataIssue, ScoringError, check_group_column
+
+    if group_by is not None:  # a typo is said, as score, pairs and report say it: never one group of every row
+        try:
+            check_group_column(list(zip(lines, rows)), group_by, str(input))
+        except ScoringError as exc:
+            _err(exc.render())
+            raise typer.Exit(1)
     group_rows, at, group = _group_of(prog, rows, index, group_by, input)
-    from rewardlang.runtime.scoring import DataError, DataIssue, ScoringError
 
     try:
         if tokens:
@@ -57,9 +72,13 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
             explain_row(prog, found, step=step, group_rows=group_rows, index=at, group=group)
     except (ScoringError, DataError) as exc:
         issues = exc.issues if isinstance(exc, ScoringError) else [
-            DataIssue("D001", f"column `{c}` {m}", column=c) for _, c, m in exc.problems]
-        for issue in issues:  # the row asked for: the problem may be another row's of its group
-            _err(f"error[{issue.code}]: {input}: row {row} (or a row of its group): {issue.message}")
+            DataIssue("D001", f"column `{c}` {m}", row=r, column=c) for r, c, m in exc.problems]
+        line_of = {id(r): n for r, n in zip(rows, lines)}  # a row of the group, by its line in the file
+        for issue in issues:  # the problem may be the row asked for, or another row of its group
+            at_row = group_rows[issue.row] if issue.row is not None and 0 <= issue.row < len(group_rows) else None
+            where = (f"{input}:{line_of[id(at_row)]}" if at_row is not None and id(at_row) in line_of else
+                     f"{input}: --row {row} or a row of its group")
+            _err(f"error[{issue.code}]: {where}: {issue.message}")
         raise typer.Exit(1)
 
 
@@ -110,9 +129,6 @@ def _group_of(prog: Any, rows: list[dict], index: int, group_by: str | None, inp
     if adv is None:
         return [rows[index]], 0, None
     if group_by is not None:
-        if group_by not in rows[index]:
-            _err(f"error[D001]: --group-by {group_by}: no such column in {input}")
-            raise typer.Exit(1)
         key = lambda r: json.dumps(r.get(group_by), sort_keys=True)  # noqa: E731
         want = key(rows[index])
         members = [i for i, r in enumerate(rows) if key(r) == want]
@@ -156,22 +172,25 @@ def report(spec: Path = typer.Argument(..., help="spec file"),
     if not input.exists():
         _err(f"error: {input}: no such file")
         raise typer.Exit(1)
-    rows, bad = [], 0
+    rows, lines, bad = [], [], 0
     for lineno, r, problem in iter_jsonl(input):
         if problem is not None:
             bad += 1
             _err(f"warning[D003]: {input}:{lineno}: {problem} (skipped)")
         else:
             rows.append(r)
+            lines.append(lineno)
     if not rows:
         _err(f"error: {input} has no rows")
         raise typer.Exit(1)
     try:
         rep = build_report(prog, rows, bad_rows=bad, group_by=group_by, step=step, probe_threshold=probe_threshold,
-                           source=str(input))
+                           source=str(input), lines=lines)
     except ScoringError as exc:
-        _err(exc.render(hints=False))
+        _err(exc.render())
         raise typer.Exit(1)
+    for skipped in rep["skipped_rows"]:  # counted in the report; said here as the unreadable lines are
+        _err(f"warning[D001]: {input}:{skipped['line']}: {skipped['reason']} (skipped)")
     text = json.dumps(rep, indent=1) + "\n" if format == "json" else render_html(rep)
     from rewardlang.runtime.components.execution import undefined_names_lines
 
@@ -182,5 +201,6 @@ def report(spec: Path = typer.Argument(..., help="spec file"),
     else:
         outputs.write_text(output, text)  # whole or absent
         flagged = [p["probe"] for p in rep["probes"]["results"] if p.get("flagged")]
-        _err(f"wrote {output} ({len(rows)} rows" + (f"; flagged probes: {', '.join(flagged)}" if flagged else "")
+        skipped = f", {rep['bad_rows']} bad rows skipped" if rep["bad_rows"] else ""
+        _err(f"wrote {output} ({rep['rows']} rows{skipped}" + (f"; flagged probes: {', '.join(flagged)}" if flagged else "")
              + ")")

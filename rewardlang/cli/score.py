@@ -90,11 +90,15 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
 
             try:
                 if ray is not None:
-                    from rewardlang.integrations.ray_score import score_on_ray
+                    from rewardlang.integrations.ray_score import BlockLost, score_on_ray
 
-                    run = score_on_ray(spec, _overrides(set_), prog, input, label, out_f, address=ray,
-                                       group_by=group_by, on_bad_row=on_bad_row, step=step, batch_size=batch_size,
-                                       workers=workers, warn=_err)
+                    try:
+                        run = score_on_ray(spec, _overrides(set_), prog, input, label, out_f, address=ray,
+                                           group_by=group_by, on_bad_row=on_bad_row, step=step,
+                                           batch_size=batch_size, workers=workers, warn=_err)
+                    except BlockLost as exc:  # an infrastructure failure, twice: named, no output file
+                        _err(f"error: {exc}\nhint: check the cluster's nodes (`ray status`) and run it again")
+                        raise typer.Exit(1)
                     if summary:
                         _err(run.line())
                 else:
@@ -134,10 +138,10 @@ def _score_here(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
         if bar is not None:
             bar.stop()
     if summary:
-        _render_summary(summ)
+        _render_summary(summ, label)
 
 
-def _render_summary(summ: Summary) -> None:
+def _render_summary(summ: Summary, label: str) -> None:
     """The summary table of a run, and what the sandbox did, on standard error."""
     from rich.console import Console
     from rich.table import Table
@@ -169,8 +173,9 @@ def _render_summary(summ: Summary) -> None:
     for line in undefined_names_lines(summ.stats):  # tests that fail for every program: said, never a silent 0
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if summ.bad_rows:
-        shown = ", ".join(f"line {ln}" for ln, _ in summ.bad_rows[:20])
-        console.print(f"skipped bad rows: {shown}" + (" …" if len(summ.bad_rows) > 20 else ""))
+        from rewardlang.runtime.scoring import bad_rows_line
+
+        console.print(bad_rows_line(label, summ.bad_rows), markup=False, highlight=False, soft_wrap=True)
 
 
 def _sandbox_line(stats: Any) -> str | None:
@@ -201,7 +206,8 @@ def serve(spec: Path = typer.Argument(..., help="spec file"),
                                                                      "answered 503 overloaded"),
           max_request_mb: float = typer.Option(16.0, "--max-request-mb", help="a larger request body is answered "
                                                                              "413"),
-          max_held_mb: float = typer.Option(64.0, "--max-held-mb", help="request bytes held at once; beyond, 503"),
+          max_held_mb: float = typer.Option(64.0, "--max-held-mb", help="request bytes held at once (each body's "
+                                                                       "bytes and 16 per JSON value); beyond, 503"),
           max_connections: Optional[int] = typer.Option(None, "--max-connections", help="open connections "
                                                         "(default: 1024, or fewer to stay below the file-descriptor limit)"),
           header_timeout: float = typer.Option(10.0, "--header-timeout", help="seconds for a request's headers"),

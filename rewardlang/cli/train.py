@@ -16,10 +16,15 @@ from typer.models import CommandInfo
 
 from rewardlang.cli.common import _need_train_stack
 
-#: the training commands, in ``--help``'s order, with the line ``rewardlang --help`` shows for each
-COMMANDS = {"train": "Train a model with a spec (GRPO on TRL); `rewardlang train --help`.",
-            "plot": "Render a run's metrics to PNG curves; `rewardlang plot --help`.",
-            "eval": "pass@1/pass@k of a model on HumanEval in the sandbox; `rewardlang eval --help`."}
+#: the training commands, in ``--help``'s order, with the line ``rewardlang --help`` shows for each: the first
+#: sentence of the command's own help (tests/test_cli_new_user.py holds them equal; written out here so that
+#: ``rewardlang --help`` does not import the training CLI)
+COMMANDS = {"train": "Train on the rewards of a spec (GRPO unless `train.algorithm` names another); "
+                     "`rewardlang train --help`.",
+            "plot": "Render a run's training curves (reward, components, advantages, masked share, KL, timing) to "
+                    "a PNG; `rewardlang plot --help`.",
+            "eval": "pass@1 and pass@k (unbiased estimator) of a model, or of given completions, on HumanEval (in "
+                    "any --lang) or the robot tasks, every program judged in the sandbox; `rewardlang eval --help`."}
 
 
 class _Context(typer.Context):

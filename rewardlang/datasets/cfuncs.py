@@ -22,7 +22,7 @@ import os
 import random
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,13 +124,17 @@ def _record(fn: CFunc, workdir: str) -> list[str]:
     return out
 
 
-def rows(fns: Iterable[CFunc] | None = None) -> list[dict[str, str]]:
-    """``{"id", "source", "harness"}`` per function, the harness recording the source's behaviour at -O0."""
+def rows(fns: Iterable[CFunc] | None = None, *, on_function: Callable[[int], None] | None = None
+         ) -> list[dict[str, str]]:
+    """``{"id", "source", "harness"}`` per function, the harness recording the source's behaviour at -O0;
+    ``on_function(1)`` is called as each one is recorded (a progress bar: the corpus takes tens of seconds)."""
     out = []
     with tempfile.TemporaryDirectory(prefix="rl-cfuncs-") as tmp:
         for fn in (corpus() if fns is None else fns):
             res = _record(fn, tmp)
             out.append({"id": fn.name, "source": fn.source, "harness": harness_for(fn, res)})
+            if on_function is not None:
+                on_function(1)
     return out
 
 

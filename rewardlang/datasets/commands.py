@@ -1,5 +1,5 @@
-"""The data builders' commands: ``rewardlang ir-groups`` (GEPO groups of LLVM IR from C functions with harnesses)
-and ``rewardlang data cfuncs`` (the C functions written here, with recorded harnesses)."""
+"""``rewardlang ir-groups``: GEPO groups of LLVM IR from C functions with harnesses (the functions themselves:
+``rewardlang data cfuncs``, :func:`rewardlang.datasets.cli.write_cfuncs`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-__all__ = ["ir_groups", "verify_robot", "write_cfuncs"]
+__all__ = ["ir_groups", "verify_robot"]
 
 
 def _err(msg: str) -> None:
@@ -28,6 +28,8 @@ def ir_groups(input: Path = typer.Option(..., "-i", "--input", help="JSONL rows 
               workers: int = typer.Option(0, "--workers", min=0, help="sandbox slots (0: one per core)"),
               timeout: float = typer.Option(1.0, "--timeout", min=0.1, help="CPU seconds per harness run; a "
                                                                             "mutant over it hangs: discarded"),
+              progress: bool = typer.Option(True, "--progress/--no-progress", help="a progress bar on a terminal "
+                                                                                   "(minutes for the whole corpus)"),
               ) -> None:
     """GEPO groups of LLVM IR: winners are `clang -S -emit-llvm` of each source at -O0/-O1/-O2/-O3/-Os/-Oz,
     normalised and de-duplicated, each passing the harness; losers are IR mutants the harness shows to behave
@@ -37,6 +39,7 @@ def ir_groups(input: Path = typer.Option(..., "-i", "--input", help="JSONL rows 
     from rewardlang.datasets.sandboxed import NoSandbox, open_sandbox
     from rewardlang.jsonl import iter_jsonl
     from rewardlang.outputs import OutputError, atomic_write, check_output
+    from rewardlang.progress import progress_bar
 
     try:
         check_output(output, inputs={"input file": input})
@@ -76,9 +79,11 @@ def ir_groups(input: Path = typer.Option(..., "-i", "--input", help="JSONL rows 
     tried: Counter = Counter()
     killed: Counter = Counter()
     tot = Counter()
-    with sandbox, atomic_write(output) as fh:
+    with sandbox, atomic_write(output) as fh, \
+            progress_bar(len(rows), "ir-groups", enabled=progress, unit="functions") as advance:
         for res in build_groups(rows, sandbox=sandbox, losers=losers, seed=seed, max_tries=max_tries,
                                 cpu_s=timeout):
+            advance(1)
             tried.update(res.tried)
             killed.update(res.killed)
             tot.update(levels=res.levels, distinct=res.distinct, winners_failed=res.winners_failed,
@@ -121,18 +126,6 @@ def verify_robot(data: list[dict]) -> list[str]:
                                  ctx=Context())
     return [f"{r['task_id']}: the canonical program gives {v} ({d})"
             for r, v, d in zip(data, res.values, res.details) if v != "success"]
-
-
-def write_cfuncs(output: Path) -> int:
-    """Write the C functions with recorded harnesses (``rewardlang data cfuncs``); returns the row count."""
-    from rewardlang.datasets.cfuncs import rows
-    from rewardlang.outputs import atomic_write
-
-    data = rows()
-    with atomic_write(output) as fh:
-        for r in data:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    return len(data)
 
 
 if __name__ == "__main__":  # pragma: no cover

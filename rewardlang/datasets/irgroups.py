@@ -49,6 +49,7 @@ from rewardlang.datasets.sandboxed import (
     steps_request,
 )
 from rewardlang.sandbox.config import Limits
+from rewardlang.outputs import interrupts_deferred
 
 __all__ = ["LEVELS", "OPERATORS", "GroupResult", "build_group", "build_groups", "clang_problem", "mutants",
            "normalize_ir", "prompt_for"]
@@ -510,18 +511,25 @@ def _drive(sb: Any, flows: list[Any]) -> Iterator[GroupResult]:
 
     try:
         while out < len(flows):
-            while nxt < len(flows) and len(waiting) < ahead:
-                advance(nxt, flows[nxt](), None)
-                nxt += 1
-            while out in done:
-                yield done.pop(out)
-                out += 1
-            if not waiting:
-                continue
-            wait([f for _, fs in waiting.values() for f in fs], return_when=FIRST_COMPLETED)
-            for i in [i for i, (_, fs) in waiting.items() if all(f.done() for f in fs)]:
-                gen, fs = waiting.pop(i)
-                advance(i, gen, [f.result() for f in fs])
+            # An interrupt (Ctrl-C, SIGTERM) must not land while this thread holds a future's lock: a Future's
+            # condition is entered by Python code (wait() takes every future's lock one by one, done() and result()
+            # take one), and an exception raised inside leaves the lock held, so the slot thread that completes that
+            # future blocks for ever, and the command with it (ir-groups hung for 15-30 s). The interrupt is held
+            # to the end of each round (a wait of at most 0.1 s) and raised here, between rounds, holding nothing.
+            with interrupts_deferred():
+                while nxt < len(flows) and len(waiting) < ahead:
+                    advance(nxt, flows[nxt](), None)
+                    nxt += 1
+                ready = []
+                while out in done:
+                    ready.append(done.pop(out))
+                    out += 1
+                if not ready and waiting:
+                    wait([f for _, fs in waiting.values() for f in fs], timeout=0.1, return_when=FIRST_COMPLETED)
+                    for i in [i for i, (_, fs) in waiting.items() if all(f.done() for f in fs)]:
+                        gen, fs = waiting.pop(i)
+                        advance(i, gen, [f.result() for f in fs])
+            yield from ready
     finally:
         for _, fs in waiting.values():
             for f in fs:

@@ -124,8 +124,12 @@ def build(language: str) -> Build:
         >>> ("HumanEval/12", "Go has no sound rendering of optional[str]") in b.skipped
         True
     """
-    if language not in LANGUAGES:
+    from rewardlang.sandbox.languages import canonical_language
+
+    code = canonical_language(language)  # the one resolver of language names (``javascript``, ``C++``, ``golang``)
+    if code not in LANGUAGES:
         raise ValueError(f"unknown language {language!r}; choose one of {', '.join(LANGUAGES)}")
+    language = code
     out = Build(language)
     if language == "python":
         out.rows = _python_rows()

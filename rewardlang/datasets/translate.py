@@ -93,6 +93,10 @@ def translation_rows(source: str = "python", target: str = "cpp", split: str = "
 
     ``source`` is ``python`` or ``cpp`` (C++ rows exist where a C++ reference solution does: ``references``,
     default tests/datasets/references of a source checkout)."""
+    from rewardlang.sandbox.languages import canonical_language
+
+    # the one resolver of language names (``C++``, ``javascript``, ``golang``); an unknown name stays as given
+    source, target = canonical_language(source) or source, canonical_language(target) or target
     if source not in SOURCES:
         raise ValueError(f"unknown source language {source!r}; choose one of {', '.join(SOURCES)}")
     if target not in TARGETS:

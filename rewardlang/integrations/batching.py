@@ -254,12 +254,18 @@ class Overloaded(RuntimeError):
 class Batcher:
     """Coalesces concurrent submissions into batches scored by one thread through one :class:`SpecScorer`.
 
-    A batch is scored when ``max_batch`` rows wait, or ``window_s`` after its first row arrived and after the
-    previous batch was answered: the callers that batch answered get that long to send their next rows, so with
-    one row per request the clients scored together stay together (16 clients: batches of 16, not of ~8 while
-    the other ~8 wait for the next one, which pays the per-batch cost twice). It starts before the window ends
-    once as many requests wait as the previous batch answered (those callers are back: waiting longer would only
-    add idle time to every batch). More than
+    A batch is scored when ``max_batch`` rows wait, or once the requests it expects are all there, or when its
+    wait is over. It expects as many requests as were in the batcher at once (being scored or waiting) during the
+    last few batches: with callers that each send their next rows when they get their answer (closed-loop clients,
+    a rollout worker per request), that is every caller, so with one row per request 16 callers make batches of 16
+    (the previous rule, as many as the previous batch answered, kept two alternating halves of ~8 once the callers
+    had drifted apart: each half found the other waiting, and every row paid the per-batch cost twice). Its wait
+    runs from its first request's arrival and from the moment the previous batch was answered (the callers it
+    answered get that long to send their next rows): ``window_s``, or, while fewer requests wait than it
+    expects, up to ``hold`` of the previous batch's scoring time (at most ``max_hold_s``, at least ``window_s``):
+    a caller waits a small part of what its own rows take to score, never longer (issue 38: p50/p99 per-row
+    latency in ``benchmarks/bench_scale.py``). A caller that stops sending is expected for a few more batches
+    at most (:attr:`expect_batches`). More than
     ``max_pending`` waiting rows make :meth:`submit` raise :class:`Overloaded` at once (a bounded queue, never an
     unbounded wait). A submission whose future is cancelled before its batch starts leaves the queue, unscored
     (the server cancels the requests of clients that went away). :meth:`close` stops accepting, scores everything
@@ -267,12 +273,17 @@ class Batcher:
     thread still scores).
     """
 
+    #: batches over which the most requests seen at once is remembered (a caller that stops is expected no longer)
+    expect_batches: int = 4
+
     def __init__(self, scorer: SpecScorer, *, window_s: float = 0.02, max_batch: int = 512,
-                 max_pending: int = 8192) -> None:
+                 max_pending: int = 8192, hold: float = 0.1, max_hold_s: float = 0.25) -> None:
         self.scorer = scorer
         self.window_s = window_s
         self.max_batch = max_batch
         self.max_pending = max_pending
+        self.hold = hold
+        self.max_hold_s = max_hold_s
         self._queue: deque[tuple[list[dict], Future, float]] = deque()
         self._pending = 0
         self._cond = threading.Condition()
@@ -284,8 +295,13 @@ class Batcher:
         self.rejected = 0
         #: when the last batch's results were handed out (the coalescing window also counts from there)
         self._last_done = 0.0
-        #: how many requests the last batch answered (that many waiting: the batch need not wait longer)
-        self._last_requests = 0
+        #: seconds the last batch took to score (a batch waits for the requests it expects a part of that)
+        self._last_seconds = 0.0
+        #: requests in the batch being scored, and the most requests in the batcher at once since it was taken
+        self._scoring = 0
+        self._peak = 0
+        #: that most, for each of the last few batches: the requests the next batch expects
+        self._peaks: deque[int] = deque(maxlen=self.expect_batches)
         self._thread = threading.Thread(target=self._loop, name="rewardlang-batcher", daemon=True)
         self._thread.start()
 
@@ -302,6 +318,7 @@ class Batcher:
             item = (list(rows), fut, time.perf_counter())
             self._queue.append(item)
             self._pending += len(rows)
+            self._peak = max(self._peak, self._scoring + len(self._queue))
             self._cond.notify()
         fut.add_done_callback(lambda f, item=item: self._withdraw(item) if f.cancelled() else None)
         return fut
@@ -327,11 +344,13 @@ class Batcher:
                 if self._closing:
                     return []
                 self._cond.wait()
-            deadline = max(self._queue[0][2], self._last_done) + self.window_s
+            start = max(self._queue[0][2], self._last_done)
+            expected = max(self._peaks, default=0)
+            hold = max(self.window_s, min(self.max_hold_s, self.hold * self._last_seconds))
             while self._pending < self.max_batch and not self._closing:
-                if self._last_requests and len(self._queue) >= self._last_requests:
-                    break
-                left = deadline - time.perf_counter()
+                if expected and len(self._queue) >= expected:
+                    break  # every caller expected is here: waiting longer only adds idle time
+                left = start + (hold if expected else self.window_s) - time.perf_counter()
                 if left <= 0:
                     break
                 self._cond.wait(left)
@@ -347,6 +366,8 @@ class Batcher:
                 taken.append(item)
                 size += len(item[0])
             self._pending -= size
+            self._scoring = len(taken)
+            self._peak = len(taken) + len(self._queue)
             return taken
 
     def _loop(self) -> None:
@@ -358,12 +379,16 @@ class Batcher:
                 continue  # every request taken had been cancelled
             rows = [r for item in taken for r in item[0]]
             self.batch_sizes[len(rows)] += 1
+            t0 = time.perf_counter()
             try:
                 results = self.scorer.score_rows(rows)
             except BaseException as exc:  # noqa: BLE001 - never leave a caller waiting forever
+                self._scored(t0)
                 for _, fut, _ in taken:
                     fut.set_exception(exc)
+                self._last_done = time.perf_counter()
                 continue
+            self._scored(t0)  # before the answers: a caller answered may be back at once
             now = time.perf_counter()
             k = 0
             for item_rows, fut, t in taken:
@@ -372,7 +397,15 @@ class Batcher:
                 self.latency_sum += now - t
                 self.latency_n += 1
             self._last_done = time.perf_counter()
-            self._last_requests = len(taken)
+
+    def _scored(self, t0: float) -> None:
+        """A batch scored from ``t0`` is about to be answered: what the next batch expects, how long it may
+        wait."""
+        with self._cond:
+            self._last_seconds = time.perf_counter() - t0
+            self._peaks.append(self._peak)
+            self._scoring = 0
+            self._peak = len(self._queue)
 
     @property
     def pending(self) -> int:

@@ -19,7 +19,9 @@ once. A malformed request is answered 400 (bad JSON, with its line and column) o
 
 The server's clients cannot take it down (:class:`ServerLimits`, docs/scale.md "Limits"): a request body larger
 than ``max_request_bytes`` is answered 413 before it is held whole (from its ``Content-Length``, or counted as a
-chunked body arrives); the bodies held at once are bounded (``max_held_bytes``: beyond, 503); a request's headers
+chunked body arrives); the bodies held at once are bounded (``max_held_bytes``: beyond, 503; a body that alone
+would pass it is 413), each charged its bytes and ``VALUE_COST`` per JSON value it holds (counted as it arrives,
+before it is parsed: tiny values take far more memory parsed than their bytes); a request's headers
 must arrive within ``header_timeout`` s of the connection opening (or of its previous answer), its body within
 ``body_timeout`` s of its headers (else 408 and the connection is closed); at most ``max_connections`` connections
 are open (below the file-descriptor limit): a new one beyond drops the longest-idle connection that is not being
@@ -83,6 +85,13 @@ log = logging.getLogger("rewardlang.integrations")
 TOKEN_ENV = "REWARDLANG_SERVE_TOKEN"
 
 _MIB = 1 << 20
+#: bytes charged against ``max_held_bytes`` for each JSON value of a body beyond its own bytes (a value counted as
+#: a ``,`` ``:`` ``[`` or ``{`` byte as the body arrives, inside strings too, so never fewer than it holds). Parsed,
+#: a value costs far more than its bytes where values are tiny: 16 MiB of ``{},`` was 5.6 million dicts and
+#: 388 MiB, parsed for seconds on the event loop before its rows were counted. Charged so, what a parsed body
+#: holds stays within ~3.5x of its charge (empty dicts 2x, `{"a":[]}` 3.4x, short strings 2.8x), and prose or code
+#: (one such byte in 14 or more) is charged about twice its bytes
+VALUE_COST = 16
 def fd_reserve(cpus: int | None = None) -> int:
     """File descriptors kept free of connections for the scoring itself: the sandbox's slots and their pipes, the
     analysers' runs, logs (35 at most were open while ``quality_grpo`` scored 4 concurrent requests on 2 cores):
@@ -122,7 +131,8 @@ class ServerLimits:
 
     #: a request body larger than this is answered 413 (``--max-request-mb``)
     max_request_bytes: int = 16 * _MIB
-    #: request bytes held at once, over every request being read or scored; beyond, 503 (``--max-held-mb``)
+    #: request bytes held at once, over every request being read or scored, each body charged its bytes and
+    #: ``VALUE_COST`` per JSON value; beyond, 503, and 413 for a body that alone is beyond (``--max-held-mb``)
     max_held_bytes: int = 64 * _MIB
     #: open connections (``--max-connections``); None: :func:`default_max_connections`
     max_connections: int | None = None
@@ -549,7 +559,8 @@ def make_app(spec: str, *, program: Any = None, window_s: float = 0.02, max_batc
             raise _BadRequest(413, f"the body is {int(declared)} bytes; the limit is {limits.max_request_bytes} "
                                    "(--max-request-mb): send fewer rows per request", close=True)
         chunks: list[bytes] = []
-        size = 0
+        size = 0  # the body's bytes
+        held = 0  # what they are charged against --max-held-mb: the bytes and VALUE_COST per JSON value
         try:
             while True:
                 msg = await receive()
@@ -564,10 +575,21 @@ def make_app(spec: str, *, program: Any = None, window_s: float = 0.02, max_batc
                             await drain(receive)
                         raise _BadRequest(413, f"the body is over {limits.max_request_bytes} bytes, the limit "
                                                "(--max-request-mb): send fewer rows per request", close=True)
-                    if not guard.hold(len(chunk)):
+                    cost = len(chunk) + VALUE_COST * (chunk.count(b",") + chunk.count(b":") + chunk.count(b"[")
+                                                      + chunk.count(b"{"))
+                    if held + cost > limits.max_held_bytes:  # this request alone: it can never be held
+                        guard.counts["rejected_too_large"] += 1
+                        if more:
+                            await drain(receive)
+                        raise _BadRequest(413, f"the body holds too many JSON values: with {VALUE_COST} bytes "
+                                               "for each, it is over --max-held-mb "
+                                               f"({limits.max_held_bytes} bytes): send fewer rows per request",
+                                          close=True)
+                    if not guard.hold(cost):
                         guard.counts["rejected_overloaded_bytes"] += 1
                         raise _BadRequest(503, f"overloaded: {guard.held} bytes of requests are held (limit "
                                                f"{limits.max_held_bytes}, --max-held-mb)", close=more)
+                    held += cost
                     size += len(chunk)
                     chunks.append(chunk)
                 if not more:
@@ -585,9 +607,9 @@ def make_app(spec: str, *, program: Any = None, window_s: float = 0.02, max_batc
             if not isinstance(data, dict):
                 raise _BadRequest(422, f"the body must be a JSON object, not {type(data).__name__}")
         except BaseException:
-            guard.release(size)
+            guard.release(held)
             raise
-        return data, size
+        return data, held
 
     async def until_gone(receive: Any) -> None:
         """Returns when the client goes away (uvicorn answers ``http.disconnect`` then)."""

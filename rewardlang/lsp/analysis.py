@@ -27,11 +27,12 @@ from rewardlang import syntax as S
 from rewardlang.checker import (AGGREGATES, PREFERENCE_SETTINGS, STAGE_SHORTHANDS, STATISTICS, Checker, ModuleEnv,
                                 canonical_path, strip_bom, unique_diagnostics)
 from rewardlang.diagnostics import CODES, Diagnostic
+from rewardlang.highlight import scan
 from rewardlang.parser import STATEMENT_KEYWORDS, ParseFailure, deep_recursion
 from rewardlang.signature import Signature
 from rewardlang.specfiles import ImportRefused, import_roots, inside, read_spec_file, resolve_import
 
-__all__ = ["Analysis", "LspDiagnostic", "Definition", "LineIndex", "analyse", "Completion", "Symbol",
+__all__ = ["Analysis", "LspDiagnostic", "Definition", "LineIndex", "analyse", "Completion", "Symbol", "semantic_tokens",
            "LANGUAGE_FUNCTIONS", "TOKENS_FORMS", "format_document"]
 
 Pos = tuple[int, int]
@@ -188,7 +189,8 @@ class Completion:
 @dataclass
 class Symbol:
     name: str
-    kind: str  # module | variable | constant | field | function | property | event | namespace | key | operator
+    kind: str  # module | variable | constant | field | function | property | event (an audit) | namespace | key |
+    # operator | object (an example)
     detail: str
     range: Range
     selection: Range
@@ -698,7 +700,9 @@ class Analysis:
         if isinstance(stmt, S.Advantage):
             return Symbol("advantage", "operator", "the advantage pipeline", rng, rng)
         if isinstance(stmt, S.Example):
-            return Symbol(stmt.name or f"example (line {stmt.loc.line})", "event", "example", rng, rng)
+            # an object (a record of inputs and what to expect), not an event: audits are the outline's events, and
+            # the two kinds keep them apart there
+            return Symbol(stmt.name or f"example (line {stmt.loc.line})", "object", "example", rng, rng)
         if isinstance(stmt, S.Section):
             kids = []
             for item in stmt.items:
@@ -779,6 +783,61 @@ def _scan(text: str) -> tuple[list[tuple[str, str | None]], bool]:
                 stack.pop()
         i += 1
     return stack, False
+
+
+#: the semantic token types and modifiers the server sends (the protocol's standard names), in its legend's order
+SEMANTIC_TYPES = ("keyword", "function", "variable", "parameter", "property", "class", "event", "string", "number",
+                  "comment", "regexp", "operator", "type")
+SEMANTIC_MODIFIERS = ("declaration", "readonly", "defaultLibrary")
+#: a name's token type by what defines it (the completion's kinds: a component is a class, an audit an event)
+_SEMANTIC_OF = {"let": "variable", "param": "parameter", "input": "property", "component": "class",
+                "audit": "event"}
+#: rewardlang.highlight.scan's kinds that are not names
+_SEMANTIC_LEXICAL = {"keyword": "keyword", "declaration": "keyword", "constant": "keyword", "type": "type",
+                     "number": "number", "string": "string", "regex": "regexp", "comment": "comment",
+                     "operator": "operator"}
+
+
+def semantic_tokens(analysis: Analysis, names: Analysis | None = None) -> list[int]:
+    """The document's semantic tokens, encoded as the protocol sends them (five integers a token: line and start
+    relative to the previous token, length, type and modifier bits; UTF-16 units). Words come from the lexer the
+    highlighters share (rewardlang.highlight.scan: `audit`, `every N steps`, `margin` are keywords in the same
+    shapes); a name is typed by what defines it in ``names`` (the last analysis that parsed, where this one does
+    not): a let is a variable, a param a read-only parameter, an input a property, a component a class, an audit
+    an event; a definition's own name carries ``declaration``. A name nothing defines gets no token."""
+    text = analysis.text[analysis.bom:]
+    src = names if names is not None and names.module is not None else analysis
+    kinds = {}
+    for d in src.definitions:
+        kinds.setdefault(d.name, d.kind)
+    out: list[int] = []
+    prev_line = prev_col = 0
+    idx = analysis.index
+    for off, kind, word in scan(text):
+        mods = 0
+        if kind in _SEMANTIC_LEXICAL:
+            typ = _SEMANTIC_LEXICAL[kind]
+        elif kind == "function":
+            typ = "function"
+            mods = 4 if word in analysis.sigs or word in LANGUAGE_FUNCTIONS else 0
+        elif kind == "builtin":
+            typ, mods = "property", 4
+        elif kind in ("variable", "name") and word in kinds:
+            if kind == "name" and re.match(r"\s*=(?!=)", text[off + len(word):off + len(word) + 64]):
+                continue  # an option's or a setting's name (`reference=solution`, `beta = 0.04`), not the input
+            typ = _SEMANTIC_OF[kinds[word]]
+            mods = (1 if kind == "variable" else 0) | (2 if kinds[word] == "param" else 0)
+        else:
+            continue
+        start = off + analysis.bom
+        for piece in word.split("\n"):  # a token never spans lines (a multi-line string)
+            if piece:
+                (line, col), (_, end) = idx.position(start), idx.position(start + len(piece))
+                out += [line - prev_line, col - prev_col if line == prev_line else col, end - col,
+                        SEMANTIC_TYPES.index(typ), mods]
+                prev_line, prev_col = line, col
+            start += len(piece) + 1
+    return out
 
 
 def _kind_of(d: Definition) -> str:

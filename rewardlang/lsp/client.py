@@ -48,6 +48,7 @@ class LspClient:
         self.notifications: list[dict] = []
         self.stderr: list[str] = []
         self.versions: dict[str, int] = {}
+        self.capabilities: dict[str, Any] = {}
         self.marks: dict[str, int] = {}  # per document: how many notifications had come when it last changed
         self._closed = False
         threading.Thread(target=self._read, daemon=True).start()
@@ -127,6 +128,7 @@ class LspClient:
         result = self.request("initialize", {"processId": os.getpid(), "rootUri": uri_of(root),
                                              "capabilities": {"textDocument": {"hover": {"contentFormat": [
                                                  "markdown", "plaintext"]}}}})
+        self.capabilities = result["capabilities"]  # what the server said it does (the semantic tokens' legend)
         self.notify("initialized", {})
         return result
 

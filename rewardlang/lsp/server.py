@@ -1,8 +1,8 @@
 """``rewardlang lsp``: the language server for ``.reward`` files (Language Server Protocol over stdio, pygls).
 
 Features: diagnostics as you type (the checker's, as ``rewardlang check`` prints them: code, range, message,
-hint), hover, completion, go to definition, formatting (``rewardlang fmt``) and document symbols. The answers
-come from :mod:`rewardlang.lsp.analysis`; this module only translates them to and from the protocol.
+hint), hover, completion, go to definition, formatting (``rewardlang fmt``), document symbols and semantic tokens.
+The answers come from :mod:`rewardlang.lsp.analysis`; this module only translates them to and from the protocol.
 
 Each change re-checks the document at once (a check of ``specs/dense_ppo.reward`` takes tens of milliseconds:
 no debounce is needed, and every published diagnostic belongs to the text the editor has). Documents that
@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as T
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from rewardlang.lsp import analysis as A
@@ -35,7 +38,7 @@ _SYMBOL_KIND = {
     "module": T.SymbolKind.Module, "namespace": T.SymbolKind.Namespace, "field": T.SymbolKind.Field,
     "constant": T.SymbolKind.Constant, "variable": T.SymbolKind.Variable, "function": T.SymbolKind.Function,
     "property": T.SymbolKind.Property, "operator": T.SymbolKind.Operator, "event": T.SymbolKind.Event,
-    "key": T.SymbolKind.Key,
+    "key": T.SymbolKind.Key, "object": T.SymbolKind.Object,
 }
 _COMPLETION_KIND = {
     "function": T.CompletionItemKind.Function, "variable": T.CompletionItemKind.Variable,
@@ -56,12 +59,68 @@ def _path_of(uri: str) -> str:
     return path or uri
 
 
+#: what a message that could not be read becomes: nothing to handle (its answer, if it was a request, is sent)
+_UNREADABLE = object()
+
+# pygls logs a message it cannot read with a traceback (its own, of the converter); the server says it in one line
+logging.getLogger("pygls.protocol.json_rpc").addFilter(
+    lambda r: not r.getMessage().startswith("Unable to deserialize message"))
+_log = logging.getLogger("rewardlang.lsp")
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls' protocol, answering what a client gets wrong with a plain error (issue 37 item 20).
+
+    pygls never answered a request whose params are not the protocol's (a negative position, ``params: null``, a
+    number for a URI): it logged a traceback and dropped the message, so the editor waited for an answer for ever.
+    Such a request is answered InvalidParams naming the method and the field; a notification is dropped with a
+    line in the log. An error answer never carries a Python traceback (pygls put one in an internal error's
+    ``data``): the one-line message says what failed, and the log has the rest."""
+
+    def structure_message(self, data: Any) -> Any:
+        if not isinstance(data, dict) or "jsonrpc" not in data:
+            return data  # an object inside the message (json.loads' object_hook sees them first)
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            method = data.get("method")
+            why = _params_problem(exc.__cause__) if exc.__cause__ is not None else str(exc)
+            _log.warning("%s: a message the server cannot read (%s)", method or "a response", why)
+            if "id" in data and isinstance(method, str) and isinstance(data["id"], (int, str)):
+                self._send_response(data["id"], None, T.ResponseError(
+                    code=exc.CODE, message=f"{method}: the params are not what the protocol says: {why}"))
+            return _UNREADABLE
+
+    def handle_message(self, message: Any) -> None:
+        if message is not _UNREADABLE:
+            super().handle_message(message)
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: T.ResponseError | None = None) -> None:
+        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
+            error = T.ResponseError(code=error.code, message=error.message)  # the log keeps the traceback
+        super()._send_response(msg_id, result, error)
+
+
+def _params_problem(exc: BaseException) -> str:
+    """What is wrong in a message's params, in one line (cattrs' own account of where, else the exception's)."""
+    try:
+        from cattrs import transform_error
+
+        found = transform_error(exc) if isinstance(exc, Exception) else []
+    except Exception:  # noqa: BLE001 - an account of an error must not fail in turn
+        found = []
+    if not found:
+        return f"{type(exc).__name__}: {exc}".split("\n")[0]
+    # cattrs names the Python attributes (`$.params.text_document`): the client wrote the protocol's (`textDocument`)
+    return "; ".join(re.sub(r"_([a-z])", lambda m: m.group(1).upper(), f) for f in found[:3])
+
+
 class RewardLanguageServer(LanguageServer):
     """pygls server holding the last analysis of each open document."""
 
     def __init__(self) -> None:
         super().__init__("rewardlang", __version__,
-                         text_document_sync_kind=T.TextDocumentSyncKind.Incremental)
+                         text_document_sync_kind=T.TextDocumentSyncKind.Incremental, protocol_cls=_Protocol)
         self.analyses: dict[str, A.Analysis] = {}
         #: the documents the editor opened as specs: the only ones analysed or answered about (a request on another
         #: document, never opened or not a spec, gets nothing: the server never reads a file to answer it)
@@ -248,6 +307,15 @@ def document_symbol(ls: RewardLanguageServer, params: T.DocumentSymbolParams) ->
                                 children=[conv(k) for k in s.children] or None)
 
     return [conv(s) for s in a.symbols()]
+
+
+@server.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
+                T.SemanticTokensLegend(token_types=list(A.SEMANTIC_TYPES), token_modifiers=list(A.SEMANTIC_MODIFIERS)))
+def semantic_tokens(ls: RewardLanguageServer, params: T.SemanticTokensParams) -> T.SemanticTokens | None:
+    a = _analysis(ls, params.text_document.uri)
+    if a is None:
+        return None
+    return T.SemanticTokens(data=A.semantic_tokens(a, ls.last_good.get(params.text_document.uri)))
 
 
 def serve() -> None:

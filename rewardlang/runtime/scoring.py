@@ -16,15 +16,17 @@ column, a message and a hint), never a traceback; the caller prints ``render()``
 - ``D003``: a line is not a JSON object.
 
     >>> import rewardlang
-    >>> prog = rewardlang.loads("input group: text\\ncomponent n in [0, 5] = len(completion)")
+    >>> prog = rewardlang.loads("input group: text\\ncomponent n in [0, 5] = len(completion)\\ncomponent g = len(group)")
     >>> scored = score_rows(prog, [{"group": "a", "completion": "ab"}, {"group": "a", "completion": "abcdefg"}])
     >>> [(r["reward"], r.get("errors")) for r in scored.records()]
-    [(2.0, None), (None, {'n': 'value 7 outside the declared range [0, 5]'})]
-    >>> try:
-    ...     score_rows(prog, [{"completion": 3}], label="rows.jsonl")
-    ... except ScoringError as exc:
-    ...     print(exc.render())
+    [(3.0, None), (None, {'n': 'value 7 outside the declared range [0, 5]'})]
+    >>> for rows in ([{"group": "a", "completion": 3}], [{"completion": "ab"}]):
+    ...     try:
+    ...         score_rows(prog, rows, label="rows.jsonl")
+    ...     except ScoringError as exc:
+    ...         print(exc.render())
     error[D001]: rows.jsonl: row 0: column `completion` expected text, got int
+    hint: fix the data, or pass --on-bad-row skip to skip (and count) bad rows
     error[D001]: rows.jsonl: row 0: column `group` missing: the spec's input `group` reads column `group`
     hint: fix the data, or read `group` from another column: `input group: text from "<column>"`
 """
@@ -50,7 +52,8 @@ if TYPE_CHECKING:  # pragma: no cover - types only: this module works on any pro
     from rewardlang.runtime.program import Pending, Program, ScoreResult
 
 __all__ = ["OUTPUT_KEYS", "DataError", "DataIssue", "ScoringError", "Scored", "Summary", "clean", "record",
-           "group_keys", "group_value", "GroupOrder", "score_rows", "score_file", "module_main"]
+           "group_keys", "group_value", "GroupOrder", "score_rows", "score_file", "module_main",
+           "check_group_column", "check_rows", "bad_rows_line"]
 
 #: keys a scored record adds to its row; an input column of the same name is replaced (and a warning says so)
 OUTPUT_KEYS = ("reward", "components", "advantage", "errors", "masked", "spans")
@@ -71,7 +74,9 @@ class DataError(ValueError):
 @dataclass(frozen=True)
 class DataIssue:
     """One problem with the data, located: ``code`` (D001-D003), ``message``, and where: the ``file`` (its label),
-    the ``line`` in it, the ``row`` (0-based) and the data ``column``; ``hint`` says what to do.
+    the ``line`` in it, the ``row`` (0-based) and the data ``column``; ``hint`` says what to do. A row read from a
+    file is named ``FILE:LINE`` (its 0-based index is not said beside it: it is one less than the line, and read as
+    one); a row given in a list by its position (``rows: row 3``).
 
         >>> DataIssue("D003", "invalid JSON: Expecting value (column 1)", file="rows.jsonl", line=4).render()
         'error[D003]: rows.jsonl:4: invalid JSON: Expecting value (column 1)'
@@ -87,9 +92,9 @@ class DataIssue:
 
     def render(self, severity: str = "error") -> str:
         where = ""
-        if self.file is not None:
-            where = self.file + (f":{self.line}" if self.line is not None else "")
-            where += (f": row {self.row}" if self.row is not None else "") + ": "
+        if self.file is not None:  # FILE:LINE where the row has a line; a row of a list by its position
+            where = self.file + (f":{self.line}" if self.line is not None else
+                                 f": row {self.row}" if self.row is not None else "") + ": "
         return f"{severity}[{self.code}]: {where}{self.message}"
 
 
@@ -155,6 +160,33 @@ def record(res: ScoreResult, i: int) -> dict[str, Any]:
 def group_value(g: Any) -> Any:
     """A group column's value as a group id (a list or an object by its JSON, keys sorted)."""
     return json.dumps(g, sort_keys=True) if isinstance(g, (list, dict)) else g
+
+
+def check_group_column(rows: Sequence[tuple[int, Mapping[str, Any]]], column: str, label: str, *,
+                       numbered: bool = True, flag: str = "--group-by") -> None:
+    """Raise :class:`ScoringError` (D001) when a row lacks ``column``, the column that groups rows (``--group-by``):
+    a typo would otherwise make one group of every row (or a group of the rows that lack it), and every figure of
+    the groups would be of the wrong groups. ``rows`` are ``(line, row)`` (``numbered``: lines of ``label``; else
+    positions in a list). Every command that groups calls it: ``score``, ``pairs``, ``explain``, ``report``,
+    ``audit``.
+
+        >>> try:
+        ...     check_group_column([(1, {"prompt": "a"}), (2, {"prompt": "b"})], "promt", "rows.jsonl")
+        ... except ScoringError as exc:
+        ...     print(exc.render())
+        error[D001]: rows.jsonl:1: --group-by promt: no such column (no row has it)
+        hint: the rows' columns: prompt
+    """
+    missing = [n for n, r in rows if column not in r]
+    if not missing:
+        return
+    present = sorted(set().union(*(r.keys() for _, r in rows)) - {column})
+    how = ("no row has it" if len(missing) == len(rows) else
+           f"{len(missing)} of {len(rows)} rows lack it: a row without it cannot be grouped")
+    raise ScoringError([DataIssue("D001", f"{flag} {column}: no such column ({how})", file=label,
+                                  line=missing[0] if numbered else None, row=None if numbered else missing[0],
+                                  column=column,
+                                  hint=f"the rows' columns: {', '.join(present[:20])}" if present else None)])
 
 
 def group_keys(prog: Program, group_by: str | None) -> list[tuple[str, str, bool]]:
@@ -268,7 +300,7 @@ class _Run:
                     else:
                         line = batch[r][0] if self.numbered else None
                         issues.append(DataIssue("D001", f"column `{c}` {m}", file=self.label, line=line,
-                                                row=line - 1 if self.numbered else batch[r][0], column=c, hint=hint))
+                                                row=None if self.numbered else batch[r][0], column=c, hint=hint))
                 raise ScoringError(issues, exc) from None
             bad = {r for r, _, _ in exc.problems}
             for r, c, m in exc.problems:
@@ -282,14 +314,14 @@ class _Run:
                 self.bad_rows.extend((ln, f"the batch's columns: {again}") for ln, _ in batch)
                 return [], {}, {}
 
-    def groups(self, rows: list[dict[str, Any]]) -> list[Any] | None:
+    def groups(self, batch: list[tuple[int, dict[str, Any]]]) -> list[Any] | None:
         """The rows' ids of the main group key when ``group_by`` names it (else None: the program reads the spec's
-        own group columns), after checking every key's order."""
+        own group columns), after checking every key's order; every row must have the ``group_by`` column."""
+        rows = [r for _, r in batch]
         group = None
         for j, (key, col, main) in enumerate(self.keys):
-            if self.group_by and main and col not in rows[0]:
-                raise ScoringError([DataIssue("D001", f"--group-by {self.group_by}: no such column in {self.label}",
-                                              column=self.group_by)])
+            if self.group_by and main:
+                check_group_column(batch, col, self.label, numbered=self.numbered)
             if col not in rows[0] and key not in rows[0]:
                 continue  # the program reports a group key it needs and lacks
             values = [group_value(r.get(col, r.get(key))) for r in rows]
@@ -315,7 +347,7 @@ class _Run:
         if not batch:
             return None
         rows = [r for _, r in batch]
-        ids = self.groups(rows)
+        ids = self.groups(batch)
         self.clashes(rows[0])
         return _Checked(batch, cols, given, ids if group is None else group)
 
@@ -487,6 +519,35 @@ class Summary:
                     self.times[c] = self.times.get(c, 0.0) + v / len(comps)
 
 
+def check_rows(prog: Program, rows: Sequence[tuple[int, dict[str, Any]]], label: str) -> None:
+    """Raise :class:`ScoringError` naming each bad value ``label:LINE`` as ``score`` does (``rows``: ``(line,
+    row)``), scoring nothing: for a command that scores its rows in pieces of its own (``audit``: by step) and would
+    otherwise name a row by its place in a piece.
+
+        >>> import rewardlang
+        >>> prog = rewardlang.loads("input n: number\\ncomponent c = n * 2")
+        >>> try:
+        ...     check_rows(prog, [(1, {"completion": "", "n": 1}), (3, {"completion": "", "n": "x"})], "r.jsonl")
+        ... except ScoringError as exc:
+        ...     print(exc.render(hints=False))
+        error[D001]: r.jsonl:3: column `n` expected number, got str
+    """
+    if rows:
+        _Run(prog, label=label, group_by=None, on_bad_row="fail", step=0, warn=lambda _: None,
+             order=False).columns(list(rows))
+
+
+def bad_rows_line(label: str, bad_rows: Sequence[tuple[int, str]], limit: int = 20) -> str:
+    """The summary's line naming the rows skipped, ``FILE:LINE`` each, in the file's order.
+
+        >>> bad_rows_line("rows.jsonl", [(5, "invalid JSON"), (2, "column `n` missing")])
+        'skipped bad rows: rows.jsonl:2, rows.jsonl:5'
+    """
+    lines = sorted(n for n, _ in bad_rows)
+    shown = ", ".join(f"{label}:{n}" for n in lines[:limit])
+    return f"skipped bad rows: {shown}" + (f" … ({len(lines)} in all)" if len(lines) > limit else "")
+
+
 def count_lines(path: str | os.PathLike[str]) -> int:
     """Lines in a file (newlines), counted in 1 MiB blocks."""
     n = 0
@@ -632,6 +693,7 @@ def module_main(prog: Program, argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         return bad(f"{args.input}: {exc.strerror or exc}")
     rows: list[dict] = []
+    lines: list[int] = []
     with src:
         for lineno, line in enumerate(src, 1):
             if lineno == 1:
@@ -645,16 +707,17 @@ def module_main(prog: Program, argv: Sequence[str] | None = None) -> int:
             if not isinstance(row, dict):
                 return bad(f"{args.input}:{lineno}: expected a JSON object")
             rows.append(row)
+            lines.append(lineno)
     scored = Scored([], None)
     if rows:
-        if args.group_by is not None and any(args.group_by not in r for r in rows):
-            return bad(f"--group-by {args.group_by}: no such column in some row")
         try:
+            if args.group_by is not None:  # the row that lacks it, by its line (score's own check numbers by position)
+                check_group_column(list(zip(lines, rows)), args.group_by, args.input)
             # (no warning about input columns the scores replace: the script's output is documented to do so)
             scored = score_rows(prog, rows, step=args.step, group_by=args.group_by, label=args.input,
                                 warn=lambda _: None)
         except ScoringError as exc:
-            return bad(str(exc.cause) if exc.cause is not None else exc.render(hints=False))
+            return bad(str(exc.cause) if exc.cause is not None else exc.render(hints=False).split(": ", 1)[1])
     if args.output != "-":
         try:
             check_output(args.output, inputs={"input file": None if args.input == "-" else args.input})

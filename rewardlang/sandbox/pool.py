@@ -373,6 +373,20 @@ class Slot:
             return self._descendants()
         return sorted(p for p in self.own_pids if os.path.exists(f"/proc/{p}"))
 
+    def stop_programs(self) -> None:
+        """SIGKILL the programs the slot runs now (its processes besides its own long-lived ones), the innermost
+        first, as the worker's own limits kill them: the worker reaps them and ends the request, and the slot stays
+        whole. For a caller that was interrupted and waits for nothing (:meth:`SlotPool.close`)."""
+        if self.starting:
+            return
+        own = set(self.own_pids)
+        for pid in reversed(self._descendants()):
+            if pid not in own:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
     def kill(self) -> None:
         """Kill the worker, every process of the slot's uid, and release host resources (not the uid)."""
         inner = [p for p in self._descendants() if self.proc is not None and p != self.proc.pid][::-1]
@@ -421,13 +435,15 @@ class _Direct:
     thread makes on one (``set_running_or_notify_cancel``, ``set_result``), the result passed straight to
     ``finish(key, raw)``; ``set_result`` is called exactly once, on every path of ``_serve``."""
 
-    __slots__ = ("finish", "key")
+    __slots__ = ("cancelled", "finish", "key")
 
-    def __init__(self, key: Any, finish: Callable[[Any, RawResult], None]) -> None:
-        self.key, self.finish = key, finish
+    def __init__(self, key: Any, finish: Callable[[Any, RawResult], None], cancelled: threading.Event) -> None:
+        self.key, self.finish, self.cancelled = key, finish, cancelled
 
     def set_running_or_notify_cancel(self) -> bool:
-        return True     # nothing can cancel it
+        # the stream's caller was interrupted (Ctrl-C, SIGTERM): a request still queued is never run, so the
+        # command ends once the programs already running end, not after every queued one (issue 37, item 5)
+        return not self.cancelled.is_set()
 
     def set_result(self, raw: RawResult) -> None:
         self.finish(self.key, raw)
@@ -449,6 +465,8 @@ class SlotPool:
                                              Future[RawResult] | _Direct] | None] = \
             queue.SimpleQueue()
         self._closed = False
+        #: a caller was interrupted (Ctrl-C, SIGTERM): close() stops the programs running, never runs one again
+        self.interrupted = False
         self._lock = threading.Lock()
         self._threads = [threading.Thread(target=self._serve, args=(s,), name=f"rewardlang-sandbox-{i}",
                                           daemon=True) for i, s in enumerate(self.slots)]
@@ -520,7 +538,7 @@ class SlotPool:
                         # failure, never a mask, and never a third run.
                         with self._lock:
                             self.stats["outside_kills" if not rerun_after_kill else "kills_again_on_rerun"] += 1
-                        if not rerun_after_kill:
+                        if not rerun_after_kill and not self.interrupted:  # (interrupted: stopped by us)
                             rerun_after_kill = True
                             slot.kill()
                             slot.start()
@@ -541,7 +559,7 @@ class SlotPool:
                     # fresh) run on a fresh slot: a case that did not run is never counted as passed, and
                     # the program cannot end its own tests early by breaking the clean-up.
                     rest = None if runs[-1].reason in ("cpu", "wall") else _remaining(req, len(runs))
-                    if rest is None:
+                    if rest is None or self.interrupted:
                         break
                     with self._lock:
                         self.stats["stdio_resumed"] += 1
@@ -610,21 +628,28 @@ class SlotPool:
                 if state["left"] == 0 or (not state["fed"] and state["left"] == low):
                     room.notify()
 
-        for key, req, hard in requests:
+        cancelled = threading.Event()
+        try:
+            for key, req, hard in requests:
+                with lock:
+                    while state["left"] >= window:
+                        room.wait()
+                    state["left"] += 1
+                # no Future: the slot thread hands the result straight to finish (a Future's condition, locks
+                # and callback list cost a cheap program's judging about as much again; issue 20)
+                if self._closed:
+                    finish(key, RawResult(None, infra="sandbox closed"))
+                else:
+                    self._queue.put((req, hard, _Direct(key, finish, cancelled)))
             with lock:
-                while state["left"] >= window:
+                state["fed"] = True
+                while state["left"] > 0:
                     room.wait()
-                state["left"] += 1
-            # no Future: the slot thread hands the result straight to finish (a Future's condition, locks
-            # and callback list cost a cheap program's judging about as much again; issue 20)
-            if self._closed:
-                finish(key, RawResult(None, infra="sandbox closed"))
-            else:
-                self._queue.put((req, hard, _Direct(key, finish)))
-        with lock:
-            state["fed"] = True
-            while state["left"] > 0:
-                room.wait()
+        except BaseException as exc:  # the caller is gone (an interrupt): the requests still queued never run
+            cancelled.set()
+            if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, SIGTERM: close() stops the programs running too
+                self.interrupted = True
+            raise
         if errors:
             raise errors[0]
 
@@ -660,5 +685,12 @@ class SlotPool:
         self._closed = True
         for _ in self._threads:
             self._queue.put(None)
+        if self.interrupted:  # nobody waits for the programs running: they end now, not at their limits
+            deadline = time.monotonic() + 5.0  # (a slot thread may start one more it had taken: stopped too)
+            while any(t.is_alive() for t in self._threads) and time.monotonic() < deadline:
+                for slot in self.slots:
+                    slot.stop_programs()
+                for t in self._threads:
+                    t.join(timeout=0.02)
         for t in self._threads:
             t.join(timeout=15)

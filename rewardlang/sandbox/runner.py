@@ -445,7 +445,9 @@ class Sandbox:
     def __enter__(self) -> "Sandbox":
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if isinstance(exc_type, type) and issubclass(exc_type, KeyboardInterrupt):
+            self.pool.interrupted = True  # Ctrl-C or SIGTERM: the programs running are stopped, not waited for
         self.close()
 
 

@@ -4,7 +4,9 @@
 - :mod:`rewardlang.trainers.model`   -- the policy: a tiny local model or a local checkpoint, LoRA optional;
 - :mod:`rewardlang.trainers.data`    -- the prompt dataset, checked against the spec's inputs before training;
 - :mod:`rewardlang.trainers.metrics` -- JSONL/TensorBoard metrics, progress bar, timing;
-- :mod:`rewardlang.trainers.run`     -- run directory, resume checks, algorithm dispatch (``train``);
+- :mod:`rewardlang.trainers.recipe`  -- what the algorithms share: spec and configuration loaded once, run directory,
+  resume checks, the end of a run;
+- :mod:`rewardlang.trainers.run`     -- algorithm dispatch (``train``), above the algorithm modules;
 - :mod:`rewardlang.trainers.grpo`    -- GRPO on TRL's ``GRPOTrainer`` with the spec's rewards and advantages;
 - :mod:`rewardlang.trainers.dpo`     -- DPO: offline on TRL's ``DPOTrainer`` from a pairs file, or online;
 - :mod:`rewardlang.trainers.gepo`    -- GEPO (group preferences, chunked exact backward) on transformers' Trainer;

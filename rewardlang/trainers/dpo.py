@@ -37,8 +37,8 @@ from rewardlang.trainers.gepo import DEFAULT_BETA, PROMPT_TEXT, preference_rows,
 from rewardlang.trainers.gepo import run as run_online
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import lora_config
-from rewardlang.trainers.run import (Layers, RunResult, args_record, finish_run, load_layers, load_run_policy, open_run,
-                                     record_config, trainer_args, TiedResume)
+from rewardlang.trainers.recipe import (Layers, RunResult, args_record, finish_run, load_layers, load_run_policy, open_run,
+                                        record_config, trainer_args, TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program

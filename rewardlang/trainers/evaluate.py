@@ -781,36 +781,18 @@ def not_policy(name: str) -> None:
 
 
 def load_eval_model(name: str, dtype: str = "float32") -> tuple[Any, Any, dict[str, Any]]:
-    """``smollm2`` | ``tiny`` | a model directory | a run directory (its ``final/`` policy; a LoRA adapter is merged
-    into its base) → ``(model, tokenizer, presentation)``; ``presentation`` holds the run's ``system_prompt`` and
-    ``prompt_template`` when a run directory is given (so the model is asked as it was trained)."""
+    """``smollm2`` | ``tiny`` | a model directory | a run directory or its ``final/`` (the trained policy; a LoRA
+    adapter merged into its base, SmolLM2 converted here when this machine has no copy yet:
+    :func:`rewardlang.trainers.model.load_trained_policy`) → ``(model, tokenizer, presentation)``;
+    ``presentation`` holds the run's ``system_prompt`` and ``prompt_template`` when a run is given (so the model is
+    asked as it was trained)."""
     from rewardlang.trainers.config import TrainConfig
-    from rewardlang.trainers.model import load_policy
+    from rewardlang.trainers.model import load_policy, load_trained_policy, run_policy
 
-    shown: dict[str, Any] = {}
-    path, run_model = name, None
     not_policy(name)
-    if os.path.isdir(name) and os.path.exists(os.path.join(name, "config.json")) \
-            and os.path.isdir(os.path.join(name, "final")):
-        with open(os.path.join(name, "config.json"), encoding="utf-8") as fh:
-            train = json.load(fh).get("train", {})
+    if run_policy(name) is not None:
+        model, tokenizer, train = load_trained_policy(name, dtype=dtype)
         shown = {k: train.get(k) for k in ("system_prompt", "prompt_template", "few_shot") if train.get(k)}
-        run_model = train.get("model") or os.path.join(name, "initial_model")  # None: the run's tiny model
-        path = os.path.join(name, "final")
-    adapter = os.path.join(path, "adapter_config.json")
-    if os.path.isdir(path) and os.path.exists(adapter):
-        from peft import PeftModel
-        from transformers import AutoTokenizer
-
-        with open(adapter, encoding="utf-8") as fh:
-            base_name = json.load(fh).get("base_model_name_or_path") or run_model
-        if not base_name:
-            raise ValueError(f"{path}: a LoRA adapter whose base model is not recorded; evaluate its run directory")
-        base, _ = load_policy(TrainConfig(model=base_name, dtype=dtype))
-        model = PeftModel.from_pretrained(base, path).merge_and_unload()
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, padding_side="left")
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
         return model, tokenizer, shown
-    model, tokenizer = load_policy(TrainConfig(model=None if path == "tiny" else path, dtype=dtype))
-    return model, tokenizer, shown
+    model, tokenizer = load_policy(TrainConfig(model=None if name == "tiny" else name, dtype=dtype))
+    return model, tokenizer, {}

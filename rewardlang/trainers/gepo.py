@@ -45,8 +45,8 @@ from rewardlang.trainers.data import DataError
 from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers.model import lora_config
-from rewardlang.trainers.run import (Layers, RunResult, finish_run, load_layers, load_run_policy, open_run,
-                                     record_config, trainer_args, TiedResume)
+from rewardlang.trainers.recipe import (Layers, RunResult, finish_run, load_layers, load_run_policy, open_run,
+                                        record_config, trainer_args, TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program

@@ -30,6 +30,7 @@ import logging
 import math
 import os
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
@@ -42,13 +43,14 @@ from rewardlang.trainers.align import TokenAligner
 from rewardlang.trainers.audit import TrainingAudits, audit_columns
 from rewardlang.trainers.config import TrainConfig
 from rewardlang.trainers.data import DataError, build_dataset, check_columns, load_rows, split_heldout
+from rewardlang.trainers.grpo_overlap import RewardOverlap
 from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers import report
 from rewardlang.trainers.model import lora_config
-from rewardlang.trainers.run import (Layers, RunResult, args_record, finish_run, last_checkpoint, load_layers,
-                                     load_run_policy, missing_after_tying, open_run, record_config, trainer_args,
-                                     TiedResume)
+from rewardlang.trainers.recipe import (Layers, RunResult, args_record, finish_run, last_checkpoint, load_layers,
+                                        load_run_policy, missing_after_tying, open_run, record_config, trainer_args,
+                                        TiedResume)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program
@@ -95,10 +97,40 @@ class SpecRewardSet:
         self.result: Any = None  # the local batch's ScoreResult, when spans are needed
         self.kwargs: dict[str, Any] = {}  # what TRL passed for the batch (the audits read its columns)
         self._batch: Any = None
+        self._pending: Future | None = None  # a batch being scored ahead, in the scoring thread
+        self._pending_kwargs: dict[str, Any] = {}
 
     def start_batch(self) -> None:
         """Forget the previous batch (called before each generation batch)."""
         self._batch, self.raw, self.total, self.result = None, {}, [], None
+        self._pending, self._pending_kwargs = None, {}
+
+    def prefetch(self, kwargs: dict[str, Any]) -> None:
+        """Start scoring a batch in the scoring thread, with the arguments TRL will call the functions with.
+
+        The first function TRL calls for that batch waits for it (:meth:`values`); the seconds it did not have to
+        wait are counted in ``clock.hidden``. A call whose arguments differ from these is scored anew, so the
+        values never depend on whether the batch was scored ahead."""
+        self._pending = _SCORER.submit(self._evaluate_timed, kwargs)
+        self._pending_kwargs = kwargs
+
+    def _evaluate_timed(self, kwargs: dict[str, Any]) -> float:
+        t0 = time.perf_counter()
+        self._evaluate(kwargs)
+        return time.perf_counter() - t0
+
+    def _collect(self, kwargs: dict[str, Any]) -> None:
+        """Wait for the batch scored ahead; keep it when it was scored with these arguments."""
+        pending, ahead = self._pending, self._pending_kwargs
+        self._pending, self._pending_kwargs = None, {}
+        t0 = time.perf_counter()
+        seconds = pending.result()  # an error of the scoring is raised here, as without the thread
+        waited = time.perf_counter() - t0
+        if _same_call(ahead, kwargs):
+            self._batch = kwargs["completions"]
+            self.clock.hidden += max(seconds - waited, 0.0)
+        else:
+            self._batch = None
 
     def _evaluate(self, kwargs: dict[str, Any]) -> None:
         t0 = time.perf_counter()
@@ -132,9 +164,34 @@ class SpecRewardSet:
 
     def values(self, index: int, kwargs: dict[str, Any]) -> list[float | None]:
         """Function ``index``'s values for this batch, None where the total is masked."""
+        if self._pending is not None:
+            self._collect(kwargs)
         if self._batch is not kwargs["completions"]:
             self._evaluate(kwargs)
+            self._batch = kwargs["completions"]
         return [None if t != t else v for v, t in zip(self.raw[self.names[index]], self.total, strict=True)]
+
+
+#: scores a generation batch while the step's forward passes run (one batch at a time: a step waits for its own)
+_SCORER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rewardlang-grpo-reward")
+
+
+def _same_call(ahead: Mapping[str, Any], kwargs: Mapping[str, Any]) -> bool:
+    """Whether TRL calls the reward functions with what the batch was scored ahead with: the same completions
+    object (the program's cache is keyed by it) and equal other arguments.
+
+    >>> c = ["a"]
+    >>> _same_call({"completions": c, "tests": ["t"]}, {"completions": c, "tests": ["t"]})
+    True
+    >>> _same_call({"completions": c, "tests": ["t"]}, {"completions": ["a"], "tests": ["t"]})
+    False
+    """
+    if ahead.keys() != kwargs.keys() or ahead.get("completions") is not kwargs.get("completions"):
+        return False
+    try:
+        return all(v is kwargs[k] or bool(v == kwargs[k]) for k, v in ahead.items())
+    except (TypeError, ValueError):  # values without a plain equality (arrays): scored anew
+        return False
 
 
 class SpecReward:
@@ -217,7 +274,7 @@ logging.getLogger("trl.trainer.grpo_trainer").addFilter(_MASKED_NOTICE)
 
 
 
-class SpecGRPOTrainer(TiedResume, GRPOTrainer):
+class SpecGRPOTrainer(RewardOverlap, TiedResume, GRPOTrainer):
     """``GRPOTrainer`` whose rewards (and, if the spec has one, advantage pipeline) come from a compiled spec.
 
     Overrides one TRL method for the reward path, ``_generate_and_score_completions`` (see the module docstring),
@@ -227,15 +284,22 @@ class SpecGRPOTrainer(TiedResume, GRPOTrainer):
     masked: they get no advantage and are not scored as 0), ``masked/count``,
     ``advantages/{mean,std,min,max,abs_mean}``, and with spans ``spans/token_share`` (share of completion tokens
     whose advantage a span changed); with :class:`StepTimingCallback`, ``time/step``, ``time/reward``,
-    ``time/reward_share``, ``tokens_per_second``.
+    ``time/reward_wait``, ``time/reward_share``, ``time/reward_hidden``, ``time/reward_hidden_share``,
+    ``tokens_per_second``.
+
+    The reward of a generation batch is scored in a thread while the step's forward passes run, the update's own
+    included (:class:`rewardlang.trainers.grpo_overlap.RewardOverlap`; ``overlap_reward=False`` scores it where
+    TRL calls the functions): the same rewards, advantages and losses either way.
 
     ``last_batch`` keeps the last generation batch's global ``rewards_per_func`` (unmasked, as the spec's functions
     returned them), ``total``, ``groups`` and ``advantages`` (NumPy), and the names, for inspection.
     """
 
     def __init__(self, model: Any, program: "Program", args: GRPOConfig, clock: RewardClock | None = None,
-                 audits: TrainingAudits | None = None, **kwargs: Any) -> None:
+                 audits: TrainingAudits | None = None, overlap_reward: bool | None = None,
+                 **kwargs: Any) -> None:
         self.program = program
+        self._overlap_init(overlap_reward)
         #: the spec's audits on each step's own samples (trainers/audit.py); never part of the reward
         self.audits = audits if audits is not None else (
             TrainingAudits(program, args.output_dir, args.max_steps) if program.audits else None)
@@ -259,10 +323,12 @@ class SpecGRPOTrainer(TiedResume, GRPOTrainer):
         rewards.start_batch()
 
         _MASKED_NOTICE.active += 1  # masked completions are counted (masked/count), not printed
+        self._ahead_inputs = inputs  # scored in a thread as soon as the completions exist (RewardOverlap)
         try:
             output = super()._generate_and_score_completions(inputs)
         finally:
             _MASKED_NOTICE.active -= 1
+            self._ahead_inputs = self._ahead_ids = None
 
         # Every process's completions, in the order TRL gathered them for its own normalisation.
         device = self.accelerator.device

@@ -5,7 +5,8 @@ online GEPO and DPO):
 
 - ``time/reward_max``: wall seconds of the step's slowest program execution in the sandbox (0 when the spec runs
   none); ``reward/timeouts``: programs that hit their time limit; ``time/component/NAME``: seconds in each component's
-  functions (a ``let`` shared by components is counted under the function's name);
+  functions (a ``let`` shared by components is counted under the function's name), for every component (0 for one
+  that calls no timed function: pure arithmetic runs vectorised with the batch);
 - ``limits/relative`` and ``limits/no_reference``: executions whose CPU limit was derived from the task's reference
   solution, and those that fell back to the spec's timeout (no reference, or one that failed its own tests);
 - ``groups/zero_variance``: the share of prompt groups whose unmasked totals are all equal (GRPO-style advantages
@@ -115,6 +116,10 @@ class StepReward:
         for k in stats:
             if k.startswith("time:"):
                 out[f"time/component/{k[5:]}"] = max(delta(k), 0.0)
+        # every component has its key: one that calls no timed function (pure arithmetic, run vectorised with the
+        # batch, in `time/reward`) logs 0, never nothing (a dashboard or a comparison of runs finds every name)
+        for c in getattr(self.program, "components", None) or ():
+            out.setdefault(f"time/component/{c.name}", 0.0)
         if self._groups:
             out["groups/zero_variance"] = self._zero / self._groups
         for name in self._lo:

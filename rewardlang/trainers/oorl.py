@@ -39,7 +39,7 @@ from rewardlang.trainers.config import ConfigError, TrainConfig
 from rewardlang.trainers.data import present, prompt_text
 from rewardlang.trainers.gepo import DEFAULT_BETA, gepo_loss, preference_rows, tokenize_members
 from rewardlang.trainers.ppo import PPOTrainer, _DataOrder
-from rewardlang.trainers.run import Layers, RunResult, finish_run, load_layers, open_run, record_config
+from rewardlang.trainers.recipe import Layers, RunResult, finish_run, load_layers, open_run, record_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program

@@ -57,7 +57,7 @@ from rewardlang.trainers.data import build_dataset, check_columns, load_rows, sp
 from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import lora_config, resolve_dtype
-from rewardlang.trainers.run import Layers, RunResult, finish_run, load_layers, load_run_policy, open_run, record_config
+from rewardlang.trainers.recipe import Layers, RunResult, finish_run, load_layers, load_run_policy, open_run, record_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.program import Program

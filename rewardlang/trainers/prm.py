@@ -39,7 +39,7 @@ from rewardlang.trainers.config import ConfigError, TrainConfig, save_resolved
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback
 from rewardlang.trainers.model import build_tokenizer, resolve_dtype
-from rewardlang.trainers.run import Layers, RunResult, TiedResume, config_name, load_layers, open_run
+from rewardlang.trainers.recipe import Layers, RunResult, TiedResume, config_name, load_layers, open_run
 
 __all__ = [
     "HELD_OUT",

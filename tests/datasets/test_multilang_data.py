@@ -369,7 +369,7 @@ def test_cli_data_humaneval_and_translate(tmp_path) -> None:
     assert p.returncode == 0, p.stderr
     assert all(json.loads(line)["split"] == "heldout" for line in (tmp_path / "t.jsonl").read_text().splitlines())
     for bad in (["data", "humaneval", "--lang", "rust", "-o", str(tmp_path / "x.jsonl")],
-                ["data", "humaneval", "-o", str(tmp_path / "x.jsonl")],
+                ["data", "humaneval", "--split", "heldout", "-o", str(tmp_path / "x.jsonl")],
                 ["data", "translate", "--target", "cobol", "-o", str(tmp_path / "x.jsonl")]):
         p = _cli(*bad, cwd=tmp_path)
         assert p.returncode == 1 and p.stderr.startswith("error: ") and "Traceback" not in p.stderr

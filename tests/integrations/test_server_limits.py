@@ -30,6 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 TEXT = str(ROOT / "specs" / "codepo_text.reward")  # no sandbox: the server starts in a second
 QUALITY = str(ROOT / "specs" / "quality_grpo.reward")
 _MIB = 1 << 20
+#: how long a SIGTERM'd server may take to exit here: the documented bound is --shutdown-timeout (5 s, 2 in the slow
+#: test) and a second or two; the issue's server had not exited after 30 s. The margin is for a loaded machine (two
+#: cores shared by many jobs), so that the check fails on a server that does not stop, not on a slow machine
+STOP_BOUND = 30.0
 
 
 class Server:
@@ -193,7 +197,7 @@ def test_slowloris_beyond_the_fd_limit_leaves_health_answered_and_sigterm_prompt
         assert m["connections_dropped"] >= 300 - m["connections_limit"]
         assert "Too many open files" not in srv.stderr()
         code, took = srv.stop()
-        assert code == 0 and took < 10, took
+        assert code == 0 and took < STOP_BOUND, took
         assert "Traceback" not in srv.stderr()
     finally:
         for s in socks:
@@ -239,7 +243,7 @@ def test_deadlines_close_slow_headers_slow_bodies_and_silent_connections(tmp_pat
             assert _response(k)[0] == 200
     finally:
         code, took = srv.stop()
-    assert code == 0 and took < 10
+    assert code == 0 and took < STOP_BOUND, took
 
 
 def test_request_size_is_bounded_before_the_body_is_held(tmp_path: Path) -> None:
@@ -321,7 +325,7 @@ def test_a_full_server_drops_idle_connections_and_refuses_only_when_all_are_answ
         for _ in range(3):
             assert srv.get("/health")[0] == 200  # each new client is answered
         assert srv.metrics()["connections_dropped"] >= 2
-        assert _closed_by_server(idle[0], 5)  # the longest-idle client made way first
+        assert _closed_by_server(idle[0], 30)  # the longest-idle client made way first
         # park requests until 8 connections are all being answered (a parked one that the server had not read
         # yet when another client came may be the one dropped: it is sent again)
         end = time.monotonic() + 120
@@ -352,7 +356,7 @@ def test_a_full_server_drops_idle_connections_and_refuses_only_when_all_are_answ
                 b.settimeout(60)
         assert b"too many connections" in refused
         for s in idle:
-            assert _closed_by_server(s, 5)
+            assert _closed_by_server(s, 30)
     finally:
         code, _ = srv.stop(bound=180)
     assert code == 0
@@ -399,7 +403,7 @@ def test_a_client_that_does_not_read_its_answers_is_dropped(tmp_path: Path) -> N
     finally:
         s.close()
         code, took = srv.stop()
-    assert code == 0 and took < 10
+    assert code == 0 and took < STOP_BOUND, took
 
 
 @pytest.mark.slow
@@ -425,7 +429,7 @@ def test_sigterm_ends_the_server_within_seconds_whatever_its_clients_do(tmp_path
         slow.sendall(_request("POST", "/score", json.dumps({"rows": rows}).encode()))
         srv.wait_metrics(lambda m: m["batches"] >= 1 and m["pending_rows"] == 0, "the slow batch scoring")
         code, took = srv.stop(bound=60)
-        assert code == 0 and took < 15, took
+        assert code == 0 and took < STOP_BOUND, took
         st, msg = _response(slow)
         assert st in (0, 503), (st, msg)  # never a 500, never a hang
         left = _session_processes(srv.p.pid)
@@ -484,3 +488,148 @@ def test_limits_out_of_range_are_plain_errors(tmp_path: Path) -> None:
                            capture_output=True, text=True, timeout=120, cwd=ROOT,
                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
         assert r.returncode == 1 and msg in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+
+
+def test_one_clients_bad_rows_never_change_anothers_results(tmp_path: Path) -> None:
+    """Three clients' requests scored in one batch (it fires when all their rows are in: --max-batch is their
+    count, the window a minute, so nothing here depends on timing): every hostile row is masked with its own
+    reason, and the well-behaved client's results are exactly what its rows score alone, in this process."""
+    from rewardlang.integrations.batching import SpecScorer
+
+    good = [{"prompt": "p", "completion": "<reasoning>Step 1: a. Step 2: b. Thus c.</reasoning><answer>x = 1</answer>"},
+            {"prompt": "q", "completion": "a a a a a"},
+            {"prompt": "q", "completion": "<reasoning>long enough reasoning</reasoning><answer>   </answer>"},
+            {"prompt": "r", "completion": "x = 1"}]
+    hostile = [{"prompt": "p"},  # a column missing
+               {"prompt": "p", "completion": None}, {"prompt": "p", "completion": 5},
+               {"prompt": "p", "completion": ["a"]}, {"prompt": "p", "completion": {"a": 1}},
+               {"prompt": 7, "completion": "x"}, {"prompt": "p", "completion": "\ud800"},  # a lone surrogate
+               {"prompt": "p", "completion": "\x00" * 1000 + "a a a a"},
+               {"prompt": "p", "completion": "<reasoning>" * 20000}]
+    alone = SpecScorer(TEXT).score_rows([dict(r) for r in good])
+    n = len(hostile) + 1 + len(good)
+    srv = _start(tmp_path, "--window-ms", "60000", "--max-batch", str(n))
+    try:
+        a = _connect(srv.port)
+        a.sendall(_request("POST", "/score", json.dumps({"rows": hostile}).encode()))
+        srv.wait_metrics(lambda m: m["pending_rows"] == len(hostile), "the hostile client's rows parked")
+        c = _connect(srv.port)  # OpenRLHF: a query that is not its prompt's, and one hostile response
+        c.sendall(_request("POST", "/get_reward", json.dumps(
+            {"query": ["another prompt's text", "p" + "<answer>" * 5000], "prompts": ["p", "p"]}).encode()))
+        srv.wait_metrics(lambda m: m["pending_rows"] == len(hostile) + 1, "the OpenRLHF client's row parked")
+        b = _connect(srv.port)
+        b.sendall(_request("POST", "/score", json.dumps({"rows": good}).encode()))
+        st, body = _response(b)
+        assert st == 200, body
+        got = json.loads(body)["results"]
+        assert got == [{**r, "error": None} for r in alone]
+        st, body = _response(a)
+        assert st == 200, body
+        bad = json.loads(body)["results"]
+        assert [r["rl_masked"] for r in bad] == [1.0] * 7 + [0.0, 0.0]
+        assert [r["error"] for r in bad[:7]] == [
+            "column `completion` missing (the spec's input `completion` reads it)",
+            "column `completion` is null, but `completion` is `text` (declare `text?` to allow nulls)",
+            "column `completion` expected text, got int", "column `completion` expected text, got list",
+            "column `completion` expected text, got dict", "column `prompt` expected text, got int",
+            "column `completion` is not valid UTF-8 text"]
+        st, body = _response(c)
+        assert st == 200, body
+        out = json.loads(body)
+        assert out["errors"][0].startswith("the query does not start with its prompt") and out["errors"][1] is None
+        m = srv.metrics()
+        assert m["batches"] == 1 and m["batch_size_max"] == n and m["infra_failures"] == 0
+        assert m["bad_rows"] == 7 + 1  # the 7 above and the OpenRLHF sample that is not its prompt's
+    finally:
+        code, _ = srv.stop()
+    assert code == 0
+
+
+def test_a_trickled_body_keeps_its_first_deadline(tmp_path: Path) -> None:
+    """A body byte every 0.1 s never extends the body's deadline (set once, from the headers): 408 and closed
+    long before the declared 600 bytes are sent; a client in good standing on another connection is answered."""
+    srv = _start(tmp_path, "--body-timeout", "1")
+    try:
+        s = _connect(srv.port)
+        s.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: 600\r\n\r\n")
+        sent = 0
+        try:
+            for _ in range(600):
+                s.sendall(b" ")
+                sent += 1
+                if sent == 3:
+                    assert srv.get("/health")[0] == 200
+                time.sleep(0.1)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert sent < 600
+        st, msg = _response(s)
+        assert st in (0, 408), msg  # the 408 is written before the close; a reset may beat its reading
+        assert _closed_by_server(s)
+        assert srv.metrics()["timeouts_body"] == 1
+    finally:
+        code, _ = srv.stop()
+    assert code == 0
+
+
+def test_bodies_held_at_once_are_bounded_and_released(tmp_path: Path) -> None:
+    """--max-held-mb bounds the bytes of every request being read or scored together: a body that would pass it
+    is answered 503 at once (never held), the body being read is not disturbed, and once it is answered the bytes
+    are free again."""
+    srv = _start(tmp_path, "--max-request-mb", "1", "--max-held-mb", "1.5")
+    try:
+        row = {"prompt": "p", "completion": "x = 1 " * 60}
+        first = json.dumps({"rows": [row] * 2400}).encode()  # ~0.94 MiB
+        assert _MIB * 0.9 < len(first) < _MIB
+        a = _connect(srv.port)
+        a.sendall(_request("POST", "/score", first)[:-4096])  # all but its last 4 KiB: held, still being read
+        srv.wait_metrics(lambda m: m["held_bytes"] >= len(first) - 4096 - 65536, "the first body held")
+        second = json.dumps({"rows": [row] * 2000}).encode()  # ~0.78 MiB: within the request limit, not the sum
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        c.request("POST", "/score", body=second)
+        r = c.getresponse()
+        assert r.status == 503 and b"--max-held-mb" in r.read() and r.getheader("Retry-After") == "1"
+        c.close()
+        a.sendall(first[-4096:])
+        st, body = _response(a)
+        assert st == 200 and len(json.loads(body)["results"]) == 2400
+        m = srv.wait_metrics(lambda m: m["held_bytes"] == 0, "the bytes released")
+        assert m["rejected_overloaded"] == 1
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        c.request("POST", "/score", body=second)  # now it fits
+        r = c.getresponse()
+        assert r.status == 200 and len(json.loads(r.read())["results"]) == 2000
+    finally:
+        code, _ = srv.stop()
+    assert code == 0
+
+
+def test_a_body_of_tiny_json_values_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """4 MiB of `{},` is 1.4 million dicts (~100 MiB parsed, seconds of the event loop, before the rows are
+    counted): charged 16 bytes per JSON value it is over --max-held-mb (8) alone, so 413 before it is parsed, and the
+    server's peak memory does not grow by what its parse would hold. A body of rows of the same size is scored."""
+    srv = _start(tmp_path, "--max-request-mb", "4", "--max-held-mb", "8")
+    try:
+        peak0 = _peak_rss_kib(srv.p.pid)
+        blob = b'{"rows": [' + b"{}," * (4 * _MIB // 3 - 20) + b"{}]}"
+        assert len(blob) < 4 * _MIB
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+        c.request("POST", "/score", body=blob)
+        r = c.getresponse()
+        msg = r.read()
+        assert r.status == 413 and b"too many JSON values" in msg and b"--max-held-mb" in msg, msg
+        c.close()
+        grew = (_peak_rss_kib(srv.p.pid) - peak0) / 1024
+        assert grew < 24, f"peak memory grew by {grew:.0f} MiB for a refused 4 MiB body of empty objects"
+        rows = [{"prompt": "def f(x):\n", "completion": "```python\ndef f(x):\n    return [x, {x: x}]\n```\n" * 30}
+                for _ in range(1500)]
+        body = json.dumps({"rows": rows}).encode()
+        assert 2 * _MIB < len(body) < 4 * _MIB
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+        c.request("POST", "/score", body=body)
+        r = c.getresponse()
+        assert r.status == 200 and len(json.loads(r.read())["results"]) == 1500
+        assert srv.wait_metrics(lambda m: m["held_bytes"] == 0, "the bytes released")["rejected_too_large"] == 1
+    finally:
+        code, _ = srv.stop()
+    assert code == 0

@@ -43,7 +43,10 @@ CASES: list[tuple[str, str, str, tuple[int, int, int, int] | None, str | None]] 
     ("E001", "let a = 1 +* 2\ncomponent c = a", "unexpected '*'", (1, 12, 1, 13),
      "expected `(`, `+` or `-`, `[`, `false`, `none`, `true`, a /regex/, a name, …"),
     ("E002", "component c = 1 $", "unexpected character '$'", (1, 17, 1, 18), None),  # hint checked below
-    ("E003", "component c = (1", "unexpected end of file", (1, 17, 1, 18), None),
+    ("E003", "component c = 1 +", "unexpected end of file", (1, 18, 1, 19), None),
+    ("E006", "component c = (1", "unclosed `(`", (1, 15, 1, 16),
+     "the file ends before it is closed: close it with `)`"),
+    ("E007", 'component c = len("ab)', "unclosed string", (1, 19, 1, 20), None),
     ("E004", "component c = count(completion, /(/)",
      "invalid regular expression: missing ), unterminated subpattern at position 0", (1, 33, 1, 36),
      "rewardlang regexes are Python `re` patterns"),
@@ -156,7 +159,7 @@ def test_each_code(code: str, src: str, message: str | None, where: tuple | None
     else:
         assert span(d) == where
         assert d.loc.file == "t.reward"
-    if code not in ("E002", "E003", "E005"):
+    if code not in ("E002", "E003", "E005", "E006", "E007"):
         assert d.hint == hint
     assert code in CODES
     assert (prog is None) == code.startswith("E")

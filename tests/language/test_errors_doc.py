@@ -47,19 +47,29 @@ ENTRIES = [
           'component ok = len(completion) +* 2\n',
           "Remove or complete the stray token. Statements start with a keyword (`let`, `component`, ...), so an "
           "expression may span lines, but every operator needs both operands."),
-    Entry("E002", "A character that starts no token: `$`, `@`, `;`, an unterminated string or `/regex/`, ...",
+    Entry("E002", "A character that starts no token: `$`, `@`, `;`, an unterminated `/regex/`, ... (an "
+                  "unclosed string is E007).",
           'component ok = count(completion, "a") $ 2\n',
-          "Delete the character. Strings close on the same line (use `\"\"\"...\"\"\"` for several lines), and so "
-          "does a `/regex/` (escape a `/` inside it as `\\/`)."),
-    Entry("E003", "The file ends inside a statement, usually an unclosed parenthesis or bracket.",
-          'component short = min(len(completion), 10\n',
-          "Close the parenthesis (or finish the statement) before the end of the file."),
+          "Delete the character. A `/regex/` closes on the line it opens (escape a `/` inside it as `\\/`)."),
+    Entry("E003", "The file ends inside a statement: an operator without its right operand, a `let` without "
+                  "its value (an unclosed bracket is E006).",
+          'component short = min(len(completion), 10) +\n',
+          "Finish the statement, or remove the dangling operator."),
     Entry("E004", "A `/regex/` is not a valid Python `re` pattern, or repeats a flag.",
           'let markers = count(completion, /Step (\\d+:/)\ncomponent reason = min(markers, 10) / 10\n',
           "Fix the pattern: here the group `(` is never closed. Escape a literal `/` as `\\/`."),
     Entry("E005", "A string literal cannot be decoded (an unknown `\\N{...}` name, a bad escape).",
           'let arrow = "\\N{RIGHTWARDS ARROWW}"\ncomponent arrows = count(completion, arrow)\n',
           "Fix the escape (`\\N{RIGHTWARDS ARROW}`), or write the character itself: `\"→\"`."),
+    Entry("E006", "A bracket `(`, `[` or `{` is not closed: the file ends inside it, or the next statement starts "
+                  "(a keyword, a weight) while it is open. Said at the bracket, as CPython and rustc say it; also "
+                  "a closing bracket that does not match the one open (`(1]`), or closes none.",
+          'component short = min(len(completion), 10\ncomponent long = len(completion) > 200\n',
+          "Close the bracket where its expression ends (here: `min(len(completion), 10)`)."),
+    Entry("E007", "A string is not closed: a `\"...\"` string must end on the line it starts, a triple-quoted "
+                  "`\"\"\"...\"\"\"` one before the end of the file. Said at the opening quote.",
+          'component polite = contains(completion, "please)\n',
+          "Close the string (here: `\"please\"`), or use a triple-quoted string for text over several lines."),
     # ---------------------------------------------------------------- names and structure
     Entry("E101", "A name that is not a `let`, `param`, input, component (where components are allowed) or "
                   "language name; also a per-sample value where only constants are known.",

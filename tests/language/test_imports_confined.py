@@ -140,7 +140,7 @@ def test_check_reports_a_traversal_as_a_plain_error(tree: dict[str, Path]) -> No
 
 def test_the_compiled_spec_cache_follows_the_search_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same spec and files, another REWARDLANG_IMPORT_PATH: another file imported, never the cached one."""
-    from rewardlang.runtime.program import load_program
+    from rewardlang.compiler import load_program
 
     monkeypatch.setenv("REWARDLANG_CACHE_DIR", str(tmp_path / "cache"))
     for d, v in (("a", 1), ("b", 2)):

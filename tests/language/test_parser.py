@@ -289,10 +289,13 @@ def test_unexpected_character_is_E002() -> None:
     assert d.hint is not None and d.hint.startswith("expected ") and "a string" in d.hint
 
 
-def test_unterminated_string_is_E002_with_a_hint() -> None:
+def test_an_unclosed_string_is_E007_at_its_opening_quote() -> None:
     d = fail('let a = 1\nlet x = "abc\nlet y = 2')
-    assert d.code == "E002" and (d.loc.line, d.loc.column) == (2, 9)
-    assert "unterminated string" in d.hint
+    assert (d.code, d.message, d.loc.line, d.loc.column, d.loc.end_column) == ("E007", "unclosed string", 2, 9, 10)
+    assert d.hint.startswith('a string closes on the line it opens: end it with `"`')
+    d = fail('let a = 1\nlet x = """abc\n\nlet y = 2\n')  # triple-quoted: said at its three quotes
+    assert (d.code, d.loc.line, d.loc.column, d.loc.end_column) == ("E007", 2, 9, 12)
+    assert d.hint == 'the file ends before it is closed: close it with `"""`'
 
 
 def test_unterminated_regex_gets_the_regex_hint() -> None:
@@ -318,14 +321,13 @@ def test_a_slash_that_cannot_start_a_regex_stays_an_unexpected_operator() -> Non
         assert d.hint is not None and d.hint.startswith("expected "), src  # what may come, not the regex hint
     # a division whose right side is missing is not a regex either
     d = fail("let x = 4 / )")
-    assert (d.code, d.message) == ("E001", "unexpected ')'")
+    assert (d.code, d.message) == ("E006", "unmatched `)`")  # no bracket is open: said as CPython says it
 
 
 def test_unexpected_end_of_file_is_E003_at_the_end() -> None:
-    d = fail("let a = 1\nlet x = (1, 2\n")
+    d = fail("let a = 1\nlet x = 1 +\n")
     assert d.code == "E003" and d.message == "unexpected end of file"
-    assert (d.loc.line, d.loc.column) == (2, 14)
-    assert d.hint == "expected `)`, `,`"
+    assert (d.loc.line, d.loc.column) == (2, 12)
     d = fail("spec")
     assert (d.code, d.loc.line, d.loc.column, d.hint) == ("E003", 1, 5, "expected a name")
     d = fail("let x = ")
@@ -334,8 +336,49 @@ def test_unexpected_end_of_file_is_E003_at_the_end() -> None:
 
 
 def test_end_of_file_location_after_a_form_feed() -> None:
+    d = fail("# page\x0cbreak\nlet x = 1 *")
+    assert d.code == "E003" and (d.loc.line, d.loc.column) == (2, 12)
     d = fail("# page\x0cbreak\nlet x = (1")
-    assert d.code == "E003" and (d.loc.line, d.loc.column) == (2, 11)
+    assert d.code == "E006" and (d.loc.line, d.loc.column) == (2, 9)
+
+
+# ------------------------------------------------------------- an unclosed bracket, said at the bracket (issue 37)
+@pytest.mark.parametrize(("src", "message", "at", "hint"), [
+    # the issue's case: the parser stopped at the next line's `component`, never mentioning the `(`
+    ("component a = 1\ncomponent b = min(len(completion),\ncomponent c = 2\n", "unclosed `(`", (2, 18),
+     "the next statement starts at 3:1 (`component`) before it is closed: close it with `)`"),
+    ("component x = [1, 2\nlet y = 3\n", "unclosed `[`", (1, 15),
+     "the next statement starts at 2:1 (`let`) before it is closed: close it with `]`"),
+    ("train {\n  lr = 1\n\ncomponent c = 1\n", "unclosed `{`", (1, 7),
+     "the next statement starts at 4:1 (`component`) before it is closed: close it with `}`"),
+    ("component a = f(x\nacc.weight = 2\n", "unclosed `(`", (1, 16),
+     "the next statement starts at 2:1 (`acc`) before it is closed: close it with `)`"),
+    ("let a = 1\nlet x = (1, 2\n", "unclosed `(`", (2, 9), "the file ends before it is closed: close it with `)`"),
+    ("let x = f([1, (2\n", "unclosed `(`", (1, 15), "the file ends before it is closed: close it with `)`"),
+    ("component b = min([1, 2, 3)\n", "closing `)` does not match `[`", (1, 27),
+     "`[` opened at 1:19 is closed by `]`: close it before this `)`"),
+    ("component b = 1)\n", "unmatched `)`", (1, 16), "no bracket is open here: remove it, or open one before it"),
+])
+def test_an_unclosed_or_mismatched_bracket_is_E006_at_the_bracket(src: str, message: str, at: tuple, hint: str
+                                                                  ) -> None:
+    d = fail(src)
+    assert (d.code, d.message, (d.loc.line, d.loc.column), d.hint) == ("E006", message, at, hint)
+    assert d.loc.end_column == d.loc.column + 1  # the caret under the bracket alone
+
+
+@pytest.mark.parametrize("src", [
+    'let x = count(completion, "(") + 1\ncomponent c = x\n',            # a bracket in a string
+    "let x = count(completion, /[(]/) + 1\ncomponent c = x\n",          # a bracket in a regex
+    "# f(\nlet x = 1\ncomponent c = x\n",                                # a bracket in a comment
+])
+def test_brackets_in_strings_regexes_and_comments_are_not_brackets(src: str) -> None:
+    parse(src, "t.reward")
+
+
+def test_an_expression_over_several_lines_keeps_its_own_error() -> None:
+    """A bracket still open where the parser stops, but no statement started since: the error is the token's."""
+    d = fail("component c = min(len(completion),\n   2\n   3)\n")
+    assert (d.code, d.message, d.loc.line) == ("E001", "unexpected '3'", 3)
 
 
 def test_invalid_string_literal_is_E005() -> None:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from rewardlang.lsp.client import LspClient, uri_of
+from rewardlang.lsp.client import LspClient, LspError, uri_of
 
 ROOT = Path(__file__).resolve().parents[2]
 DENSE = ROOT / "specs" / "dense_ppo.reward"
@@ -44,6 +45,37 @@ def test_requests_on_documents_never_opened_get_nothing(tmp_path: Path) -> None:
         assert _all_requests(c, DENSE)["symbols"] is None
         assert not [m for m in c.notifications if uri_of("/etc/passwd") in str(m)]
         assert not any("Traceback" in line for line in c.stderr)
+
+
+def test_malformed_requests_get_a_plain_error_and_the_server_goes_on() -> None:
+    """Before: a request whose params are not the protocol's (a negative position, no position, ``params: null``)
+    was never answered (pygls logged a traceback and dropped it: the editor waited for ever)."""
+    uri = uri_of(DENSE)
+    with LspClient(timeout=60) as c:
+        c.initialize(ROOT)
+        c.open(DENSE)
+        c.diagnostics(DENSE)
+        for method, params, where in (
+                ("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": -1, "character": 0}},
+                 "$.params.position"),
+                ("textDocument/hover", {"textDocument": {"uri": uri}}, "required field missing @ $.params.position"),
+                ("textDocument/definition", None, "expected DefinitionParams @ $.params"),
+                ("textDocument/formatting", {"textDocument": {"uri": uri}},
+                 "required field missing @ $.params.options"),
+                ("textDocument/documentSymbol", {"position": {"line": 0, "character": 0}},
+                 "required field missing @ $.params.textDocument")):
+            with pytest.raises(LspError) as e:
+                c.request(method, params)
+            err = e.value.args[0]
+            assert "'code': -32602" in err and f"{method}: the params are not what the protocol says" in err, err
+            assert where in err and "Traceback" not in err and "traceback" not in err, err
+        c.notify("textDocument/didChange", {"textDocument": {"uri": 5}})  # a notification: dropped, one line
+        assert c.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})  # and it goes on
+        end = time.monotonic() + 60  # its log is read by another thread: wait for the six lines, not a time
+        while sum("a message the server cannot read" in line for line in c.stderr) < 6:
+            assert time.monotonic() < end, "".join(c.stderr)
+            time.sleep(0.05)
+        assert not any("Traceback" in line for line in c.stderr), "".join(c.stderr)
 
 
 def test_a_document_that_is_not_a_spec_is_never_analysed(tmp_path: Path) -> None:

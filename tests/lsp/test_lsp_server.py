@@ -47,6 +47,7 @@ def test_initialize_advertises_the_features():
         caps = c.initialize(ROOT)["capabilities"]
         assert caps["hoverProvider"] and caps["definitionProvider"] and caps["documentSymbolProvider"]
         assert caps["documentFormattingProvider"] and "completionProvider" in caps
+        assert "event" in caps["semanticTokensProvider"]["legend"]["tokenTypes"]
         assert caps["textDocumentSync"]["change"] == 2  # incremental
         c.request("shutdown")
         c.notify("exit")
@@ -334,8 +335,82 @@ def test_document_symbols(client, dense):
     assert [k["name"] for k in comps["tests"]["children"]] == ["timeout", "tokens"]
     train = next(s for s in syms if s["name"] == "train")
     assert "beta" in [k["name"] for k in train["children"]]
-    assert [s["name"] for s in syms if s["kind"] == 24] == ["valid, clean, correct code",
-                                                           "a syntax error: no test passes"]
+    # every kind of declaration has its own kind in the outline: an audit (24, Event) is neither a component
+    # (12) nor an example (19, Object)
+    by_kind: dict[int, list[str]] = {}
+    for s in syms:
+        by_kind.setdefault(s["kind"], []).append(s["name"])
+    assert by_kind[24] == ["hidden"]
+    assert by_kind[19] == ["valid, clean, correct code", "a syntax error: no test passes"]
+    audit = next(s for s in syms if s["name"] == "hidden")
+    assert audit["detail"] == "audit every 10 steps"
+    assert [k["name"] for k in audit["children"]] == ["every", "window", "timeout"]
+    row = _line(LINES, "audit hidden ")
+    assert audit["selectionRange"] == {"start": {"line": row, "character": 6}, "end": {"line": row, "character": 12}}
+    assert audit["range"]["start"] == {"line": row, "character": 0} and audit["range"]["end"]["line"] == row + 1
+
+
+def test_audit_hover_and_completion(client, dense):
+    """The `audit` declaration (the language's newest) through the protocol: hover on its name, the keyword at a
+    statement's start, its clauses on its indented lines, the built-in statistics after `audit NAME = `, and no
+    audit among the names an expression may read (E219)."""
+    row = _line(LINES, "audit hidden ")
+    text = _hover(client, DENSE, row, 8)
+    assert text.startswith("```reward\naudit hidden: number\n```") and "never part of the reward" in text
+    assert "every 10 steps" in text and "alarm over 20 steps" in text and "[0, 1]" in text
+    text = DENSE_TEXT.replace("lint.weight = 0.1\n", "lint.weight = 0.1\n\n")
+    client.diagnostics(DENSE, version=client.change(DENSE, text))
+    items = _complete(client, DENSE, _line(text.split("\n"), "lint.weight") + 1, 0)
+    assert items["audit"]["kind"] == 14  # Keyword
+    at = DENSE_TEXT.index("    timeout 10\n", DENSE_TEXT.index("audit hidden ")) + len("    timeout 10\n")
+    text = DENSE_TEXT[:at] + "    \n" + DENSE_TEXT[at:]  # an empty clause line under the audit
+    client.diagnostics(DENSE, version=client.change(DENSE, text))
+    items = _complete(client, DENSE, _line(text.split("\n"), "audit hidden ") + 2, 4)
+    assert {"margin", "on_error"} <= {k for k, v in items.items() if v["detail"] == "audit clause"}
+    text = DENSE_TEXT + "\naudit dom = \n"
+    client.diagnostics(DENSE, version=client.change(DENSE, text))
+    items = _complete(client, DENSE, len(text.split("\n")) - 2, len("audit dom = "))
+    assert {"component_dominance", "length_drift", "group_collapse"} <= set(items)
+    text = DENSE_TEXT + "\nlet z = \n"
+    client.diagnostics(DENSE, version=client.change(DENSE, text))
+    assert "hidden" not in _complete(client, DENSE, len(text.split("\n")) - 2, len("let z = "))
+
+
+def test_semantic_tokens(client, dense):
+    """Every token decoded from the protocol's relative encoding, against the legend the server advertised: the
+    audit's keyword and clauses, what each name is (by what defines it), options' names left to the grammar."""
+    legend = client.capabilities["semanticTokensProvider"]["legend"]
+    data = client.request("textDocument/semanticTokens/full", {"textDocument": {"uri": uri_of(DENSE)}})["data"]
+    assert len(data) % 5 == 0
+    toks = {}
+    line = col = 0
+    for i in range(0, len(data), 5):
+        dl, dc, n, t, m = data[i:i + 5]
+        line, col = (line + dl, dc) if dl else (line, col + dc)
+        mods = {legend["tokenModifiers"][b] for b in range(len(legend["tokenModifiers"])) if m >> b & 1}
+        toks[(line, col)] = (LINES[line][col:col + n], legend["tokenTypes"][t], mods)
+    row = _line(LINES, "audit hidden ")
+    text = LINES[row]
+    assert toks[(row, 0)] == ("audit", "keyword", set())
+    assert toks[(row, 6)] == ("hidden", "event", {"declaration"})
+    for word in ("every", "window"):
+        assert toks[(row, text.index(word))] == (word, "keyword", set())
+        assert toks[(row, text.index("steps", text.index(word)))] == ("steps", "keyword", set())
+    assert toks[(row, text.index("tests_pass_rate"))] == ("tests_pass_rate", "function", {"defaultLibrary"})
+    assert toks[(row, text.index("plus_tests"))] == ("plus_tests", "property", set())
+    assert toks[(row, text.index("src"))] == ("src", "variable", set())
+    assert (row, text.index("reference=")) not in toks  # an option's name, not the input `reference`
+    row = _line(LINES, "let lint_target = ")
+    assert toks[(row, LINES[row].index("lint_scope"))] == ("lint_scope", "parameter", {"readonly"})
+    row = _line(LINES, "component tests ")
+    assert toks[(row, 10)] == ("tests", "class", {"declaration"})
+    row = _line(LINES, "dfg.weight")
+    assert toks[(row, 0)] == ("dfg", "class", set()) and (row, 4) not in toks
+    # a document that does not parse keeps its names' types from the last version that did
+    v = client.change(DENSE, DENSE_TEXT.replace("let src = code or", "let src = ("))
+    client.diagnostics(DENSE, version=v)
+    again = client.request("textDocument/semanticTokens/full", {"textDocument": {"uri": uri_of(DENSE)}})["data"]
+    assert len(again) >= len(data) - 10 and len(again) % 5 == 0
 
 
 def test_formatting_through_fmt(client, dense):

@@ -53,7 +53,7 @@ def test_eval_lang_completions_continuing_or_restating_the_prompt(lang: str, tra
     path = tmp_path / "c.jsonl"
     path.write_text("".join(json.dumps({"task_id": "HumanEval/0", "completion": c}) + "\n" for c in comps))
     out = tmp_path / "res.jsonl"
-    res = CliRunner().invoke(app, ["eval", "--lang", lang, "--completions", str(path), "--n", "3", "--k", "1",
+    res = CliRunner().invoke(app, ["eval", "--lang", lang, "--completions", str(path), "--k", "1",
                                    "--k", "3", "-o", str(out)])
     assert res.exit_code == 0, res.output
     summary = json.loads([ln for ln in res.output.splitlines() if ln.startswith("{")][0])

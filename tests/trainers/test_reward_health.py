@@ -41,7 +41,9 @@ train {{
 #: every generating trainer, and what it learns from: group differences or mined pairs/groups
 ALGOS = {"grpo": ["groups/zero_variance"], "ppo": ["groups/zero_variance"], "oorl": ["pref/groups"],
          "gepo": ["pref/groups", "groups/zero_variance"], "dpo": ["pref/groups", "groups/zero_variance"]}
-KEYS = ["time/reward", "time/reward_share", "time/reward_max", "reward/timeouts", "time/component/ran"]
+#: `format` calls no timed function: it logged no time/component/format before issue 37 (item 20)
+KEYS = ["time/reward", "time/reward_share", "time/reward_max", "reward/timeouts", "time/component/ran",
+        "time/component/format"]
 
 
 def _run(tmp_path: Path, algo: str, sets: dict | None = None):  # type: ignore[no-untyped-def]
@@ -155,3 +157,19 @@ def test_the_guard_says_each_condition_once(capsys: pytest.CaptureFixture[str]) 
             for s in range(1, 7)]
     assert [len(x) for x in said] == [0, 0, 1, 0, 0, 0]
     assert capsys.readouterr().err.count("warning: `f` was 0") == 1
+
+
+def test_every_component_has_its_time_even_pure_arithmetic() -> None:
+    """Issue 37, item 20: a component that calls no timed function logs time/component/NAME = 0 (it logged
+    nothing); one that does logs its seconds."""
+    import numpy as np
+
+    import rewardlang
+
+    prog = rewardlang.loads("component c in [0, 10] = 2 * 3 - 1\ncomponent n in [0, 99] = len(completion)\n"
+                            "component ran in [0, 1] = 1 if executes(completion) else 0\n")
+    sr = StepReward(prog)
+    r = prog.score(["x = 1", "y = 2"])
+    sr.observe(r.components, r.total, np.array([0, 0]))
+    m = sr.take()
+    assert m["time/component/c"] == 0.0 and m["time/component/n"] >= 0.0 and m["time/component/ran"] > 0.0

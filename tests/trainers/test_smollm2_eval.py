@@ -110,7 +110,7 @@ def test_eval_mixed_completions_pass_at_k(tmp_path) -> None:
         given += [{"task_id": r["task_id"], "completion": r["reference"] if j <= i else wrong} for j in range(3)]
     comps = tmp_path / "mixed.jsonl"
     _write(str(comps), given)
-    res = CliRunner().invoke(app, ["eval", "--completions", str(comps), "--limit", "3", "--n", "3", "--k", "1",
+    res = CliRunner().invoke(app, ["eval", "--completions", str(comps), "--limit", "3", "--k", "1",
                                    "--k", "2"])
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output.splitlines()[1])

@@ -423,3 +423,16 @@ def test_audit_names_a_bad_value_by_its_line(tmp_path: Path) -> None:
                                                {"step": 2, "completion": "b", "n": "x"}])
     r = invoke("audit", spec, "-i", data, "--no-probes")
     assert r.exit_code == 1 and f"error[D001]: {data}:3: column `n` expected number, got str" in r.output, r.output
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--tokenizer", "tok.json"], "--tokenizer applies only with --tokens"),
+    (["--tokens", "--group-by", "prompt"], "--group-by does not apply with --tokens"),
+])
+def test_explain_refuses_an_option_that_does_not_apply(tmp_path: Path, args: list[str], said: str) -> None:
+    """`explain --tokenizer T` without --tokens (and --group-by with --tokens) was dropped without a word."""
+    spec = tmp_path / "s.reward"
+    spec.write_text("component c = len(completion)\n", encoding="utf-8")
+    data = _jsonl(tmp_path / "rows.jsonl", [{"prompt": "p", "completion": "ab"}])
+    r = invoke("explain", spec, "-i", data, *args)
+    assert r.exit_code == 1 and r.stderr.startswith(f"error: {said}"), r.output

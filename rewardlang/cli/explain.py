@@ -29,6 +29,12 @@ def explain(spec: Path = typer.Argument(..., help="spec file"),
     The row's advantage is computed with the rows of its group (read from the input, as `score` groups them)."""
     from rewardlang.explain import explain_row
 
+    if tokenizer is not None and not tokens:  # an option that does not apply is refused, never dropped
+        _err("error: --tokenizer applies only with --tokens (the per-token table)")
+        raise typer.Exit(1)
+    if group_by is not None and tokens:  # the per-token table shows the row's own values: no advantage, no group
+        _err("error: --group-by does not apply with --tokens (the per-token table has no advantage)")
+        raise typer.Exit(1)
     prog = _load(spec, set_, scoring=True)
     if not input.exists():
         _err(f"error: {input}: no such file")

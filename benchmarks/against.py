@@ -7,7 +7,9 @@ ratio (other / this: above 1 means this tree is faster) are printed with the loa
 - ``score``: ``bench_score_cli.py --no-baseline --runs 1``: ``rewardlang score`` of the CodePO corpus, whole command;
 - ``server``: ``bench_scale.py --only server --server-runs 1``: ``rewardlang serve`` at 32 rows and at 1 row per
   request under 16 clients (and in-process batch scoring);
-- ``grpo``: ``bench_grpo.py --rounds 1``: the median GRPO step of SpecGRPOTrainer on the tiny policy.
+- ``grpo``: ``bench_grpo.py --rounds 1``: the median GRPO step of SpecGRPOTrainer on the tiny policy, and its ratio
+  to TRL's trainer with plain Python rewards paired step by step in the same tree (what the load does to one step
+  it does to its pair, so this figure is the steadiest on a busy machine).
 
 Each script is the tree's own (it puts its tree first on ``PYTHONPATH``), so each side runs its own code.
 """
@@ -34,7 +36,10 @@ BENCHES: dict[str, tuple[list[str], dict[str, str]]] = {
                 "serve, 1 row/request (s)": r"rewardlang serve, 1 row\(s\) per request: median ([\d.]+) s"}),
     "grpo": (["bench_grpo.py", "--rounds", "1", "--steps", "8"],
              {"GRPO step, spec (ms)": r"rewardlang compiled spec\s+median step\s+([\d.]+) ms",
-              "GRPO step, plain Python rewards (ms)": r"plain Python rewards\s+median step\s+([\d.]+) ms"}),
+              "GRPO step, plain Python rewards (ms)": r"plain Python rewards\s+median step\s+([\d.]+) ms",
+              # the spec's step over the plain one, paired step by step in the same tree: the load cancels out
+              "GRPO step, spec / plain Python (paired)": r"ratio \(spec / python\), median of \d+ paired steps: "
+                                                        r"([\d.]+)x"}),
 }
 
 

@@ -60,7 +60,7 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
     else:
         from rewardlang.jsonl import iter_jsonl
         from rewardlang.runtime.audits import audits_of, reward_range
-        from rewardlang.runtime.program import DataError
+        from rewardlang.runtime.scoring import ScoringError, check_group_column, check_rows
 
         prog = _load(target, set_, scoring=True)
         if not prog.audits:
@@ -85,8 +85,6 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
                 _err(f"error[D003]: {b}")
             _err(f"error: {len(bad)} bad row(s) in {input}; nothing audited")
             raise typer.Exit(1)
-        from rewardlang.runtime.scoring import ScoringError, check_group_column, check_rows
-
         try:  # bad values by FILE:LINE before any step is audited (a step's piece would name its own row numbers)
             check_rows(prog, list(zip(lines, rows)), str(input))
             if group_by is not None:  # a typo is said, as score and report say it: never one group of every row
@@ -94,12 +92,12 @@ def audit(target: Path = typer.Argument(..., help="a run directory written by `r
         except ScoringError as exc:
             _err(exc.render(hints=False))
             raise typer.Exit(1)
-        try:
+        try:  # the rows scored by step through the scoring room (score_rows), their lines kept for any error
             records, alarms, watch = audit_rollouts(prog, rows, step_column=step_column, group_by=group_by,
-                                                    all_steps=all_steps, probes=probes)
-        except DataError as exc:
-            for _, c, m in exc.problems[:10]:
-                _err(f"error[D001]: {input}: column `{c}` {m}")
+                                                    all_steps=all_steps, probes=probes, lines=lines,
+                                                    label=str(input))
+        except ScoringError as exc:  # audit has no --on-bad-row: score's hint would name an option it lacks
+            _err(exc.render(hints=False))
             raise typer.Exit(1)
         meta = {"audits": audits_of(prog), "reward_range": reward_range(prog, 0)}
         audits, what = meta["audits"], f"{len(rows)} rollouts of {input} ({len(records)} steps)"

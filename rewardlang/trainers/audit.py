@@ -44,6 +44,7 @@ from rewardlang.runtime.audits import (
     zero_variance_share,
 )
 from rewardlang.runtime.program import Program, chat_to_text
+from rewardlang.runtime.scoring import score_rows
 from rewardlang.trainers.data import DataError
 from rewardlang.trainers.runlog import read_metrics
 
@@ -461,16 +462,19 @@ class AuditGuard:
 
 def audit_rollouts(program: Any, rows: Sequence[Mapping[str, Any]], *, step_column: str = "step",
                    group_by: str | None = None, all_steps: bool = False, probes: bool = True,
-                   reference: str | None = None) -> tuple[list[dict[str, Any]], list[Alarm], Watch]:
+                   reference: str | None = None, lines: Sequence[int] | None = None,
+                   label: str = "<rows>") -> tuple[list[dict[str, Any]], list[Alarm], Watch]:
     """The audit table and alarms of rollouts from any engine (rows with a step column, the completion and the
     columns the spec reads): each step's rows are scored with the spec (the reward) and audited as a trainer audits
     its samples (:class:`TrainingAudits`, at the audits' periods unless ``all_steps``), the statistics from the
     rows (``kl`` and ``entropy`` columns, when the rows have them, are averaged per step), and the records run
     through the same :class:`~rewardlang.runtime.audits.Watch`. Returns (one record per step, the alarms, the
-    watch)."""
-    by_step: dict[int, list[Mapping[str, Any]]] = {}
-    for r in rows:
-        by_step.setdefault(int(r[step_column]), []).append(r)
+    watch). The rows are scored as ``rewardlang score`` scores them (:func:`~rewardlang.runtime.scoring.score_rows`):
+    a bad row is a :class:`~rewardlang.runtime.scoring.ScoringError` naming ``label`` and its line (``lines``: each
+    row's line in its file; by default its position)."""
+    by_step: dict[int, list[tuple[int, Mapping[str, Any]]]] = {}
+    for i, r in enumerate(rows):
+        by_step.setdefault(int(r[step_column]), []).append((lines[i] if lines is not None else i + 1, r))
     steps = sorted(by_step)
     if reference is None:
         reference = next((c for c in REFERENCE_COLUMNS if any(isinstance(r.get(c), str) for r in rows)), None)
@@ -479,12 +483,11 @@ def audit_rollouts(program: Any, rows: Sequence[Mapping[str, Any]], *, step_colu
     watch = Watch(audits_of(program), reward_range(program, 0))
     records: list[dict[str, Any]] = []
     for s in steps:
-        batch = [dict(r) for r in by_step[s]]
+        batch = [dict(r) for _, r in by_step[s]]
         given = {k: [r.get(k) for r in batch] for k in set().union(*(r.keys() for r in batch))}
         groups = row_groups(program, batch, group_by)
-        cols = program.columns(len(batch), given, by="column")
-        res = program.score_columns(cols, len(batch), step=s, group=groups if group_by is not None else None,
-                                    raw=given)
+        res = score_rows(program, [(n, r, None) for (n, _), r in zip(by_step[s], batch)], step=s,
+                         group=groups if group_by is not None else None, label=label).result
         texts = [str(chat_to_text(r.get("completion", ""), "assistant")) for r in batch]
         total = np.asarray(res.total, dtype=float)
         rec: dict[str, Any] = {"step": s, "reward": float(np.nanmean(total)) if np.isfinite(total).any() else None,

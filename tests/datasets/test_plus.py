@@ -1,5 +1,6 @@
 """Hidden tests for HumanEval (rewardlang/datasets/plus.py): every canonical solution passes its plus tests, the new
-inputs stay inside each problem's contract and differ from its own tests' inputs, and wrong-but-plausible programs
+inputs stay inside each problem's contract and differ from its own tests' inputs, each problem's set keeps the
+reference's CPU time within the budget (a prefix of the generated inputs), and wrong-but-plausible programs
 (off-by-one and missing-edge-case mutants of the canonical solutions that pass the base tests) fail the plus tests
 more often than the base tests.
 
@@ -67,6 +68,48 @@ def test_new_inputs_differ_from_the_seeds_and_keep_the_contract(built: P.PlusBui
     again = P.build_plus([13], per_problem=15, seed=1)
     assert again.problems[0].inputs == by["HumanEval/13"].inputs
     assert again.problems[0].outputs == by["HumanEval/13"].outputs
+
+
+def test_within_budget_keeps_the_longest_prefix_that_fits() -> None:
+    assert P.within_budget([0.2, 0.3, 0.4, 0.01], 1.0) == 4  # 0.91 fits
+    assert P.within_budget([0.2, 0.3, 0.6, 0.01], 1.0) == 2  # the first input past the budget ends the set (0.01 too)
+    assert P.within_budget([1.5, 0.1], 1.0) == 0
+    assert P.within_budget([0.25] * 4, 1.0) == 4 and P.within_budget([0.25] * 5, 1.0) == 4
+    assert P.within_budget([], 1.0) == 0
+    assert 0 < P.BUDGET_CPU <= 2.0  # far below the 5-10 s that judge a whole hidden set
+
+
+def test_the_budget_keeps_a_prefix_whose_reference_cost_is_within_it() -> None:
+    """HumanEval/75's reference (is_multiply_prime: three nested loops over 2..100) costs tens of milliseconds per
+    input: with a budget of 0.15 CPU seconds the generator keeps the first few of the inputs it keeps without one,
+    their measured costs sum to at most the budget, and the rest are counted as dropped for it."""
+    free = P.build_plus([75], per_problem=12, seed=0, budget=float("inf")).problems[0]
+    tight = P.build_plus([75], per_problem=12, seed=0, budget=0.15).problems[0]
+    # each cost is measured (a call too short for the clock reads 0.0; most of /75's take tens of milliseconds)
+    assert len(free.inputs) == 12 and len(free.costs) == 12 and all(c >= 0 for c in free.costs)
+    assert sum(c > 0 for c in free.costs) >= 6
+    k = len(tight.inputs)
+    assert 0 < k < len(free.inputs)
+    assert tight.inputs == free.inputs[:k] and tight.outputs == free.outputs[:k]
+    assert len(tight.costs) == k and all(c >= 0 for c in tight.costs)
+    assert sum(tight.costs) <= 0.15 and tight.reference_cpu == pytest.approx(sum(tight.costs))
+    reason = [why for why in tight.dropped if "budget" in why]
+    assert len(reason) == 1 and tight.dropped[reason[0]] == len(free.inputs) - k
+    assert not any("budget" in why for why in free.dropped)
+
+
+def test_the_shipped_file_keeps_every_problem_within_the_budget() -> None:
+    """Every problem of the shipped file was measured and its reference's total is within the budget: no correct
+    program fails a hidden-test audit because the hidden set is too heavy to run in the judges' time."""
+    import gzip
+
+    with gzip.open(P._data_path(), "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    assert len(rows) >= 150
+    assert all("reference_cpu" in r for r in rows)  # every problem measured
+    assert all(0 <= r["reference_cpu"] <= P.BUDGET_CPU for r in rows), [
+        (r["task_id"], r["reference_cpu"]) for r in rows if not 0 <= r["reference_cpu"] <= P.BUDGET_CPU]
+    assert sum(r["reference_cpu"] > 0 for r in rows) >= len(rows) // 2
 
 
 def test_oracle_drops_what_the_reference_cannot_answer() -> None:

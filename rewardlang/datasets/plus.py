@@ -646,7 +646,8 @@ def _run_oracle(jobs: list[tuple[str, str, list[tuple[Any, ...]]]], stats: Count
                 continue
             got: dict[int, tuple[str, str, float]] = {}
             complete = False
-            for line in v.stdout.split("\n"):
+            # whole lines only: output cut short ends in a partial line, whose text would be a cut result
+            for line in v.stdout.split("\n")[:-1]:
                 parts = line.split(" ", 4)
                 if len(parts) >= 3 and parts[0] == nonce:
                     if parts[1] == "END":
@@ -961,6 +962,59 @@ def write_shipped(per_problem: int = DEFAULT_PER_PROBLEM, seed: int = 0, path: s
     return build
 
 
+def trim_shipped(budget: float = BUDGET_CPU, path: str | None = None) -> list[tuple[str, int, int, float]]:
+    """Bring the shipped file within a problem budget without regenerating it (``python -m
+    rewardlang.datasets.plus --trim [PATH]``): each problem's canonical solution runs on its shipped inputs in the
+    sandbox, twice, measured as the generator measures them (:func:`_run_oracle`), and the longest prefix within
+    ``budget`` is kept (:func:`within_budget`); each row records ``reference_cpu``. Regeneration is not used for
+    this because it is not reproducible run to run (two hash seeds decide which set-ordered results are dropped,
+    timings which slow inputs are). Returns ``(task_id, inputs before, kept, reference CPU of the kept)`` per
+    problem. An input on which the reference does not give the shipped result on both runs is dropped too (an
+    expected value the reference does not reproduce is no fairer a test), counted in the row's ``dropped``.
+    """
+    import gzip
+    import os
+
+    from rewardlang.datasets.humaneval import load_humaneval
+    from rewardlang.outputs import atomic_write
+
+    src = _data_path()
+    with gzip.open(src, "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    humaneval = load_humaneval()
+    probs = [_from_row(r) for r in rows]
+    jobs = [(humaneval[p.number]["solution"], p.entry_point, p.inputs) for p in probs]
+    stats: Counter = Counter()
+    first, second = _run_oracle(jobs, stats), _run_oracle(jobs, stats)
+    out, report = [], []
+    for row, p, a, b in zip(rows, probs, first, second, strict=True):
+        costs, idx = [], []
+        dropped = dict(row.get("dropped", {}))
+        for i, (want, (sa, ta, ca), (sb, tb, cb)) in enumerate(zip(p.outputs, a, b, strict=True)):
+            if not (sa == sb == "V" and ta == tb == want):
+                why = "the reference does not reproduce the shipped result"
+                dropped[why] = dropped.get(why, 0) + 1
+                continue
+            costs.append(max(0.0, min(ca, cb)))
+            idx.append(i)
+        keep = within_budget(costs, budget)
+        if keep < len(costs):
+            why = f"past the problem's budget of {budget} CPU seconds for the reference"
+            dropped[why] = dropped.get(why, 0) + len(costs) - keep
+        spent = sum(costs[:keep])
+        report.append((p.task_id, len(p.inputs), keep, spent))
+        if keep:
+            out.append({**row, "inputs": [row["inputs"][i] for i in idx[:keep]],
+                        "outputs": [row["outputs"][i] for i in idx[:keep]], "dropped": dropped,
+                        "reference_cpu": round(spent, 4)})
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out)
+    path = path or src
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with atomic_write(path, mode="wb") as fh:
+        fh.write(gzip.compress(text.encode("utf-8"), mtime=0))
+    return report
+
+
 if __name__ == "__main__":  # pragma: no cover
     import sys
 
@@ -968,3 +1022,8 @@ if __name__ == "__main__":  # pragma: no cover
         rest = sys.argv[sys.argv.index("--write") + 1:]
         b = write_shipped(path=rest[0] if rest else None)
         print("\n".join(b.report_lines()))
+    elif "--trim" in sys.argv:
+        rest = sys.argv[sys.argv.index("--trim") + 1:]
+        for task, before, kept, spent in trim_shipped(path=rest[0] if rest else None):
+            print(f"{task}: {kept} of {before} inputs, the reference {spent:.3f} CPU s" + (
+                "" if kept == before else "  (trimmed)"))

@@ -13,7 +13,7 @@ sandbox, twice in two processes, and an input is dropped when the reference rais
 :data:`SLOW_CPU` CPU seconds, gives two different results (a set's order, a random draw), gives a value without a
 literal form (an object, ``nan``) or one over :data:`MAX_REPR` characters, or (typed problems) a value of another type
 than its tests' results. Then the **problem's budget**: the kept inputs are a prefix of the accepted ones, in
-generation order, whose reference CPU time (each input's cost is the smaller of its two runs' CPU seconds inside the
+generation order, whose reference CPU time (each input's cost is the mean of its two runs' CPU seconds inside the
 call) sums to at most :data:`BUDGET_CPU`; the first input that would pass it ends the problem. A correct program
 must never fail its hidden tests because the set is too heavy to run within the time its judges allow (5 to 10 CPU
 seconds for the whole set), so the reference's total stays far below that, leaving room for a slower correct program.
@@ -479,7 +479,7 @@ class PlusProblem:
     inputs: list[tuple[Any, ...]] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     dropped: Counter = field(default_factory=Counter)
-    #: the reference's CPU seconds on each kept input (the smaller of its two runs); empty when not measured
+    #: the reference's CPU seconds on each kept input (the mean of its two runs); empty when not measured
     costs: list[float] = field(default_factory=list)
     #: the reference's CPU seconds over all kept inputs (what :data:`BUDGET_CPU` bounds)
     reference_cpu: float = 0.0
@@ -797,7 +797,7 @@ def build_plus(numbers: Sequence[int] | None = None, per_problem: int = DEFAULT_
                 continue
             kept_in.append(args)
             kept_out.append(ta)
-            costs.append(max(0.0, min(ca, cb)))
+            costs.append(_cost(ca, cb))
             if len(kept_in) >= per_problem:
                 break
         keep = within_budget(costs, budget)
@@ -806,6 +806,13 @@ def build_plus(numbers: Sequence[int] | None = None, per_problem: int = DEFAULT_
         p.inputs, p.outputs, p.costs = kept_in[:keep], kept_out[:keep], costs[:keep]
         p.reference_cpu = sum(p.costs)
     return PlusBuild(probs, stats)
+
+
+def _cost(a: float, b: float) -> float:
+    """An input's cost from its two runs' CPU seconds: their mean. The sandbox's process CPU clock may advance in
+    ticks of a few milliseconds, so a short call reads 0 or a tick; the mean of the two keeps a set's total an
+    unbiased estimate (the smaller of the two would undercount it)."""
+    return (max(0.0, a) + max(0.0, b)) / 2
 
 
 def within_budget(costs: Sequence[float], budget: float = BUDGET_CPU) -> int:
@@ -889,7 +896,8 @@ def _data_path() -> str:
 
 def load_plus(language: str = "python") -> dict[str, str]:
     """``task_id -> plus_tests`` from the shipped file (``rewardlang/data/humaneval_plus.jsonl.gz``, written by
-    ``python -m rewardlang.datasets.plus --write``: the generator above, seed 0, on this package's HumanEval); for a
+    ``python -m rewardlang.datasets.plus --write``: the generator above, seed 0, on this package's HumanEval, brought
+within :data:`BUDGET_CPU` by ``--trim``); for a
     translated language the cases are rendered for it. Problems without plus inputs are absent. Read and
     rendered once per language and process (a copy each call)."""
     return dict(_load_plus(language))
@@ -995,7 +1003,7 @@ def trim_shipped(budget: float = BUDGET_CPU, path: str | None = None) -> list[tu
                 why = "the reference does not reproduce the shipped result"
                 dropped[why] = dropped.get(why, 0) + 1
                 continue
-            costs.append(max(0.0, min(ca, cb)))
+            costs.append(_cost(ca, cb))
             idx.append(i)
         keep = within_budget(costs, budget)
         if keep < len(costs):

@@ -32,8 +32,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=11)
     ap.add_argument("--model", default="smollm2", help="smollm2 (the main job's) or tiny (a smoke run)")
+    ap.add_argument("--summarise", metavar="RUN_DIR", help="only print the figures of an earlier run of this script "
+                    "(its RUN_DIR/metrics.jsonl; a run cut short gives the figures of its steps so far)")
     args = ap.parse_args()
     sys.path.insert(0, ROOT)
+    if args.summarise:
+        from rewardlang.trainers.metrics import read_metrics
+
+        summarise(read_metrics(os.path.join(args.summarise, "metrics.jsonl")))
+        return
     from rewardlang.trainers.audit import TrainingAudits
     from rewardlang.trainers.metrics import read_metrics
     from rewardlang.trainers.run import train
@@ -53,7 +60,12 @@ def main() -> None:
     out = tempfile.mkdtemp(prefix="bench_audits_")
     result = train(SPEC, config_file=CONFIG, sets={"train.max_steps": args.steps, "train.eval": 0},
                    flags={"model": args.model, "output_dir": os.path.join(out, "run")}, progress=False)
-    recs = [r for r in read_metrics(result.metrics_path) if "train_runtime" not in r]
+    summarise(read_metrics(result.metrics_path))
+
+
+def summarise(records: list[dict]) -> None:
+    """Print the figures from a run's metrics records (the audited even steps against the unaudited odd ones)."""
+    recs = [r for r in records if "train_runtime" not in r and "time/step" in r]
     on = [r for r in recs if r["step"] % 2 == 0]
     off = [r for r in recs if r["step"] % 2 == 1 and r["step"] > 1]
     t_on = statistics.median(r["time/step"] for r in on)

@@ -29,11 +29,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHES: dict[str, tuple[list[str], dict[str, str]]] = {
     "score": (["bench_score_cli.py", "--no-baseline", "--runs", "1"],
               {"rewardlang score (s)": r"^rewardlang score\s+median ([\d.]+) s",
-               "rewardlang score --workers 1 (s)": r"^rewardlang score --workers 1\s+median ([\d.]+) s"}),
+               "rewardlang score --workers 1 (s)": r"^rewardlang score --workers 1\s+median ([\d.]+) s",
+               # CPU seconds (the command and its workers): what the machine's load changes least
+               "rewardlang score, CPU (s)": r"^rewardlang score\s+median .*; CPU ([\d.]+) s",
+               "rewardlang score --workers 1, CPU (s)": r"^rewardlang score --workers 1\s+median .*; CPU ([\d.]+) s"}),
     "server": (["bench_scale.py", "--only", "server", "--server-runs", "1", "--samples", "256"],
                {"in-process batch (s)": r"in-process batch scoring \(one Program.score\): median ([\d.]+) s",
                 "serve, 16 rows/request (s)": r"rewardlang serve, 16 row\(s\) per request: median ([\d.]+) s",
-                "serve, 1 row/request (s)": r"rewardlang serve, 1 row\(s\) per request: median ([\d.]+) s"}),
+                "serve, 1 row/request (s)": r"rewardlang serve, 1 row\(s\) per request: median ([\d.]+) s",
+                "in-process batch, CPU (s)": r"in-process batch scoring \(one Program.score\): .*CPU median ([\d.]+) s",
+                "serve, 16 rows/request, server CPU (s)": r"rewardlang serve, 16 row\(s\) per request: .*server "
+                                                          r"([\d.]+) s",
+                "serve, 1 row/request, server CPU (s)": r"rewardlang serve, 1 row\(s\) per request: .*server "
+                                                        r"([\d.]+) s"}),
     "grpo": (["bench_grpo.py", "--rounds", "1", "--steps", "8"],
              {"GRPO step, spec (ms)": r"rewardlang compiled spec\s+median step\s+([\d.]+) ms",
               "GRPO step, plain Python rewards (ms)": r"plain Python rewards\s+median step\s+([\d.]+) ms",

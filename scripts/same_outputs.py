@@ -51,7 +51,7 @@ CASES: dict[str, str] = {
     "help-narrow": f"COLUMNS=60 {RL} --help",
     "help-wide": f"COLUMNS=200 {RL} --help",
     **{f"help-{c}": f"{RL} {c} --help" for c in (
-        "check", "compile", "score", "serve", "pairs", "explain", "fmt", "report", "lsp", "functions", "doctor",
+        "check", "compile", "score", "serve", "pairs", "explain", "fmt", "report", "audit", "lsp", "functions", "doctor",
         "prm-data", "data", "ir-groups", "train", "plot", "eval")},
     "check-shipped": f"{RL} check specs/*.reward",
     "check-errors": f"{RL} check $D/bad.reward",
@@ -90,6 +90,9 @@ CASES: dict[str, str] = {
                        "--group-by prompt_id; echo status=$?; "
                        f"{sys.executable} $W/c.py -i $D/mixed.jsonl; echo status=$?; "
                        f"head -2 $D/mixed.jsonl | {sys.executable} $W/c.py; echo status=$?",
+    "audit": f"{RL} audit specs/quality_grpo.reward -i examples/audit_rollouts.jsonl --no-probes -o $W/audit.json",
+    "audit-bad-rows": f"sed -e '2s/\"completion\": \"/\"completion\": 3, \"x\": \"/' examples/audit_rollouts.jsonl "
+                      f"> $W/r.jsonl && {RL} audit specs/quality_grpo.reward -i $W/r.jsonl --no-probes",
     "train-missing-spec": f"{RL} train --spec $D/nosuch.reward",
     "train-bad-option": f"{RL} train --spec {S} --nosuch",
     "train-bad-spec": f"{RL} train --spec $D/bad.reward",

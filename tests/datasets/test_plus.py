@@ -237,7 +237,11 @@ def test_plausible_mutants_that_pass_the_base_tests_fail_the_plus_tests_fast() -
 def test_plausible_mutants_fail_the_plus_tests_more_often_every_problem(tmp_path: Path) -> None:
     survivors, killed, problems = _mutant_kill_rates(list(range(164)))
     (tmp_path / "mutants.json").write_text(json.dumps({"survivors": survivors, "killed": killed}))
-    assert survivors >= 100 and killed >= survivors * 0.3, (survivors, killed, problems)
+    # 58 of 202 (0.29) on the shipped file within the reference's budget. Before the budget it was 67 of 202, but 9
+    # of those were programs equal to the canonical solution on every shipped input (/75's loop bounds 100 or 102
+    # for 101, /147's constant changes): they "failed" only by timing out on sets too heavy to run in 5 s, which is
+    # the defect the budget removes, not a kill
+    assert survivors >= 100 and killed >= survivors * 0.25, (survivors, killed, problems)
 
 
 @pytest.mark.parametrize("lang", ["c", "js"])

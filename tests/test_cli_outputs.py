@@ -881,6 +881,7 @@ def test_score_interrupted_while_components_run_side_by_side_ends_cleanly(tmp_pa
     _ended_cleanly(res, sig, out)
 
 
+@pytest.mark.slow
 def test_training_stopped_by_sigterm_names_its_last_checkpoint_and_the_resume_command(tmp_path) -> None:
     prompts = _write_jsonl(tmp_path / "prompts.jsonl", [{"prompt": f"Task {i}: say it."} for i in range(5)])
     run = tmp_path / "run"

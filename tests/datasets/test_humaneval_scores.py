@@ -35,6 +35,7 @@ def test_all_canonical_solutions_score_one(rows: list[dict[str, str]]) -> None:
     assert sum(v.total for v in verdicts) > 1000
 
 
+@pytest.mark.slow
 def test_return_none_versions_score_below_one(rows: list[dict[str, str]]) -> None:
     sb = get_sandbox()
     programs = [_broken(r["prompt"] + r["reference"]) for r in rows]

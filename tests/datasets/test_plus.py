@@ -226,6 +226,7 @@ def _mutant_kill_rates(numbers: list[int]) -> tuple[int, int, int]:
     return len(survivors), killed, len({n for n, _ in survivors})
 
 
+@pytest.mark.slow
 def test_plausible_mutants_that_pass_the_base_tests_fail_the_plus_tests_fast() -> None:
     survivors, killed, _ = _mutant_kill_rates([0, 13, 24, 35, 46, 52, 57, 63, 75, 120, 135, 139])
     assert survivors >= 5

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1].parent
 
 
@@ -19,6 +21,7 @@ def _collect(*args: str) -> subprocess.CompletedProcess:
                           env=env, timeout=300, check=False)
 
 
+@pytest.mark.slow
 def test_deselecting_every_integration_test_fails_the_run() -> None:
     r = _collect()  # pyproject's addopts: -m 'not slow'
     assert r.returncode == 4, r.stdout + r.stderr

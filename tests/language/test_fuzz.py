@@ -151,7 +151,8 @@ def originals() -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("chunk", range(N_CHUNKS))
+# one chunk (1,000 mutations) in the default run; all ten in the slow run
+@pytest.mark.parametrize("chunk", [c if c == 0 else pytest.param(c, marks=pytest.mark.slow) for c in range(N_CHUNKS)])
 def test_mutated_specs_give_located_diagnostics_or_programs(originals: dict[str, str], chunk: int) -> None:
     rng = random.Random(SEED * 1000 + chunk)
     per_chunk = N_MUTATIONS // N_CHUNKS

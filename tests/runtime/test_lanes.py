@@ -73,6 +73,7 @@ def _rows() -> dict[str, list]:
     return rows
 
 
+@pytest.mark.slow
 def test_every_value_mask_error_span_and_counter_is_the_sequential_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = _rows()
 

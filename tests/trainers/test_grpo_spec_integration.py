@@ -115,6 +115,7 @@ def test_long_prompts_are_dropped_not_truncated() -> None:
 # ---------------------------------------------------------------- the CLI's error paths
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_clean_message(tmp_path) -> None:
     bad_spec = tmp_path / "bad.reward"
     bad_spec.write_text("spec bad\ninput completion: text\ncomponent c in [0, 1] = nope(completion)\n")

@@ -143,7 +143,8 @@ def test_chat_prompts_from_pairs_train_everywhere(chat_data: dict, tmp_path: Pat
     assert any(isinstance(v, (int, float)) for v in losses)
 
 
-@pytest.mark.parametrize("algo", ["dpo", pytest.param("gepo", marks=pytest.mark.slow)])
+@pytest.mark.slow  # the resume of a preference run: test_resume_faults covers resuming in the default run
+@pytest.mark.parametrize("algo", ["dpo", "gepo"])
 def test_a_resumed_preference_run_reports_no_missing_tied_key(chat_data: dict, tmp_path: Path, algo: str) -> None:
     """Resuming DPO/GEPO printed "missing keys ['lm_head.weight']" (the tied alias); docs/training.md says it does
     not happen: every Trainer-based trainer restores the alias by tying."""

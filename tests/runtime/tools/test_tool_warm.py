@@ -265,6 +265,7 @@ def _parity(codes: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     assert sum(1 for r in cold[0] for x in r.values() if x.findings) > len(codes)  # there was something to find
 
 
+@pytest.mark.slow
 def test_parity_with_the_cold_path_on_humaneval(monkeypatch: pytest.MonkeyPatch) -> None:
     codes = _corpus_codes(8)  # 124 programs of every kind: references, broken, renamed, reordered, ...
     assert len(codes) > 100

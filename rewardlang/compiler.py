@@ -19,7 +19,6 @@ import types
 from pathlib import Path
 from typing import Any
 
-from rewardlang import checker, codegen
 from rewardlang.diagnostics import Diagnostic, SpecError
 from rewardlang.runtime import registry
 from rewardlang.runtime.program import Program
@@ -30,6 +29,10 @@ __all__ = ["compile_spec", "load_program"]
 def compile_spec(path: str, params: dict[str, Any] | None = None, source: str | None = None
                  ) -> tuple[str, list[Diagnostic], dict[str, str]]:
     """Check and compile a spec to Python source. Raises :class:`SpecError` with every diagnostic on errors."""
+    # the front end (Lark, the checker, the IR, codegen: ~0.1 s of imports) runs only when the compile cache misses;
+    # a command that loads a cached spec starts without it (docs/architecture.md: imports that keep start-up fast)
+    from rewardlang import checker, codegen
+
     sigs = registry.signatures()
     if source is None:
         prog, diags, sources = checker.check_file(path, sigs, params)

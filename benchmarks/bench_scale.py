@@ -230,18 +230,19 @@ def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
         p.wait(60)
 
 
-def _start_server(root: str, spec: str = SPEC) -> tuple[subprocess.Popen, str]:
-    """``rewardlang serve spec`` of the tree at ``root`` (its own PYTHONPATH) on a free port; (process, url)."""
-    p = subprocess.Popen([sys.executable, "-m", "rewardlang", "serve", spec, "--port", "0"], stderr=subprocess.PIPE,
-                         text=True, env={**os.environ, "PYTHONPATH": root}, cwd=root)
+def start_server(cmd: list[str], root: str) -> tuple[subprocess.Popen, str]:
+    """Run ``cmd`` (a server that prints ``http://127.0.0.1:PORT`` on stderr) from the tree at ``root`` (its own
+    PYTHONPATH), wait for its ``/health``; (process, url)."""
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": root}, cwd=root)
     seen = ""
+    m = None
     for _ in range(100):  # the spec's warnings, if any, come first
         line = p.stderr.readline()
         seen += line
         m = re.search(r"http://127\.0\.0\.1:(\d+) ", line)
         if m or not line:
             break
-    assert m, f"the server of {root} did not start: {seen}"
+    assert m, f"{cmd} in {root} did not start: {seen}"
     url = f"http://127.0.0.1:{m.group(1)}"
     threading.Thread(target=p.stderr.read, daemon=True).start()  # never let its log fill the pipe
     for _ in range(600):
@@ -251,6 +252,11 @@ def _start_server(root: str, spec: str = SPEC) -> tuple[subprocess.Popen, str]:
         except OSError:
             time.sleep(0.1)
     return p, url
+
+
+def _start_server(root: str, spec: str = SPEC) -> tuple[subprocess.Popen, str]:
+    """``rewardlang serve spec`` of the tree at ``root`` on a free port; (process, url)."""
+    return start_server([sys.executable, "-m", "rewardlang", "serve", spec, "--port", "0"], root)
 
 
 def _clients(url: str, rows: list[dict], per_request: int, clients: int

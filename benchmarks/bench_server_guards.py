@@ -15,20 +15,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import sys
-import threading
-import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 
-from bench_scale import _clients, load, samples  # noqa: E402
+from bench_scale import _clients, load, samples, start_server  # noqa: E402
 
 PLAIN = """
 import socket, sys, uvicorn
@@ -49,28 +45,6 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start(cmd: list[str]) -> tuple[subprocess.Popen, str]:
-    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
-    seen = ""
-    m = None
-    for _ in range(100):  # a spec's warnings, if any, come first
-        line = p.stderr.readline()
-        seen += line
-        m = re.search(r"http://127\.0\.0\.1:(\d+) ", line)
-        if m or not line:
-            break
-    assert m, f"{cmd} did not start: {seen}"
-    url = f"http://127.0.0.1:{m.group(1)}"
-    threading.Thread(target=p.stderr.read, daemon=True).start()
-    for _ in range(600):
-        try:
-            urllib.request.urlopen(url + "/health", timeout=5)
-            break
-        except OSError:
-            time.sleep(0.1)
-    return p, url
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "codepo_text.reward"))
@@ -83,7 +57,7 @@ def main() -> None:
     procs, urls, pids = [], {}, {}
     try:
         for name, cmd in sides.items():
-            p, url = start(cmd)
+            p, url = start_server(cmd, ROOT)
             procs.append(p)
             urls[name] = url
             pids[name] = p.pid
@@ -100,7 +74,7 @@ def main() -> None:
                 for name in order:
                     rows = samples(a.samples, f"{name}-{k}-{turn}")
                     c0 = cpu_s(pids[name])
-                    dt, got = _clients(urls[name], rows, k, a.clients)
+                    dt, got, _, _ = _clients(urls[name], rows, k, a.clients)
                     assert got == a.samples, (got, a.samples)
                     times.setdefault((name, k), []).append(dt)
                     cpu.setdefault((name, k), []).append(cpu_s(pids[name]) - c0)

@@ -247,12 +247,10 @@ def eval_command(
             if not os.path.exists(completions):
                 _fail(f"--completions {completions}: file not found")
             given = ev.load_completions(completions, rows)
-            fewest = min(len(c) for c in given)  # pass@k from the completions the file holds per problem
-            ks = sorted(set(k or [1, fewest]))
-            if any(x < 1 or x > fewest for x in ks):
-                short = next(r["task_id"] for r, c in zip(rows, given) if len(c) == fewest)
-                _fail(f"--k {ks}: every k must be between 1 and the completions per problem ({completions} holds "
-                      f"{fewest} for {short})")
+            try:  # pass@k from the completions the file holds per problem
+                ks = ev.completion_ks(completions, rows, given, k)
+            except ValueError as exc:
+                _fail(str(exc))
             summary, records = ev.evaluate(rows, completions=given, ks=ks, out_path=output, dataset=dataset,
                                            program=prog, system_prompt=shown.get("system_prompt"),
                                            prompt_template=shown.get("prompt_template"),

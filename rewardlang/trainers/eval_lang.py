@@ -129,12 +129,10 @@ def eval_languages(langs: Sequence[str], *, model: str | None, dataset: str, n: 
         for lang, rows in chosen.items():
             if completions is not None:
                 given = ev.load_completions(completions, rows)
-                fewest = min(len(c) for c in given)  # pass@k from the completions the file holds per problem
-                lang_ks = sorted(set(ks or [1, fewest]))
-                if any(x < 1 or x > fewest for x in lang_ks):
-                    short = next(r["task_id"] for r, c in zip(rows, given) if len(c) == fewest)
-                    fail(f"--k {lang_ks}: every k must be between 1 and the completions per problem ({completions} "
-                         f"holds {fewest} for {short})")
+                try:  # pass@k from the completions the file holds per problem
+                    lang_ks = ev.completion_ks(completions, rows, given, ks)
+                except ValueError as exc:
+                    fail(str(exc))
                 given_shown = presentation or {}  # what the spec scores: the problems as it presents them
                 summary, recs = ev.evaluate(rows, completions=given, ks=lang_ks, program=program,
                                             system_prompt=given_shown.get("system_prompt"),

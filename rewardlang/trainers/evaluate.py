@@ -429,6 +429,26 @@ def load_completions(path: str, problems: Sequence[Mapping[str, Any]]) -> list[l
     return [by_id[r["task_id"]] for r in problems]
 
 
+def completion_ks(path: str, problems: Sequence[Mapping[str, Any]], given: Sequence[Sequence[str]],
+                  ks: Sequence[int] | None) -> list[int]:
+    """The pass@k values to report from a completions file: ``ks`` (default 1 and the fewest completions a problem
+    has), each between 1 and that fewest. ValueError naming a problem with the fewest otherwise.
+
+        >>> completion_ks("c.jsonl", [{"task_id": "a"}, {"task_id": "b"}], [["x", "y"], ["z"]], None)
+        [1]
+        >>> completion_ks("c.jsonl", [{"task_id": "a"}], [["x"]], [2])
+        Traceback (most recent call last):
+        ValueError: --k [2]: every k must be between 1 and the completions per problem (c.jsonl holds 1 for a)
+    """
+    fewest = min(len(c) for c in given)
+    out = sorted(set(ks or [1, fewest]))
+    if any(x < 1 or x > fewest for x in out):
+        short = next(r["task_id"] for r, c in zip(problems, given) if len(c) == fewest)
+        raise ValueError(f"--k {out}: every k must be between 1 and the completions per problem ({path} holds "
+                         f"{fewest} for {short})")
+    return out
+
+
 #: the bootstrap's fixed seed: an interval is a function of its sample alone, the same on every run and machine
 BOOTSTRAP_SEED = 20240601
 #: bootstrap resamples (the interval's ends move by about 0.005 of a standard error between seeds at this count)

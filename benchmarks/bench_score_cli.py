@@ -8,8 +8,14 @@ process that reads and writes the same JSONL).
 Each command runs ``--runs`` times, the sides interleaved so that a busy machine slows all of them alike; the
 median of each is reported, with the ratios to the baseline and of the default (``--workers 0``: chosen by the
 work) to ``--workers 1``. The values are checked: format, reason and rep equal to 1e-12, accuracy equal except
-where the package's ``dataflow or 1`` is wrong (see bench_codepo_full.py). ``--rows`` repeats the corpus (with
-distinct group names) to show where a worker pool starts to pay.
+where the package's ``dataflow or 1`` is wrong (see bench_codepo_full.py).
+
+``--rows`` beyond 1,312 adds the corpus drawn again with the next seeds (``load_corpus(seed)``: each problem's
+renamed, deleted, reordered, broken and unrelated candidates are drawn anew), a problem's rows together, so 13,120
+rows are 164 problems x 80 completions (one group of 80 per problem), 6,030 of them distinct pairs, as in a GRPO
+group where some completions repeat. ``--same-rows`` repeats the seed-0 corpus instead (with distinct group names,
+as before 2026-11-28): every repeat is then work that rewardlang's cache of identical rows skips and the
+per-sample baseline does not, which flatters the ratio (13,120 rows: 1,312 distinct).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks.bench_codepo_full import REASONINGS  # noqa: E402
-from benchmarks.corpus import as_completion, load_corpus  # noqa: E402
+from benchmarks.corpus import KINDS, as_completion, load_corpus  # noqa: E402
 from benchmarks import timing  # noqa: E402
 
 # The per-sample script a user would write: read the JSONL, score each row (codebleu package), write the JSONL.
@@ -48,11 +54,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rows", type=int, default=1312, help="rows (the corpus repeated with new group names)")
+    ap.add_argument("--same-rows", action="store_true",
+                    help="repeat the seed-0 corpus instead of drawing the next seeds (identical rows repeat)")
     ap.add_argument("--no-baseline", action="store_true", help="time only the two rewardlang commands")
     args = ap.parse_args()
     # the package's dataflow edges depend on the hash seed; rewardlang reproduces seed 0 (bench_codepo_full.py)
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": ROOT}
     corpus = load_corpus()
+    seeds = 1 if args.same_rows else -(-args.rows // len(corpus))
+    drawn = [load_corpus(seed) for seed in range(seeds)]
+    per = len(KINDS)
+    # a problem's completions of every draw together: the spec's groups (by prompt) must be contiguous
+    corpus = [d[p + k] for p in range(0, len(corpus), per) for d in drawn for k in range(per)]
     with tempfile.TemporaryDirectory() as d:
         data = os.path.join(d, "corpus.jsonl")
         with open(data, "w", encoding="utf-8") as f:
@@ -89,7 +102,7 @@ def main() -> None:
         if b["components"]["acc"] != o["components"]["acc"] and not args.no_baseline:
             assert b["dataflow"] == 0.0, "accuracy differs where the package is not known to be wrong"
             differ += 1
-    print(f"{args.rows} rows; accuracy identical except {differ} rows where the package's dataflow is 0 "
+    print(f"{args.rows} rows ({len({(r['completion'], r['reference']) for r in ours})} distinct); accuracy identical except {differ} rows where the package's dataflow is 0 "
           "(it counts it as 1)")
     med = {k: statistics.median(v) for k, v in times.items()}
     for k, label in (("baseline", "per-sample script + codebleu package"), ("default", "rewardlang score"),

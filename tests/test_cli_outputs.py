@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 from rewardlang import outputs
 from rewardlang.cli import app
 from rewardlang.datasets.cfuncs import corpus as _real_corpus
+from rewardlang.datasets.commands import verify_robot as _real_verify_robot
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = """\
@@ -55,9 +56,9 @@ class Cmd:
         self.writes = (writes[0] or str(argv[0]), writes[1])
         self.light = light or {}
 
-    def run(self, out: Path | str):
+    def run(self, out: Path | str, light: bool = True):
         with pytest.MonkeyPatch.context() as mp:
-            for target, value in self.light.items():
+            for target, value in (self.light.items() if light else ()):
                 mod, _, name = target.rpartition(".")
                 mp.setattr(__import__(mod, fromlist=[name]), name, value)
             return invoke(*[out if a == "OUT" else a for a in self.argv])
@@ -79,6 +80,13 @@ def _some_cfuncs() -> list[dict]:
 
 def _few_cfuncs(*a, **k) -> list:
     return _real_corpus()[:3]
+
+
+def _verify_few_robot_tasks(data: list[dict]) -> list[str]:
+    """``data robot --verify`` on its first four tasks (every row is still written): the real verification in the
+    sandbox, on less data (all 76 tasks, a few seconds a run, are verified once, in
+    test_every_file_a_command_writes_goes_through_the_helper[data robot])."""
+    return _real_verify_robot(data[:4])
 
 
 def _commands(d: Path) -> dict[str, Cmd]:
@@ -126,7 +134,8 @@ def _commands(d: Path) -> dict[str, Cmd]:
         "ir-groups": Cmd(["ir-groups", "-i", cfuncs, "-o", "OUT", "--max-tries", "2", "--losers", "1", "--workers",
                           "1"], {"input file": cfuncs}, heavy="rewardlang.datasets.irgroups.build_groups"),
         "data robot": Cmd(["data", "robot", "-o", "OUT", "--verify"], {},
-                          heavy="rewardlang.cli.data._verify_robot"),
+                          heavy="rewardlang.cli.data._verify_robot",
+                          light={"rewardlang.datasets.commands.verify_robot": _verify_few_robot_tasks}),
         "data humaneval": Cmd(["data", "humaneval", "--lang", "go", "-o", "OUT"], {},
                               heavy="rewardlang.datasets.multilang.build"),
         # -o goes to a device (written in place): what is tested is --report's destination
@@ -301,7 +310,7 @@ def test_every_file_a_command_writes_goes_through_the_helper(tmp_path, name: str
         return {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in tmp_path.rglob("*") if p.is_file()}
 
     before = state()
-    r = cmd.run(out)
+    r = cmd.run(out, light=name != "data robot")  # data robot --verify verifies all its tasks once, here
     assert r.exit_code == 0, r.output
     changed = {p for p, st in state().items() if before.get(p) != st}
     via_helper = {os.path.realpath(p) for p in outputs.committed()}
@@ -721,8 +730,15 @@ def sandboxed(tmp_path_factory) -> tuple[Path, Path, bytes]:
     return d, data, out.read_bytes()
 
 
-@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
-@pytest.mark.parametrize("point", ["temp", "data"])
+# each signal and each kill point in the default run (one score run and its rerun each); the other three pairs in
+# the slow run
+_KILLS = [pytest.param(point, sig, id=f"{point}-{sig}",
+                       marks=[] if (point, sig) in {("temp", "SIGINT"), ("data", "SIGKILL"), ("data", "SIGTERM")}
+                       else [pytest.mark.slow])
+          for sig in ("SIGKILL", "SIGTERM", "SIGINT") for point in ("temp", "data")]
+
+
+@pytest.mark.parametrize("point,sig", _KILLS)
 def test_score_killed_at_any_point_leaves_the_output_absent_or_complete(tmp_path, sandboxed, sig: str,
                                                                           point: str) -> None:
     """Kill `score` once its temporary exists (``temp``) or holds rows (``data``): the output is absent or
@@ -761,8 +777,14 @@ def _ended_cleanly(res: dict, sig: str, out: Path) -> None:
     assert not out.exists() and not list(out.parent.glob(f".{out.name}*"))
 
 
-@pytest.mark.parametrize("name", ["pairs", "eval", "eval --lang", "ir-groups"])
-@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+# each command and each signal in the default run (SIGTERM: pairs, eval --lang; SIGINT: eval, ir-groups); the other
+# signal of each command in the slow run
+_JUDGING = [pytest.param(sig, name, id=f"{sig}-{name}",
+                         marks=[] if (sig == "SIGTERM") == (name in ("pairs", "eval --lang")) else [pytest.mark.slow])
+            for sig in ("SIGTERM", "SIGINT") for name in ("pairs", "eval", "eval --lang", "ir-groups")]
+
+
+@pytest.mark.parametrize("sig,name", _JUDGING)
 def test_pairs_and_eval_interrupted_while_judging_end_cleanly(tmp_path, monkeypatch, sandboxed, name: str,
                                                               sig: str) -> None:
     """Signalled once the sandbox runs (a child process exists): one line, 143/130, no output, no process left.
@@ -864,7 +886,9 @@ def test_an_interrupted_pool_stops_the_program_it_runs() -> None:
     assert not slot.alive
 
 
-@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+# SIGINT in the slow run: the default run interrupts score with SIGINT in
+# test_score_killed_at_any_point_leaves_the_output_absent_or_complete[temp-SIGINT] and here with SIGTERM
+@pytest.mark.parametrize("sig", ["SIGTERM", pytest.param("SIGINT", marks=pytest.mark.slow)])
 def test_score_interrupted_while_components_run_side_by_side_ends_cleanly(tmp_path, sig: str) -> None:
     """quality_grpo's ``correct`` (the sandbox) and ``quality`` (the analysers' helpers) run in lanes, one thread
     each (rewardlang.runtime.lanes): a signal once either has a child process still ends with one line, 143/130,

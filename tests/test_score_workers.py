@@ -112,7 +112,9 @@ def test_a_data_error_under_workers_stops_where_one_process_stops(tmp_path: Path
     assert one[3] is None and two[3] is None
 
 
-@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+# SIGINT in the slow run (40,000 rows to write each time): SIGINT on score in the default run is
+# test_cli_outputs.py::test_score_killed_at_any_point_leaves_the_output_absent_or_complete[temp-SIGINT]
+@pytest.mark.parametrize("sig", ["SIGTERM", pytest.param("SIGINT", marks=pytest.mark.slow)])
 def test_interrupted_with_workers_leaves_no_output_and_no_process(tmp_path: Path, monkeypatch, sig: str) -> None:
     # signalled once the temporary holds rows (batches are in flight on the worker): one line, 143/130, no output
     # or temporary, and no worker process left behind (the driver of test_cli_outputs counts re-parented ones)

@@ -287,10 +287,15 @@ def undefined_in(problems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", problems: Sequence[Mapping[str, Any]],
              *, n: int = 1, temperature: float = 0.0, max_new_tokens: int = 256, system_prompt: str | None = None,
-             prompt_template: str | None = None, batch_size: int = 8, seed: int = 0,
+             prompt_template: str | None = None, batch_size: int = 32, seed: int = 0,
              on_problem: Callable[[int], None] | None = None, few_shot: Sequence[str] = ()) -> list[list[str]]:
     """``n`` completions per problem (greedy when ``temperature`` is 0), prompts presented as in training
-    (:func:`rewardlang.trainers.data.present`), generated a few problems at a time with left padding."""
+    (:func:`rewardlang.trainers.data.present`), generated ``batch_size`` sequences at a time with left padding.
+
+    Problems go to the model shortest prompt first (the result keeps the problems' order): a batch then pads its
+    prompts to similar lengths, and a larger batch amortises each decoding step's weight reads (on 2 CPU cores,
+    SmolLM2-135M: 26 ms a token at 8 sequences, 14 ms at 40). The batches, and so the completions, depend only on
+    the problems, the tokenizer and ``batch_size``: the same for a seed on every run."""
     import torch
 
     from rewardlang.trainers.data import render_prompt
@@ -304,11 +309,15 @@ def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", pro
     was_training = model.training
     model.eval()
     per_batch = max(1, batch_size // n)
-    out: list[list[str]] = []
+    lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
+    order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
+    out: list[list[str]] = [[] for _ in texts]
     gen = torch.Generator().manual_seed(seed)
+    done = 0
     try:
-        for start in range(0, len(texts), per_batch):
-            chunk = texts[start:start + per_batch]
+        for start in range(0, len(order), per_batch):
+            members = order[start:start + per_batch]
+            chunk = [texts[i] for i in members]
             enc = tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left",
                             add_special_tokens=False).to(model.device)
             kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, num_return_sequences=n,
@@ -321,10 +330,11 @@ def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", pro
             with torch.no_grad():
                 seqs = model.generate(**enc, **kwargs)
             decoded = tokenizer.batch_decode(seqs[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-            for j in range(len(chunk)):
-                out.append(decoded[j * n:(j + 1) * n])
+            for j, i in enumerate(members):
+                out[i] = decoded[j * n:(j + 1) * n]
                 if on_problem is not None:
-                    on_problem(start + j)
+                    on_problem(done)
+                done += 1
     finally:
         model.train(was_training)
     return out

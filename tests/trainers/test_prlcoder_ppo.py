@@ -62,7 +62,8 @@ def prm_checkpoint(tmp_path_factory) -> str:
     return run.final_dir
 
 
-@pytest.mark.parametrize("seed", [0, 1])  # about 5-15 s a seed on the tiny model: not marked slow
+# about 5-15 s a seed on the tiny model: seed 0 in the default run, both seeds in the slow run
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_ppo_raises_a_prm_scored_reward(tmp_path, prm_checkpoint: str, seed: int) -> None:
     """40 PPO updates of 8 two-token completions; the reward is the PRM's score of each line, on its last token.
     A random policy's lines mostly fail to parse or start without a space (reward ~0.1); PPO raises it."""

@@ -84,3 +84,42 @@ def test_lora_config_applies() -> None:
     trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in peft_model.parameters())
     assert 0 < trainable < total / 4
+
+
+
+class _EchoModel:
+    """Completes each prompt with its own last token, repeated: which completion belongs to which prompt shows."""
+
+    training = False
+    device = torch.device("cpu")
+
+    def eval(self) -> None: ...
+
+    def train(self, mode: bool = True) -> None: ...
+
+    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new_tokens: int,
+                 num_return_sequences: int = 1, **_: object) -> torch.Tensor:
+        last = input_ids[:, -1:].repeat(1, max_new_tokens)
+        self.batches.append(input_ids.shape[0])
+        return torch.cat([input_ids, last], dim=1).repeat_interleave(num_return_sequences, dim=0)
+
+    batches: list[int] = []
+
+
+def test_generate_batches_by_prompt_length_and_keeps_the_problems_order() -> None:
+    """Held-out generation sends prompts shortest first (less padding, larger batches); each problem still gets
+    its own completion back, in the problems' order, and progress counts problems done."""
+    from rewardlang.trainers.evaluate import generate
+
+    tok = build_tokenizer(512)
+    tok.chat_template = None   # prompts shown plain: each ends with its own letter
+    model = _EchoModel()
+    model.batches = []
+    problems = [{"prompt": "def f" + "x" * k + "(a): " + "abcde"[i]} for i, k in enumerate((9, 1, 5, 3, 7))]
+    seen: list[int] = []
+    out = generate(model, tok, problems, max_new_tokens=2, batch_size=2, on_problem=seen.append)  # type: ignore[arg-type]
+    assert [c[0] for c in out] == [" a a", " b b", " c c", " d d", " e e"]
+    assert model.batches == [2, 2, 1] and seen == [0, 1, 2, 3, 4]
+    assert generate(model, tok, problems[::-1], max_new_tokens=2, batch_size=2) == out[::-1]  # type: ignore[arg-type]
+    two = generate(model, tok, problems, n=2, temperature=0.5, max_new_tokens=1, batch_size=4)  # type: ignore[arg-type]
+    assert two == [[" " + ch, " " + ch] for ch in "abcde"]

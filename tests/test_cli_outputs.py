@@ -789,8 +789,9 @@ def test_pairs_and_eval_interrupted_while_judging_end_cleanly(tmp_path, monkeypa
                                                               sig: str) -> None:
     """Signalled once the sandbox runs (a child process exists): one line, 143/130, no output, no process left.
     `eval --lang c` judged every queued C program (a compile each) before it stopped: 20-25 s (issue 37, item 5);
-    the queued programs are dropped now, so it ends once the programs already running end. The bound is generous
-    (a loaded machine); the exact property is test_an_interrupted_stream_runs_nothing_it_had_queued."""
+    the queued programs are dropped now, so it ends once the programs already running end. No clock is asserted
+    here (a loaded machine stretches any bound): the property itself, that nothing queued runs after the
+    interrupt, is test_an_interrupted_stream_runs_nothing_it_had_queued's."""
     _, data, _ = sandboxed
     out = tmp_path / "out.jsonl"
     if name == "pairs":
@@ -813,7 +814,6 @@ def test_pairs_and_eval_interrupted_while_judging_end_cleanly(tmp_path, monkeypa
     res = _drive("children:2" if name in ("eval --lang", "ir-groups") else "child", sig, "",
                  [sys.executable, "-m", "rewardlang", *argv])
     _ended_cleanly(res, sig, out)
-    assert res["took"] < 10, res
 
 
 def test_an_interrupted_stream_runs_nothing_it_had_queued() -> None:

@@ -186,7 +186,10 @@ def write_robot(path: str | os.PathLike[str], split: str = "all", *,
     if verify is not None:
         failures = verify(data)
         if failures:
-            raise DataSetError("\n".join(failures) + f"\n{len(failures)} task(s) fail their worlds; nothing written")
+            unrun = sum(": not verified:" in line for line in failures)
+            counts = [f"{len(failures) - unrun} task(s) fail their worlds"] if len(failures) > unrun else []
+            counts += [f"{unrun} could not be run (infrastructure)"] if unrun else []
+            raise DataSetError("\n".join(failures) + f"\n{', '.join(counts)}; nothing written")
     _write(data, path)
     n_held = sum(r["split"] == "heldout" for r in data)
     return f"wrote {len(data)} rows ({len(data) - n_held} train, {n_held} held out) to {os.fspath(path)}"

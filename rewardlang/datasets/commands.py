@@ -124,8 +124,17 @@ def verify_robot(data: list[dict]) -> list[str]:
     require_sandbox("data robot --verify")
     res = robot_outcome_label.fn([r["canonical"] for r in data], [r["task"] for r in data], params=None,
                                  ctx=Context())
-    return [f"{r['task_id']}: the canonical program gives {v} ({d})"
-            for r, v, d in zip(data, res.values, res.details) if v != "success"]
+    out = []
+    for r, v, d in zip(data, res.values, res.details):
+        if v is None:   # masked: the sandbox failed, not the task: said as such, never as the task's failure
+            why = d.get("infra", d) if isinstance(d, dict) else d
+            out.append(f"{r['task_id']}: {NOT_RUN} (an infrastructure failure, not the task's: {why}); run it again")
+        elif v != "success":
+            out.append(f"{r['task_id']}: the canonical program gives {v} ({d})")
+    return out
+
+
+NOT_RUN = "not verified: the sandbox could not run its canonical program"
 
 
 if __name__ == "__main__":  # pragma: no cover

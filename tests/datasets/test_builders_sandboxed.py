@@ -91,3 +91,33 @@ def test_prm_data_rows_run_only_in_the_sandbox(tmp_path: Path) -> None:
     assert data.counts["labelled"] >= 1 and data.dpo  # return_none fails the tests: a DPO row
     assert not (host / "marker").exists() and hits == []
     assert sorted(p.name for p in host.iterdir()) == ["secret.txt"]
+
+
+def test_robot_verify_says_an_infrastructure_failure_is_not_the_tasks(tmp_path, monkeypatch) -> None:
+    """`data robot --verify` when the sandbox fails on one task's program (a slot that did not start under load):
+    that task is named as not verified, an infrastructure failure, never as a task whose canonical program fails
+    its worlds; the tasks that did fail are counted apart; nothing is written."""
+    import pytest
+
+    from rewardlang.datasets import commands, sandboxed
+    from rewardlang.datasets.cli import DataSetError, write_robot
+    from rewardlang.runtime.components import robot
+
+    class Result:
+        def __init__(self, n: int) -> None:
+            self.values = ["success"] * n
+            self.details = [{}] * n
+            self.values[1], self.details[1] = None, {"infra": "LevelUnavailable: bwrap slot failed to start"}
+            self.values[2], self.details[2] = "simulation_error", {"error": "no such object"}
+
+    monkeypatch.setattr(sandboxed, "require_sandbox", lambda _what: None)
+    monkeypatch.setattr(robot.robot_outcome_label, "fn", lambda programs, tasks, **_: Result(len(programs)))
+    out = tmp_path / "robot.jsonl"
+    with pytest.raises(DataSetError) as err:
+        write_robot(out, verify=commands.verify_robot)
+    lines = str(err.value).splitlines()
+    assert "not verified: the sandbox could not run its canonical program" in lines[0]
+    assert "infrastructure failure, not the task's" in lines[0] and "canonical program gives" not in lines[0]
+    assert "the canonical program gives simulation_error" in lines[1]
+    assert lines[-1] == "1 task(s) fail their worlds, 1 could not be run (infrastructure); nothing written"
+    assert not out.exists()

@@ -151,6 +151,10 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{_f(r.get('heldout_before'))} → {_f(r.get('heldout_after'))} | {_f(r.get('heldout_change'), True)} "
             f"{_ci(r.get('heldout_change_ci95'))} | {_f(r.get('pass1_before'))} → {_f(r.get('pass1_after'))} | "
             f"{'–' if r['seconds_per_step'] is None else round(r['seconds_per_step'], 1)} |")
+    done = {r["spec"] for r in rows}
+    for name in meta.get("specs", ()):
+        if name not in done:  # a table stopped part-way says which rows it lacks
+            lines.append(f"| `{name}` | | not run (the table was stopped before this spec) | | | | | |")
     note = (f"\n{meta['date']}, model `{meta['model']}`, {meta['steps']} steps, {meta['eval']} held-out problems, "
             f"seed {meta['seed']}, {meta['threads']} torch thread(s); load average {meta['load'][0]}-{meta['load'][1]} "
             f"on {os.cpu_count()} cores. No row: " + "; ".join(f"`{k}` ({v})" for k, v in NO_ROW.items()) + ".\n")
@@ -176,7 +180,21 @@ def main() -> None:
         ap.error(f"unknown spec(s) {unknown}: choose among {', '.join(SPECS)}")
     workdir = args.workdir or tempfile.mkdtemp(prefix="learning-")
     load = [os.getloadavg()[0]]
-    rows = []
+    rows: list[dict[str, Any]] = []
+    sys.path.insert(0, HERE)
+    from rewardlang.outputs import write_text
+
+    def write() -> str:
+        # after every spec, so a long table stopped part-way keeps the rows it finished (each file written whole)
+        meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "model": args.model or "smollm2",
+                "steps": args.steps, "eval": args.eval, "seed": args.seed, "threads": args.threads,
+                "load": [round(x, 1) for x in (*load[:1], os.getloadavg()[0])], "workdir": workdir,
+                "specs": names}
+        write_text(args.out, json.dumps({"meta": meta, "rows": rows}, indent=1))
+        table = markdown(rows, meta)
+        write_text(os.path.splitext(args.out)[0] + ".md", table)
+        return table
+
     for name in names:
         if name == "prlcoder" and not args.prm:
             rows.append({"spec": name, "skipped": "needs a PRM: --prm RUN_DIR/final (rewardlang prm-data, then "
@@ -190,17 +208,8 @@ def main() -> None:
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k not in ("components_before", "components_after")}),
               flush=True)
-    load.append(os.getloadavg()[0])
-    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "model": args.model or "smollm2",
-            "steps": args.steps, "eval": args.eval, "seed": args.seed, "threads": args.threads,
-            "load": [round(x, 1) for x in load], "workdir": workdir}
-    sys.path.insert(0, HERE)
-    from rewardlang.outputs import write_text
-
-    write_text(args.out, json.dumps({"meta": meta, "rows": rows}, indent=1))
-    table = markdown(rows, meta)
-    write_text(os.path.splitext(args.out)[0] + ".md", table)
-    print(table)
+        write()
+    print(write())
 
 
 if __name__ == "__main__":

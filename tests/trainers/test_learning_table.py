@@ -56,3 +56,14 @@ def test_the_markdown_table_has_a_row_per_spec_and_names_the_skipped_and_the_loa
                         "[+0.040, +0.200] | 0.050 → 0.100 | 12.5 |")
     assert lines[3].startswith("| `prlcoder` | | needs a PRM |")
     assert "40 held-out problems" in table and "load average 9.5-10.2" in table and "`prm`" in table
+
+
+def test_a_table_stopped_part_way_names_the_specs_it_did_not_run(tmp_path: Path) -> None:
+    row = {"spec": "codepo_text", "exit": 0, **learning.summarize_run(str(_run(tmp_path)), ends=2),
+           "settings": {"algorithm": "grpo"}}
+    meta = {"date": "2026-11-28 21:00 UTC", "model": "smollm2", "steps": 6, "eval": 8, "seed": 0, "threads": 1,
+            "load": [9.5, 10.2], "specs": ["codepo_text", "oorl", "codepo"]}
+    lines = learning.markdown([row], meta).splitlines()
+    assert lines[2].startswith("| `codepo_text` | grpo | 0.300 → 0.800 |")
+    assert lines[3] == "| `oorl` | | not run (the table was stopped before this spec) | | | | | |"
+    assert lines[4].startswith("| `codepo` | | not run")

@@ -40,8 +40,8 @@ def main() -> None:
     import torch
 
     import rewardlang
-    from rewardlang.trainers.data import is_translation, load_rows, present, split_heldout
-    from rewardlang.trainers.evaluate import generate, load_eval_model
+    from rewardlang.trainers.data import is_translation, load_rows, split_heldout
+    from rewardlang.trainers.evaluate import generate, load_eval_model, score_completions
 
     torch.set_num_threads(args.threads)
     prog = rewardlang.load(args.spec)
@@ -67,15 +67,7 @@ def main() -> None:
                            max_new_tokens=int(train.get("max_completion_length", 48)), few_shot=few_shot,
                            seed=args.seed, **shown)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    flat = [(i, c) for i, cs in enumerate(completions) for c in cs]
-    cols: dict[str, list] = {"completion": [c for _, c in flat]}
-    for inp in prog.inputs:
-        if inp.name == "completion" or not inp.used:
-            continue
-        cols[inp.name] = ([present(problems[i]["prompt"], chat, shown["system_prompt"], shown["prompt_template"],
-                                   few_shot) for i, _ in flat] if inp.name == "prompt"
-                          else [problems[i].get(inp.column) for i, _ in flat])
-    res = prog.score(**cols)
+    owner, res = score_completions(prog, problems, completions, chat=chat, few_shot=few_shot, **shown)
     print(f"{args.spec}: {source}; {len(problems)} problems x {args.n} samples, temperature "
           f"{train.get('temperature', 1.0)}, {train.get('max_completion_length', 48)} tokens; generation {wall:.0f} s "
           f"wall, {cpu:.0f} CPU s, load average {os.getloadavg()[0]:.1f}")
@@ -83,10 +75,12 @@ def main() -> None:
         v = np.asarray(values, dtype=float)
         print(f"  {name}: non-zero on {int((v != 0).sum())} of {len(v)}, mean {np.nanmean(v):.3f}")
     total = np.asarray(res.total, dtype=float)
-    groups = [[round(float(total[j]), 3) for j, (k, _) in enumerate(flat) if k == i] for i in range(len(problems))]
+    groups: list[list[float]] = [[] for _ in problems]
+    for j, i in enumerate(owner):
+        groups[i].append(round(float(total[j]), 3))
     print("  totals per problem: " + " | ".join(", ".join(map(str, g)) for g in groups))
     print(f"  groups whose totals vary: {sum(len(set(g)) > 1 for g in groups)} of {len(groups)}")
-    for c in cols["completion"][:args.show]:
+    for c in [c for cs in completions for c in cs][:args.show]:
         print("-" * 40 + "\n" + c)
 
 

@@ -537,21 +537,18 @@ def paired_change(before: Sequence[float | None], after: Sequence[float | None],
     return out
 
 
-def spec_scores(program: Any, problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[str]], *,
-                chat: bool = True, system_prompt: str | None = None, prompt_template: str | None = None,
-                few_shot: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """Each problem's completions scored by ``program`` (a compiled spec), as training scores them: the spec reads
-    the problem's columns by its inputs' names, and the prompt as the model was shown it
-    (:func:`rewardlang.trainers.data.present`). Per problem: ``reward`` (the mean total of its unmasked
-    completions; None when every one is masked), ``components`` (each one's mean over the same completions) and
-    ``reward_masked`` (completions whose total the spec masked: an infrastructure failure, never scored 0)."""
-    import numpy as np
-
+def score_completions(program: Any, problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[str]], *,
+                      chat: bool = True, system_prompt: str | None = None, prompt_template: str | None = None,
+                      few_shot: Sequence[str] = ()) -> tuple[list[int], Any]:
+    """Every completion scored by ``program`` (a compiled spec) as training scores it: the spec reads the problem's
+    columns by its inputs' names, and the prompt as the model was shown it (:func:`rewardlang.trainers.data.present`).
+    Returns ``(owner, result)``: ``owner[j]`` is the problem of the j-th completion (problems in order, each one's
+    completions in order) and ``result`` the program's score of them all, one batch (None when there are none)."""
     from rewardlang.trainers.data import present
 
     flat = [(i, c) for i, comps in enumerate(completions) for c in comps]
     if not flat:
-        return [{"reward": None, "components": {}, "reward_masked": 0} for _ in problems]
+        return [], None
     cols: dict[str, list[Any]] = {"completion": [c for _, c in flat]}
     for inp in program.inputs:
         if inp.name == "completion" or not inp.used:
@@ -561,10 +558,27 @@ def spec_scores(program: Any, problems: Sequence[Mapping[str, Any]], completions
                               for i, _ in flat]
         else:
             cols[inp.name] = [problems[i].get(inp.column) for i, _ in flat]
-    res = program.score(**cols)
+    return [i for i, _ in flat], program.score(**cols)
+
+
+def spec_scores(program: Any, problems: Sequence[Mapping[str, Any]], completions: Sequence[Sequence[str]], *,
+                chat: bool = True, system_prompt: str | None = None, prompt_template: str | None = None,
+                few_shot: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Each problem's completions scored by ``program`` (:func:`score_completions`). Per problem: ``reward`` (the
+    mean total of its unmasked completions; None when every one is masked), ``components`` (each one's mean over
+    the same completions) and ``reward_masked`` (completions whose total the spec masked: an infrastructure
+    failure, never scored 0)."""
+    import numpy as np
+
+    owner, res = score_completions(program, problems, completions, chat=chat, system_prompt=system_prompt,
+                                   prompt_template=prompt_template, few_shot=few_shot)
+    if res is None:
+        return [{"reward": None, "components": {}, "reward_masked": 0} for _ in problems]
+    of: list[list[int]] = [[] for _ in problems]
+    for j, i in enumerate(owner):
+        of[i].append(j)
     out = []
-    for i in range(len(problems)):
-        rows = [j for j, (k, _) in enumerate(flat) if k == i]
+    for rows in of:
         totals = [float(res.total[j]) for j in rows if res.total[j] == res.total[j]]
         comps = {}
         for name, vals in res.components.items():

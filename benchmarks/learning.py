@@ -161,9 +161,11 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     for name in meta.get("specs", ()):
         if name not in done:  # a table stopped part-way says which rows it lacks
             lines.append(f"| `{name}` | | not run (the table was stopped before this spec) | | | | | | |")
-    note = (f"\n{meta['date']}, model `{meta['model']}`, {meta['steps']} steps, {meta['eval']} held-out problems, "
+    note = (f"\n{meta['date']}, model `{meta['model']}`, {meta['steps']} steps (first/last: "
+            f"the mean of the first and last {meta.get('ends', 3)}), {meta['eval']} held-out problems, "
             f"seed {meta['seed']}, {meta['threads']} torch thread(s); load average {meta['load'][0]}-{meta['load'][1]} "
-            f"on {meta.get('cores', os.cpu_count())} cores (the last column: each run's start, and the load average before and after it). No row: " + "; ".join(f"`{k}` ({v})" for k, v in NO_ROW.items()) + ".\n")
+            f"on {meta.get('cores', os.cpu_count())} cores (the last column: each run's start, and the load average "
+            "before and after it). No row: " + "; ".join(f"`{k}` ({v})" for k, v in NO_ROW.items()) + ".\n")
     return head + "\n".join(lines) + "\n" + note
 
 
@@ -173,7 +175,8 @@ def merged_rows(path: str, names: list[str], args: argparse.Namespace) -> tuple[
     with open(path, encoding="utf-8") as fh:
         earlier = json.load(fh)
     meta = earlier.get("meta", {})
-    budget = {k: getattr(args, k) for k in ("steps", "eval", "seed", "threads")} | {"model": args.model or "smollm2"}
+    budget = {k: getattr(args, k) for k in ("steps", "eval", "ends", "seed", "threads")}
+    budget["model"] = args.model or "smollm2"
     theirs = {k: meta.get(k) for k in budget}
     if theirs != budget:
         raise SystemExit(f"error: --merge: {path} was made with {theirs}, this run is {budget}: one budget per table")
@@ -212,7 +215,8 @@ def main() -> None:
     def write() -> str:
         # after every spec, so a long table stopped part-way keeps the rows it finished (each file written whole)
         meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "model": args.model or "smollm2",
-                "steps": args.steps, "eval": args.eval, "seed": args.seed, "threads": args.threads,
+                "steps": args.steps, "eval": args.eval, "ends": args.ends, "seed": args.seed,
+                "threads": args.threads,
                 "load": [round(x, 1) for x in (*load[:1], os.getloadavg()[0])], "workdir": workdir,
                 "specs": names}
         ordered = sorted([*kept, *rows], key=lambda r: names.index(r["spec"]))

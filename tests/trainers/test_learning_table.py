@@ -75,13 +75,13 @@ def test_merge_keeps_the_earlier_rows_of_other_specs_and_refuses_another_budget(
     import pytest
 
     out = tmp_path / "learning.json"
-    meta = {"date": "2026-11-29 02:00 UTC", "model": "smollm2", "steps": 4, "eval": 10, "seed": 0, "threads": 1,
-            "load": [1.0, 2.0], "specs": ["dpo_tests", "oorl"]}
+    meta = {"date": "2026-11-29 02:00 UTC", "model": "smollm2", "steps": 4, "eval": 10, "ends": 3, "seed": 0,
+            "threads": 1, "load": [1.0, 2.0], "specs": ["dpo_tests", "oorl"]}
     out.write_text(json.dumps({"meta": meta, "rows": [{"spec": "dpo_tests", "exit": 0, "date": "2026-11-29 02:00"},
                                                       {"spec": "oorl", "exit": 1, "error": ["x"]}]}))
-    args = argparse.Namespace(steps=4, eval=10, seed=0, threads=1, model=None)
+    args = argparse.Namespace(steps=4, eval=10, ends=3, seed=0, threads=1, model=None)
     kept, earlier = learning.merged_rows(str(out), ["oorl", "codepo"], args)
     assert [r["spec"] for r in kept] == ["dpo_tests"]  # oorl is being redone: its old row goes
     assert earlier == ["dpo_tests", "oorl"]
     with pytest.raises(SystemExit, match="one budget per table"):
-        learning.merged_rows(str(out), ["codepo"], argparse.Namespace(steps=8, eval=10, seed=0, threads=1, model=None))
+        learning.merged_rows(str(out), ["codepo"], argparse.Namespace(steps=8, eval=10, ends=3, seed=0, threads=1, model=None))

@@ -285,6 +285,53 @@ def undefined_in(problems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: the fewest tokens every prompt must share before :func:`generate` computes them once for all batches
+MIN_SHARED_PREFIX = 16
+
+
+def shared_prefix(token_ids: Sequence[Sequence[int]]) -> int:
+    """How many leading tokens every prompt shares, leaving at least one token of each prompt after it (generation
+    starts from a token it computes itself).
+
+    >>> shared_prefix([[1, 2, 3, 4], [1, 2, 3, 5, 6], [1, 2, 3, 4, 7]])
+    3
+    >>> shared_prefix([[1, 2], [1, 2]])
+    1
+    >>> shared_prefix([[1, 2], [3]])
+    0
+    """
+    if not token_ids:
+        return 0
+    first = token_ids[0]
+    k = min(len(ids) for ids in token_ids) - 1
+    for ids in token_ids[1:]:
+        j = 0
+        while j < k and ids[j] == first[j]:
+            j += 1
+        k = j
+    return max(k, 0)
+
+
+def _continue_prefix(rows: Sequence[Sequence[int]], prefix: int, prefix_cache: Any, pad_id: int,
+                     device: Any) -> tuple[dict[str, Any], Any]:
+    """A batch laid out as ``[shared prefix | padding | the prompt's own tokens]`` with a copy of the prefix's cache
+    for every row. The attention mask hides the padding, and positions count unmasked tokens (as ``generate`` derives
+    them from the mask), so each row sees exactly what it would left-padded: the prefix at positions 0..P-1, its own
+    tokens after."""
+    import copy
+
+    import torch
+
+    tails = [list(ids[prefix:]) for ids in rows]
+    width = max(len(t) for t in tails)
+    ids = [list(rows[0][:prefix]) + [pad_id] * (width - len(t)) + t for t in tails]
+    mask = [[1] * prefix + [0] * (width - len(t)) + [1] * len(t) for t in tails]
+    cache = copy.deepcopy(prefix_cache)
+    cache.batch_repeat_interleave(len(rows))
+    enc = {"input_ids": torch.tensor(ids, device=device), "attention_mask": torch.tensor(mask, device=device)}
+    return enc, cache
+
+
 def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", problems: Sequence[Mapping[str, Any]],
              *, n: int = 1, temperature: float = 0.0, max_new_tokens: int = 256, system_prompt: str | None = None,
              prompt_template: str | None = None, batch_size: int = 32, seed: int = 0,
@@ -309,17 +356,30 @@ def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", pro
     was_training = model.training
     model.eval()
     per_batch = max(1, batch_size // n)
-    lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
+    token_ids = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    lengths = [len(ids) for ids in token_ids]
     order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
     out: list[list[str]] = [[] for _ in texts]
     gen = torch.Generator().manual_seed(seed)
     done = 0
+    # The system prompt and worked examples are the same tokens at the start of every prompt: their keys and values
+    # are computed once and every batch continues from a copy (greedy answers only: sampled ones keep their draws).
+    prefix = shared_prefix(token_ids) if n == 1 else 0
+    prefix_cache = None
+    if prefix >= MIN_SHARED_PREFIX:
+        with torch.no_grad():
+            prefix_cache = model(input_ids=torch.tensor([token_ids[0][:prefix]], device=model.device),
+                                 use_cache=True).cache
     try:
         for start in range(0, len(order), per_batch):
             members = order[start:start + per_batch]
-            chunk = [texts[i] for i in members]
-            enc = tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left",
-                            add_special_tokens=False).to(model.device)
+            if prefix_cache is not None:
+                enc, cache = _continue_prefix([token_ids[i] for i in members], prefix, prefix_cache,
+                                              tokenizer.pad_token_id, model.device)
+            else:
+                chunk = [texts[i] for i in members]
+                enc = tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left",
+                                add_special_tokens=False).to(model.device)
             kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, num_return_sequences=n,
                                           pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
             if temperature > 0:
@@ -327,6 +387,8 @@ def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", pro
                 kwargs.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
             else:
                 kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+            if prefix_cache is not None:
+                kwargs["cache"] = cache
             with torch.no_grad():
                 seqs = model.generate(**enc, **kwargs)
             decoded = tokenizer.batch_decode(seqs[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)

@@ -123,3 +123,46 @@ def test_generate_batches_by_prompt_length_and_keeps_the_problems_order() -> Non
     assert generate(model, tok, problems[::-1], max_new_tokens=2, batch_size=2) == out[::-1]  # type: ignore[arg-type]
     two = generate(model, tok, problems, n=2, temperature=0.5, max_new_tokens=1, batch_size=4)  # type: ignore[arg-type]
     assert two == [[" " + ch, " " + ch] for ch in "abcde"]
+
+
+def test_generate_computes_the_shared_prefix_once_with_the_same_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prompts that start with the same system prompt and worked example: the prefix's keys and values are computed
+    once and every batch continues from a copy (padding after the prefix, hidden by the mask). Each row's logits at
+    every generated step are those of plain left-padded batches (to float rounding), and so are the greedy answers,
+    in batches of different prompt lengths."""
+    from rewardlang.trainers import evaluate
+    from rewardlang.trainers.data import render_prompt
+    from rewardlang.trainers.evaluate import _continue_prefix, generate, shared_prefix
+
+    tok = build_tokenizer(512)
+    tok.chat_template = None   # plain prompts: the random model's answers then depend on each prompt
+    model = build_tiny_model(tok, TinyModelConfig(hidden_size=64, num_hidden_layers=2), seed=3).eval()
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa"]
+    problems = [{"prompt": "def f" + str(i) + "(a):\n    " + "return a + 1  # " * (1 + i % 4) + w}
+                for i, w in enumerate(words)]
+    system, few = "Answer with the whole function in one code block.", ["def one():", "def one():\n    return 1\n"]
+    ids = [tok(render_prompt(p["prompt"], tok, False, system, None, few), add_special_tokens=False)["input_ids"]
+           for p in problems]
+    prefix = shared_prefix(ids)
+    assert prefix >= evaluate.MIN_SHARED_PREFIX   # the fast path is the one tested
+    assert len({len(x) for x in ids}) > 1          # rows of different lengths: padding between prefix and prompt
+
+    gen = dict(max_new_tokens=6, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=None,
+               output_scores=True, return_dict_in_generate=True)
+    with torch.no_grad():
+        cache = model(input_ids=torch.tensor([ids[0][:prefix]]), use_cache=True).cache
+        enc, batch_cache = _continue_prefix(ids, prefix, cache, tok.pad_token_id, model.device)
+        fast = model.generate(**enc, cache=batch_cache, **gen)
+        texts = [render_prompt(p["prompt"], tok, False, system, None, few) for p in problems]
+        plain_enc = tok(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+        plain = model.generate(**plain_enc, **gen)
+    for a, b in zip(fast.scores, plain.scores, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    assert torch.equal(fast.sequences[:, enc["input_ids"].shape[1]:], plain.sequences[:, plain_enc["input_ids"].shape[1]:])
+
+    kw = dict(max_new_tokens=6, batch_size=3, system_prompt=system, few_shot=few)
+    shared = generate(model, tok, problems, **kw)  # type: ignore[arg-type]
+    monkeypatch.setattr(evaluate, "MIN_SHARED_PREFIX", 10**9)
+    assert generate(model, tok, problems, **kw) == shared  # type: ignore[arg-type]
+    # rows' logits differ from each other, so rows mixed up between prompts would have failed the comparison above
+    assert not torch.allclose(plain.scores[0][0], plain.scores[0][1])

@@ -308,17 +308,17 @@ class _DFG:
             return merged
         if t == "for_statement":
             start = len(out)
+            # the same in both passes (the tree does not change), so looked up once
+            left_nodes, right_nodes = self._pair_up(self.field_child(i, "left"), self.field_child(i, "right"))
+            children = kids(i)
             for _ in range(2):
-                right = self.field_child(i, "right")
-                left = self.field_child(i, "left")
-                left_nodes, right_nodes = self._pair_up(left, right)
                 for node in right_nodes:
                     states = self.run(node, states)
                 self._computed_from(left_nodes, right_nodes, states)
-                if not kids(i):
+                if not children:
                     raise _Fail("empty for_statement")
-                if self.types[kids(i)[-1]] == "block":
-                    states = self.run(kids(i)[-1], states)
+                if self.types[children[-1]] == "block":
+                    states = self.run(children[-1], states)
             out[start:] = self._merge_loop(out[start:])
             return states
         if t == "while_statement":

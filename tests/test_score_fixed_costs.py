@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 
 import rewardlang
 from rewardlang.runtime import scoring

@@ -2,7 +2,8 @@
 
 :func:`analyze` runs the requested analyzers over a batch: pylint (one process, ``--jobs``), bandit and
 the in-Python analyzers (radon, vulture, the AST checks; ``workers`` processes each), all three groups at
-the same time. Raw per-analyzer results are cached per distinct code (``LRUCache``), so every quality
+the same time; in a batch of at most :data:`TOGETHER_MAX` codes, bandit and the in-Python analyzers run one after
+the other in one process beside pylint's (one fork instead of two; the same results). Raw per-analyzer results are cached per distinct code (``LRUCache``), so every quality
 function of a spec, whatever its options, shares one analysis per code.
 
 :func:`select` turns raw results into :class:`Finding` values with a severity, a characteristic and a CWE

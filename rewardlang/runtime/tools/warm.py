@@ -22,6 +22,15 @@ the policy's code and never runs it (neither do the tools: they parse it). A run
 library modules sees what a file late in a many-file pylint run sees today; the parity of every raw result with
 the cold path is asserted on the HumanEval corpus (``tests/runtime/tools/test_tool_warm.py``).
 
+Several runs can share one fork (:meth:`WarmHelper.run_many`, :func:`run_warm_many`): the child runs them one
+after the other, each with its own stdout, stderr, exit status, ``cwd``, environment and ``sys.argv``, and puts
+back before each what a run can leave in the process that a later one would read (the module path, the
+recursion limit, the alarm and its handler, fresh standard streams on the run's files). Issue 38: in a batch of
+a few rows, the fork and exit of the light tools' helper, the child's set-up and the caller's bookkeeping cost
+more than bandit's analysis itself, twice (bandit and the analysers), so a small batch runs them in one fork
+(:func:`~rewardlang.runtime.tools.runner.run_together`); a child that does not end cleanly gives no run a result,
+and the caller runs them apart.
+
 Failures are never silent: a helper that dies (or cannot start) is restarted once for the run and counted
 (``tool.warm.restarts``); when that fails too, the run comes back as ``missing`` with the reason, which the
 batch runner turns into an infrastructure failure of the tool (masked and counted, never a score). A run's own

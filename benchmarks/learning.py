@@ -20,6 +20,11 @@ so is ``prlcoder_dpo.reward`` without its pairs file (``data/prm/dpo.jsonl``, fr
     python benchmarks/learning.py                                   # every spec, 8 steps, 40 held-out problems
     python benchmarks/learning.py --specs codepo_text,quality_grpo --steps 4 --eval 10
     python benchmarks/learning.py --model tiny --steps 2 --eval 2   # the pipeline in minutes (no learning)
+    python benchmarks/learning.py --specs oorl --steps 4 --eval 10 --merge -o learning.json   # add or redo a row
+
+``--merge`` keeps the rows already in ``-o`` for the specs not run now (a table built one spec at a time on a
+shared machine); every row carries its own date and load average, and the budgets must agree (else an error: a
+table compares runs of one budget).
 """
 
 from __future__ import annotations
@@ -105,7 +110,7 @@ def run_spec(name: str, args: argparse.Namespace, workdir: str) -> dict[str, Any
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=HERE)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    row: dict[str, Any] = {"spec": name, "command": " ".join(["rewardlang", *cmd[3:]]).replace(HERE + "/", ""),
+    row: dict[str, Any] = {"spec": name, "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "command": " ".join(["rewardlang", *cmd[3:]]).replace(HERE + "/", ""),
                            "exit": proc.returncode, "wall_s": round(wall, 1),
                            "cpu_s": round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 1),
                            "load": [round(load0, 1), round(os.getloadavg()[0], 1)]}
@@ -135,13 +140,13 @@ def _ci(ci: Any) -> str:
 def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     """The table for docs/training.md."""
     head = ("| spec | algorithm | reward first → last steps | zero-variance groups (first 3 steps) | held-out reward "
-            "before → after | change, 95 % CI | pass@1 before → after | s/step |\n"
-            "|---|---|---|---|---|---|---|---|\n")
+            "before → after | change, 95 % CI | pass@1 before → after | s/step | run (UTC), load |\n"
+            "|---|---|---|---|---|---|---|---|---|\n")
     lines = []
     for r in rows:
         if "skipped" in r or r.get("exit"):
             lines.append(f"| `{r['spec']}` | | {r.get('skipped') or 'failed: ' + ' '.join(r.get('error', []))[-200:]} "
-                         "| | | | | |")
+                         "| | | | | | |")
             continue
         zv = r["zero_variance"] if r["zero_variance"] is not None else r.get("no_group_share")
         zv_first = r["zero_variance_first3"]
@@ -150,15 +155,33 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{'–' if zv is None else f'{zv:.2f}'}{'' if zv_first is None else f' ({zv_first:.2f})'} | "
             f"{_f(r.get('heldout_before'))} → {_f(r.get('heldout_after'))} | {_f(r.get('heldout_change'), True)} "
             f"{_ci(r.get('heldout_change_ci95'))} | {_f(r.get('pass1_before'))} → {_f(r.get('pass1_after'))} | "
-            f"{'–' if r['seconds_per_step'] is None else round(r['seconds_per_step'], 1)} |")
+            f"{'–' if r['seconds_per_step'] is None else round(r['seconds_per_step'], 1)} | "
+            f"{r.get('date', meta['date'])[5:]}, {'-'.join(str(x) for x in r.get('load', meta['load']))} |")
     done = {r["spec"] for r in rows}
     for name in meta.get("specs", ()):
         if name not in done:  # a table stopped part-way says which rows it lacks
-            lines.append(f"| `{name}` | | not run (the table was stopped before this spec) | | | | | |")
-    note = (f"\n{meta['date']}, model `{meta['model']}`, {meta['steps']} steps, {meta['eval']} held-out problems, "
+            lines.append(f"| `{name}` | | not run (the table was stopped before this spec) | | | | | | |")
+    note = (f"\n{meta['date']}, model `{meta['model']}`, {meta['steps']} steps (first/last: "
+            f"the mean of the first and last {meta.get('ends', 3)}), {meta['eval']} held-out problems, "
             f"seed {meta['seed']}, {meta['threads']} torch thread(s); load average {meta['load'][0]}-{meta['load'][1]} "
-            f"on {os.cpu_count()} cores. No row: " + "; ".join(f"`{k}` ({v})" for k, v in NO_ROW.items()) + ".\n")
+            f"on {meta.get('cores', os.cpu_count())} cores (the last column: each run's start, and the load average "
+            "before and after it). No row: " + "; ".join(f"`{k}` ({v})" for k, v in NO_ROW.items()) + ".\n")
     return head + "\n".join(lines) + "\n" + note
+
+
+def merged_rows(path: str, names: list[str], args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows of an earlier table at ``path`` that this invocation keeps (its specs not in ``names``), and the
+    earlier table's spec order. An earlier table of another budget is an error: its rows would not compare."""
+    with open(path, encoding="utf-8") as fh:
+        earlier = json.load(fh)
+    meta = earlier.get("meta", {})
+    budget = {k: getattr(args, k) for k in ("steps", "eval", "ends", "seed", "threads")}
+    budget["model"] = args.model or "smollm2"
+    theirs = {k: meta.get(k) for k in budget}
+    if theirs != budget:
+        raise SystemExit(f"error: --merge: {path} was made with {theirs}, this run is {budget}: one budget per table")
+    kept = [r for r in earlier.get("rows", []) if r.get("spec") not in names]
+    return kept, [n for n in meta.get("specs", []) if n in SPECS]
 
 
 def main() -> None:
@@ -173,6 +196,7 @@ def main() -> None:
     ap.add_argument("--prm", default=None, help="a PRM checkpoint (RUN_DIR/final) for prlcoder.reward")
     ap.add_argument("--workdir", default=None, help="keep the runs here (default: a temporary directory)")
     ap.add_argument("-o", "--out", default="learning.json", help="the rows as JSON (the table goes next to it, .md)")
+    ap.add_argument("--merge", action="store_true", help="keep -o's rows of the specs not run now (same budget)")
     args = ap.parse_args()
     names = [s.strip() for s in args.specs.split(",") if s.strip()]
     unknown = [n for n in names if n not in SPECS]
@@ -181,27 +205,35 @@ def main() -> None:
     workdir = args.workdir or tempfile.mkdtemp(prefix="learning-")
     load = [os.getloadavg()[0]]
     rows: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    if args.merge and os.path.exists(args.out):
+        kept, earlier = merged_rows(args.out, names, args)
+        names = [n for n in SPECS if n in {*earlier, *names}]  # the table's order, whatever the invocations'
     sys.path.insert(0, HERE)
     from rewardlang.outputs import write_text
 
     def write() -> str:
         # after every spec, so a long table stopped part-way keeps the rows it finished (each file written whole)
         meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "model": args.model or "smollm2",
-                "steps": args.steps, "eval": args.eval, "seed": args.seed, "threads": args.threads,
+                "steps": args.steps, "eval": args.eval, "ends": args.ends, "seed": args.seed,
+                "threads": args.threads,
                 "load": [round(x, 1) for x in (*load[:1], os.getloadavg()[0])], "workdir": workdir,
                 "specs": names}
-        write_text(args.out, json.dumps({"meta": meta, "rows": rows}, indent=1))
-        table = markdown(rows, meta)
+        ordered = sorted([*kept, *rows], key=lambda r: names.index(r["spec"]))
+        write_text(args.out, json.dumps({"meta": meta, "rows": ordered}, indent=1))
+        table = markdown(ordered, meta)
         write_text(os.path.splitext(args.out)[0] + ".md", table)
         return table
 
-    for name in names:
+    for name in [n for n in names if n not in {r["spec"] for r in kept}]:
         if name == "prlcoder" and not args.prm:
-            rows.append({"spec": name, "skipped": "needs a PRM: --prm RUN_DIR/final (rewardlang prm-data, then "
-                                                  "train specs/prm.reward)"})
+            rows.append({"spec": name, "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+                         "skipped": "needs a PRM: --prm RUN_DIR/final (rewardlang prm-data, then train "
+                                    "specs/prm.reward)"})
             continue
         if name == "prlcoder_dpo" and not os.path.exists(os.path.join(HERE, "data", "prm", "dpo.jsonl")):
-            rows.append({"spec": name, "skipped": "offline DPO on data/prm/dpo.jsonl (rewardlang prm-data)"})
+            rows.append({"spec": name, "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+                         "skipped": "offline DPO on data/prm/dpo.jsonl (rewardlang prm-data)"})
             continue
         print(f"{name}: training ...", file=sys.stderr, flush=True)
         row = run_spec(name, args, workdir)

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 STACK = ("torch", "transformers", "trl", "accelerate", "peft", "matplotlib", "gguf")
 # each package is made unimportable (a None entry in sys.modules: import raises, find_spec says missing)
@@ -22,36 +24,84 @@ def _run(code: str) -> subprocess.CompletedProcess:
                           cwd=ROOT, check=False, env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return _run(f"sys.argv = ['rewardlang', *{list(args)!r}]\nfrom rewardlang.cli import main\nmain()")
+IMPORTS = ("rewardlang", "rewardlang.cli", "rewardlang.runtime.program", "rewardlang.integrations.verl",
+           "rewardlang.integrations.openrlhf", "rewardlang.integrations.server", "rewardlang.integrations.ray_score")
+
+# One process with the stack made unimportable runs the imports, then every command below, one after another (the
+# tool helpers a command starts serve the next, as in one user's session): each command's exit status, stdout and
+# stderr are caught at the file descriptors, so what it prints, and what its helpers print, is its own.
+DRIVER = """
+import json, os, tempfile, traceback
+for m in %(imports)r:
+    __import__(m)
+print(json.dumps({"imports": "ok"}), flush=True)
+from rewardlang.cli import main
+out = {}
+for key, args in %(commands)r:
+    files = [tempfile.TemporaryFile(), tempfile.TemporaryFile()]
+    sys.stdout.flush(); sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    os.dup2(files[0].fileno(), 1); os.dup2(files[1].fileno(), 2)
+    sys.argv = ["rewardlang", *args]
+    try:
+        main()
+        code = 0
+    except SystemExit as e:
+        code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush(); sys.stderr.flush()
+    os.dup2(saved[0], 1); os.dup2(saved[1], 2)
+    for fd in saved:
+        os.close(fd)
+    got = []
+    for f in files:
+        f.seek(0)
+        got.append(f.read().decode(errors="replace"))
+    out[key] = {"returncode": code, "stdout": got[0], "stderr": got[1]}
+print(json.dumps(out))
+"""
+
+SPEC = "specs/quality_grpo.reward"
+NEEDS_STACK = (("train", "--spec", "specs/quality_grpo.reward"), ("eval", "--model", "tiny"), ("plot", "x"),
+               ("explain", "specs/dense_ppo.reward", "-i", "examples/code_samples.jsonl", "--tokens"))
 
 
-def test_imports_need_no_training_stack() -> None:
-    r = _run("import rewardlang, rewardlang.cli, rewardlang.runtime.program, rewardlang.integrations.verl, "
-             "rewardlang.integrations.openrlhf, rewardlang.integrations.server, rewardlang.integrations.ray_score\n"
-             "print('ok')")
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
-
-
-def test_check_score_explain_without_the_stack(tmp_path: Path) -> None:
-    spec = "specs/quality_grpo.reward"
-    assert _cli("check", spec).returncode == 0
-    out = tmp_path / "scored.jsonl"
-    r = _cli("score", spec, "-i", "examples/code_samples.jsonl", "-o", str(out), "--no-summary")
+@pytest.fixture(scope="module")
+def lean(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The imports and every command of the tests below, in one process without the training stack."""
+    out = tmp_path_factory.mktemp("lean") / "scored.jsonl"
+    commands = [("check", ["check", SPEC]),
+                ("score", ["score", SPEC, "-i", "examples/code_samples.jsonl", "-o", str(out), "--no-summary"]),
+                ("explain", ["explain", SPEC, "-i", "examples/code_samples.jsonl", "--row", "0"]),
+                *((" ".join(a), list(a)) for a in NEEDS_STACK)]
+    r = _run(DRIVER % {"imports": IMPORTS, "commands": commands})
     assert r.returncode == 0, r.stderr
-    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    first, rest = r.stdout.strip().splitlines()[-2:]
+    return {**json.loads(first), **json.loads(rest), "scored": out}
+
+
+def test_imports_need_no_training_stack(lean: dict) -> None:
+    assert lean["imports"] == "ok"
+
+
+def test_check_score_explain_without_the_stack(lean: dict) -> None:
+    assert lean["check"]["returncode"] == 0, lean["check"]
+    r = lean["score"]
+    assert r["returncode"] == 0, r["stderr"]
+    rows = [json.loads(x) for x in lean["scored"].read_text().splitlines()]
     assert len(rows) == 6 and rows[0]["reward"] == 0.9746877660183311
-    r = _cli("explain", spec, "-i", "examples/code_samples.jsonl", "--row", "0")
-    assert r.returncode == 0 and "correct" in r.stdout, r.stderr
+    r = lean["explain"]
+    assert r["returncode"] == 0 and "correct" in r["stdout"], r["stderr"]
 
 
-def test_commands_that_need_the_stack_name_the_extra() -> None:
-    for args in (["train", "--spec", "specs/quality_grpo.reward"], ["eval", "--model", "tiny"], ["plot", "x"],
-                 ["explain", "specs/dense_ppo.reward", "-i", "examples/code_samples.jsonl", "--tokens"]):
-        r = _cli(*args)
-        assert r.returncode == 1, (args, r.stderr)
-        assert 'pip install "rewardlang[train]"' in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
-        assert "missing: torch, transformers, trl, accelerate, peft, matplotlib, gguf" in r.stderr
+def test_commands_that_need_the_stack_name_the_extra(lean: dict) -> None:
+    for args in NEEDS_STACK:
+        r = lean[" ".join(args)]
+        assert r["returncode"] == 1, (args, r["stderr"])
+        assert 'pip install "rewardlang[train]"' in r["stderr"] and "Traceback" not in r["stderr"], (args, r["stderr"])
+        assert "missing: torch, transformers, trl, accelerate, peft, matplotlib, gguf" in r["stderr"]
 
 
 def test_commands_that_need_no_model_import_no_torch(tmp_path: Path) -> None:

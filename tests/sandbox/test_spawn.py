@@ -14,6 +14,7 @@ architecture and argument exactly as the chain of compares it replaced (kept bel
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import shutil
@@ -98,10 +99,16 @@ def chain_filter(deny: tuple[str, ...], pid: int | None, arch: str) -> bytes:
     return bytes(out)
 
 
+@functools.lru_cache(maxsize=16)
+def _insns(raw: bytes) -> tuple[tuple[int, int, int, int], ...]:
+    """A filter's instructions, decoded once (the test runs each filter on thousands of calls)."""
+    return tuple(struct.unpack_from("=HBBI", raw, i) for i in range(0, len(raw), 8))
+
+
 def run_bpf(raw: bytes, nr: int, arch: int, args: tuple[int, ...]) -> tuple[int, int]:
     """(return value, instructions executed) of a classic-BPF seccomp filter on one seccomp_data."""
     data = struct.pack("=iIQ", nr, arch, 0) + b"".join(struct.pack("=Q", a & (2 ** 64 - 1)) for a in args)
-    insns = [struct.unpack_from("=HBBI", raw, i) for i in range(0, len(raw), 8)]
+    insns = _insns(raw)
     pc = acc = steps = 0
     while True:
         code, jt, jf, k = insns[pc]
@@ -148,12 +155,15 @@ def test_the_filter_tree_decides_every_call_as_the_chain(arch: str) -> None:
 
 # -- the spawner --------------------------------------------------------------------------------------------
 
-def _build(tmp_path: object) -> str:
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The spawner built from this source, once for the module (the tests only load it; one that moves or
+    changes the file works on its own copy)."""
     if shutil.which("gcc") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("gcc is missing (scripts/install.sh installs it): the spawner cannot be built")
         pytest.skip("gcc is missing")
-    return spawnlib.build(os.path.join(str(tmp_path), "librlspawn.so"))
+    return spawnlib.build(os.path.join(str(tmp_path_factory.mktemp("spawner")), "librlspawn.so"))
 
 
 # Run in a child process: it sets no_new_privs (needed by seccomp), which this process must not keep.
@@ -207,8 +217,8 @@ def _drive(lib: str, rundir: str, exe: str) -> dict:
 
 
 @pytest.mark.skipif(_worker._machine() not in _worker.AUDIT_ARCH, reason="no program filter on this architecture")
-def test_the_spawner_sets_a_step_up_as_the_forked_child_does(tmp_path: object) -> None:
-    lib = _build(tmp_path)
+def test_the_spawner_sets_a_step_up_as_the_forked_child_does(tmp_path: object, built: str) -> None:
+    lib = built
     rundir = os.path.join(str(tmp_path), "run")
     os.mkdir(rundir)
     r = _drive(lib, rundir, "/bin/sh")
@@ -227,8 +237,8 @@ def test_the_spawner_sets_a_step_up_as_the_forked_child_does(tmp_path: object) -
     assert "err" not in r["out"]                         # stderr went where it was told (/dev/null)
 
 
-def test_a_failed_exec_is_reported_on_the_set_up_channel(tmp_path: object) -> None:
-    lib = _build(tmp_path)
+def test_a_failed_exec_is_reported_on_the_set_up_channel(tmp_path: object, built: str) -> None:
+    lib = built
     r = _drive(lib, str(tmp_path), "/nonexistent/toolchain")
     assert r["ready"] == "RE" and r["exit"] == _worker.SETUP_FAILED, r
 
@@ -244,10 +254,10 @@ def test_the_installed_spawner_is_the_one_built_from_this_source() -> None:
     assert _worker._spawner(path) is not None
 
 
-def test_a_library_from_another_source_is_never_found(tmp_path: object) -> None:
+def test_a_library_from_another_source_is_never_found(tmp_path: object, built: str) -> None:
     """The library's name carries the digest of the spawn.c it was built from: one built from an edited
     source is not the one this package looks for (a stale library is ignored, never called)."""
-    lib = _build(tmp_path)
+    lib = shutil.copy(built, os.path.join(str(tmp_path), "librlspawn.so"))
     assert spawnlib.installed(str(tmp_path)) is None            # built, but not under this source's name
     os.rename(lib, spawnlib.library_path(str(tmp_path)))
     assert spawnlib.installed(str(tmp_path)) == spawnlib.library_path(str(tmp_path))
@@ -362,11 +372,11 @@ print(json.dumps(out))
 """
 
 
-def test_the_short_wait_reaps_a_quick_step_and_leaves_a_slow_one(tmp_path: object) -> None:
+def test_the_short_wait_reaps_a_quick_step_and_leaves_a_slow_one(built: str) -> None:
     """rl_wait_short: a step that exits within the timeout is reaped, its pipes read up to the room given
     (the caller's cap + 1) and its set-up bytes returned; one that outlives it is neither reaped nor read
     (the worker's loop takes over); a failed exec reports "RE" as on the Python path."""
-    lib = _build(tmp_path)
+    lib = built
     env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", ".."))
     r = subprocess.run([sys.executable, "-c", WAIT_DRIVER, lib], capture_output=True, text=True, check=False,
                        env=env, timeout=60)
@@ -433,13 +443,13 @@ print(json.dumps(out))
 """
 
 
-def test_rl_step_runs_a_short_step_whole_and_hands_a_long_one_over(tmp_path: object) -> None:
+def test_rl_step_runs_a_short_step_whole_and_hands_a_long_one_over(built: str) -> None:
     """rl_step: a step that ends within the first tick is spawned, reaped and read in one call (stdout up to
     the room given, the result channel, stderr only where the step joins it to stdout, the set-up byte), its
     descriptors closed, the clock and the children's CPU before and after; a step that leaves a process
     behind is reported not clean (the worker then kills it); one that outlives the tick is neither reaped nor
     read, its pipes left open for the worker's loop; a failed exec reports "RE" and the set-up exit status."""
-    lib = _build(tmp_path)
+    lib = built
     env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", ".."))
     r = subprocess.run([sys.executable, "-c", STEP_DRIVER, lib], capture_output=True, text=True, check=False,
                        env=env, timeout=60)
@@ -573,13 +583,13 @@ print(json.dumps(out))
 """
 
 
-def test_rl_program_runs_the_common_case_whole_and_stops_where_the_worker_must_go_on(tmp_path: object) -> None:
+def test_rl_program_runs_the_common_case_whole_and_stops_where_the_worker_must_go_on(built: str) -> None:
     """rl_program: the run directory and the source, then the steps while each went well and left nothing to
     relay or kill, then the clean-up of an interpreted program's directory and the roots' check (their times
     put back). It stops, leaving the rest to the worker, after a step that failed (no run after a failed
     compile), wrote something, or left a process behind; it does not claim a clean-up it could not prove (a
     file the program left, an extended attribute on a root); a directory that cannot be made is an error."""
-    lib = _build(tmp_path)
+    lib = built
     env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", ".."))
     r = subprocess.run([sys.executable, "-c", PROGRAM_DRIVER, lib], capture_output=True, text=True, check=False,
                        env=env, timeout=120)

@@ -58,9 +58,25 @@ def _run(tmp_path: Path, algo: str, audits: str = AUDITS, sets: dict | None = No
                                                      "output_dir": str(tmp_path / "run")}, progress=False)
 
 
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Each trainer's run with the audits and a reference column (so the probes run too), trained once for the
+    module: the tests below read it, none changes it."""
+    runs: dict = {}
+
+    def get(algo: str):  # type: ignore[no-untyped-def]
+        if algo not in runs:
+            runs[algo] = _run(tmp_path_factory.mktemp(f"audited-{algo}"), algo, reference=True)
+        return runs[algo]
+
+    return get
+
+
 @pytest.mark.parametrize("algo", ["grpo", "ppo", "gepo", "dpo", "oorl"])
-def test_every_generating_trainer_audits_its_own_samples(tmp_path: Path, algo: str) -> None:
-    result = _run(tmp_path, algo)
+def test_every_generating_trainer_audits_its_own_samples(tmp_path: Path, audited, algo: str) -> None:  # type: ignore[no-untyped-def]
+    # GRPO and PPO: the module's runs with a reference column (the tests below use them too); the others without
+    # one, as a data set without solutions gives them: the audits must work either way
+    result = audited(algo) if algo in ("grpo", "ppo") else _run(tmp_path, algo)
     run = Path(result.run_dir)
     recs = {r["step"]: r for r in read_metrics(str(run / "metrics.jsonl")) if "step" in r and "train_runtime" not in r}
     assert sorted(recs) == [1, 2, 3, 4]
@@ -87,10 +103,10 @@ def test_every_generating_trainer_audits_its_own_samples(tmp_path: Path, algo: s
     assert "## Audits" in readme and "| step | reward | has_secret | gap has_secret |" in readme
 
 
-def test_probes_and_the_reference_answer_at_the_audit_period(tmp_path: Path) -> None:
+def test_probes_and_the_reference_answer_at_the_audit_period(audited) -> None:  # type: ignore[no-untyped-def]
     """With a reference column the probes are held against the reference answer laid out as the step's best sample;
     the empty answer is short (1) and earns more than the long reference here: an alarm, said once."""
-    result = _run(tmp_path, "grpo", reference=True)
+    result = audited("grpo")
     run = Path(result.run_dir)
     recs = {r["step"]: r for r in read_metrics(str(run / "metrics.jsonl")) if "train_runtime" not in r}
     for s in (1, 2, 4):
@@ -137,21 +153,21 @@ def test_stop_on_alarm_from_the_command_line_exits_1(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("algo", ["grpo", "ppo"])
-def test_the_trained_run_is_bit_identical_with_and_without_audits(tmp_path: Path, algo: str) -> None:
+def test_the_trained_run_is_bit_identical_with_and_without_audits(tmp_path: Path, audited, algo: str) -> None:  # type: ignore[no-untyped-def]
     import torch
     from safetensors.torch import load_file
 
     plain = _run(tmp_path / "plain", algo, audits="")
-    audited = _run(tmp_path / "audited", algo, reference=True)
+    with_audits = audited(algo)  # the audits and the probes (a reference column)
     a = [r for r in read_metrics(plain.metrics_path) if "train_runtime" not in r]
-    b = [r for r in read_metrics(audited.metrics_path) if "train_runtime" not in r]
+    b = [r for r in read_metrics(with_audits.metrics_path) if "train_runtime" not in r]
     keys = [k for k in a[0] if k.startswith(("reward", "rewards/", "loss", "grad_norm", "advantages/", "kl",
                                              "entropy", "masked/"))]
     assert keys and all(k in b[0] for k in keys)
     for ra, rb in zip(a, b, strict=True):
         assert {k: ra[k] for k in keys} == {k: rb[k] for k in keys}
     wa = load_file(str(Path(plain.final_dir) / "model.safetensors"))
-    wb = load_file(str(Path(audited.final_dir) / "model.safetensors"))
+    wb = load_file(str(Path(with_audits.final_dir) / "model.safetensors"))
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 
 import pytest
@@ -11,9 +12,9 @@ import torch
 from safetensors.torch import load_file
 
 from rewardlang.trainers.config import ConfigError
-from rewardlang.trainers.grpo import last_checkpoint, train
+from rewardlang.trainers.grpo import train
 from rewardlang.trainers.metrics import read_metrics
-from resume_kit import StopAt, kill_and_resume  # noqa: E402
+from resume_kit import kill_and_resume  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOY = os.path.join(HERE, "toy_digits.reward")
@@ -47,16 +48,13 @@ def _assert_same_run(a: str, b: str) -> None:
     assert [s for s, _, _ in _curve(b)] == [1, 2, 3, 4, 5, 6]
 
 
-def test_stop_and_resume_matches_an_uninterrupted_run(tmp_path, prompts) -> None:
-    flags = {"dataset": prompts, "seed": 3}
-    full = train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp_path / "full")}, progress=False)
+def test_stop_and_resume_matches_an_uninterrupted_run(grpo_resume_runs) -> None:
+    """The session's shared run (tests/trainers/conftest.py): 6 steps in one go, and stopped after step 3 (with a
+    half-written step-4 record) then resumed."""
+    full, resumed = grpo_resume_runs["full"], grpo_resume_runs["resumed"]
+    assert (grpo_resume_runs["spec"], grpo_resume_runs["sets"]) == (TOY, SETS)
     assert full.global_step == 6
-
-    part = train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp_path / "part")}, progress=False,
-                 callbacks=[StopAt(3)])
-    assert part.global_step == 3 and last_checkpoint(part.run_dir).endswith("checkpoint-3")
-    resumed = train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp_path / "part")}, progress=False,
-                    resume=True)
+    assert grpo_resume_runs["part_step"] == 3 and grpo_resume_runs["part_last"].endswith("checkpoint-3")
     assert resumed.global_step == 6
     _assert_same_run(full.run_dir, resumed.run_dir)
     assert os.path.exists(os.path.join(resumed.run_dir, "config.resume-3.json"))
@@ -65,11 +63,13 @@ def test_stop_and_resume_matches_an_uninterrupted_run(tmp_path, prompts) -> None
     assert any(not torch.equal(init[k], _weights(full.run_dir)[k]) for k in init)
 
 
-def test_resume_refuses_changed_settings_and_fresh_runs_refuse_used_dirs(tmp_path, prompts) -> None:
+def test_resume_refuses_changed_settings_and_fresh_runs_refuse_used_dirs(tmp_path, prompts,
+                                                                          grpo_resume_runs) -> None:
     out = str(tmp_path / "run")
-    train(TOY, sets={**SETS, "train.max_steps": 3}, flags={"dataset": prompts, "output_dir": out}, progress=False)
-    with pytest.raises(ConfigError, match=r"settings differ .*seed \(0 then, 5 now\)"):
-        train(TOY, sets=SETS, flags={"dataset": prompts, "output_dir": out, "seed": 5}, resume=True, progress=False)
+    shutil.copytree(grpo_resume_runs["full"].run_dir, out)   # a finished run, trained with seed 3
+    with pytest.raises(ConfigError, match=r"settings differ .*seed \(3 then, 5 now\)"):
+        train(TOY, sets=SETS, flags={**grpo_resume_runs["flags"], "output_dir": out, "seed": 5}, resume=True,
+              progress=False)
     with pytest.raises(ConfigError, match="already holds a run; continue it with --resume"):
         train(TOY, sets=SETS, flags={"dataset": prompts, "output_dir": out}, progress=False)
     with pytest.raises(ConfigError, match="run directory .*/nowhere does not exist"):

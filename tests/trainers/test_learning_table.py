@@ -47,13 +47,13 @@ def test_a_row_holds_the_ends_the_zero_variance_share_and_the_heldout_change(tmp
 
 def test_the_markdown_table_has_a_row_per_spec_and_names_the_skipped_and_the_load(tmp_path: Path) -> None:
     row = {"spec": "quality_grpo", "exit": 0, **learning.summarize_run(str(_run(tmp_path)), ends=2),
-           "settings": {"algorithm": "grpo"}}
+           "settings": {"algorithm": "grpo"}, "date": "2026-11-28 20:40", "load": [1.5, 2.0]}
     meta = {"date": "2026-11-28 21:00 UTC", "model": "smollm2", "steps": 6, "eval": 40, "seed": 0, "threads": 1,
             "load": [9.5, 10.2]}
     table = learning.markdown([row, {"spec": "prlcoder", "skipped": "needs a PRM"}], meta)
     lines = table.splitlines()
     assert lines[2] == ("| `quality_grpo` | grpo | 0.300 → 0.800 | 0.33 (0.33) | 0.430 → 0.550 | +0.120 "
-                        "[+0.040, +0.200] | 0.050 → 0.100 | 12.5 |")
+                        "[+0.040, +0.200] | 0.050 → 0.100 | 12.5 | 11-28 20:40, 1.5-2.0 |")
     assert lines[3].startswith("| `prlcoder` | | needs a PRM |")
     assert "40 held-out problems" in table and "load average 9.5-10.2" in table and "`prm`" in table
 
@@ -65,5 +65,23 @@ def test_a_table_stopped_part_way_names_the_specs_it_did_not_run(tmp_path: Path)
             "load": [9.5, 10.2], "specs": ["codepo_text", "oorl", "codepo"]}
     lines = learning.markdown([row], meta).splitlines()
     assert lines[2].startswith("| `codepo_text` | grpo | 0.300 → 0.800 |")
-    assert lines[3] == "| `oorl` | | not run (the table was stopped before this spec) | | | | | |"
+    assert lines[3] == "| `oorl` | | not run (the table was stopped before this spec) | | | | | | |"
     assert lines[4].startswith("| `codepo` | | not run")
+
+
+def test_merge_keeps_the_earlier_rows_of_other_specs_and_refuses_another_budget(tmp_path: Path) -> None:
+    import argparse
+
+    import pytest
+
+    out = tmp_path / "learning.json"
+    meta = {"date": "2026-11-29 02:00 UTC", "model": "smollm2", "steps": 4, "eval": 10, "ends": 3, "seed": 0,
+            "threads": 1, "load": [1.0, 2.0], "specs": ["dpo_tests", "oorl"]}
+    out.write_text(json.dumps({"meta": meta, "rows": [{"spec": "dpo_tests", "exit": 0, "date": "2026-11-29 02:00"},
+                                                      {"spec": "oorl", "exit": 1, "error": ["x"]}]}))
+    args = argparse.Namespace(steps=4, eval=10, ends=3, seed=0, threads=1, model=None)
+    kept, earlier = learning.merged_rows(str(out), ["oorl", "codepo"], args)
+    assert [r["spec"] for r in kept] == ["dpo_tests"]  # oorl is being redone: its old row goes
+    assert earlier == ["dpo_tests", "oorl"]
+    with pytest.raises(SystemExit, match="one budget per table"):
+        learning.merged_rows(str(out), ["codepo"], argparse.Namespace(steps=8, eval=10, ends=3, seed=0, threads=1, model=None))

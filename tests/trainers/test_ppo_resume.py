@@ -17,8 +17,10 @@ from resume_kit import StopAt, kill_and_resume  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOY = os.path.join(HERE, "toy_dense.reward")
-# beta > 0 exercises the reference model; 2 mini-batches x 2 micro-batches exercise accumulation; warm-up + cosine
-SETS = {"train.max_steps": 6, "train.save_steps": 3, "train.max_completion_length": 8, "train.beta": 0.05,
+# beta > 0 exercises the reference model; 2 mini-batches x 2 micro-batches exercise accumulation; warm-up + cosine;
+# 4 steps, a checkpoint after step 3: the resumed run crosses into the second epoch of the data before the stop and
+# resumes mid-epoch (data position 6 of 5 prompts), with a step of the cosine schedule still to go
+SETS = {"train.max_steps": 4, "train.save_steps": 3, "train.max_completion_length": 8, "train.beta": 0.05,
         "train.num_mini_batches": 2, "train.gradient_accumulation_steps": 2, "train.lr_scheduler": "cosine",
         "train.warmup_ratio": 0.1, "train.ppo_epochs": 2}
 
@@ -26,7 +28,7 @@ SETS = {"train.max_steps": 6, "train.save_steps": 3, "train.max_completion_lengt
 
 @pytest.fixture()
 def prompts(tmp_path) -> str:
-    """5 prompts, 2 per step: the 6-step runs cross epochs of the data and resume mid-epoch."""
+    """5 prompts, 2 per step: the runs cross epochs of the data and resume mid-epoch."""
     path = tmp_path / "prompts.jsonl"
     path.write_text("".join(json.dumps({"prompt": f"Task {i}: say it."}) + "\n" for i in range(5)))
     return str(path)
@@ -49,19 +51,19 @@ def _assert_same_run(a: str, b: str, names: tuple[str, ...]) -> None:
         for k in wa:
             assert torch.equal(wa[k], wb[k]), (name, k)
     assert _curve(a) == _curve(b)
-    assert [c[0] for c in _curve(b)] == [1, 2, 3, 4, 5, 6]
+    assert [c[0] for c in _curve(b)] == list(range(1, SETS["train.max_steps"] + 1))
 
 
 def test_stop_and_resume_matches_an_uninterrupted_run(tmp_path, prompts) -> None:
     flags = {"dataset": prompts, "seed": 3}
     full = train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp_path / "full")}, progress=False)
-    assert full.global_step == 6
+    assert full.global_step == 4
     part = train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp_path / "part")}, progress=False,
                  callbacks=[StopAt(3)])
     assert part.global_step == 3 and last_checkpoint(part.run_dir).endswith("checkpoint-3")
     resumed = train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp_path / "part")}, progress=False,
                     resume=True)
-    assert resumed.global_step == 6
+    assert resumed.global_step == 4
     names = ("model.safetensors", os.path.join("critic", "model.safetensors"))
     _assert_same_run(full.run_dir, resumed.run_dir, names)
     assert os.path.exists(os.path.join(resumed.run_dir, "config.resume-3.json"))

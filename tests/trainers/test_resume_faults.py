@@ -17,10 +17,6 @@ from rewardlang.trainers.config import ConfigError
 from rewardlang.trainers.metrics import MetricsError, read_metrics, truncate_after
 from rewardlang.trainers.run import checkpoint_damage
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOY = os.path.join(HERE, "toy_digits.reward")
-SETS = {"train.max_steps": 4, "train.save_steps": 2, "train.max_completion_length": 8, "train.prompts_per_step": 2}
-
 
 def _metrics(d, torn: str = '{"step": 4, "reward": 0.') -> str:
     path = os.path.join(d, "metrics.jsonl")
@@ -107,66 +103,68 @@ def test_checkpoint_damage_names_the_file(tmp_path, name: str, how: str) -> None
 
 
 # ------------------------------------------------------------------ training runs
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """A 4-step toy GRPO run, and the same run stopped after step 2 and resumed."""
-    from resume_kit import StopAt
-
-    from rewardlang.trainers.grpo import train
-
-    tmp = tmp_path_factory.mktemp("runs")
-    prompts = tmp / "prompts.jsonl"
-    prompts.write_text("".join(json.dumps({"prompt": f"Task {i}: say it."}) + "\n" for i in range(5)))
-    flags = {"dataset": str(prompts), "seed": 3}
-    full = train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp / "full")}, progress=False)
-    train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp / "part")}, progress=False, callbacks=[StopAt(2)])
-    # the killed run was writing step 3's record when it died: half a line
-    with open(tmp / "part" / "metrics.jsonl", "a") as fh:
-        fh.write('{"step": 3, "reward": 0.1, "lo')
-    resumed = train(TOY, sets=SETS, flags={**flags, "output_dir": str(tmp / "part")}, progress=False, resume=True)
-    return {"full": full.run_dir, "resumed": resumed.run_dir, "flags": flags, "tmp": tmp}
-
-
 def _summary(run_dir: str) -> dict:
     (rec,) = [r for r in read_metrics(os.path.join(run_dir, "metrics.jsonl")) if "train_runtime" in r]
     return rec
 
 
-def test_a_resumed_runs_summary_equals_the_uninterrupted_one(runs) -> None:
+def test_a_resumed_runs_summary_equals_the_uninterrupted_one(grpo_resume_runs) -> None:
+    """The session's shared run (tests/trainers/conftest.py): 6 steps in one go, and stopped after step 3 while
+    writing step 4's record (half a line) then resumed."""
+    runs = {k: grpo_resume_runs[k].run_dir for k in ("full", "resumed")}
     full, resumed = _summary(runs["full"]), _summary(runs["resumed"])
     assert resumed["train_loss"] == full["train_loss"]
     losses = [r["loss"] for r in read_metrics(os.path.join(runs["full"], "metrics.jsonl")) if "loss" in r]
-    assert len(losses) == 4 and full["train_loss"] == pytest.approx(sum(losses) / 4, rel=1e-12)
+    assert len(losses) == 6 and full["train_loss"] == pytest.approx(sum(losses) / 6, rel=1e-12)
     assert resumed["total_flos"] == full["total_flos"] and resumed["epoch"] == full["epoch"]
     steps = [r["step"] for r in read_metrics(os.path.join(runs["resumed"], "metrics.jsonl"))]
-    assert steps == [1, 2, 3, 4, 4]  # the torn step-3 line was dropped, steps 3-4 written again, then the summary
+    assert steps == [1, 2, 3, 4, 5, 6, 6]  # the torn step-4 line was dropped, steps 4-6 written again, the summary
 
 
-@pytest.mark.parametrize("name", ["model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"])
-def test_resume_from_a_damaged_checkpoint_names_the_file_and_the_way_on(runs, name: str, tmp_path) -> None:
+def _damaged_copy(grpo_resume_runs: dict, tmp_path: Path, name: str) -> tuple[Path, str]:
+    """A copy of the shared full run cut off before its final model, ``name`` in its last checkpoint cut in half;
+    resuming it is refused with a message naming the file and the way on (returned)."""
     from rewardlang.trainers.grpo import train
 
     run = tmp_path / "run"
-    shutil.copytree(runs["full"], run)
+    shutil.copytree(grpo_resume_runs["full"].run_dir, run)
     shutil.rmtree(run / "final")
-    victim = run / "checkpoint-4" / name
+    victim = run / "checkpoint-6" / name
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
-    sets = {**SETS, "train.max_steps": 6}
     with pytest.raises(ConfigError) as err:
-        train(TOY, sets=sets, flags={**runs["flags"], "output_dir": str(run)}, progress=False, resume=True)
-    msg = str(err.value)
-    assert f"checkpoint {run}/checkpoint-4 is damaged: {name} is cut short" in msg
-    assert f"the newest whole checkpoint is {run}/checkpoint-2" in msg and "mv " in msg
-    # the way on works: with the damaged one moved aside, the run continues from step 2
-    os.rename(run / "checkpoint-4", run / "checkpoint-4.damaged")
-    done = train(TOY, sets=sets, flags={**runs["flags"], "output_dir": str(run)}, progress=False, resume=True)
+        train(grpo_resume_runs["spec"], sets=grpo_resume_runs["sets"],
+              flags={**grpo_resume_runs["flags"], "output_dir": str(run)}, progress=False, resume=True)
+    return run, str(err.value)
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"])
+def test_resume_from_a_damaged_checkpoint_names_the_file_and_the_way_on(grpo_resume_runs, name: str,
+                                                                        tmp_path) -> None:
+    run, msg = _damaged_copy(grpo_resume_runs, tmp_path, name)
+    assert f"checkpoint {run}/checkpoint-6 is damaged: {name} is cut short" in msg
+    assert f"the newest whole checkpoint is {run}/checkpoint-3" in msg and "mv " in msg
+
+
+def test_the_way_on_from_a_damaged_checkpoint_works(grpo_resume_runs, tmp_path) -> None:
+    """What the message above says to do (whichever file was damaged: the checkpoint is moved aside whole): the run
+    continues from the newest whole checkpoint; with no whole checkpoint at all, a fresh start is the way on, said
+    by the CLI without a traceback."""
+    from rewardlang.trainers.grpo import train
+
+    run, msg = _damaged_copy(grpo_resume_runs, tmp_path, "optimizer.pt")
+    assert f"(mv {run}/checkpoint-6 {run}/checkpoint-6.damaged)" in msg, msg
+    os.rename(run / "checkpoint-6", run / "checkpoint-6.damaged")
+    sets = grpo_resume_runs["sets"]
+    done = train(grpo_resume_runs["spec"], sets=sets, flags={**grpo_resume_runs["flags"], "output_dir": str(run)},
+                 progress=False, resume=True)
     assert done.global_step == 6
-    # no whole checkpoint at all: a fresh start is the way on, said by the CLI without a traceback
-    for ck in ("checkpoint-2", "checkpoint-4", "checkpoint-6"):
+    assert [r["step"] for r in read_metrics(os.path.join(run, "metrics.jsonl")) if "reward" in r] == [1, 2, 3, 4, 5,
+                                                                                                      6]
+    for ck in ("checkpoint-3", "checkpoint-6"):
         f = run / ck / "optimizer.pt"
         f.write_bytes(f.read_bytes()[:100])
-    result = CliRunner().invoke(app, ["train", "--spec", TOY, "--dataset", runs["flags"]["dataset"], "--seed", "3",
-                                      "--output", str(run), "--resume", "--no-progress",
-                                      *[f"--set={k}={v}" for k, v in sets.items()]])
+    result = CliRunner().invoke(app, ["train", "--spec", grpo_resume_runs["spec"], "--dataset",
+                                      grpo_resume_runs["flags"]["dataset"], "--seed", "3", "--output", str(run),
+                                      "--resume", "--no-progress", *[f"--set={k}={v}" for k, v in sets.items()]])
     assert result.exit_code == 1, result.output
     assert "start a fresh run" in result.output and "Traceback" not in result.output

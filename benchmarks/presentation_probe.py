@@ -55,6 +55,10 @@ def main() -> None:
         rows, _ = split_heldout(rows, args.heldout, args.seed)  # never probe a problem train.eval holds out
     if args.ids:
         by_id = {r["task_id"]: r for r in rows}
+        missing = [i for i in args.ids.split(",") if i not in by_id]
+        if missing:  # held out (train.eval never trains on them) or not in the dataset
+            ap.error(f"--ids {','.join(missing)}: not among the {len(rows)} training problems of {source} "
+                     f"(after holding out --heldout {args.heldout})")
         problems = [by_id[i] for i in args.ids.split(",")]
     else:
         problems = rows[:args.problems]

@@ -292,7 +292,8 @@ def _plan(command: str) -> list[tuple[str, str]]:
             if words[1:3] == ["-m", "pytest"]:
                 steps.append(("skip", "the test suite itself"))
                 continue
-            steps.append(("run", f"{py} " + part.split(None, 1)[1]))
+            # a script marked long runs with --help appended, as the module docstring says (not for minutes)
+            steps.append(("help" if long else "run", f"{py} " + part.split(None, 1)[1] + (" --help" if long else "")))
             continue
         if prog in ("bash", "sh") and len(words) > 1 and words[1].startswith("scripts/"):
             steps.append(("script", " ".join(words[1:])))
@@ -375,6 +376,8 @@ def test_every_command_and_python_block_of_the_page_works(page: Path, tmp_path: 
                                                                ("skip", "the test suite itself")]),
     ("CUDA_VISIBLE_DEVICES=1 accelerate launch --config_file examples/accelerate/zero2.yaml -m rewardlang train "
      "--spec S", [("exists", "examples/accelerate/zero2.yaml"), ("help", "-m rewardlang train --spec S --help")]),
+    ("python benchmarks/learning.py --steps 8  # doc-test: long",
+     [("help", "benchmarks/learning.py --steps 8 --help")]),
     ("rewardlang score specs/a.reward -i x.jsonl  # doc-test: long", [("exists", "specs/a.reward"),
                                                                       ("help", "-m rewardlang score specs/a.reward -i x.jsonl --help")]),
     ("apt-get install -y bubblewrap", [("skip", "`apt-get` (system set-up or another program)")]),

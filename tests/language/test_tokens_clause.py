@@ -4,8 +4,6 @@ misuse as located E216 errors, and fmt."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -38,13 +36,23 @@ def test_placements_in_completion_characters() -> None:
     assert res.record(0)["tokens"] == got
 
 
+def _cli(*args: str) -> str:
+    """The command's standard output, run in this process (typer's runner); it must succeed."""
+    from typer.testing import CliRunner
+
+    from rewardlang.cli import app
+
+    r = CliRunner().invoke(app, list(args))
+    assert r.exit_code == 0 and r.exception is None, (r.stderr, r.exception)
+    return r.stdout
+
+
 def test_score_cli_writes_the_placements(tmp_path) -> None:
     spec = tmp_path / "t.reward"
     spec.write_text(FORMS)
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"completion": "no code TODO"}) + "\n")
-    out = subprocess.run([sys.executable, "-m", "rewardlang", "score", str(spec), "-i", str(data)],
-                         capture_output=True, text=True, check=True).stdout
+    out = _cli("score", str(spec), "-i", str(data))
     rec = json.loads(out)
     # no python block: over/split place nothing, the TODO span and the uncovered value remain
     assert rec["tokens"]["tests"] == {"ranges": []}
@@ -102,8 +110,7 @@ def test_explain_tokens_prints_each_token(tmp_path) -> None:
     spec.write_text(FORMS)
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"completion": "A TODO\n```python\nx = 1\ny = (\n```"}) + "\n")
-    out = subprocess.run([sys.executable, "-m", "rewardlang", "explain", str(spec), "-i", str(data), "--tokens"],
-                         capture_output=True, text=True, check=True).stdout.splitlines()
+    out = _cli("explain", str(spec), "-i", str(data), "--tokens").splitlines()
     assert out[0].split() == ["#", "token", "acc", "tests", "todo", "lines", "syntax", "plain", "reward"]
     # token 1 " T" of "TODO": todo -1, nothing else; reward = the weighted sum (weights 1)
     assert out[2].split() == ["1", "T", "0", "0", "-1", "0", "0", "0", "-1"]

@@ -12,9 +12,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -68,9 +67,22 @@ def test_all_164_canonical_solutions_score_1_on_raw_tests(spec: str) -> None:
     assert [(r["task_id"], v, e) for r, v, e in zip(RAW, values, errors) if v != 1.0] == []
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rewardlang", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+def _cli(*args: str, cwd: Path) -> SimpleNamespace:
+    """The command in this process (typer's runner: its exit status, stdout and stderr apart), run from ``cwd``;
+    the sandbox and the tool helpers are this process's, as for any in-process caller."""
+    from typer.testing import CliRunner
+
+    from rewardlang.cli import app
+
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        r = CliRunner().invoke(app, list(args))
+    finally:
+        os.chdir(here)
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception   # a crash, never taken for the command's own exit status 1
+    return SimpleNamespace(returncode=r.exit_code, stdout=r.stdout, stderr=r.stderr)
 
 
 def _write(path: Path, rows: list[dict]) -> Path:

@@ -14,7 +14,8 @@
    38): at each ``--clients`` count C, C closed-loop clients post C x ``--per-request`` rows with one row per
    request and with ``--per-request`` (32) rows per request, to this tree's server and to git REF's (a detached
    worktree), both running, alternating: per tree, the throughput ratio one-row / batched (target >= 0.8), p50/p99
-   per-row latency of each, and whether every row's score is equal across runs.
+   per-row latency of each, the server's CPU per row (its process tree: what the ratio is where the server has
+   the cores to itself), and whether every row's score is equal across runs.
 3. ``rewardlang score --ray local --workers 2`` against the local run on ``--ray-rows`` rows of
    ``specs/codepo_text.reward`` (outputs compared byte for byte): Ray's overhead. Needs Ray (skipped, said so,
    without it).
@@ -319,12 +320,14 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                              text=True, check=False).stdout.strip()
         sides = {"this tree": ROOT, f"{ref} ({sha})": old}
         urls = {}
+        pids = {}
         # both serve REF's spec: this tree reads every spec an older one does, not always the other way round
         spec = os.path.join(old, "specs", "quality_grpo.reward")
         for name, root in sides.items():
             p, url = _start_server(root, spec)
             procs.append(p)
             urls[name] = url
+            pids[name] = p.pid
             # warm: compile, sandbox slots, analyser helpers
             _clients(url, samples(2 * max(clients_list), f"warm-{name}"), 1, max(clients_list))
         print(f"[server against {ref}] quality_grpo.reward; closed-loop clients {clients_list}, 1 and "
@@ -332,6 +335,7 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
               f"[{load()}]", flush=True)
         times: dict[tuple[str, int, int], list[float]] = {}
         lats: dict[tuple[str, int, int], list[float]] = {}
+        cpus: dict[tuple[str, int, int], list[float]] = {}  # the server's CPU seconds per row (its process tree)
         reference: dict[int, list[float | None]] = {}
         same = True
         for c in clients_list:
@@ -342,7 +346,9 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                 for per in ((per_request, 1) if turn % 2 == 0 else (1, per_request)):
                     for name in order:
                         rows = samples(n, f"{name}-{c}-{per}-{turn}")
+                        c0 = _tree_cpu(pids[name])
                         dt, got, lat, scores = _clients(urls[name], rows, per, c)
+                        cpus.setdefault((name, c, per), []).append((_tree_cpu(pids[name]) - c0) / n)
                         assert got == n, (got, n)
                         ref_scores = reference.setdefault(n, scores)
                         same = same and scores == ref_scores
@@ -361,6 +367,10 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                       f"p99 {_pct(l1, .99):.2f} s); {per_request} rows/request {n / tb:6.1f} rows/s (p50 "
                       f"{_pct(lb, .5):.2f} s, p99 {_pct(lb, .99):.2f} s); one-row / batched {tb / t1:.2f}x "
                       f"(target >= 0.8)")
+                k1 = statistics.median(cpus[(name, c, 1)])
+                kb = statistics.median(cpus[(name, c, per_request)])
+                print(f"  {'':28s} server CPU per row (its process tree): 1 row/request {k1 * 1e3:.1f} ms, "
+                      f"{per_request} rows/request {kb * 1e3:.1f} ms; batched / one-row {kb / k1:.2f}x")
     finally:
         for p in procs:
             p.terminate()

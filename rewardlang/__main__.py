@@ -3,4 +3,4 @@
 from rewardlang.cli import main
 
 if __name__ == "__main__":  # scoring worker processes import this module again: they must not run the CLI
-    main()
+    main(process_exit=True)  # this call is the whole process: a clean end skips the teardown

@@ -110,6 +110,43 @@ def exit_interrupted(code: int) -> NoReturn:
     sys.exit(code)
 
 
+_DONE: list[bool] = []
+
+
+def done_cleanly() -> None:
+    """Say that the running command has finished its work and closed everything it wrote (its output is complete
+    on disk or on standard output): a process entry point may then end it with :func:`exit_fast`."""
+    _DONE.append(True)
+
+
+def exit_fast(code: int) -> None:
+    """End a CLI process whose command said :func:`done_cleanly` at once, without the interpreter's teardown;
+    return (and let the caller exit as usual) in any other case.
+
+    The teardown frees every object the run made one by one (the caches of a large `score`: trees, features,
+    rows) and collects them: ~0.4 s of CPU after 13,120 CodePO rows, with nothing left to do. What it would do
+    that matters is done first: the atexit handlers run (temporary files, multiprocessing), standard output
+    and error are flushed. Not taken while another non-daemon thread still runs (the interpreter would wait for
+    it) or when flushing fails (a closed pipe: the usual exit reports it)."""
+    import threading
+
+    if not _DONE or not isinstance(code, int):
+        return
+    main = threading.main_thread()
+    if any(t is not main and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        return
+    import atexit
+
+    atexit._run_exitfuncs()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

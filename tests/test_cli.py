@@ -542,8 +542,13 @@ def test_score_default_workers_start_a_pool_only_when_the_rest_repays_it(tmp_pat
     r = invoke("score", spec, "-i", data, "--batch-size", 10, "--no-summary")
     assert r.exit_code == 0 and started == []        # a small file: one process, as with --workers 1
     monkeypatch.setattr(scoring, "POOL_START_S", 0.0)     # a pool that costs nothing always repays itself
+    monkeypatch.setattr(scoring, "MIN_CORE_SHARE", 0.0)   # ... whatever share of a core this (busy) machine gave
     r = invoke("score", spec, "-i", data, "--batch-size", 10, "--no-summary")
     assert r.exit_code == 0 and started == [4]       # started once, after the first (timed) batch
+    started.clear()
+    monkeypatch.setattr(scoring, "MIN_CORE_SHARE", 2.0)   # no process gets two cores' worth: no core was free
+    r = invoke("score", spec, "-i", data, "--batch-size", 10, "--no-summary")
+    assert r.exit_code == 0 and started == []
     started.clear()
     r = invoke("score", spec, "-i", data, "--batch-size", 10, "--workers", 1, "--no-summary")
     assert r.exit_code == 0 and started == []        # an explicit --workers is obeyed

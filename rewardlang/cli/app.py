@@ -54,14 +54,21 @@ def _guard_commands(typer_app: typer.Typer) -> None:
 _guard_commands(app)
 
 
-def main() -> None:
-    from rewardlang.outputs import InterruptExit, exit_interrupted, install_signal_handlers, interrupt_line
+def main(process_exit: bool = False) -> None:
+    """Run the command ``sys.argv`` names. ``process_exit`` (the ``rewardlang`` script and ``python -m
+    rewardlang``: this call is the whole process): a command that finished cleanly ends the process at once,
+    without the interpreter's teardown (:func:`rewardlang.outputs.exit_fast`)."""
+    from rewardlang.outputs import InterruptExit, exit_fast, exit_interrupted, install_signal_handlers, interrupt_line
 
     install_signal_handlers()  # SIGTERM unwinds like Ctrl-C: temporaries removed, the sandbox closed, one line
     try:
         app()
     except InterruptExit as exc:  # the command said its line: leave with 128 + the signal, not death by SIGINT
         exit_interrupted(int(exc.code))
+    except SystemExit as exc:  # how click ends every command
+        if process_exit and exc.code in (0, None):
+            exit_fast(0)
+        raise
     except KeyboardInterrupt as exc:  # one that came between commands (while importing, say)
         line, code = interrupt_line(exc)
         _err(line)
@@ -75,6 +82,11 @@ def main() -> None:
             raise
         _err(f"internal error: {type(exc).__name__}: {exc}\n(run with --debug for the traceback; please report it)")
         sys.exit(2)
+
+
+def entry() -> None:
+    """The ``rewardlang`` script: :func:`main` as the whole process."""
+    main(process_exit=True)
 
 
 if __name__ == "__main__":

@@ -110,6 +110,7 @@ def score(spec: Path = typer.Argument(..., help="spec file"),
     finally:
         if spooled:
             os.unlink(spooled)
+    outputs.done_cleanly()  # everything is written and closed: the process may end without its teardown
 
 
 def _score_here(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str | None, on_bad_row: str,

@@ -264,8 +264,11 @@ class Batcher:
     answered get that long to send their next rows): ``window_s``, or, while fewer requests wait than it
     expects, up to ``hold`` of the previous batch's scoring time (at most ``max_hold_s``, at least ``window_s``):
     a caller waits a small part of what its own rows take to score, never longer (issue 38: p50/p99 per-row
-    latency in ``benchmarks/bench_scale.py``). A caller that stops sending is expected for a few more batches
-    at most (:attr:`expect_batches`). More than
+    latency in ``benchmarks/bench_scale.py``). A quarter: on 2 cores shared with other jobs, the callers
+    answered took more than a tenth of a 16-row batch's scoring time to be back (the earlier ``hold``), the
+    batches held ~13.5 of 16 rows and the few left over paid the per-batch cost again in the next one; a caller
+    that misses a batch waits for the whole next one, far longer than the hold. A caller that stops sending is
+    expected for a few more batches at most (:attr:`expect_batches`). More than
     ``max_pending`` waiting rows make :meth:`submit` raise :class:`Overloaded` at once (a bounded queue, never an
     unbounded wait). A submission whose future is cancelled before its batch starts leaves the queue, unscored
     (the server cancels the requests of clients that went away). :meth:`close` stops accepting, scores everything
@@ -277,7 +280,7 @@ class Batcher:
     expect_batches: int = 4
 
     def __init__(self, scorer: SpecScorer, *, window_s: float = 0.02, max_batch: int = 512,
-                 max_pending: int = 8192, hold: float = 0.1, max_hold_s: float = 0.25) -> None:
+                 max_pending: int = 8192, hold: float = 0.25, max_hold_s: float = 0.5) -> None:
         self.scorer = scorer
         self.window_s = window_s
         self.max_batch = max_batch

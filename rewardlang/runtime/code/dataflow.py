@@ -61,6 +61,10 @@ def _by_idx(e: Edge) -> int:
     return e[1]
 
 
+def _by_key_idx(item: tuple[tuple[str, int, str], Any]) -> int:
+    return item[0][1]
+
+
 _SKIP = None  # token entry of a keyword or punctuation token (its type is its text): no variable
 
 
@@ -78,18 +82,22 @@ class _DFG:
         texts = _token_texts(code, spans)
         # index_to_code: position → (token index, text); a later token at the same position (zero-width
         # MISSING nodes) replaces an earlier one, as in the reference's dict
-        index_to_code: dict[tuple[int, int], tuple[int, str]] = {}
-        for idx, (sp, text) in enumerate(zip(spans, texts)):
-            index_to_code[sp] = (idx, text)
-        # per node: None for non-tokens; for tokens (idx, text, is identifier) or _SKIP when type == text
+        index_to_code: dict[tuple[int, int], tuple[int, str]] = dict(zip(spans, enumerate(texts)))
+        # per node: None for non-tokens; for tokens (idx, text, is identifier) or _SKIP when type == text.
+        # Per token (in ``order``): its (idx, text) where it is a variable token, else None (var_tokens' slices)
         tok: list[Any] = [None] * n
         self.is_tok = is_tok = [False] * n
-        for i, sp in zip(order, spans):
-            idx, text = index_to_code[sp]
+        self.var = var = [None] * len(order)
+        entry = index_to_code.__getitem__
+        for pos, (i, sp) in enumerate(zip(order, spans)):
+            e = entry(sp)
             t = types[i]
-            tok[i] = _SKIP if t == text else (idx, text, t == "identifier")
+            if t != e[1]:
+                tok[i] = (e[0], e[1], t == "identifier")
+                var[pos] = e
             is_tok[i] = True
         self.tok = tok
+        self.kids = flat.children  # the bound method: one call level less on a hot path
         self.index_to_code = index_to_code
         # nodes with a for_in_clause child (comprehensions; anything in an ERROR node): the reference walks
         # that child first. The parent is the nearest earlier node whose subtree reaches the child.
@@ -101,29 +109,30 @@ class _DFG:
                     while last[p] < j:
                         p -= 1
                     self.loop_first.add(p)
-        self._fields: dict[int, dict[str, int | None]] = {}
+        self._fields: dict[tuple[int, str], int | None] = {}
         self.out: list[Edge] = []
 
     # -- tree access -------------------------------------------------------------------------------------
-    def kids(self, i: int) -> list[int]:
-        return self.flat.children(i)
-
     def field_child(self, i: int, name: str) -> int | None:
         """``node.child_by_field_name(name)`` as an index (tree-sitter's own lookup, for exactness)."""
-        cache = self._fields.setdefault(i, {})
-        if name not in cache:
-            node = self.flat.nodes[i]
-            found = node.child_by_field_name(name)
-            index = None
-            if found is not None:
-                for c, child in zip(self.kids(i), node.children):
-                    if child == found:
-                        index = c
-                        break
-                else:  # not a direct child: cannot happen with tree-sitter's visible-node semantics
-                    raise _Fail(f"field {name} of node {i} is not a child")
-            cache[name] = index
-        return cache[name]
+        key = (i, name)
+        cache = self._fields
+        if key in cache:
+            return cache[key]
+        node = self.flat.nodes[i]
+        found = node.child_by_field_name(name)
+        index = None
+        if found is not None:
+            kids = self.kids(i)
+            try:  # the first child equal to it, compared in C
+                pos = node.children.index(found)
+            except ValueError:  # not a direct child: cannot happen with tree-sitter's visible-node semantics
+                raise _Fail(f"field {name} of node {i} is not a child") from None
+            if pos >= len(kids):  # pragma: no cover - both enumerate the visible children
+                raise _Fail(f"field {name} of node {i} is not a child")
+            index = kids[pos]
+        cache[key] = index
+        return index
 
     def children_of(self, i: int | None) -> list[int]:
         if i is None:
@@ -134,12 +143,12 @@ class _DFG:
         """``tree_to_variable_index`` then ``index_to_code``: (index, text) of the non-keyword tokens."""
         if i is None:
             raise _Fail("no such child")  # the reference calls .children on None
-        order, tok = self.order, self.tok
+        order = self.order
         lo = bisect.bisect_left(order, i)
         if lo and self.last[order[lo - 1]] >= i and not self.is_tok[i]:
             return self._var_tokens_inside(i)
         hi = bisect.bisect_right(order, self.last[i], lo)
-        return [(e[0], e[1]) for e in (tok[j] for j in order[lo:hi]) if e is not _SKIP]
+        return [e for e in self.var[lo:hi] if e is not None]
 
     def _leaf_entry(self, i: int) -> tuple[int, str]:
         """The reference's ``index_to_code`` lookup for a node its leaf test accepts but that is no token (it
@@ -193,7 +202,7 @@ class _DFG:
             out.append((code, idx, "comesFrom", [], []))
             return states
         t = self.types[i]
-        if self._is_leafy(i):  # a leaf inside a string literal (reached through a field of it)
+        if (self.last[i] == i or t in _STRINGY) and t != "comment":  # _is_leafy: a leaf inside a string literal
             idx, code = self._leaf_entry(i)
             if t == code:
                 return states
@@ -299,17 +308,17 @@ class _DFG:
             return merged
         if t == "for_statement":
             start = len(out)
+            # the same in both passes (the tree does not change), so looked up once
+            left_nodes, right_nodes = self._pair_up(self.field_child(i, "left"), self.field_child(i, "right"))
+            children = kids(i)
             for _ in range(2):
-                right = self.field_child(i, "right")
-                left = self.field_child(i, "left")
-                left_nodes, right_nodes = self._pair_up(left, right)
                 for node in right_nodes:
                     states = self.run(node, states)
                 self._computed_from(left_nodes, right_nodes, states)
-                if not kids(i):
+                if not children:
                     raise _Fail("empty for_statement")
-                if self.types[kids(i)[-1]] == "block":
-                    states = self.run(kids(i)[-1], states)
+                if self.types[children[-1]] == "block":
+                    states = self.run(children[-1], states)
             out[start:] = self._merge_loop(out[start:])
             return states
         if t == "while_statement":
@@ -350,14 +359,16 @@ class _DFG:
         key share a position, so their relative order — all the merge depends on — is the same as in the
         reference's position-sorted lists."""
         dic: dict[tuple[str, int, str], list[Any]] = {}
+        seed0 = self.seed0
         for x in dfg:
-            key = (x[0], x[1], x[2])
-            if key not in dic:
+            key = x[:3]
+            d = dic.get(key)
+            if d is None:
                 dic[key] = [x[3], x[4]]
             else:
-                dic[key][0] = self.merge_names(dic[key][0], x[3])
-                dic[key][1] = sorted(set(dic[key][1] + x[4]))
-        return [(x[0], x[1], x[2], y[0], y[1]) for x, y in sorted(dic.items(), key=lambda t: t[0][1])]
+                d[0] = _merge_names(d[0], x[3], seed0)
+                d[1] = sorted(set(d[1] + x[4]))
+        return [(x[0], x[1], x[2], y[0], y[1]) for x, y in sorted(dic.items(), key=_by_key_idx)]
 
 
 def _token_texts(code: str, spans: list[tuple[int, int]]) -> list[str]:

@@ -64,6 +64,8 @@ class _Tables:
     token: frozenset[int]      # kinds in TOKEN_TYPES
     comment: frozenset[int]
     extra: frozenset[int]      # kinds that occur as extras (anywhere in the tree), ERROR included
+    special: frozenset[int]    # keep | extra: one test per node for the rare cases
+    inner_special: frozenset[int]  # token kinds and anonymous kinds: one test per node with children
 
 
 _TABLES: dict[str, _Tables] = {}
@@ -76,16 +78,21 @@ def _tables(lang: str) -> _Tables:
         named = {i: bool(lg.node_kind_is_named(i)) for i in range(lg.node_kind_count)}
         names[ERROR_KIND], named[ERROR_KIND] = "ERROR", True
         fields = [""] + [lg.field_name_for_id(i) or "" for i in range(1, lg.field_count + 1)]
+        keep = frozenset(k for k, v in names.items() if v in KEEP_NODES)
+        token = frozenset(k for k, v in names.items() if v in TOKEN_TYPES)
+        extra = frozenset(k for k, v in names.items() if v in ("comment", "line_continuation", "ERROR"))
         _TABLES[lang] = _Tables(
             names=names,
             heads={k: "(" + v for k, v in names.items()},
             named=named,
             leaf_key={k: (f"({v})" if named[k] else None) for k, v in names.items()},
             prefix=[" "] + [f" {f}: " for f in fields[1:]],
-            keep=frozenset(k for k, v in names.items() if v in KEEP_NODES),
-            token=frozenset(k for k, v in names.items() if v in TOKEN_TYPES),
+            keep=keep,
+            token=token,
             comment=frozenset(k for k, v in names.items() if v == "comment"),
-            extra=frozenset(k for k, v in names.items() if v in ("comment", "line_continuation", "ERROR")),
+            extra=extra,
+            special=keep | extra,
+            inner_special=token | frozenset(k for k, v in named.items() if not v),
         )
     return _TABLES[lang]
 
@@ -142,7 +149,7 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
     """
     t = _tables(lang)
     heads, named, leaf_key, prefix, keep, token = t.heads, t.named, t.leaf_key, t.prefix, t.keep, t.token
-    comment, extra = t.comment, t.extra
+    comment, extra, special, inner_special = t.comment, t.extra, t.special, t.inner_special
     cur = tree.walk()
     kind: list[int] = []
     last: list[int] = []
@@ -163,6 +170,8 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
     n_missing = 0  # MISSING nodes the walk saw
     misread: set[int] = set()  # parents of extra nodes
     key: str | None = None
+    top: list[str] | None = None  # the pieces of the innermost open node (stack[-1][1]), None at the root
+    depth = 0  # len(stack)
     while True:
         node = cur.node
         i += 1
@@ -171,25 +180,30 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
         last_append(i)
         if keys is not None:
             keys.append(None)
-        if k in keep:
-            nodes[i] = node
-        if k in extra and stack and in_token < 0:
-            # py-tree-sitter 0.22's node.children (what the reference walks) can give an extra node — a
-            # comment, a line continuation, an ERROR node of the error recovery — the alias of the child slot
-            # it sits in ("block" for one inside an aliased _simple_statements); the cursor reports the real
-            # kind. Remember the parent, to re-read its children the reference's way (_apparent_types).
-            misread.add(stack[-1][0])
+        if k in special:
+            if k in keep:
+                nodes[i] = node
+            if k in extra and stack and in_token < 0:
+                # py-tree-sitter 0.22's node.children (what the reference walks) can give an extra node — a
+                # comment, a line continuation, an ERROR node of the error recovery — the alias of the child
+                # slot it sits in ("block" for one inside an aliased _simple_statements); the cursor reports
+                # the real kind. Remember the parent, to re-read its children the reference's way
+                # (_apparent_types).
+                misread.add(stack[-1][0])
         if goto_first_child():
-            if k in token:
-                spans[i] = node.byte_range
-                if in_token < 0:
-                    tokens_append(i)
-                    in_token = i
-            if not named[k]:
-                anonymous = True
-            stack.append((i, [heads[k]]))
-            if len(stack) > max_depth:  # noqa: PLR1730 - hot loop, no call
-                max_depth = len(stack)
+            if k in inner_special:
+                if k in token:
+                    spans[i] = node.byte_range
+                    if in_token < 0:
+                        tokens_append(i)
+                        in_token = i
+                if not named[k]:
+                    anonymous = True
+            top = [heads[k]]
+            stack.append((i, top))
+            depth += 1
+            if depth > max_depth:  # noqa: PLR1730 - hot loop, no call
+                max_depth = depth
             continue
         span = spans[i] = node.byte_range
         if in_token < 0 and k not in comment:
@@ -203,8 +217,8 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
         if key is not None:
             if keys is not None:
                 keys[i] = key
-            if stack:
-                stack[-1][1].append(prefix[cur.field_id or 0] + key)
+            if top is not None:
+                top.append(prefix[cur.field_id or 0] + key)
         while not goto_next_sibling():
             if not goto_parent():
                 if last[0] == 0:  # a root without children is a subtree too
@@ -225,6 +239,8 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
                     flat.subtrees = _children_subtrees(tree, digest_over)
                 return flat
             j, pieces = stack.pop()
+            depth -= 1
+            top = stack[-1][1] if depth else None
             last[j] = i
             if j == in_token:
                 in_token = -1
@@ -235,8 +251,8 @@ def flatten(tree: Any, lang: str = "python", digest_over: int | None = DIGEST_OV
             if keys is not None:
                 keys[j] = key
             sub_append(key)
-            if stack:
-                stack[-1][1].append(prefix[cur.field_id or 0] + key)
+            if top is not None:
+                top.append(prefix[cur.field_id or 0] + key)
 
 
 def _apparent_types(tree: Any, flat: Flat, misread: set[int]) -> bool:

@@ -24,7 +24,7 @@ from rewardlang.runtime.tools.runner import (
 )
 from rewardlang.runtime.tools.text import SourceText
 
-__all__ = ["BanditTool", "scan"]
+__all__ = ["BanditTool", "plan", "scan"]
 
 
 def bandit_command() -> list[str]:
@@ -83,10 +83,15 @@ class BanditTool(BatchTool):
 def scan(codes: Sequence[str], *, timeout: float = 30.0, workers: int = 2,
          stats: Counter | None = None) -> list[FileResult]:
     """Run bandit over every code string; one :class:`FileResult` (findings are dicts) per input."""
+    tool, sources, names = plan(codes, workers=workers)
+    results = run_batch(tool, sources, timeout=timeout, workers=workers, stats=stats)
+    return [results[n] for n in names]
+
+
+def plan(codes: Sequence[str], *, workers: int = 2) -> tuple[BanditTool, dict[str, str], list[str]]:
+    """What :func:`scan` runs: the tool, its files ``{name: text}``, and each code's file name (same order)."""
     srcs = [SourceText(c) for c in codes]
     names = [file_name_for(s.text) for s in srcs]
     # a process per core only from 64 files per process: below that its start costs more than it saves
     tool = BanditTool(max(1, min(int(workers), len(set(names)) // 64)), texts=dict(zip(names, srcs)))
-    results = run_batch(tool, dict(zip(names, (s.text for s in srcs))), timeout=timeout, workers=workers,
-                        stats=stats)
-    return [results[n] for n in names]
+    return tool, dict(zip(names, (s.text for s in srcs))), names

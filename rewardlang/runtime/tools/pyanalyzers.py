@@ -45,7 +45,7 @@ from rewardlang.runtime.tools.runner import (
 )
 from rewardlang.runtime.tools.text import SourceText
 
-__all__ = ["PyAnalyzersTool", "analyze", "NAMES"]
+__all__ = ["PyAnalyzersTool", "analyze", "finish", "plan", "NAMES"]
 
 NAMES = ("radon", "vulture", "exception_handling", "data_structure", "resource_use", "string_concat")
 
@@ -101,12 +101,26 @@ def analyze(codes: Sequence[str], analyzers: Sequence[str], *, timeout: float = 
 
     A per-file failure of the whole child (timeout, crash) is an error of every analyzer for that file.
     """
+    tool, sources, names = plan(codes, analyzers, timeout=timeout, workers=workers, respect_noqa=respect_noqa)
+    results = run_batch(tool, sources, timeout=timeout, workers=workers, stats=stats)
+    return finish(results, names, analyzers)
+
+
+def plan(codes: Sequence[str], analyzers: Sequence[str], *, timeout: float = 30.0, workers: int = 2,
+         respect_noqa: bool = False) -> tuple[PyAnalyzersTool, dict[str, str], list[str]]:
+    """What :func:`analyze` runs: the tool, its files ``{name: text}``, and each code's file name (same
+    order); :func:`finish` reads its results."""
     srcs = [SourceText(c) for c in codes]
     names = [file_name_for(s.text) for s in srcs]
     # a process per core only from 64 files per process: below that its start costs more than it saves
     tool = PyAnalyzersTool(analyzers, timeout, max(1, min(int(workers), len(set(names)) // 64)), respect_noqa)
-    results = run_batch(tool, dict(zip(names, (s.text for s in srcs))), timeout=timeout, workers=workers,
-                        stats=stats)
+    return tool, dict(zip(names, (s.text for s in srcs))), names
+
+
+def finish(results: dict[str, FileResult], names: Sequence[str], analyzers: Sequence[str]
+           ) -> list[dict[str, FileResult]]:
+    """Per file of ``names``, ``{analyzer: FileResult}`` from the tool's results (what :func:`analyze`
+    returns)."""
     out: list[dict[str, FileResult]] = []
     for n in names:
         r = results[n]

@@ -39,7 +39,7 @@ from rewardlang.runtime.tools.runner import (
 )
 from rewardlang.runtime.tools.text import SourceText
 
-__all__ = ["PylintTool", "lint", "neutralize_pragmas", "CROSS_FILE_MESSAGES", "DEFAULT_ENABLE"]
+__all__ = ["PylintTool", "lint", "plan", "neutralize_pragmas", "CROSS_FILE_MESSAGES", "DEFAULT_ENABLE"]
 
 #: messages computed across files: always off, a sample must not be judged against another one
 CROSS_FILE_MESSAGES = ("duplicate-code", "cyclic-import")
@@ -144,10 +144,18 @@ def lint(codes: Sequence[str], *, enable: Sequence[str] = DEFAULT_ENABLE, disabl
     is ``-1`` when pylint gives no end (the finding then covers the rest of its line). ``severity`` is the
     message category letter (C, R, W, E, F, I).
     """
+    tool, sources, names = plan(codes, enable=enable, disable=disable, respect_pragmas=respect_pragmas,
+                                workers=workers)
+    results = run_batch(tool, sources, timeout=timeout, workers=workers, stats=stats)
+    return [results[n] for n in names]
+
+
+def plan(codes: Sequence[str], *, enable: Sequence[str] = DEFAULT_ENABLE, disable: Sequence[str] = (),
+         respect_pragmas: bool = False, workers: int = 2) -> tuple[PylintTool, dict[str, str], list[str]]:
+    """What :func:`lint` runs: the tool, its files ``{name: text}``, and each code's file name (same order)."""
     srcs = [SourceText(c) for c in codes]
     texts = [s.text if respect_pragmas else neutralize_pragmas(s.text) for s in srcs]
     names = [file_name_for(t) for t in texts]
     parts = max(1, min(int(workers), len(set(names)) // 64))
     tool = PylintTool(enable, disable, jobs=parts, texts=dict(zip(names, srcs)))
-    results = run_batch(tool, dict(zip(names, texts)), timeout=timeout, workers=workers, stats=stats)
-    return [results[n] for n in names]
+    return tool, dict(zip(names, texts)), names

@@ -50,11 +50,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rewardlang.runtime.tools.command import Completed, run_command
-from rewardlang.runtime.tools.warm import run_warm
+from rewardlang.runtime.tools.warm import run_warm, run_warm_many
 
 __all__ = [
-    "Completed", "FileResult", "BatchTool", "run_command", "run_batch", "resolve_command", "file_name_for",
-    "startup_allowance",
+    "Completed", "FileResult", "BatchTool", "run_command", "run_batch", "run_together", "resolve_command",
+    "file_name_for", "startup_allowance",
 ]
 
 #: environment variable prefix for overriding a tool's command line
@@ -176,6 +176,13 @@ class _Batch:
         cut = remaining < limit
         run = _launch(self.tool.argv(files, self.workdir), timeout=min(limit, remaining), cwd=self.workdir,
                       env=self.tool.env(self.workdir), stats=self.stats)
+        return self.settle(run, files, limit, cut)
+
+    def settle(self, run: Completed, files: list[str], limit: float, cut: bool = False
+               ) -> tuple[dict[str, FileResult], str | None, str]:
+        """What :meth:`run` returns, from the run over ``files`` that ended as ``run`` (its deadline ``limit``;
+        ``cut``: shortened by the call's time budget)."""
+        exhausted = f"{self.tool.name}: time budget exhausted while isolating a failing sample; not analysed"
         with self.lock:
             self.stats[f"tool.{self.tool.name}.runs"] += 1
         if run.missing:
@@ -270,6 +277,59 @@ def _write_sources(tool: BatchTool, sources: dict[str, str]) -> Path:
             if k == len(roots) - 1:
                 raise
     raise RuntimeError("unreachable")
+
+
+def run_together(jobs: Sequence[tuple[BatchTool, dict[str, str]]], *, timeout: float,
+                 stats: Counter | None = None) -> list[dict[str, FileResult]] | None:
+    """Each ``(tool, {file name: text})`` of ``jobs`` as one run over all its files, every run one after the
+    other in one process of the warm helper (one fork instead of one per tool: a small batch's analysis costs
+    less than the fork and exit of the helper; issue 38). Each tool runs in a directory of its own with exactly
+    the files and command line of :func:`run_batch`'s first run, so what it reports is what that run reports.
+
+    Returns one ``{file name: FileResult}`` per job, or None when the runs cannot go together (a tool that is
+    not one of the helper's, the helpers off) or when any of them did not end cleanly (a timeout, a crash, an
+    unreadable report, no helper): the caller then runs them apart with :func:`run_batch`, which isolates
+    whichever file was the cause. Nothing is cached from a run that is thrown away.
+    """
+    stats = stats if stats is not None else Counter()
+    if not jobs or any(tool.shards != 1 or not sources for tool, sources in jobs):
+        return None
+    root = Path(tempfile.mkdtemp(prefix="rewardlang-tools-", dir=_temp_roots()[0]))
+    try:
+        batches, argvs, envs, names = [], [], [], []
+        for tool, sources in jobs:
+            workdir = root / tool.name
+            workdir.mkdir()
+            tool.prepare(workdir)
+            for name, text in sources.items():
+                with open(workdir / name, "w", encoding="utf-8", newline="") as fh:
+                    fh.write(text)
+            batch = _Batch(tool, workdir, max(float(timeout), 0.01), stats)
+            files = sorted(sources)
+            batches.append(batch)
+            names.append(files)
+            argvs.append(tool.argv(files, workdir))
+            envs.append(tool.env(workdir))
+        limit = max(b.deadline(len(f)) for b, f in zip(batches, names))
+        runs = run_warm_many(argvs, timeout=limit, cwds=[b.workdir for b in batches], envs=envs, stats=stats)
+        if runs is None:
+            return None
+        stats["tool.together.runs"] += 1
+        out = []
+        for batch, files, run in zip(batches, names, runs):
+            if run.missing or run.timed_out or run.returncode is None:
+                stats["tool.together.apart"] += 1
+                return None
+            results, failure, _ = batch.settle(run, files, limit)
+            if failure is not None:
+                stats["tool.together.apart"] += 1
+                return None
+            out.append(results)
+        return out
+    except OSError:  # e.g. a full /dev/shm: run_batch finds another place
+        return None
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def run_batch(tool: BatchTool, sources: dict[str, str], *, timeout: float, workers: int = 2,

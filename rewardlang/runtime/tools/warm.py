@@ -22,6 +22,15 @@ the policy's code and never runs it (neither do the tools: they parse it). A run
 library modules sees what a file late in a many-file pylint run sees today; the parity of every raw result with
 the cold path is asserted on the HumanEval corpus (``tests/runtime/tools/test_tool_warm.py``).
 
+Several runs can share one fork (:meth:`WarmHelper.run_many`, :func:`run_warm_many`): the child runs them one
+after the other, each with its own stdout, stderr, exit status, ``cwd``, environment and ``sys.argv``, and puts
+back before each what a run can leave in the process that a later one would read (the module path, the
+recursion limit, the alarm and its handler, fresh standard streams on the run's files). Issue 38: in a batch of
+a few rows, the fork and exit of the light tools' helper, the child's set-up and the caller's bookkeeping cost
+more than bandit's analysis itself, twice (bandit and the analysers), so a small batch runs them in one fork
+(:func:`~rewardlang.runtime.tools.runner.run_together`); a child that does not end cleanly gives no run a result,
+and the caller runs them apart.
+
 Failures are never silent: a helper that dies (or cannot start) is restarted once for the run and counted
 (``tool.warm.restarts``); when that fails too, the run comes back as ``missing`` with the reason, which the
 batch runner turns into an infrastructure failure of the tool (masked and counted, never a score). A run's own
@@ -47,6 +56,7 @@ interpreter).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -65,13 +75,16 @@ from typing import Any
 
 from rewardlang.runtime.tools.command import Completed
 
-__all__ = ["TOOL_MODULES", "HelperDead", "WarmHelper", "enabled", "helper", "run_warm"]
+__all__ = ["MAX_RUNS", "TOOL_MODULES", "HelperDead", "WarmHelper", "enabled", "helper", "run_warm", "run_warm_many"]
 
 #: the modules the process's helper runs as ``python -m``: the tools of the quality analysis and of ``pylint``
 TOOL_MODULES: tuple[str, ...] = ("pylint", "bandit", "rewardlang.runtime.tools.pyanalyzers")
 _ENV_OFF = "REWARDLANG_TOOL_WARM"
 _HEADER = struct.Struct("!I")
 _MAX_REQUEST = 64 << 20
+#: runs one request may hold (:meth:`WarmHelper.run_many`), and so the descriptors it may carry
+MAX_RUNS = 8
+_MAX_FDS = 2 * MAX_RUNS + 2
 
 
 class HelperDead(RuntimeError):
@@ -266,6 +279,59 @@ class WarmHelper:
             return Completed(argv, code, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
                              timed_out=timed_out, elapsed=time.monotonic() - t0)
 
+    def run_many(self, runs: Sequence[tuple[str, Sequence[str], str | Path, dict[str, str]]], *,
+                 timeout: float) -> list[Completed]:
+        """``(module, args, cwd, env)`` runs, one after the other in one forked child (one fork and one exit
+        instead of one per run; each run sees the process as a run of its own would, see
+        ``warm_helper._children``), the whole killed after ``timeout`` s. One :class:`Completed` per run,
+        each with its own stdout, stderr and exit status; when the child did not end on its own (killed at the
+        deadline, or by anything else), every run is ``timed_out`` or has no status (``returncode`` None).
+
+        Raises :class:`HelperDead` when the helper is not running or died before the child ended.
+        """
+        if not 1 <= len(runs) <= MAX_RUNS:
+            raise ValueError(f"1 to {MAX_RUNS} runs in one request, not {len(runs)}")
+        for module, *_ in runs:
+            if module not in self.modules:
+                raise ValueError(f"{module!r} is not one of the helper's modules {self.modules}")
+        t0 = time.monotonic()
+        payload = json.dumps({"runs": [{"module": m, "args": list(a), "cwd": str(c), "env": e}
+                                       for m, a, c, e in runs]}).encode()
+        shm = _shm_dir()
+        with contextlib.ExitStack() as files:
+            outs = [(files.enter_context(tempfile.TemporaryFile(dir=shm)),
+                     files.enter_context(tempfile.TemporaryFile(dir=shm))) for _ in runs]
+            codes_f = files.enter_context(tempfile.TemporaryFile(dir=shm))
+            r, w = os.pipe()
+            try:
+                try:
+                    self._send(payload, [f.fileno() for pair in outs for f in pair] + [codes_f.fileno(), w])
+                finally:
+                    os.close(w)
+                pid, code, timed_out = self._wait(r, t0 + max(timeout, 0.01))
+            finally:
+                os.close(r)
+            if code is None and not timed_out:
+                if pid is not None:
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                time.sleep(0.05)
+                raise HelperDead(f"the warm analyser helper died during a run ({self._why()})")
+            codes_f.seek(0)
+            lines = codes_f.read().decode("ascii", "replace").split()
+            each: list[int | None] = [int(x) for x in lines] if code == 0 and len(lines) == len(runs) else \
+                [None] * len(runs)
+            elapsed = time.monotonic() - t0
+            out = []
+            for (module, args, _, _), (o, e), rc in zip(runs, outs, each):
+                o.seek(0)
+                e.seek(0)
+                out.append(Completed([sys.executable, "-m", module, *args], rc, o.read().decode("utf-8", "replace"),
+                                     e.read().decode("utf-8", "replace"), timed_out=timed_out, elapsed=elapsed))
+            return out
+
     @staticmethod
     def _wait(r: int, deadline: float) -> tuple[int | None, int | None, bool]:
         """Read ``pid`` then the exit status from the run's status pipe; kill the group at ``deadline``."""
@@ -308,11 +374,12 @@ _HELPER_PID = -1
 _HELPER_LOCK = threading.Lock()
 
 
-def helper(module: str = "pylint") -> WarmHelper:
-    """This process's helper for ``module`` (one of :data:`TOOL_MODULES`; started on first use; a forked child
-    starts its own)."""
+def helper(module: str | Sequence[str] = "pylint") -> WarmHelper:
+    """This process's helper for ``module`` (one of :data:`TOOL_MODULES`), or the one that holds every module of
+    a list (started on first use; a forked child starts its own)."""
     global _HELPER_PID
-    group = next((g for g in HELPER_GROUPS if module in g), None)
+    wanted = {module} if isinstance(module, str) else set(module)
+    group = next((g for g in HELPER_GROUPS if wanted <= set(g)), None)
     if group is None:
         raise ValueError(f"{module!r} is not one of the helpers' modules {TOOL_MODULES}")
     with _HELPER_LOCK:
@@ -370,3 +437,38 @@ def run_warm(argv: Sequence[str], *, timeout: float, cwd: str | Path, env: dict[
     if stats is not None:
         stats["tool.warm.failures"] += 1
     return Completed(list(argv), None, "", last, missing=True, elapsed=time.monotonic() - t0)
+
+
+def run_warm_many(argvs: Sequence[Sequence[str]], *, timeout: float, cwds: Sequence[str | Path],
+                  envs: Sequence[dict[str, str]], stats: Counter | None = None) -> list[Completed] | None:
+    """Run several of the helpers' commands one after the other in one fork of the helper that holds them all
+    (:meth:`WarmHelper.run_many`); None when they cannot go there (one is not a helper's command, the helpers
+    are off, a PYTHONPATH that is not the helper's, or no helper holds them all): the caller runs them apart.
+
+    A dead helper is restarted once; if it cannot run them, every run is ``missing`` with the reason.
+    """
+    modules = [_warm_module(a) for a in argvs]
+    if not argvs or any(m is None for m in modules) or not enabled() or len(argvs) > MAX_RUNS:
+        return None
+    try:
+        h = helper([m for m in modules if m is not None])
+    except ValueError:
+        return None
+    if any(env.get("PYTHONPATH", "") != h.pythonpath for env in envs):
+        return None
+    runs = [(m, list(a[3:]), c, e) for m, a, c, e in zip(modules, argvs, cwds, envs)]
+    t0 = time.monotonic()
+    last = ""
+    for _ in range(2):
+        generation = -1
+        try:
+            generation, started = h.ensure()
+            if started and generation > 1 and stats is not None:
+                stats["tool.warm.restarts"] += 1
+            return h.run_many(runs, timeout=timeout - (time.monotonic() - t0))  # type: ignore[arg-type]
+        except HelperDead as exc:
+            last = str(exc)
+            h.discard(generation)
+    if stats is not None:
+        stats["tool.warm.failures"] += 1
+    return [Completed(list(a), None, "", last, missing=True, elapsed=time.monotonic() - t0) for a in argvs]

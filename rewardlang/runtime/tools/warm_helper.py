@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardlang.runtime.tools import pyanalyzers
-from rewardlang.runtime.tools.warm import _HEADER, _MAX_REQUEST, _shm_dir
+from rewardlang.runtime.tools.warm import _HEADER, _MAX_FDS, _MAX_REQUEST, _shm_dir
 
 #: what each module needs imported before the first run (the tool's own start-up cost)
 _PRELOAD: dict[str, tuple[str, ...]] = {
@@ -138,13 +138,14 @@ def main() -> None:
                 if req is None:  # the caller closed the socket (or is gone): stop
                     return
                 data, fds = req
-                if data.get("module") == "pylint":
-                    _prepare_pylint(data)  # configured here once per option set: each run only checks its files
+                for run in data.get("runs") or [data]:
+                    if run.get("module") == "pylint":
+                        _prepare_pylint(run)  # configured here once per option set: each run only checks its files
                 pid = _fork_run(data, fds, sock, (rfd, wfd), status)
-                os.close(fds[0])
-                os.close(fds[1])
-                _write(fds[2], f"{pid}\n")
-                status[pid] = fds[2]
+                for f in fds[:-1]:
+                    os.close(f)
+                _write(fds[-1], f"{pid}\n")
+                status[pid] = fds[-1]
             else:
                 try:
                     os.read(rfd, 4096)
@@ -153,9 +154,18 @@ def main() -> None:
         _reap(status)
 
 
+def _fds_of(data: dict[str, Any]) -> int:
+    """The descriptors a request carries: a run's stdout and stderr files and its status pipe; a request of
+    several runs (``{"runs": [...]}``), each run's stdout and stderr, the file the exit statuses go to, and the
+    status pipe."""
+    runs = data.get("runs")
+    return 2 * len(runs) + 2 if isinstance(runs, list) else 3
+
+
 def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    fds: list[int] = []
     try:
-        head, fds, _, _ = socket.recv_fds(sock, _HEADER.size, 3)
+        head, fds, _, _ = socket.recv_fds(sock, _HEADER.size, _MAX_FDS)
         while head and len(head) < _HEADER.size:
             more = sock.recv(_HEADER.size - len(head))
             if not more:
@@ -164,7 +174,7 @@ def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
         if not head:
             return None
         (n,) = _HEADER.unpack(head)
-        if n > _MAX_REQUEST or len(fds) != 3:
+        if n > _MAX_REQUEST or len(fds) < 3:
             return None
         body = b""
         while len(body) < n:
@@ -172,7 +182,10 @@ def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
             if not more:
                 return None
             body += more
-        return json.loads(body), fds
+        data = json.loads(body)
+        if not isinstance(data, dict) or _fds_of(data) != len(fds):
+            return None
+        return data, fds
     except (OSError, ValueError):
         return None
 
@@ -213,13 +226,18 @@ def _fork_run(data: dict[str, Any], fds: list[int], sock: socket.socket, wake: t
             os.close(f)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
-        os.dup2(fds[0], 1)
-        os.dup2(fds[1], 2)
-        for f in (devnull, *fds):
-            os.close(f)
-        # sys.stdout and sys.stderr stay the interpreter's own objects (empty: the helper never writes to them),
-        # now writing to the run's files: a tool that pickles its streams (pylint --jobs) finds what it expects
-        code = _child(data)
+        os.close(devnull)
+        if "runs" in data:
+            code = _children(data["runs"], fds)
+        else:
+            os.dup2(fds[0], 1)
+            os.dup2(fds[1], 2)
+            for f in fds:
+                os.close(f)
+            # sys.stdout and sys.stderr stay the interpreter's own objects (empty: the helper never writes to
+            # them), now writing to the run's files: a tool that pickles its streams (pylint --jobs) finds what
+            # it expects
+            code = _child(data)
     finally:
         try:
             sys.stdout.flush()
@@ -227,6 +245,59 @@ def _fork_run(data: dict[str, Any], fds: list[int], sock: socket.socket, wake: t
         finally:
             os._exit(code & 0xFF if code >= 0 else 1)
     return 0  # unreachable: os._exit
+
+
+def _children(runs: list[dict[str, Any]], fds: list[int]) -> int:
+    """Several runs one after the other in this one child (one fork instead of one per run: the fork and exit
+    of the helper cost more than a small batch's analysis, issue 38). Run ``k`` writes to ``fds[2k]`` and
+    ``fds[2k + 1]`` as a run of its own writes to its stdout and stderr; its exit status goes, one line per
+    run, to ``fds[-2]``. Before each run, what a run can leave behind in the process and a later one would
+    see is put back as the helper had it: the module path, the recursion limit (the in-Python analysers raise
+    it), the alarm and its handler, the standard streams, the working directory (the environment each run
+    sets for itself). Runs whose result could depend on such state come last (the caller puts pylint last:
+    the others hold nothing of astroid's)."""
+    base_path = list(sys.path)
+    base_limit = sys.getrecursionlimit()
+    base_alarm = signal.getsignal(signal.SIGALRM)
+    base_cwd = os.getcwd()
+    os.close(fds[-1])  # the status pipe is the helper's to write (the exit status of this child)
+    try:
+        codes = _each(runs, fds, base_path, base_limit, base_alarm, base_cwd)
+    except BaseException:  # noqa: BLE001 - said where the caller reads it; no status: the runs go apart
+        import traceback
+
+        os.write(fds[1], traceback.format_exc().encode("utf-8", "replace"))
+        return 1
+    os.write(fds[-2], ("\n".join(map(str, codes)) + "\n").encode())
+    return 0
+
+
+def _each(runs: list[dict[str, Any]], fds: list[int], base_path: list[str], base_limit: int, base_alarm: Any,
+          base_cwd: str) -> list[int]:
+    codes = []
+    for k, run in enumerate(runs):
+        sys.path[:] = base_path
+        sys.setrecursionlimit(base_limit)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, base_alarm)
+        os.chdir(base_cwd)
+        os.dup2(fds[2 * k], 1)
+        os.dup2(fds[2 * k + 1], 2)
+        # streams of its own, as the interpreter's on the same descriptors (a run may close its stdout:
+        # bandit's report does)
+        sys.stdout, sys.stderr = (io.open(fd, "w", buffering=1 if std.line_buffering else -1,
+                                          encoding=std.encoding, errors=std.errors, closefd=False)
+                                  for fd, std in ((1, sys.__stdout__), (2, sys.__stderr__)))
+        try:
+            code = _child(run)
+        finally:
+            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+                try:
+                    stream.flush()
+                except (OSError, ValueError, AttributeError):
+                    pass
+        codes.append(code & 0xFF if code >= 0 else 1)
+    return codes
 
 
 def _child(data: dict[str, Any]) -> int:

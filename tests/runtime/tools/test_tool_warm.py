@@ -50,9 +50,20 @@ TARGET = textwrap.dedent("""
             with open(sys.argv[2], "w") as f:
                 f.write(str(child.pid))
             time.sleep(120)
+        if what == "mess":  # what a run can leave behind in its process (the analysers raise the limit)
+            print("messing")
+            sys.setrecursionlimit(54321)
+            sys.path.insert(0, "/nowhere")
+            signal.signal(signal.SIGALRM, lambda *_: None)
+            signal.setitimer(signal.ITIMER_REAL, 1000)
+            os.chdir("/")
+            sys.stdout.close()
         if what == "where":
             print(json.dumps({"cwd": os.getcwd(), "env": os.environ.get("RL_WARM_TEST"), "path0": sys.path[0],
-                              "argv": sys.argv, "state": len(STATE), "name": __name__}))
+                              "argv": sys.argv, "state": len(STATE), "name": __name__,
+                              "limit": sys.getrecursionlimit(), "paths": len(sys.path),
+                              "alarm": signal.getitimer(signal.ITIMER_REAL)[0],
+                              "handler": str(signal.getsignal(signal.SIGALRM))}))
 
     if __name__ == "__main__":
         main()
@@ -125,6 +136,39 @@ def test_the_deadline_kills_the_run_and_its_group(target: WarmHelper, tmp_path: 
     assert _ends(int(pidfile.read_text())), "the run's grandchild survived the deadline"
     # the helper is unharmed
     assert target.run("rl_warm_target", ["exit", "0"], cwd=tmp_path, env=dict(os.environ), timeout=30).returncode == 0
+
+
+def test_runs_in_one_fork_are_each_what_a_run_of_its_own_is(target: WarmHelper, tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    env = {**os.environ, "RL_WARM_TEST": "yes"}
+    runs = [("rl_warm_target", ["exit", "7"], a, env), ("rl_warm_target", ["mess"], a, env),
+            ("rl_warm_target", ["where"], b, {**env, "RL_WARM_TEST": "other"}), ("rl_warm_target", ["raise"], b, env),
+            ("rl_warm_target", ["where"], a, env)]
+    together = target.run_many(runs, timeout=60)
+    alone = [target.run(m, args, cwd=cwd, env=e, timeout=30) for m, args, cwd, e in runs]
+    assert [(r.returncode, r.stdout, r.stderr, r.timed_out) for r in together] == \
+        [(r.returncode, r.stdout, r.stderr, r.timed_out) for r in alone]
+    assert [r.returncode for r in together] == [7, 0, 0, 1, 0]
+    # after a run that closed its stdout, moved, raised the recursion limit and set an alarm, the next one
+    # starts as a run of its own does: its own stdout, cwd and environment, the helper's limit, no alarm
+    where = json.loads(together[2].stdout)
+    assert where["cwd"] == str(b) and where["env"] == "other" and where["limit"] != 54321 and where["alarm"] == 0
+    assert where["state"] == 1 and json.loads(together[4].stdout)["cwd"] == str(a)
+    with pytest.raises(ValueError, match="runs in one request"):
+        target.run_many(runs * 2, timeout=60)
+
+
+def test_runs_in_one_fork_share_one_deadline_that_kills_them_all(target: WarmHelper, tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    env = dict(os.environ)
+    got = target.run_many([("rl_warm_target", ["exit", "0"], tmp_path, env),
+                           ("rl_warm_target", ["hang", str(pidfile)], tmp_path, env)], timeout=1.5)
+    # no run of a killed child has a status, not even the one that had ended: the caller runs them again apart
+    assert all(r.timed_out and r.returncode is None for r in got)
+    assert _ends(int(pidfile.read_text())), "the run's grandchild survived the deadline"
+    assert target.run("rl_warm_target", ["exit", "0"], cwd=tmp_path, env=env, timeout=30).returncode == 0
 
 
 def test_a_helper_dying_mid_run_is_reported_never_a_result(target: WarmHelper, tmp_path: Path) -> None:

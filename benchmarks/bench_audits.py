@@ -1,8 +1,8 @@
-"""What the spec's audits cost a training step, at the main job's settings, measured in one run with and without.
+"""What the spec's audits cost a training step, at the settings of quality_grpo's CPU job (the main job until 2026-11-29), measured in one run with and without.
 
     python benchmarks/bench_audits.py [--steps 10] [--model smollm2]
 
-The README's main job (``specs/quality_grpo.reward``, ``examples/smollm2_cpu.yaml``: SmolLM2-135M-Instruct, LoRA,
+quality_grpo's CPU job, the README's main job until 2026-11-29 (``specs/quality_grpo.reward``, ``examples/smollm2_cpu.yaml``: SmolLM2-135M-Instruct, LoRA,
 one prompt of 4 completions of up to 128 tokens per step, one torch thread; held-out evaluation off) runs
 ``--steps`` GRPO steps in one process, its audits switched on at every even step and off at every odd one (step 1,
 the warm-up, is left out of both): on an even step the spec's audits of samples (the hidden tests: ~90 extra inputs per problem in the sandbox), its

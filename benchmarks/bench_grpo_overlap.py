@@ -2,7 +2,7 @@
 
     python benchmarks/bench_grpo_overlap.py [--steps 3] [--rounds 2] [--config examples/smollm2_cpu.yaml]
 
-The README's main job (``specs/quality_grpo.reward`` with ``examples/smollm2_cpu.yaml``: SmolLM2-135M-Instruct,
+quality_grpo's CPU job, the README's main job until 2026-11-29 (``specs/quality_grpo.reward`` with ``examples/smollm2_cpu.yaml``: SmolLM2-135M-Instruct,
 LoRA, 1 prompt x 4 completions of up to 128 tokens, beta 0, one torch thread), ``--steps`` optimizer steps per run,
 held-out evaluation off. "Before" is ``SpecGRPOTrainer.overlap_reward = False``: the reward scored where TRL calls
 the reward functions, after the forward passes that need none (the code path before issue 38); "after" is the

@@ -403,7 +403,9 @@ NOT_OUTPUTS = {
     ("rewardlang/compiler.py", "_compile_cached", "os.replace"): "the compile cache's rename",
     ("rewardlang/runtime/tools/pylint.py", "PylintTool.prepare", "write_text"): "an analyser's scratch directory",
     ("rewardlang/runtime/tools/runner.py", "_Batch._probe", "write_text"): "an analyser's scratch directory",
-    ("rewardlang/runtime/tools/runner.py", "_write_sources", "open"): "an analyser's scratch directory",
+    ("rewardlang/runtime/tools/runner.py", "_fill", "open"): "an analyser's scratch directory",
+    ("rewardlang/runtime/tools/warm_helper.py", "_each", "io.open"): "no file: a forked run's standard streams, "
+                                                                      "reopened on descriptors 1 and 2",
     ("rewardlang/runtime/tools/warm_helper.py", "_warm_analyzers", "write_text"): "an analyser's scratch "
                                                                                   "directory",
     ("rewardlang/runtime/tools/warm_helper.py", "_warm_pylint", "write_text"): "an analyser's scratch directory",

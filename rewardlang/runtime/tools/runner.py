@@ -260,6 +260,14 @@ def _temp_roots() -> list[str | None]:
     return [*roots, None]
 
 
+def _fill(tool: BatchTool, workdir: Path, sources: dict[str, str]) -> None:
+    """The tool's configuration and every source, written into ``workdir`` (an analyser's scratch directory)."""
+    tool.prepare(workdir)
+    for name, text in sources.items():
+        with open(workdir / name, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+
+
 def _write_sources(tool: BatchTool, sources: dict[str, str]) -> Path:
     """A fresh directory holding every source (and the tool's configuration)."""
     roots = _temp_roots()
@@ -267,10 +275,7 @@ def _write_sources(tool: BatchTool, sources: dict[str, str]) -> Path:
         workdir = Path(root or tempfile.gettempdir()) / "missing"
         try:
             workdir = Path(tempfile.mkdtemp(prefix=f"rewardlang-{tool.name}-", dir=root))
-            tool.prepare(workdir)
-            for name, text in sources.items():
-                with open(workdir / name, "w", encoding="utf-8", newline="") as fh:
-                    fh.write(text)
+            _fill(tool, workdir, sources)
             return workdir
         except OSError:  # e.g. a small /dev/shm is full: try the next place
             shutil.rmtree(workdir, ignore_errors=True)
@@ -300,10 +305,7 @@ def run_together(jobs: Sequence[tuple[BatchTool, dict[str, str]]], *, timeout: f
         for tool, sources in jobs:
             workdir = root / tool.name
             workdir.mkdir()
-            tool.prepare(workdir)
-            for name, text in sources.items():
-                with open(workdir / name, "w", encoding="utf-8", newline="") as fh:
-                    fh.write(text)
+            _fill(tool, workdir, sources)
             batch = _Batch(tool, workdir, max(float(timeout), 0.01), stats)
             files = sorted(sources)
             batches.append(batch)

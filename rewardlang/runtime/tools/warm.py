@@ -423,6 +423,16 @@ def run_warm(argv: Sequence[str], *, timeout: float, cwd: str | Path, env: dict[
     if env.get("PYTHONPATH", "") != h.pythonpath:  # the helper's path is not the one asked for
         return None
     t0 = time.monotonic()
+    done, result, last = _restarting(h, stats, lambda: h.run(module, argv[3:], cwd=cwd, env=env,
+                                                              timeout=timeout - (time.monotonic() - t0)))
+    if done:
+        return result
+    return Completed(list(argv), None, "", last, missing=True, elapsed=time.monotonic() - t0)
+
+
+def _restarting(h: "WarmHelper", stats: Counter | None, call: Any) -> tuple[bool, Any, str]:
+    """``(True, call(), "")`` from a live helper, restarted once if it died (``tool.warm.restarts``); else
+    ``(False, None, why)``, counted in ``tool.warm.failures``."""
     last = ""
     for _ in range(2):
         generation = -1
@@ -430,13 +440,13 @@ def run_warm(argv: Sequence[str], *, timeout: float, cwd: str | Path, env: dict[
             generation, started = h.ensure()
             if started and generation > 1 and stats is not None:
                 stats["tool.warm.restarts"] += 1
-            return h.run(module, argv[3:], cwd=cwd, env=env, timeout=timeout - (time.monotonic() - t0))
+            return True, call(), ""
         except HelperDead as exc:
             last = str(exc)
             h.discard(generation)
     if stats is not None:
         stats["tool.warm.failures"] += 1
-    return Completed(list(argv), None, "", last, missing=True, elapsed=time.monotonic() - t0)
+    return False, None, last
 
 
 def run_warm_many(argvs: Sequence[Sequence[str]], *, timeout: float, cwds: Sequence[str | Path],
@@ -458,17 +468,8 @@ def run_warm_many(argvs: Sequence[Sequence[str]], *, timeout: float, cwds: Seque
         return None
     runs = [(m, list(a[3:]), c, e) for m, a, c, e in zip(modules, argvs, cwds, envs)]
     t0 = time.monotonic()
-    last = ""
-    for _ in range(2):
-        generation = -1
-        try:
-            generation, started = h.ensure()
-            if started and generation > 1 and stats is not None:
-                stats["tool.warm.restarts"] += 1
-            return h.run_many(runs, timeout=timeout - (time.monotonic() - t0))  # type: ignore[arg-type]
-        except HelperDead as exc:
-            last = str(exc)
-            h.discard(generation)
-    if stats is not None:
-        stats["tool.warm.failures"] += 1
+    done, result, last = _restarting(h, stats, lambda: h.run_many(
+        runs, timeout=timeout - (time.monotonic() - t0)))  # type: ignore[arg-type]
+    if done:
+        return result
     return [Completed(list(a), None, "", last, missing=True, elapsed=time.monotonic() - t0) for a in argvs]

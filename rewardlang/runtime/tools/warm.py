@@ -257,27 +257,34 @@ class WarmHelper:
         payload = json.dumps({"module": module, "args": list(args), "cwd": str(cwd), "env": env}).encode()
         shm = _shm_dir()
         with tempfile.TemporaryFile(dir=shm) as out, tempfile.TemporaryFile(dir=shm) as err:
-            r, w = os.pipe()
-            try:
-                try:
-                    self._send(payload, [out.fileno(), err.fileno(), w])
-                finally:
-                    os.close(w)
-                pid, code, timed_out = self._wait(r, t0 + max(timeout, 0.01))
-            finally:
-                os.close(r)
-            if code is None and not timed_out:
-                if pid is not None:  # the run outlived its helper: end it, nobody is left to report it
-                    try:
-                        os.killpg(pid, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-                time.sleep(0.05)  # let its exit status arrive
-                raise HelperDead(f"the warm analyser helper died during a run ({self._why()})")
+            code, timed_out = self._exchange(payload, [out.fileno(), err.fileno()], t0 + max(timeout, 0.01))
             out.seek(0)
             err.seek(0)
             return Completed(argv, code, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
                              timed_out=timed_out, elapsed=time.monotonic() - t0)
+
+    def _exchange(self, payload: bytes, fds: list[int], deadline: float) -> tuple[int | None, bool]:
+        """Send one request with its output descriptors (and a pipe's write end, whose closing says the child
+        ended), wait for its end until ``deadline``: ``(exit status, timed out)``. Raises :class:`HelperDead` when
+        the helper died before its child ended (the child, if any, is killed: nobody is left to report it)."""
+        r, w = os.pipe()
+        try:
+            try:
+                self._send(payload, [*fds, w])
+            finally:
+                os.close(w)
+            pid, code, timed_out = self._wait(r, deadline)
+        finally:
+            os.close(r)
+        if code is None and not timed_out:
+            if pid is not None:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.05)  # let its exit status arrive
+            raise HelperDead(f"the warm analyser helper died during a run ({self._why()})")
+        return code, timed_out
 
     def run_many(self, runs: Sequence[tuple[str, Sequence[str], str | Path, dict[str, str]]], *,
                  timeout: float) -> list[Completed]:
@@ -302,23 +309,8 @@ class WarmHelper:
             outs = [(files.enter_context(tempfile.TemporaryFile(dir=shm)),
                      files.enter_context(tempfile.TemporaryFile(dir=shm))) for _ in runs]
             codes_f = files.enter_context(tempfile.TemporaryFile(dir=shm))
-            r, w = os.pipe()
-            try:
-                try:
-                    self._send(payload, [f.fileno() for pair in outs for f in pair] + [codes_f.fileno(), w])
-                finally:
-                    os.close(w)
-                pid, code, timed_out = self._wait(r, t0 + max(timeout, 0.01))
-            finally:
-                os.close(r)
-            if code is None and not timed_out:
-                if pid is not None:
-                    try:
-                        os.killpg(pid, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-                time.sleep(0.05)
-                raise HelperDead(f"the warm analyser helper died during a run ({self._why()})")
+            code, timed_out = self._exchange(payload, [f.fileno() for pair in outs for f in pair]
+                                             + [codes_f.fileno()], t0 + max(timeout, 0.01))
             codes_f.seek(0)
             lines = codes_f.read().decode("ascii", "replace").split()
             each: list[int | None] = [int(x) for x in lines] if code == 0 and len(lines) == len(runs) else \

@@ -88,6 +88,7 @@ class TrainConfig:
     train_problems: int = 0  # N > 0: train on N prompts only (seeded choice; a short run then sees each repeatedly)
     eval: int = 0  # held-out problems evaluated (pass@1, greedy) before and after training; 0: no evaluation
     eval_max_new_tokens: int = 256
+    eval_batch_size: int = 32  # held-out prompts generated together (a larger batch reads the weights once for more rows)
     save_steps: int = 10
     save_total_limit: int | None = None
     logging_steps: int = 1

@@ -34,6 +34,9 @@ import time
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
+from rewardlang.trainers import prefix as _prefix
+from rewardlang.trainers.prefix import continue_prefix, shared_prefix
+
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -285,53 +288,6 @@ def undefined_in(problems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-#: the fewest tokens every prompt must share before :func:`generate` computes them once for all batches
-MIN_SHARED_PREFIX = 16
-
-
-def shared_prefix(token_ids: Sequence[Sequence[int]]) -> int:
-    """How many leading tokens every prompt shares, leaving at least one token of each prompt after it (generation
-    starts from a token it computes itself).
-
-    >>> shared_prefix([[1, 2, 3, 4], [1, 2, 3, 5, 6], [1, 2, 3, 4, 7]])
-    3
-    >>> shared_prefix([[1, 2], [1, 2]])
-    1
-    >>> shared_prefix([[1, 2], [3]])
-    0
-    """
-    if not token_ids:
-        return 0
-    first = token_ids[0]
-    k = min(len(ids) for ids in token_ids) - 1
-    for ids in token_ids[1:]:
-        j = 0
-        while j < k and ids[j] == first[j]:
-            j += 1
-        k = j
-    return max(k, 0)
-
-
-def _continue_prefix(rows: Sequence[Sequence[int]], prefix: int, prefix_cache: Any, pad_id: int,
-                     device: Any) -> tuple[dict[str, Any], Any]:
-    """A batch laid out as ``[shared prefix | padding | the prompt's own tokens]`` with a copy of the prefix's cache
-    for every row. The attention mask hides the padding, and positions count unmasked tokens (as ``generate`` derives
-    them from the mask), so each row sees exactly what it would left-padded: the prefix at positions 0..P-1, its own
-    tokens after."""
-    import copy
-
-    import torch
-
-    tails = [list(ids[prefix:]) for ids in rows]
-    width = max(len(t) for t in tails)
-    ids = [list(rows[0][:prefix]) + [pad_id] * (width - len(t)) + t for t in tails]
-    mask = [[1] * prefix + [0] * (width - len(t)) + [1] * len(t) for t in tails]
-    cache = copy.deepcopy(prefix_cache)
-    cache.batch_repeat_interleave(len(rows))
-    enc = {"input_ids": torch.tensor(ids, device=device), "attention_mask": torch.tensor(mask, device=device)}
-    return enc, cache
-
-
 def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", problems: Sequence[Mapping[str, Any]],
              *, n: int = 1, temperature: float = 0.0, max_new_tokens: int = 256, system_prompt: str | None = None,
              prompt_template: str | None = None, batch_size: int = 32, seed: int = 0,
@@ -366,7 +322,7 @@ def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", pro
     # are computed once and every batch continues from a copy (greedy answers only: sampled ones keep their draws).
     prefix = shared_prefix(token_ids) if n == 1 else 0
     prefix_cache = None
-    if prefix >= MIN_SHARED_PREFIX:
+    if prefix >= _prefix.MIN_SHARED_PREFIX:
         with torch.no_grad():
             prefix_cache = model(input_ids=torch.tensor([token_ids[0][:prefix]], device=model.device),
                                  use_cache=True).cache
@@ -374,7 +330,7 @@ def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", pro
         for start in range(0, len(order), per_batch):
             members = order[start:start + per_batch]
             if prefix_cache is not None:
-                enc, cache = _continue_prefix([token_ids[i] for i in members], prefix, prefix_cache,
+                enc, cache = continue_prefix([token_ids[i] for i in members], prefix, prefix_cache,
                                               tokenizer.pad_token_id, model.device)
             else:
                 chunk = [texts[i] for i in members]
@@ -703,7 +659,8 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
              temperature: float = 0.0, max_new_tokens: int = 256, system_prompt: str | None = None,
              prompt_template: str | None = None, seed: int = 0, progress: bool = False, desc: str = "eval",
              out_path: str | None = None, dataset: str = "humaneval", program: Any = None,
-             chat: bool | None = None, few_shot: Sequence[str] = ()) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+             chat: bool | None = None, few_shot: Sequence[str] = (),
+             batch_size: int = 32) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Generate (or take the given ``completions``), judge, and return ``(summary, per-problem records)``; the
     records go to ``out_path`` as JSONL when given (written once everything is judged).
 
@@ -732,7 +689,7 @@ def evaluate(problems: Sequence[Mapping[str, Any]], *, model: Any = None, tokeni
             completions = generate(model, tokenizer, problems, n=n, temperature=temperature,
                                    max_new_tokens=max_new_tokens, system_prompt=system_prompt,
                                    prompt_template=prompt_template, seed=seed, few_shot=few_shot,
-                                   on_problem=(lambda _i: bar.update(1)) if bar is not None else None)
+                                   batch_size=batch_size, on_problem=(lambda _i: bar.update(1)) if bar is not None else None)
         finally:
             if bar is not None:
                 bar.close()

@@ -48,6 +48,7 @@ from rewardlang.trainers.health import StepReward
 from rewardlang.trainers.metrics import JsonlMetricsCallback, ProgressCallback, RewardClock, StepTimingCallback
 from rewardlang.trainers import report
 from rewardlang.trainers.model import lora_config
+from rewardlang.trainers.prefix import SharedPromptForward
 from rewardlang.trainers.recipe import (Layers, RunResult, args_record, finish_run, last_checkpoint, load_layers,
                                         load_run_policy, missing_after_tying, open_run, record_config, trainer_args,
                                         TiedResume)
@@ -274,7 +275,7 @@ logging.getLogger("trl.trainer.grpo_trainer").addFilter(_MASKED_NOTICE)
 
 
 
-class SpecGRPOTrainer(RewardOverlap, TiedResume, GRPOTrainer):
+class SpecGRPOTrainer(RewardOverlap, SharedPromptForward, TiedResume, GRPOTrainer):
     """``GRPOTrainer`` whose rewards (and, if the spec has one, advantage pipeline) come from a compiled spec.
 
     Overrides one TRL method for the reward path, ``_generate_and_score_completions`` (see the module docstring),
@@ -291,14 +292,20 @@ class SpecGRPOTrainer(RewardOverlap, TiedResume, GRPOTrainer):
     included (:class:`rewardlang.trainers.grpo_overlap.RewardOverlap`; ``overlap_reward=False`` scores it where
     TRL calls the functions): the same rewards, advantages and losses either way.
 
+    The tokens a group's rows share (its prompt) are computed once, in generation and in the update's forward pass
+    (:class:`rewardlang.trainers.prefix.SharedPromptForward`; ``share_prompt=False`` computes them per row): the
+    same losses and gradients to float rounding.
+
     ``last_batch`` keeps the last generation batch's global ``rewards_per_func`` (unmasked, as the spec's functions
     returned them), ``total``, ``groups`` and ``advantages`` (NumPy), and the names, for inspection.
     """
 
     def __init__(self, model: Any, program: "Program", args: GRPOConfig, clock: RewardClock | None = None,
                  audits: TrainingAudits | None = None, overlap_reward: bool | None = None,
-                 **kwargs: Any) -> None:
+                 share_prompt: bool | None = None, **kwargs: Any) -> None:
         self.program = program
+        if share_prompt is not None:
+            self.share_prompt = share_prompt
         self._overlap_init(overlap_reward)
         #: the spec's audits on each step's own samples (trainers/audit.py); never part of the reward
         self.audits = audits if audits is not None else (

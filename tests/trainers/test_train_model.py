@@ -130,9 +130,10 @@ def test_generate_computes_the_shared_prefix_once_with_the_same_answers(monkeypa
     once and every batch continues from a copy (padding after the prefix, hidden by the mask). Each row's logits at
     every generated step are those of plain left-padded batches (to float rounding), and so are the greedy answers,
     in batches of different prompt lengths."""
-    from rewardlang.trainers import evaluate
+    from rewardlang.trainers import prefix as shared
     from rewardlang.trainers.data import render_prompt
-    from rewardlang.trainers.evaluate import _continue_prefix, generate, shared_prefix
+    from rewardlang.trainers.evaluate import generate
+    from rewardlang.trainers.prefix import continue_prefix, shared_prefix
 
     tok = build_tokenizer(512)
     tok.chat_template = None   # plain prompts: the random model's answers then depend on each prompt
@@ -144,14 +145,14 @@ def test_generate_computes_the_shared_prefix_once_with_the_same_answers(monkeypa
     ids = [tok(render_prompt(p["prompt"], tok, False, system, None, few), add_special_tokens=False)["input_ids"]
            for p in problems]
     prefix = shared_prefix(ids)
-    assert prefix >= evaluate.MIN_SHARED_PREFIX   # the fast path is the one tested
+    assert prefix >= shared.MIN_SHARED_PREFIX   # the fast path is the one tested
     assert len({len(x) for x in ids}) > 1          # rows of different lengths: padding between prefix and prompt
 
     gen = dict(max_new_tokens=6, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=None,
                output_scores=True, return_dict_in_generate=True)
     with torch.no_grad():
         cache = model(input_ids=torch.tensor([ids[0][:prefix]]), use_cache=True).cache
-        enc, batch_cache = _continue_prefix(ids, prefix, cache, tok.pad_token_id, model.device)
+        enc, batch_cache = continue_prefix(ids, prefix, cache, tok.pad_token_id, model.device)
         fast = model.generate(**enc, cache=batch_cache, **gen)
         texts = [render_prompt(p["prompt"], tok, False, system, None, few) for p in problems]
         plain_enc = tok(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
@@ -161,8 +162,8 @@ def test_generate_computes_the_shared_prefix_once_with_the_same_answers(monkeypa
     assert torch.equal(fast.sequences[:, enc["input_ids"].shape[1]:], plain.sequences[:, plain_enc["input_ids"].shape[1]:])
 
     kw = dict(max_new_tokens=6, batch_size=3, system_prompt=system, few_shot=few)
-    shared = generate(model, tok, problems, **kw)  # type: ignore[arg-type]
-    monkeypatch.setattr(evaluate, "MIN_SHARED_PREFIX", 10**9)
-    assert generate(model, tok, problems, **kw) == shared  # type: ignore[arg-type]
+    once = generate(model, tok, problems, **kw)  # type: ignore[arg-type]
+    monkeypatch.setattr(shared, "MIN_SHARED_PREFIX", 10**9)
+    assert generate(model, tok, problems, **kw) == once  # type: ignore[arg-type]
     # rows' logits differ from each other, so rows mixed up between prompts would have failed the comparison above
     assert not torch.allclose(plain.scores[0][0], plain.scores[0][1])

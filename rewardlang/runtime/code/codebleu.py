@@ -137,21 +137,51 @@ def _ngram_counts(tokens: list[str]) -> list[_Grams]:
     ]
 
 
+class _Tree:
+    """The syntax and dataflow features of one comment-stripped program, shared by every :class:`Features` whose
+    text strips to it (programs that differ only in comments or docstrings: ~2 % of a GRPO batch's programs)."""
+
+    __slots__ = ("_flat", "dataflow", "n_subtrees", "subtrees")
+
+    def __init__(self) -> None:
+        self._flat: Any = None
+        self.subtrees: Counter | None = None
+        self.n_subtrees = 0
+        self.dataflow: dict[str, tuple[Counter, int]] = {}
+
+    def flat(self, stripped: str, lang: str) -> Any:
+        if self._flat is None:
+            from rewardlang.runtime.code.parse import parse
+            from rewardlang.runtime.code.tree import flatten
+
+            self._flat = flatten(parse(stripped, lang), lang)
+        return self._flat
+
+    def release(self) -> None:
+        # the flattened tree is only needed until both tree-based features exist
+        if self.subtrees is not None and self.dataflow:
+            self._flat = None
+
+
+#: (lang, stripped text) -> _Tree, for the Features of the cache (FEATURES) only
+TREES = ParseCache(max_entries=20_000)
+
+
 @dataclass
 class Features:
     """Everything about one program that CodeBLEU needs, computed lazily and once.
 
-    ``text`` is the sanitized, ``strip()``-ed program; ``lang`` its language.
+    ``text`` is the sanitized, ``strip()``-ed program; ``lang`` its language. The syntax and dataflow features
+    depend on the text without comments and docstrings only (``stripped``): cached features share them with
+    every other program that strips to the same text (``shared=False``: computed for this object alone).
     """
 
     text: str
     lang: str = "python"
+    shared: bool = False
     _ngrams: list[_Grams] | None = field(default=None, repr=False)
     _unigram_weights: tuple[dict[str, int], float] | None = field(default=None, repr=False)
-    _subtrees: Counter | None = field(default=None, repr=False)
-    _n_subtrees: int = field(default=0, repr=False)
-    _dataflow: dict[str, tuple[Counter, int]] = field(default_factory=dict, repr=False)
-    _flat: Any = field(default=None, repr=False)
+    _tree: _Tree | None = field(default=None, repr=False)
     _stripped: str | None = field(default=None, repr=False)
 
     @property
@@ -177,45 +207,53 @@ class Features:
             self._stripped = strip_or_keep(self.text)
         return self._stripped
 
-    def flat(self) -> Any:
-        if self._flat is None:
-            from rewardlang.runtime.code.parse import parse
-            from rewardlang.runtime.code.tree import flatten
+    def tree(self) -> _Tree:
+        """The tree-based features of ``stripped`` (shared through :data:`TREES` when ``shared``)."""
+        t = self._tree
+        if t is None:
+            if self.shared:
+                key = (self.lang, self.stripped)
+                t = TREES.get(key)
+                if t is None:
+                    t = _Tree()
+                    TREES.put(key, t)
+            else:
+                t = _Tree()
+            self._tree = t
+        return t
 
-            self._flat = flatten(parse(self.stripped, self.lang), self.lang)
-        return self._flat
+    def flat(self) -> Any:
+        return self.tree().flat(self.stripped, self.lang)
 
     @property
     def subtrees(self) -> Counter:
         """Subtree key → number of occurrences (the reference's list of S-expressions, as a multiset)."""
-        if self._subtrees is None:
-            keys = self.flat().subtrees
-            self._n_subtrees = len(keys)
-            self._subtrees = Counter(_count(keys))
-            self._maybe_release()
-        return self._subtrees
+        t = self.tree()
+        if t.subtrees is None:
+            keys = t.flat(self.stripped, self.lang).subtrees
+            t.n_subtrees = len(keys)
+            t.subtrees = Counter(_count(keys))
+            t.release()
+        return t.subtrees
 
     @property
     def n_subtrees(self) -> int:
-        if self._subtrees is None:
+        t = self.tree()
+        if t.subtrees is None:
             _ = self.subtrees  # computes both
-        return self._n_subtrees
+        return t.n_subtrees
 
     def dataflow(self, order: str = "seed0") -> tuple[Counter, int]:
         """(normalized edge → count, number of edges); edges are ``(var, relation, (parent vars…))``.
         ``order``: see :mod:`~rewardlang.runtime.code.dataflow`."""
-        if order not in self._dataflow:
+        t = self.tree()
+        if order not in t.dataflow:
             from rewardlang.runtime.code.dataflow import dataflow_edges, normalize
 
-            edges = normalize(dataflow_edges(self.flat(), self.stripped, order))
-            self._dataflow[order] = (Counter((v, r, tuple(p)) for v, r, p in edges), len(edges))
-            self._maybe_release()
-        return self._dataflow[order]
-
-    def _maybe_release(self) -> None:
-        # the flattened tree is only needed until both tree-based features exist
-        if self._subtrees is not None and self._dataflow:
-            self._flat = None
+            edges = normalize(dataflow_edges(t.flat(self.stripped, self.lang), self.stripped, order))
+            t.dataflow[order] = (Counter((v, r, tuple(p)) for v, r, p in edges), len(edges))
+            t.release()
+        return t.dataflow[order]
 
 
 # -- per-part formulas (the package's, for one candidate and one reference) --------------------------------
@@ -332,6 +370,7 @@ def clear_caches() -> None:
     from rewardlang.runtime.code.parse import clear_cache
 
     FEATURES.clear()
+    TREES.clear()
     clear_cache()
 
 
@@ -360,7 +399,7 @@ def features(code: str, lang: str = "python", *, cache: bool = True) -> Features
     key = (lang, text)
     f = FEATURES.get(key)
     if f is None:  # built outside the cache's lock: other threads keep reading it meanwhile
-        f = Features(text, lang)
+        f = Features(text, lang, shared=True)
         FEATURES.put(key, f)
     return f
 

@@ -74,11 +74,38 @@ class LazyWords(Sequence):
     ``distinct``/``repetition``/``ngrams`` recognise it and count n-grams straight from the text bytes.
     """
 
-    __slots__ = ("texts", "tokens")
+    __slots__ = ("_split", "texts", "tokens")
 
     def __init__(self, texts: list[Any]) -> None:
         self.texts = texts
         self.tokens: Any = None  # rewardlang.runtime.ngrams.Tokens, made once for all n
+        self._split: dict[str, list[str]] | None = None  # distinct text -> its words, shared by every n
+
+    def distinct(self, n: int, bad: Any) -> np.ndarray:
+        """``distinct_py(words, n)`` of every row (1.0 where ``bad``), each distinct text split and counted once.
+
+        A GRPO batch repeats completions across its rows (the same answer against another reference, or sampled
+        twice), and ``rep`` asks for several n: the words of a text are split once for all n, and its value
+        computed once per n.
+        """
+        split = self._split
+        if split is None:
+            split = self._split = {}
+        memo: dict[str, float] = {}
+
+        def one(t: Any) -> float:
+            if t is None:  # not flagged bad: as the row-by-row path would, which fails the row
+                return distinct_py(t, n)
+            v = memo.get(t)
+            if v is None:
+                w = split.get(t)
+                if w is None:
+                    w = split[t] = t.split()
+                v = memo[t] = distinct_py(w, n)
+            return v
+
+        return np.fromiter((1.0 if b else one(t) for t, b in zip(self.texts, bad)), dtype=np.float64,
+                           count=len(self.texts))
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -513,6 +540,8 @@ def distinct(items: Any, n: float, *, params: None, ctx: Context) -> Any:
         if items.v.tokens is None:
             items.v.tokens = ngrams.Tokens([None if b else t for t, b in zip(items.v.texts, bad)])
         v = items.v.tokens.distinct(k)
+    elif isinstance(items.v, LazyWords):
+        v = items.v.distinct(k, bad)
     else:
         v = np.fromiter((1.0 if b else distinct_py(x, k) for x, b in zip(items.v, bad)), dtype=np.float64,
                         count=items.n)

@@ -336,6 +336,8 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
         times: dict[tuple[str, int, int], list[float]] = {}
         lats: dict[tuple[str, int, int], list[float]] = {}
         cpus: dict[tuple[str, int, int], list[float]] = {}  # the server's CPU seconds per row (its process tree)
+        batches: dict[tuple[str, int, int], list[int]] = {}  # the batches the server scored in each run
+        busy: dict[tuple[str, int, int], list[float]] = {}  # the share of each run's wall time spent scoring
         reference: dict[int, list[float | None]] = {}
         same = True
         for c in clients_list:
@@ -347,14 +349,23 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                     for name in order:
                         rows = samples(n, f"{name}-{c}-{per}-{turn}")
                         c0 = _tree_cpu(pids[name])
+                        m0 = post_metrics(urls[name])
                         dt, got, lat, scores = _clients(urls[name], rows, per, c)
                         cpus.setdefault((name, c, per), []).append((_tree_cpu(pids[name]) - c0) / n)
+                        m1 = post_metrics(urls[name])
+                        # how the server coalesced: its batches, and the share of the run it spent scoring
+                        # (`scoring_seconds`: servers from issue 38 on; an older one does not say)
+                        batches.setdefault((name, c, per), []).append(m1["batches"] - m0["batches"])
+                        if "scoring_seconds" in m1:
+                            busy.setdefault((name, c, per), []).append(
+                                (m1["scoring_seconds"] - m0["scoring_seconds"]) / dt)
                         assert got == n, (got, n)
                         ref_scores = reference.setdefault(n, scores)
                         same = same and scores == ref_scores
                         times.setdefault((name, c, per), []).append(dt)
                         lats.setdefault((name, c, per), []).extend(lat)
-                        line.append(f"{name.split(' ')[0]} {per}/req {n / dt:.1f} rows/s")
+                        line.append(f"{name.split(' ')[0]} {per}/req {n / dt:.1f} rows/s "
+                                    f"({batches[(name, c, per)][-1]} batches)")
                 print(f"  C={c} turn {turn + 1}: " + "; ".join(line) + f"  [{load()}]", flush=True)
         print(f"  every row's score equal in every run (both trees, both request sizes): {same}")
         for c in clients_list:
@@ -371,6 +382,13 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                 kb = statistics.median(cpus[(name, c, per_request)])
                 print(f"  {'':28s} server CPU per row (its process tree): 1 row/request {k1 * 1e3:.1f} ms, "
                       f"{per_request} rows/request {kb * 1e3:.1f} ms; batched / one-row {kb / k1:.2f}x")
+                shown = []
+                for per in (1, per_request):
+                    nb = batches[(name, c, per)]
+                    b = busy.get((name, c, per))
+                    shown.append(f"{per} row(s)/request: mean batch {n * len(nb) / max(sum(nb), 1):.1f} rows"
+                                 + (f", scoring {statistics.median(b):.0%} of the run" if b else ""))
+                print(f"  {'':28s} batches: " + "; ".join(shown))
     finally:
         for p in procs:
             p.terminate()

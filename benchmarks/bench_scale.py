@@ -260,20 +260,56 @@ def _start_server(root: str, spec: str = SPEC) -> tuple[subprocess.Popen, str]:
     return start_server([sys.executable, "-m", "rewardlang", "serve", spec, "--port", "0"], root)
 
 
+class Pauses:
+    """The intervals in which this process did not run at all for ``gap`` seconds or more: stopped from outside
+    (on a shared machine, whoever runs a timed job may SIGSTOP the others' jobs, this benchmark's server and
+    clients alike, and resume them minutes later). A run's wall time and its requests' latencies leave them out
+    (:meth:`within`): they are time in which nothing of the benchmark ran. A process that is only starved (a low
+    priority beside busy cores) still runs every few hundred milliseconds, far below ``gap``: that time counts."""
+
+    def __init__(self, gap: float = 5.0, tick: float = 0.1) -> None:
+        self.gap = gap
+        self.tick = tick
+        self.intervals: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        last = time.perf_counter()
+        while not self._stop.wait(self.tick):
+            now = time.perf_counter()
+            if now - last >= self.gap:
+                self.intervals.append((last, now))
+            last = now
+
+    def within(self, a: float, b: float) -> float:
+        """Seconds of pauses between ``a`` and ``b`` (``time.perf_counter`` values)."""
+        return sum(max(0.0, min(b, e) - max(a, s)) for s, e in self.intervals)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def _clients(url: str, rows: list[dict], per_request: int, clients: int
              ) -> tuple[float, int, list[float], list[float | None]]:
     """``clients`` closed-loop threads post ``rows`` to ``url``/score, ``per_request`` at a time, each sending its
     next request when it has the answer to the previous one, a new connection per request (as OpenRLHF's aiohttp
-    session per call); (seconds, rows answered, each row's latency: its request's, each row's score by index)."""
+    session per call); (seconds, rows answered, each row's latency: its request's, each row's score by index).
+    Seconds in which this process was stopped from outside (:class:`Pauses`) are left out of both, and said."""
     n = len(rows)
     scores: list[float | None] = [None] * n
     latencies: list[float] = []
     lock = threading.Lock()
+    pauses = Pauses()
+    spans: list[tuple[float, float, int]] = []  # each request's start, end and rows
 
     def post(body: dict) -> dict:
         req = urllib.request.Request(url + "/score", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=600) as r:
+        # an hour: a stop from outside (above) must not end the run
+        with urllib.request.urlopen(req, timeout=3600) as r:
             return json.loads(r.read())
 
     def client(k: int) -> None:
@@ -283,9 +319,8 @@ def _clients(url: str, rows: list[dict], per_request: int, clients: int
             idx = mine[j:j + per_request]
             t = time.perf_counter()
             res = post({"rows": [rows[i] for i in idx]})["results"]
-            dt = time.perf_counter() - t
             with lock:
-                latencies.extend([dt] * len(idx))
+                spans.append((t, time.perf_counter(), len(idx)))
                 for i, x in zip(idx, res):
                     scores[i] = x["score"]
 
@@ -295,7 +330,15 @@ def _clients(url: str, rows: list[dict], per_request: int, clients: int
         t.start()
     for t in threads:
         t.join()
-    return time.perf_counter() - t0, sum(s is not None for s in scores), latencies, scores
+    t1 = time.perf_counter()
+    pauses.close()
+    stopped = pauses.within(t0, t1)
+    if stopped:
+        print(f"    (this process was stopped from outside for {stopped:.0f} s of the run: left out of its time and "
+              "latencies)", flush=True)
+    for a, b, k in spans:
+        latencies.extend([b - a - pauses.within(a, b)] * k)
+    return t1 - t0 - stopped, sum(s is not None for s in scores), latencies, scores
 
 
 def _pct(xs: list[float], q: float) -> float:

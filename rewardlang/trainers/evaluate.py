@@ -35,7 +35,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from rewardlang.trainers import prefix as _prefix
-from rewardlang.trainers.prefix import continue_prefix, shared_prefix
+from rewardlang.trainers.prefix import prefill_rows, shared_prefix
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -330,8 +330,8 @@ def generate(model: "PreTrainedModel", tokenizer: "PreTrainedTokenizerBase", pro
         for start in range(0, len(order), per_batch):
             members = order[start:start + per_batch]
             if prefix_cache is not None:
-                enc, cache = continue_prefix([token_ids[i] for i in members], prefix, prefix_cache,
-                                              tokenizer.pad_token_id, model.device)
+                enc, cache = prefill_rows(model, [token_ids[i] for i in members], prefix, prefix_cache,
+                                          tokenizer.pad_token_id, model.device)
             else:
                 chunk = [texts[i] for i in members]
                 enc = tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left",

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["MIN_SHARED_PREFIX", "shared_prefix", "continue_prefix", "rows_prefix", "generate_from_prefix",
+__all__ = ["MIN_SHARED_PREFIX", "PREFILL_GROUP", "shared_prefix", "continue_prefix", "prefill_rows", "rows_prefix", "generate_from_prefix",
            "SharedPromptForward"]
 
 #: the fewest tokens every row must share before they are computed once (below that, the copy costs more than it
@@ -73,6 +73,50 @@ def continue_prefix(rows: Sequence[Sequence[int]], prefix: int, prefix_cache: An
     cache.batch_repeat_interleave(len(rows))
     enc = {"input_ids": torch.tensor(ids, device=device), "attention_mask": torch.tensor(mask, device=device)}
     return enc, cache
+
+
+#: rows whose own tokens are computed together by :func:`prefill_rows` (rows sorted by length pad only to the longest
+#: of their group: one batch of 40 held-out prompts padded to the longest would compute ~2x the tokens)
+PREFILL_GROUP = 8
+
+
+def prefill_rows(model: Any, rows: Sequence[Sequence[int]], prefix: int, prefix_cache: Any, pad_id: int,
+                 device: Any) -> tuple[dict[str, Any], Any]:
+    """:func:`continue_prefix`'s batch, with every token but each row's last already in the cache.
+
+    The rows' own tokens are computed :data:`PREFILL_GROUP` rows at a time (give the rows sorted by length), each
+    group padded only to its own longest row; the groups' caches are then widened to the batch's width by masked
+    zeros right after the prefix (where the batch layout has its padding) and stacked. ``generate`` on the returned
+    batch and cache computes only the last column, and positions count unmasked tokens as ``generate`` counts them:
+    every row sees what it would see left-padded."""
+    import torch
+
+    width = prefix + max(len(r) - prefix for r in rows)
+    parts = []
+    for start in range(0, len(rows), PREFILL_GROUP):
+        chunk = rows[start:start + PREFILL_GROUP]
+        enc, cache = continue_prefix(chunk, prefix, prefix_cache, pad_id, device)
+        ids, mask = enc["input_ids"], enc["attention_mask"]
+        w = ids.size(1)
+        if w - 1 > prefix:
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            with torch.no_grad():
+                model(input_ids=ids[:, prefix:w - 1], attention_mask=mask[:, :w - 1],
+                      position_ids=positions[:, prefix:w - 1], cache=cache, use_cache=True, logits_to_keep=1)
+        if w < width:
+            for layer in cache.layers:
+                for name in ("keys", "values"):
+                    t = getattr(layer, name)
+                    gap = t.new_zeros(t.size(0), t.size(1), width - w, t.size(3))
+                    setattr(layer, name, torch.cat([t[:, :, :prefix], gap, t[:, :, prefix:]], dim=2))
+        parts.append(cache)
+    merged = parts[0]
+    for i, layer in enumerate(merged.layers):
+        layer.keys = torch.cat([p.layers[i].keys for p in parts], dim=0)
+        layer.values = torch.cat([p.layers[i].values for p in parts], dim=0)
+    ids = [list(r[:prefix]) + [pad_id] * (width - len(r)) + list(r[prefix:]) for r in rows]
+    mask = [[1] * prefix + [0] * (width - len(r)) + [1] * (len(r) - prefix) for r in rows]
+    return {"input_ids": torch.tensor(ids, device=device), "attention_mask": torch.tensor(mask, device=device)}, merged
 
 
 def rows_prefix(input_ids: torch.Tensor, attention_mask: torch.Tensor, limit: int) -> int:
@@ -161,7 +205,9 @@ class SharedPromptForward:
         # the rows' own part must hold the last prompt token: its output predicts the first completion token
         limit = input_ids.size(1) - logits_to_keep - 1
         prefix = 0
-        if (self._share_ok() and input_ids.size(0) > 1 and not compute_aux_loss
+        # activation checkpointing turns the cache off in a pass with gradients: the plain pass then
+        checkpointing = bool(getattr(self.args, "gradient_checkpointing", False)) and _grad_enabled()  # type: ignore[attr-defined]
+        if (self._share_ok() and input_ids.size(0) > 1 and not compute_aux_loss and not checkpointing
                 and (batch_size is None or batch_size >= input_ids.size(0))
                 and all(v is None for v in kwargs.values())):
             prefix = rows_prefix(input_ids, attention_mask, limit)
@@ -169,20 +215,31 @@ class SharedPromptForward:
             return super()._get_per_token_logps_and_entropies(  # type: ignore[misc]
                 model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                 compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **kwargs)
+        with self.accelerator.autocast():  # type: ignore[attr-defined]
+            cache = model(input_ids=input_ids[:1, :prefix], attention_mask=attention_mask[:1, :prefix],
+                          use_cache=True, logits_to_keep=1).cache
+        if cache is None:  # activation checkpointing turns the cache off: the plain pass
+            return super()._get_per_token_logps_and_entropies(  # type: ignore[misc]
+                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **kwargs)
         self._shared("forward", prefix)
+        cache.batch_repeat_interleave(input_ids.size(0))
         # TRL's labels: only the completion tokens are scored
         labels = input_ids.masked_fill(attention_mask == 0, -100)
         labels[:, :-logits_to_keep] = -100
         with self.accelerator.autocast():  # type: ignore[attr-defined]
-            cache = model(input_ids=input_ids[:1, :prefix], attention_mask=attention_mask[:1, :prefix],
-                          use_cache=True, logits_to_keep=1).cache
-            cache.batch_repeat_interleave(input_ids.size(0))
             # TRL's fused head over the rows' own tokens, on top of the prefix (its labels shifted as TRL's are)
             outputs = model(input_ids=input_ids[:, prefix:], attention_mask=attention_mask, cache=cache,
                             labels=labels[:, prefix:], fused_lm_head=True)
         logps = outputs.log_probs[:, -logits_to_keep:]
         entropies = outputs.entropy[:, -logits_to_keep:] if compute_entropy else None
         return logps, entropies, None
+
+
+def _grad_enabled() -> bool:
+    import torch
+
+    return torch.is_grad_enabled()
 
 
 class _Plain:

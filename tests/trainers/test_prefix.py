@@ -29,7 +29,7 @@ SYSTEM = "Answer with the whole function in one code block, after a short plan o
 
 
 def _train(tmp_path, name: str, share: bool, monkeypatch, **sets):
-    monkeypatch.setattr(grpo.SpecGRPOTrainer, "share_prompt", share)
+    monkeypatch.setattr(grpo.SpecGRPOTrainer, "share_prompt", share, raising=True)
     spec = tmp_path / "s.reward"
     spec.write_text(SPEC)
     data = tmp_path / "d.jsonl"
@@ -42,11 +42,20 @@ def _train(tmp_path, name: str, share: bool, monkeypatch, **sets):
     return result.trainer, [r for r in read_metrics(result.metrics_path) if "loss" in r]
 
 
-def test_a_step_with_the_shared_prompt_is_the_plain_step(tmp_path, monkeypatch) -> None:
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The same two steps with the shared prompt off, then on (trained once for the module)."""
+    tmp = tmp_path_factory.mktemp("prefix")
+    with pytest.MonkeyPatch.context() as mp:
+        off = _train(tmp, "off", False, mp)
+        on = _train(tmp, "on", True, mp)
+    return off, on
+
+
+def test_a_step_with_the_shared_prompt_is_the_plain_step(runs) -> None:
     """Two steps from one seed, LoRA, a reference model (beta > 0): the same completions, rewards and advantages;
     loss, gradient norm and entropy equal to float rounding."""
-    off, m_off = _train(tmp_path, "off", False, monkeypatch)
-    on, m_on = _train(tmp_path, "on", True, monkeypatch)
+    (off, m_off), (on, m_on) = runs
     assert "prompt_shared" not in off.__dict__
     # generation twice (one per step) and the update's and the reference's forward passes took the shared path
     assert on.prompt_shared["generate"] == 2 and on.prompt_shared["forward"] >= 4
@@ -70,10 +79,10 @@ def _batch(tok, completions: list[str], prompt: str):
     return ids, mask, width
 
 
-def test_the_forward_pass_gives_the_same_log_probs_and_gradients(tmp_path, monkeypatch) -> None:
+def test_the_forward_pass_gives_the_same_log_probs_and_gradients(runs) -> None:
     """The update's forward pass on one prompt's rows of different lengths: log-probabilities, entropies and every
     parameter's gradient of a loss over them equal those of the plain pass."""
-    trainer, _ = _train(tmp_path, "t", True, monkeypatch, **{"train.max_steps": 1})
+    trainer = runs[1][0]
     model = trainer.model
     tok = trainer.processing_class
     ids, mask, keep = _batch(tok, ["    return x", "    return x + 1  # one more", "pass", "    y = x\n    return y"],
@@ -89,7 +98,11 @@ def test_the_forward_pass_gives_the_same_log_probs_and_gradients(tmp_path, monke
         return logps.detach(), ent.detach(), grads
 
     before = trainer.prompt_shared["forward"]
-    plain, shared = run(False), run(True)
+    try:
+        plain, shared = run(False), run(True)
+    finally:
+        trainer.share_prompt = True
+        model.zero_grad()
     assert trainer.prompt_shared["forward"] == before + 1
     torch.testing.assert_close(shared[0], plain[0], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(shared[1], plain[1], rtol=1e-5, atol=1e-5)

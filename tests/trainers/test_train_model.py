@@ -160,10 +160,25 @@ def test_generate_computes_the_shared_prefix_once_with_the_same_answers(monkeypa
     for a, b in zip(fast.scores, plain.scores, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
     assert torch.equal(fast.sequences[:, enc["input_ids"].shape[1]:], plain.sequences[:, plain_enc["input_ids"].shape[1]:])
+    # the rows' own tokens computed 2 rows at a time (sorted by length, as generate gives them), the groups' caches
+    # widened to the batch and stacked: every step's logits are the plain batch's
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    monkeypatch.setattr(shared, "PREFILL_GROUP", 2)
+    with torch.no_grad():
+        genc, gcache = shared.prefill_rows(model, [ids[i] for i in order], prefix, cache, tok.pad_token_id, model.device)
+        assert gcache.get_seq_length() == genc["input_ids"].shape[1] - 1   # only the last column is left to generate
+        grouped_out = model.generate(**genc, cache=gcache, **gen)
+    for a, b in zip(grouped_out.scores, plain.scores, strict=True):
+        torch.testing.assert_close(a, b[order], rtol=1e-4, atol=1e-4)
 
     kw = dict(max_new_tokens=6, batch_size=3, system_prompt=system, few_shot=few)
     once = generate(model, tok, problems, **kw)  # type: ignore[arg-type]
+    # one batch of all 7 rows whose own tokens are computed 2 rows at a time (groups of different widths, their
+    # caches widened and stacked): the same answers
+    monkeypatch.setattr(shared, "PREFILL_GROUP", 2)
+    grouped = generate(model, tok, problems, **{**kw, "batch_size": 7})  # type: ignore[arg-type]
     monkeypatch.setattr(shared, "MIN_SHARED_PREFIX", 10**9)
-    assert generate(model, tok, problems, **kw) == once  # type: ignore[arg-type]
+    per_row = generate(model, tok, problems, **kw)  # type: ignore[arg-type]
+    assert once == per_row and grouped == per_row
     # rows' logits differ from each other, so rows mixed up between prompts would have failed the comparison above
     assert not torch.allclose(plain.scores[0][0], plain.scores[0][1])

@@ -260,20 +260,56 @@ def _start_server(root: str, spec: str = SPEC) -> tuple[subprocess.Popen, str]:
     return start_server([sys.executable, "-m", "rewardlang", "serve", spec, "--port", "0"], root)
 
 
+class Pauses:
+    """The intervals in which this process did not run at all for ``gap`` seconds or more: stopped from outside
+    (on a shared machine, whoever runs a timed job may SIGSTOP the others' jobs, this benchmark's server and
+    clients alike, and resume them minutes later). A run's wall time and its requests' latencies leave them out
+    (:meth:`within`): they are time in which nothing of the benchmark ran. A process that is only starved (a low
+    priority beside busy cores) still runs every few hundred milliseconds, far below ``gap``: that time counts."""
+
+    def __init__(self, gap: float = 5.0, tick: float = 0.1) -> None:
+        self.gap = gap
+        self.tick = tick
+        self.intervals: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        last = time.perf_counter()
+        while not self._stop.wait(self.tick):
+            now = time.perf_counter()
+            if now - last >= self.gap:
+                self.intervals.append((last, now))
+            last = now
+
+    def within(self, a: float, b: float) -> float:
+        """Seconds of pauses between ``a`` and ``b`` (``time.perf_counter`` values)."""
+        return sum(max(0.0, min(b, e) - max(a, s)) for s, e in self.intervals)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def _clients(url: str, rows: list[dict], per_request: int, clients: int
              ) -> tuple[float, int, list[float], list[float | None]]:
     """``clients`` closed-loop threads post ``rows`` to ``url``/score, ``per_request`` at a time, each sending its
     next request when it has the answer to the previous one, a new connection per request (as OpenRLHF's aiohttp
-    session per call); (seconds, rows answered, each row's latency: its request's, each row's score by index)."""
+    session per call); (seconds, rows answered, each row's latency: its request's, each row's score by index).
+    Seconds in which this process was stopped from outside (:class:`Pauses`) are left out of both, and said."""
     n = len(rows)
     scores: list[float | None] = [None] * n
     latencies: list[float] = []
     lock = threading.Lock()
+    pauses = Pauses()
+    spans: list[tuple[float, float, int]] = []  # each request's start, end and rows
 
     def post(body: dict) -> dict:
         req = urllib.request.Request(url + "/score", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=600) as r:
+        # an hour: a stop from outside (above) must not end the run
+        with urllib.request.urlopen(req, timeout=3600) as r:
             return json.loads(r.read())
 
     def client(k: int) -> None:
@@ -283,9 +319,8 @@ def _clients(url: str, rows: list[dict], per_request: int, clients: int
             idx = mine[j:j + per_request]
             t = time.perf_counter()
             res = post({"rows": [rows[i] for i in idx]})["results"]
-            dt = time.perf_counter() - t
             with lock:
-                latencies.extend([dt] * len(idx))
+                spans.append((t, time.perf_counter(), len(idx)))
                 for i, x in zip(idx, res):
                     scores[i] = x["score"]
 
@@ -295,7 +330,15 @@ def _clients(url: str, rows: list[dict], per_request: int, clients: int
         t.start()
     for t in threads:
         t.join()
-    return time.perf_counter() - t0, sum(s is not None for s in scores), latencies, scores
+    t1 = time.perf_counter()
+    pauses.close()
+    stopped = pauses.within(t0, t1)
+    if stopped:
+        print(f"    (this process was stopped from outside for {stopped:.0f} s of the run: left out of its time and "
+              "latencies)", flush=True)
+    for a, b, k in spans:
+        latencies.extend([b - a - pauses.within(a, b)] * k)
+    return t1 - t0 - stopped, sum(s is not None for s in scores), latencies, scores
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -336,6 +379,8 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
         times: dict[tuple[str, int, int], list[float]] = {}
         lats: dict[tuple[str, int, int], list[float]] = {}
         cpus: dict[tuple[str, int, int], list[float]] = {}  # the server's CPU seconds per row (its process tree)
+        batches: dict[tuple[str, int, int], list[int]] = {}  # the batches the server scored in each run
+        busy: dict[tuple[str, int, int], list[float]] = {}  # the share of each run's wall time spent scoring
         reference: dict[int, list[float | None]] = {}
         same = True
         for c in clients_list:
@@ -347,14 +392,23 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                     for name in order:
                         rows = samples(n, f"{name}-{c}-{per}-{turn}")
                         c0 = _tree_cpu(pids[name])
+                        m0 = post_metrics(urls[name])
                         dt, got, lat, scores = _clients(urls[name], rows, per, c)
                         cpus.setdefault((name, c, per), []).append((_tree_cpu(pids[name]) - c0) / n)
+                        m1 = post_metrics(urls[name])
+                        # how the server coalesced: its batches, and the share of the run it spent scoring
+                        # (`scoring_seconds`: servers from issue 38 on; an older one does not say)
+                        batches.setdefault((name, c, per), []).append(m1["batches"] - m0["batches"])
+                        if "scoring_seconds" in m1:
+                            busy.setdefault((name, c, per), []).append(
+                                (m1["scoring_seconds"] - m0["scoring_seconds"]) / dt)
                         assert got == n, (got, n)
                         ref_scores = reference.setdefault(n, scores)
                         same = same and scores == ref_scores
                         times.setdefault((name, c, per), []).append(dt)
                         lats.setdefault((name, c, per), []).extend(lat)
-                        line.append(f"{name.split(' ')[0]} {per}/req {n / dt:.1f} rows/s")
+                        line.append(f"{name.split(' ')[0]} {per}/req {n / dt:.1f} rows/s "
+                                    f"({batches[(name, c, per)][-1]} batches)")
                 print(f"  C={c} turn {turn + 1}: " + "; ".join(line) + f"  [{load()}]", flush=True)
         print(f"  every row's score equal in every run (both trees, both request sizes): {same}")
         for c in clients_list:
@@ -371,6 +425,13 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                 kb = statistics.median(cpus[(name, c, per_request)])
                 print(f"  {'':28s} server CPU per row (its process tree): 1 row/request {k1 * 1e3:.1f} ms, "
                       f"{per_request} rows/request {kb * 1e3:.1f} ms; batched / one-row {kb / k1:.2f}x")
+                shown = []
+                for per in (1, per_request):
+                    nb = batches[(name, c, per)]
+                    b = busy.get((name, c, per))
+                    shown.append(f"{per} row(s)/request: mean batch {n * len(nb) / max(sum(nb), 1):.1f} rows"
+                                 + (f", scoring {statistics.median(b):.0%} of the run" if b else ""))
+                print(f"  {'':28s} batches: " + "; ".join(shown))
     finally:
         for p in procs:
             p.terminate()

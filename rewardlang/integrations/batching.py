@@ -294,6 +294,8 @@ class Batcher:
         self.batch_sizes: Counter = Counter()
         self.latency_sum = 0.0
         self.latency_n = 0
+        #: seconds spent scoring batches (over a run's wall time: how much of it the server was scoring)
+        self.scoring_s = 0.0
         self.requests = 0
         self.rejected = 0
         #: when the last batch's results were handed out (the coalescing window also counts from there)
@@ -406,6 +408,7 @@ class Batcher:
         wait."""
         with self._cond:
             self._last_seconds = time.perf_counter() - t0
+            self.scoring_s += self._last_seconds
             self._peaks.append(self._peak)
             self._scoring = 0
             self._peak = len(self._queue)

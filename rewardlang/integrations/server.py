@@ -720,6 +720,7 @@ def make_app(spec: str, *, program: Any = None, window_s: float = 0.02, max_batc
             "batch_size_mean": (sum(sizes) / len(sizes)) if sizes else 0.0,
             "batch_size_max": sizes[-1] if sizes else 0,
             "latency_mean_s": b.latency_sum / b.latency_n if b.latency_n else 0.0,
+            "scoring_seconds": b.scoring_s,
             "masked_rows": st["masked"] + st["bad_rows"], "bad_rows": st["bad_rows"],
             "infra_failures": st["infra_failures"], "pending_rows": b.pending,
             "sandbox_level": b.scorer.sandbox_level(),

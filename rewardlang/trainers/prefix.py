@@ -20,13 +20,14 @@ dropout mask over the prefix instead of drawing one each.
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["MIN_SHARED_PREFIX", "PREFILL_GROUP", "shared_prefix", "continue_prefix", "prefill_rows", "rows_prefix", "generate_from_prefix",
+__all__ = ["MIN_SHARED_PREFIX", "PREFILL_GROUP", "merged_adapter", "shared_prefix", "continue_prefix", "prefill_rows", "rows_prefix", "generate_from_prefix",
            "SharedPromptForward"]
 
 #: the fewest tokens every row must share before they are computed once (below that, the copy costs more than it
@@ -158,14 +159,44 @@ def generate_from_prefix(model: Any, input_ids: "torch.Tensor", attention_mask: 
     return model.generate(**enc, cache=cache, **kwargs)
 
 
+@contextlib.contextmanager
+def merged_adapter(model: Any) -> Iterator[None]:
+    """``model``'s LoRA adapter merged into its weights for the block, and the weights put back exactly after.
+
+    An unmerged adapter adds four small operations to every linear layer at every decoding step, and its dropout
+    draws a mask per token: SmolLM2-135M on 2 CPU cores samples 4 x 160 tokens in 47.7 s merged against 54.6 s
+    unmerged in eval mode and 59.0 s with dropout. Merged, the samples come from the policy itself, without
+    dropout noise, as TRL's vLLM path samples them (it merges the adapter into vLLM's weights). The base weights are
+    copied before and restored after, bit for bit (``unmerge`` alone would leave them a rounding error away, and the
+    error would add up over the steps). ``model`` None, or without an unmerged LoRA adapter: nothing is done.
+    """
+    layers = [m for m in model.modules() if hasattr(m, "merge") and hasattr(m, "base_layer")
+              and not getattr(m, "merged", True)] if model is not None and hasattr(model, "peft_config") else []
+    if not layers:
+        yield
+        return
+    saved = [m.get_base_layer().weight.detach().clone() for m in layers]
+    for m in layers:
+        m.merge()
+    try:
+        yield
+    finally:
+        for m, w in zip(layers, saved):
+            m.unmerge()
+            m.get_base_layer().weight.data.copy_(w)
+
+
 class SharedPromptForward:
     """Mixin for a TRL ``GRPOTrainer`` subclass: the group's shared prompt computed once, in generation and in the
     update's forward pass (module docstring). It steps aside (TRL's own code runs) for vLLM or continuous batching,
     tools, images, several processes, a mixture-of-experts loss, or rows that share fewer than
-    :data:`MIN_SHARED_PREFIX` tokens; ``share_prompt = False`` turns it off. ``prompt_shared`` counts the calls
+    :data:`MIN_SHARED_PREFIX` tokens; ``share_prompt = False`` turns it off. With a LoRA adapter the samples are
+    drawn with it merged (:func:`merged_adapter`; ``merge_for_generation = False`` draws them unmerged). ``prompt_shared`` counts the calls
     that took the shared path (``generate``, ``forward``) and the tokens they computed once (``tokens``)."""
 
     share_prompt: bool = True
+    #: samples drawn from the policy with its LoRA adapter merged into the weights (:func:`merged_adapter`)
+    merge_for_generation: bool = True
     prompt_shared: dict[str, int]
 
     def _shared(self, what: str, tokens: int) -> None:
@@ -193,8 +224,9 @@ class SharedPromptForward:
 
         model.generate = generate  # for this call only: TRL calls ``unwrapped_model.generate``
         try:
-            return super()._generate_single_turn(prompt_ids, images, multimodal_fields,  # type: ignore[misc]
-                                                 num_generations, has_tool_images)
+            with merged_adapter(model if self.merge_for_generation else None):
+                return super()._generate_single_turn(prompt_ids, images, multimodal_fields,  # type: ignore[misc]
+                                                     num_generations, has_tool_images)
         finally:
             del model.generate
 

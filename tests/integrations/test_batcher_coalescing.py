@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from rewardlang.integrations.batching import Batcher
 
 
@@ -61,3 +63,62 @@ def test_a_caller_that_stops_is_waited_for_a_bounded_time_then_forgotten() -> No
     b.close()
     assert stub.calls[0] == 3 and all(c <= 2 for c in stub.calls[1:])
     assert max(b._peaks) <= 2  # the third caller is forgotten
+
+
+def _quality_rows() -> list[dict]:
+    """quality_grpo rows that differ in what each part of the reward sees: the shipped samples (correct, wrong,
+    findings), a completion with no code, one whose code does not parse, one whose block is unclosed, and a row
+    whose `tests` column is missing (a bad row, masked with its reason)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    with open(root / "examples" / "code_samples.jsonl", encoding="utf-8") as f:
+        rows = [json.loads(x) for x in f]
+    base = rows[0]
+    rows += [
+        {**base, "completion": "I would compare every pair."},
+        {**base, "completion": "```python\ndef has_close_elements(numbers, threshold):\n    return (\n```"},
+        {**base, "completion": "```python\nimport os\ndef has_close_elements(numbers, threshold):\n    return False\n"},
+        {k: v for k, v in base.items() if k != "tests"},
+    ]
+    return rows
+
+
+def test_coalesced_one_row_requests_score_what_each_row_scores_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38: rows sent one per request and coalesced by the batcher into one batch get exactly the results
+    (every key, every float, every mask reason) each row gets scored alone, and a batch scored with each tool in
+    runs of its own (as batches of more than TOGETHER_MAX codes are) gets them too. Three scorers: no result is
+    read from another's cache."""
+    from rewardlang.integrations.batching import SpecScorer
+    from rewardlang.runtime.tools import codequal
+
+    spec = "specs/quality_grpo.reward"
+    rows = _quality_rows()
+    b = Batcher(SpecScorer(spec), window_s=60.0, max_batch=len(rows))  # the last row closes the batch
+    with b._cond:  # every request waits before the batcher looks: one batch of all of them
+        futs = [b.submit([r]) for r in rows]
+    coalesced = [f.result(300)[0] for f in futs]
+    b.close()
+    b.scorer.close()
+    assert dict(b.batch_sizes) == {len(rows): 1}
+
+    alone_scorer = SpecScorer(spec)
+    alone = [alone_scorer.score_rows([r])[0] for r in rows]
+    alone_scorer.close()
+
+    monkeypatch.setenv("REWARDLANG_TOOL_TOGETHER", "0")
+    apart_scorer = SpecScorer(spec)
+    apart = apart_scorer.score_rows(rows)
+    apart_scorer.close()
+    assert len(rows) <= codequal.TOGETHER_MAX  # so the coalesced batch ran bandit and the analysers together
+
+    def seen(results: list[dict]) -> list[tuple]:
+        return [(dict(r), getattr(r, "reason", None)) for r in results]
+
+    assert seen(coalesced) == seen(alone) == seen(apart)
+    # the rows really differ: the comparison is not of identical constants
+    scores = [r["score"] for r in alone]
+    assert len(set(scores)) >= 4 and 0.0 in scores and max(scores) > 0.5
+    assert alone[-1]["rl_masked"] == 1.0 and "tests" in alone[-1].reason
+    assert sum(r["rl_masked"] for r in alone) == 1.0

@@ -131,3 +131,32 @@ def test_generation_from_the_shared_prefix_gives_the_plain_answers() -> None:
     assert torch.equal(shared[:, width:], plain[:, width:])
     assert seen and seen[0] >= prefix.MIN_SHARED_PREFIX
     assert not torch.equal(plain[0, width:], plain[2, width:])   # the rows' answers depend on their own tokens
+
+
+def test_the_adapter_is_merged_for_generation_and_the_weights_put_back_bit_for_bit() -> None:
+    """merged_adapter: inside, the merged model computes the unmerged one's logits (to rounding); after, every
+    weight is the one before, exactly (``unmerge`` alone leaves a rounding error that would add up over steps)."""
+    from peft import get_peft_model
+
+    from rewardlang.trainers.config import TrainConfig
+    from rewardlang.trainers.model import load_policy, lora_config
+
+    model, _ = load_policy(TrainConfig())
+    policy = get_peft_model(model, lora_config(TrainConfig(lora=True))).eval()
+    with torch.no_grad():
+        for name, p in policy.named_parameters():
+            if "lora_B" in name:   # a trained adapter (B starts at 0, which would merge as nothing)
+                p.normal_(std=0.2)
+    before = {k: v.clone() for k, v in policy.state_dict().items()}
+    x = torch.randint(0, 500, (2, 12))
+    with torch.no_grad():
+        plain = policy(input_ids=x).logits
+        with prefix.merged_adapter(policy):
+            assert sum(bool(getattr(m, "merged", False)) for m in policy.modules()) > 0
+            merged = policy(input_ids=x).logits
+        after = policy(input_ids=x).logits
+    torch.testing.assert_close(merged, plain, rtol=1e-4, atol=1e-4)
+    assert torch.equal(after, plain)
+    assert all(torch.equal(before[k], v) for k, v in policy.state_dict().items())
+    with prefix.merged_adapter(None):   # no model: nothing to do
+        pass

@@ -64,16 +64,20 @@ def continue_prefix(rows: Sequence[Sequence[int]], prefix: int, prefix_cache: An
     for every row, ``width`` tokens wide (default: the longest row). The attention mask hides the padding, and
     positions count unmasked tokens (as ``generate`` derives them from the mask), so each row sees exactly what it
     would left-padded: the prefix at positions 0..P-1, its own tokens after."""
-    import torch
-
-    tails = [list(ids[prefix:]) for ids in rows]
-    width = max(prefix + max(len(t) for t in tails), width or 0)
-    ids = [list(rows[0][:prefix]) + [pad_id] * (width - prefix - len(t)) + t for t in tails]
-    mask = [[1] * prefix + [0] * (width - prefix - len(t)) + [1] * len(t) for t in tails]
     cache = copy.deepcopy(prefix_cache)
     cache.batch_repeat_interleave(len(rows))
-    enc = {"input_ids": torch.tensor(ids, device=device), "attention_mask": torch.tensor(mask, device=device)}
-    return enc, cache
+    return _layout(rows, prefix, pad_id, device, width), cache
+
+
+def _layout(rows: Sequence[Sequence[int]], prefix: int, pad_id: int, device: Any,
+            width: int | None = None) -> dict[str, Any]:
+    """``[shared prefix | padding | the row's own tokens]`` for every row, ``width`` wide (at least the longest)."""
+    import torch
+
+    width = max(max(len(r) for r in rows), width or 0)
+    ids = [list(r[:prefix]) + [pad_id] * (width - len(r)) + list(r[prefix:]) for r in rows]
+    mask = [[1] * prefix + [0] * (width - len(r)) + [1] * (len(r) - prefix) for r in rows]
+    return {"input_ids": torch.tensor(ids, device=device), "attention_mask": torch.tensor(mask, device=device)}
 
 
 #: rows whose own tokens are computed together by :func:`prefill_rows` (rows sorted by length pad only to the longest
@@ -115,9 +119,7 @@ def prefill_rows(model: Any, rows: Sequence[Sequence[int]], prefix: int, prefix_
     for i, layer in enumerate(merged.layers):
         layer.keys = torch.cat([p.layers[i].keys for p in parts], dim=0)
         layer.values = torch.cat([p.layers[i].values for p in parts], dim=0)
-    ids = [list(r[:prefix]) + [pad_id] * (width - len(r)) + list(r[prefix:]) for r in rows]
-    mask = [[1] * prefix + [0] * (width - len(r)) + [1] * (len(r) - prefix) for r in rows]
-    return {"input_ids": torch.tensor(ids, device=device), "attention_mask": torch.tensor(mask, device=device)}, merged
+    return _layout(rows, prefix, pad_id, device, width), merged
 
 
 def rows_prefix(input_ids: torch.Tensor, attention_mask: torch.Tensor, limit: int) -> int:
@@ -211,10 +213,13 @@ class SharedPromptForward:
 
     def _generate_single_turn(self, prompt_ids: Any, images: Any, multimodal_fields: Any, num_generations: Any,
                               has_tool_images: bool = False) -> Any:
-        if not self._share_ok() or images is not None or multimodal_fields:
-            return super()._generate_single_turn(prompt_ids, images, multimodal_fields,  # type: ignore[misc]
-                                                 num_generations, has_tool_images)
         model = self.accelerator.unwrap_model(self.model_wrapped)  # type: ignore[attr-defined]
+        merge = model if (self.merge_for_generation and self.accelerator.num_processes == 1  # type: ignore[attr-defined]
+                          and not self.use_vllm) else None  # type: ignore[attr-defined]
+        if not self._share_ok() or images is not None or multimodal_fields:
+            with merged_adapter(merge):
+                return super()._generate_single_turn(prompt_ids, images, multimodal_fields,  # type: ignore[misc]
+                                                     num_generations, has_tool_images)
         plain = model.generate
         pad_id = self._tokenizer.pad_token_id  # type: ignore[attr-defined]
 
@@ -224,7 +229,7 @@ class SharedPromptForward:
 
         model.generate = generate  # for this call only: TRL calls ``unwrapped_model.generate``
         try:
-            with merged_adapter(model if self.merge_for_generation else None):
+            with merged_adapter(merge):
                 return super()._generate_single_turn(prompt_ids, images, multimodal_fields,  # type: ignore[misc]
                                                      num_generations, has_tool_images)
         finally:

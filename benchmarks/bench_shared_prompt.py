@@ -61,11 +61,10 @@ def bench_grpo(args: argparse.Namespace) -> None:
 
 
 def bench_eval(args: argparse.Namespace) -> None:
-    import re
-
     import torch
     from peft import get_peft_model
 
+    import rewardlang
     from rewardlang.datasets.humaneval import load_humaneval
     from rewardlang.trainers import prefix
     from rewardlang.trainers.config import TrainConfig
@@ -74,10 +73,8 @@ def bench_eval(args: argparse.Namespace) -> None:
     from rewardlang.trainers.model import load_smollm2, lora_config
 
     torch.set_num_threads(os.cpu_count() or 1)
-    src = open(os.path.join(HERE, "specs", "codepo_text.reward"), encoding="utf-8").read()
-    few = eval("[" + re.search(r"few_shot = \[(.*?)\],\n", src, re.S).group(1) + "]")  # the spec's own literal
-    system = eval(re.search(r'system_prompt = (".*?"),\n', src).group(1))
-    template = "Complete this Python function:\n```python\n{prompt}```"
+    train = rewardlang.load(os.path.join(HERE, "specs", "codepo_text.reward")).train  # the spec's presentation
+    few, system, template = train["few_shot"], train["system_prompt"], train["prompt_template"]
     _, heldout = split_heldout(load_humaneval(), 40, seed=0)
     model, tok = load_smollm2()
     if tok.pad_token is None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -63,3 +66,68 @@ def full_disk(monkeypatch):
         _FullDiskFile.budget = n
 
     return set_budget
+
+
+class LoopbackListener:
+    """A TCP server on 127.0.0.1 that counts the connections it accepts.
+
+    A client's ``connect`` returns once the kernel has queued the connection, before this thread has accepted
+    it, so a count read right after a connect may not include it yet. ``settled`` makes the count exact without
+    any timing: it connects once more itself and waits until that connection (known by its port) is accepted.
+    Connections are accepted in the order they were queued, so every earlier one has been counted by then.
+    """
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.port = self.sock.getsockname()[1]
+        self._peers: list[int] = []   # the client port of every accepted connection, in order
+        self._sentinels: set[int] = set()
+        self._accepted = threading.Condition()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                c, peer = self.sock.accept()
+            except OSError:
+                return
+            with self._accepted:
+                self._peers.append(peer[1])
+                self._accepted.notify_all()
+            c.close()
+
+    def settled(self) -> int:
+        """How many connections others made before this call, every one of them counted."""
+        with socket.create_connection(("127.0.0.1", self.port)) as s:
+            mine = s.getsockname()[1]
+        with self._accepted:
+            # 120 s only bounds a wedged thread; the sentinel is accepted as soon as the thread runs
+            assert self._accepted.wait_for(lambda: mine in self._peers, 120), "the listener never accepted"
+            self._sentinels.add(mine)
+            return sum(1 for p in self._peers if p not in self._sentinels)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture(scope="session")
+def listener() -> Iterator[LoopbackListener]:
+    """A TCP server on 127.0.0.1 that hostile programs try to reach; ``listener.settled()`` is how many did.
+
+    Shared by the session, so no test may connect to it on purpose; one that must (to prove a probe can see the
+    escape) takes ``own_listener``.
+    """
+    lst = LoopbackListener()
+    yield lst
+    lst.close()
+
+
+@pytest.fixture(scope="module")
+def own_listener() -> Iterator[LoopbackListener]:
+    """A listener of the module's own, for tests that connect to it on purpose."""
+    lst = LoopbackListener()
+    yield lst
+    lst.close()

@@ -17,10 +17,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,46 +40,22 @@ def _need_clang() -> None:
         pytest.skip("clang is not installed")
 
 
-class Listener:
-    """A TCP server on 127.0.0.1 that counts the connections it accepts."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            c.close()
-
-
 @pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+def host(tmp_path_factory: pytest.TempPathFactory, own_listener) -> Iterator[dict]:
     d = tmp_path_factory.mktemp("irg-host")
     os.chmod(d, 0o777)  # world-writable: only isolation keeps a program out, not the directory's mode
     secret = d / "secret.inc"
     secret.write_text("int leaked_secret_value = 424242;\n")
     os.chmod(secret, 0o644)
-    lst = Listener()
     old = os.environ.get(SECRET_ENV)
     os.environ[SECRET_ENV] = "s3cr3t-of-the-trainer"
     try:
-        yield {"dir": d, "marker": d / "marker", "secret": secret, "listener": lst}
+        yield {"dir": d, "marker": d / "marker", "secret": secret, "listener": own_listener}
     finally:
         if old is None:
             os.environ.pop(SECRET_ENV, None)
         else:
             os.environ[SECRET_ENV] = old
-        lst.sock.close()
 
 
 def probe(h: dict) -> str:
@@ -124,14 +98,16 @@ def test_the_probe_sees_every_escape_on_the_host(host: dict, tmp_path: Path) -> 
     _need_clang()
     (tmp_path / "p.c").write_text(probe(host) + "int main(void) { return rl_escapes(); }\n")
     subprocess.run(["clang", "-w", "-DRL_PROBE_ONLY", "p.c", "-o", "p"], cwd=tmp_path, check=True)
-    before = host["listener"].connections
-    got = subprocess.run([str(tmp_path / "p")], cwd=tmp_path).returncode
-    if os.geteuid() != 0:
-        got |= 8  # only a root run can show the root escape
-    assert got == 31, got
-    assert host["marker"].read_text() == "the row's code ran on the host"
-    assert host["listener"].connections == before + 1
-    host["marker"].unlink()
+    before = host["listener"].settled()
+    try:
+        got = subprocess.run([str(tmp_path / "p")], cwd=tmp_path).returncode
+        if os.geteuid() != 0:
+            got |= 8  # only a root run can show the root escape
+        assert got == 31, got
+        assert host["marker"].read_text() == "the row's code ran on the host"
+        assert host["listener"].settled() == before + 1
+    finally:
+        host["marker"].unlink(missing_ok=True)  # the next test checks the host is clean: leave it so
 
 
 def _rows(h: dict) -> list[dict]:
@@ -154,13 +130,13 @@ def _rows(h: dict) -> list[dict]:
 
 def _check_host(h: dict, before: int) -> None:
     assert not h["marker"].exists(), h["marker"].read_text()
-    assert h["listener"].connections == before
+    assert h["listener"].settled() == before
     assert sorted(p.name for p in h["dir"].iterdir()) == ["secret.inc"]
 
 
 def test_hostile_rows_run_nothing_on_the_host(host: dict) -> None:
     _need_clang()
-    before = host["listener"].connections
+    before = host["listener"].settled()
     with Sandbox(SandboxConfig(slots=2)) as sb:
         res = {r.id: r for r in build_groups(_rows(host), sandbox=sb, losers=2)}
         assert sb.stray_processes() == []

@@ -1,14 +1,12 @@
-"""Fixtures of the sandbox suite: a one-slot sandbox (so "the same slot" is well defined), a loopback
-listener that records any connection, and host canary files."""
+"""Fixtures of the sandbox suite: a one-slot sandbox (so "the same slot" is well defined), and host canary
+files (the loopback listener is the root conftest's)."""
 
 from __future__ import annotations
 
 import os
 import secrets
-import socket
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 
@@ -23,40 +21,6 @@ def sb1() -> Iterator[Sandbox]:
     assert sb.run("def f(x):\n    return x\n", ["assert f(1) == 1"]).outcome == "pass"  # slot started
     yield sb
     sb.close()
-
-
-@dataclass
-class Listener:
-    port: int
-    connections: list[tuple[str, int]] = field(default_factory=list)
-
-
-@pytest.fixture(scope="session")
-def listener() -> Iterator[Listener]:
-    """A TCP server on 127.0.0.1 that records every connection it accepts."""
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(16)
-    srv.settimeout(0.2)
-    info = Listener(srv.getsockname()[1])
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, addr = srv.accept()
-            except (TimeoutError, OSError):
-                continue
-            info.connections.append(addr)
-            conn.close()
-
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
-    yield info
-    stop.set()
-    t.join(2)
-    srv.close()
 
 
 @dataclass

@@ -41,6 +41,7 @@ import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -293,13 +294,14 @@ class Pauses:
 
 
 def _clients(url: str, rows: list[dict], per_request: int, clients: int
-             ) -> tuple[float, int, list[float], list[float | None]]:
+             ) -> tuple[float, int, list[float], list[dict | None]]:
     """``clients`` closed-loop threads post ``rows`` to ``url``/score, ``per_request`` at a time, each sending its
     next request when it has the answer to the previous one, a new connection per request (as OpenRLHF's aiohttp
-    session per call); (seconds, rows answered, each row's latency: its request's, each row's score by index).
-    Seconds in which this process was stopped from outside (:class:`Pauses`) are left out of both, and said."""
+    session per call); (seconds, rows answered, each row's latency: its request's, each row's whole result by
+    index: ``score``, ``rl_masked``, ``rl_<component>``, ``error``). Seconds in which this process was stopped from
+    outside (:class:`Pauses`) are left out of both, and said."""
     n = len(rows)
-    scores: list[float | None] = [None] * n
+    scores: list[dict | None] = [None] * n
     latencies: list[float] = []
     lock = threading.Lock()
     pauses = Pauses()
@@ -322,7 +324,7 @@ def _clients(url: str, rows: list[dict], per_request: int, clients: int
             with lock:
                 spans.append((t, time.perf_counter(), len(idx)))
                 for i, x in zip(idx, res):
-                    scores[i] = x["score"]
+                    scores[i] = x
 
     t0 = time.perf_counter()
     threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
@@ -339,6 +341,44 @@ def _clients(url: str, rows: list[dict], per_request: int, clients: int
     for a, b, k in spans:
         latencies.extend([b - a - pauses.within(a, b)] * k)
     return t1 - t0 - stopped, sum(s is not None for s in scores), latencies, scores
+
+
+def differing(runs: dict[str, list[dict | None]], rows: list[dict] | None = None) -> list[str]:
+    """The rows whose result is not the same in every run: one line per (row, key) that differs, naming the row
+    (its index, and its task when ``rows`` gives it), the key (``score``, ``rl_masked``, ``rl_<component>``) and
+    each run's value, with each run's ``error`` (why a masked row is masked) where it has one. ``runs`` maps a
+    run's name to its results by row index (what :func:`_clients` returns); every run scored the same rows (or
+    rows that differ only by a comment of equal length). Empty when every row is the same in every run.
+
+        >>> for line in differing({"a": [{"score": 1.0, "rl_masked": 0.0, "rl_c": 1.0, "error": None}],
+        ...                        "b": [{"score": 0.0, "rl_masked": 1.0, "rl_c": 0.0, "error": "infra"}]}):
+        ...     print(line)
+        row 0 score: a 1.0; b 0.0 (infra)
+        row 0 rl_masked: a 0.0; b 1.0 (infra)
+        row 0 rl_c: a 1.0; b 0.0 (infra)
+    """
+    out = []
+    names = list(runs)
+    n = max((len(r) for r in runs.values()), default=0)
+    for i in range(n):
+        got = {k: (runs[k][i] if i < len(runs[k]) else None) for k in names}
+        keys: list[str] = []
+        for r in got.values():
+            for key in (r or {"score": None}):
+                if key != "error" and key not in keys:
+                    keys.append(key)
+        task = ""
+        if rows is not None and i < len(rows):
+            t = rows[i].get("prompt_id") or rows[i].get("entry_point")
+            task = f" ({t})" if t else ""
+        for key in keys:
+            vals = [None if got[k] is None else got[k].get(key) for k in names]
+            if all(v == vals[0] for v in vals):
+                continue
+            shown = "; ".join(f"{k} {v}" + (f" ({got[k]['error']})" if got[k] and got[k].get("error") else "")
+                              for k, v in zip(names, vals))
+            out.append(f"row {i}{task} {key}: {shown}")
+    return out
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -381,8 +421,7 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
         cpus: dict[tuple[str, int, int], list[float]] = {}  # the server's CPU seconds per row (its process tree)
         batches: dict[tuple[str, int, int], list[int]] = {}  # the batches the server scored in each run
         busy: dict[tuple[str, int, int], list[float]] = {}  # the share of each run's wall time spent scoring
-        reference: dict[int, list[float | None]] = {}
-        same = True
+        results: dict[int, dict[str, list[dict | None]]] = {}  # per run size: each run's results by row
         for c in clients_list:
             n = c * per_request
             for turn in range(runs):
@@ -403,14 +442,17 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                             busy.setdefault((name, c, per), []).append(
                                 (m1["scoring_seconds"] - m0["scoring_seconds"]) / dt)
                         assert got == n, (got, n)
-                        ref_scores = reference.setdefault(n, scores)
-                        same = same and scores == ref_scores
+                        results.setdefault(n, {})[f"{name.split(' ')[0]} C={c} {per}/req turn {turn + 1}"] = scores
                         times.setdefault((name, c, per), []).append(dt)
                         lats.setdefault((name, c, per), []).extend(lat)
                         line.append(f"{name.split(' ')[0]} {per}/req {n / dt:.1f} rows/s "
                                     f"({batches[(name, c, per)][-1]} batches)")
                 print(f"  C={c} turn {turn + 1}: " + "; ".join(line) + f"  [{load()}]", flush=True)
-        print(f"  every row's score equal in every run (both trees, both request sizes): {same}")
+        diffs = [f"C={n // per_request}: {d}" for n, runs_n in results.items() for d in
+                 differing(runs_n, samples(n, "names"))]
+        print(f"  every row's result (score, mask, each component) equal in every run (both trees, both request "
+              f"sizes): {not diffs}" + "".join(f"\n    {d}" for d in diffs[:200])
+              + (f"\n    ... and {len(diffs) - 200} more" if len(diffs) > 200 else ""), flush=True)
         for c in clients_list:
             n = c * per_request
             for name in sides:
@@ -443,6 +485,113 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _descendants(root: int) -> list[int]:
+    """``root`` and every process below it, parents before children (``/proc``)."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                continue
+    out, todo = [], [root]
+    while todo:
+        x = todo.pop(0)
+        out.append(x)
+        todo.extend(kids.get(x, []))
+    return out
+
+
+def _signal_tree(root: int, sig: int) -> int:
+    """Send ``sig`` to ``root`` and its descendants (this benchmark's own server tree); how many got it."""
+    n = 0
+    for pid in _descendants(root):
+        try:
+            os.kill(pid, sig)
+            n += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+    return n
+
+
+def bench_stops(clients: int = 16, per_request: int = 4, stop_s: float = 40.0, every_s: float = 3.0,
+                hogs: int = 2) -> None:
+    """The scores must not depend on the machine's load (issue 38's score mismatch): this tree's server scores
+    the same ``clients * per_request * 4`` rows of ``quality_grpo.reward`` (each run's rows differ only by a
+    comment of equal length, so that no run reads another's cache) (1) on a quiet machine, (2) with ``hogs``
+    busy-looping processes at this process's priority, (3) with the server's whole process tree (the server, its
+    sandbox slots and their programs, the analysers' helpers and their runs) stopped with SIGSTOP for ``stop_s``
+    seconds every ``every_s`` seconds of its running, then continued (as a job's owner on a shared machine may
+    stop the other jobs), and (4) quiet again. Every row's result (score, mask, each component) is compared with
+    the first run's, and each run's masked rows and infrastructure failures are shown (``/metrics``): a row may
+    be masked by a stop (an infrastructure failure, counted), never given another value."""
+    import signal
+
+    n = clients * per_request * 4
+    p, url = _start_server(ROOT)
+    hog_procs: list[subprocess.Popen] = []
+    try:
+        _clients(url, samples(2 * clients, "warm-stops"), 1, clients)
+        runs: dict[str, list[dict | None]] = {}
+
+        def one(name: str, disturb: Any = None) -> None:
+            m0 = post_metrics(url)
+            done = threading.Event()
+            t = threading.Thread(target=disturb, args=(done,), daemon=True) if disturb else None
+            if t:
+                t.start()
+            t0 = time.perf_counter()
+            try:
+                _dt, got, _lat, res = _clients(url, samples(n, f"stops-{name:>5s}"), per_request, clients)
+            finally:
+                done.set()
+                if t:
+                    t.join()
+            m1 = post_metrics(url)
+            runs[name] = res
+            delta = {k: m1[k] - m0[k] for k in ("masked_rows", "infra_failures", "sandbox_timeouts",
+                                                "tool_timeouts") if k in m1}
+            print(f"  {name}: {got} rows in {time.perf_counter() - t0:.1f} s; {delta}  [{load()}]", flush=True)
+
+        def stopper(done: threading.Event) -> None:
+            k = 0
+            while not done.wait(every_s):
+                _signal_tree(p.pid, signal.SIGSTOP)
+                k += 1
+                done.wait(stop_s)
+                _signal_tree(p.pid, signal.SIGCONT)
+            print(f"    (the server's process tree was stopped {k} time(s) for {stop_s:.0f} s)", flush=True)
+
+        def hogging(done: threading.Event) -> None:
+            for _ in range(hogs):
+                hog_procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+            done.wait()
+            for h in hog_procs:
+                h.kill()
+                h.wait()
+            hog_procs.clear()
+
+        print(f"[stops] {n} rows of quality_grpo.reward, {clients} clients, {per_request} rows per request  "
+              f"[{load()}]", flush=True)
+        one("quiet")
+        one("hogs", hogging)
+        one("stops", stopper)
+        one("quiet2")
+        diffs = differing(runs, samples(n, "names"))
+        print(f"  every row's result equal in every run: {not diffs}" + "".join(f"\n    {d}" for d in diffs[:200]),
+              flush=True)
+    finally:
+        _signal_tree(p.pid, signal.SIGCONT)
+        for h in hog_procs:
+            h.kill()
+        p.terminate()
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
 
 
 def _read(path: str) -> bytes:
@@ -600,7 +749,9 @@ def main() -> None:
                          "--server-against, a comma-separated list (16,64)")
     ap.add_argument("--per-request", type=int, default=32,
                     help="rows per request of the batched side of --server-against")
-    ap.add_argument("--only", default="verl,server,ray,workers")
+    ap.add_argument("--only", default="verl,server,ray,workers",
+                    help="parts to run; `stops` (not in the default): the scores under load and under stops")
+    ap.add_argument("--stop-s", type=float, default=40.0, help="`stops`: seconds the server's tree is stopped")
     ap.add_argument("--server-against", metavar="REF",
                     help="the server part: this tree's server beside git REF's, alternating turns (throughput ratio)")
     args = ap.parse_args()
@@ -613,6 +764,8 @@ def main() -> None:
                              per_request=args.per_request, runs=args.server_runs)
     elif "server" in only:
         bench_server(args.samples, clients=int(args.clients), runs=args.server_runs)
+    if "stops" in only:
+        bench_stops(stop_s=args.stop_s)
     if "ray" in only and args.ray_rows:
         bench_ray(args.ray_rows)
     if "workers" in only and args.workers_rows:

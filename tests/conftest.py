@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import socket
 import sys
 import threading
@@ -14,6 +15,13 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The interrupt tests send SIGINT to commands they start, as Ctrl-C in a terminal would. A suite started as a
+# shell's background job (`pytest &`, nohup) inherits SIGINT ignored, and every command it starts would inherit
+# that too and rightly keep ignoring it (a background job must not die of the terminal's Ctrl-C): those tests would
+# fail for how the suite was started. The suite's own process restores the default, which its children inherit.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -217,7 +217,8 @@ class SpecScorer:
                     d.places = self._places(res, j)
             out[i] = d
         for k, v in res.stats.items():
-            if k.startswith("sandbox.") and k != "sandbox.isolation_level" and isinstance(v, (int, float)):
+            # the sandbox's and the analysers' counters (timeouts, infrastructure failures): /metrics shows them
+            if k.startswith(("sandbox.", "tool.")) and k != "sandbox.isolation_level" and isinstance(v, (int, float)):
                 self.stats[k] += v
         return True
 

@@ -725,6 +725,11 @@ def make_app(spec: str, *, program: Any = None, window_s: float = 0.02, max_batc
             "infra_failures": st["infra_failures"], "pending_rows": b.pending,
             "sandbox_level": b.scorer.sandbox_level(),
             "sandbox_executions": st["sandbox.executions"],
+            # programs the sandbox ended at their CPU or idle-wall limit (their own outcome), and analyser runs
+            # that ran out of their CPU budget on a sample (its own outcome); a machine too loaded to decide
+            # is an infrastructure failure instead (counted above)
+            "sandbox_timeouts": st["sandbox.timeouts"],
+            "tool_timeouts": sum(v for k, v in st.items() if k.startswith("tool.") and k.endswith(".timeouts")),
             "connections_open": state.get("connections", lambda: 0)(),
             "connections_limit": limits.max_connections,
             "connections_refused": c["connections_refused"], "connections_dropped": c["connections_dropped"],

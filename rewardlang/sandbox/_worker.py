@@ -1621,6 +1621,71 @@ def _child(state: "Worker", req: dict, limits: list[tuple[int, int]], stdin_path
 # ----------------------------------------------------------------------------------------------------------
 
 _CLK = os.sysconf("SC_CLK_TCK")
+
+#: a pass of the monitor's loop that ends this many seconds later than its poll's timeout allowed: the monitor
+#: itself did not run meanwhile (stopped from outside with its slot, or given no CPU at all), and that time is
+#: counted on neither of a program's wall clocks (RunClock)
+STALL_S = 1.0
+
+
+class RunClock:
+    """The two wall clocks of one run, as the monitor's loop sees them: the idle wall (time in which the program
+    was neither running nor waiting for a CPU, which the program alone fills: sleeping, blocked, stopped while
+    the monitor watched) against ``wall_limit`` (the ``wall`` reason, the program's own timeout), and the time
+    elapsed against ``hard_wall`` (the ``overload`` reason: the machine gave the program too little CPU to
+    decide, an infrastructure outcome). Neither counts the time in which the monitor itself did not run (a pass
+    of its loop that came over :data:`STALL_S` late): a job stopped with SIGSTOP and continued, its programs with
+    it, goes on as if it had not been stopped, and a machine that starves the monitor can at worst make a run an
+    infrastructure outcome, never a timeout. A program that is runnable now is not idle, whatever its credited
+    busy time says (a wait for a CPU is credited once the thread runs).
+
+        >>> c = RunClock(0.0, wall_limit=3.0, hard_wall=13.0)
+        >>> c.woke(0.02, 0.02); c.reason(0.02, 0.02, runnable=True)      # running
+        >>> c.woke(100.0, 0.05)      # the next pass came 100 s late: the whole job was stopped
+        >>> round(c.lost, 2), c.reason(100.0, 0.0, runnable=False)        # not the program's idle time
+        (99.93, None)
+        >>> t = 100.0
+        >>> while c.reason(t, 0.0, runnable=False) is None:    # then watched, asleep: passes every 50 ms
+        ...     t += 0.05
+        ...     c.woke(t, 0.05)
+        >>> c.reason(t, 0.0, runnable=False), 3.0 <= c.idle(t) < 3.1, round(c.lost, 2)
+        ('wall', True, 99.93)
+    """
+
+    __slots__ = ("t0", "wall_limit", "hard_wall", "lost", "busy", "last")
+
+    def __init__(self, t0: float, wall_limit: float, hard_wall: float) -> None:
+        self.t0, self.wall_limit, self.hard_wall = t0, wall_limit, hard_wall
+        self.lost = 0.0     # seconds in which the monitor did not run
+        self.busy = 0.0     # the program's busy seconds (largest per thread, summed over the passes)
+        self.last = t0      # the end of the previous pass's poll
+
+    def woke(self, now: float, asked: float) -> None:
+        """A pass's poll, asked to wait at most ``asked`` seconds, returned at ``now``."""
+        late = now - self.last - asked
+        if late > STALL_S:
+            self.lost += late
+        self.last = now
+
+    def observed(self, now: float) -> float:
+        """Seconds since the start in which the monitor ran."""
+        return now - self.t0 - self.lost
+
+    def idle(self, now: float) -> float:
+        return max(0.0, self.observed(now) - self.busy)
+
+    def deadline(self) -> float:
+        """The monotonic time at which ``hard_wall`` will have been observed, if the monitor runs until then."""
+        return self.t0 + self.lost + self.hard_wall
+
+    def reason(self, now: float, dbusy: float, runnable: bool) -> str | None:
+        """After a pass that found ``dbusy`` more busy seconds: ``wall``, ``overload`` or None (go on)."""
+        self.busy += dbusy
+        if not runnable and self.idle(now) >= self.wall_limit:
+            return "wall"
+        if self.observed(now) >= self.hard_wall:
+            return "overload"
+        return None
 IPC_RMID = 0
 _SYSVIPC = (("/proc/sysvipc/shm", "shmctl"), ("/proc/sysvipc/msg", "msgctl"), ("/proc/sysvipc/sem", "semctl"))
 
@@ -1762,16 +1827,18 @@ class Worker:
         self.judge_buf = _Wiped(JUDGE_OUT_CAP + _JUDGE_SPILL)
 
     # -- processes ------------------------------------------------------------------------------------------
-    def _tree_cpu(self, sid: int, waits: dict) -> tuple[float, float]:
-        """CPU seconds of the session ``sid`` (the program's processes), and the largest busy time (running
+    def _tree_cpu(self, sid: int, waits: dict) -> tuple[float, float, bool]:
+        """CPU seconds of the session ``sid`` (the program's processes), the largest busy time (running
         or waiting in the run queue, seconds) any of its threads accumulated since the previous call
-        (``waits`` keeps the totals)."""
+        (``waits`` keeps the totals), and whether one of its processes is running or runnable now (its wait
+        for a CPU is credited to schedstat only once it runs: such a program is busy, not idle)."""
         total = 0
         dwait = 0
+        runnable = False
         try:
             names = os.listdir("/proc")
         except OSError:
-            return 0.0, 0.0
+            return 0.0, 0.0, False
         for name in names:
             if not name.isdigit():
                 continue
@@ -1781,6 +1848,7 @@ class Worker:
             if int(f[3]) != sid:          # session id (programs cannot leave their session)
                 continue
             total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+            runnable = runnable or f[0] == b"R"
             if f[17] == b"1":             # one thread: its id is the pid (no directory listing)
                 tids = [name]
             else:
@@ -1799,7 +1867,7 @@ class Worker:
                 waits[tid] = w
                 if d > dwait:
                     dwait = d
-        return total / _CLK, dwait / 1e9
+        return total / _CLK, dwait / 1e9, runnable
 
     def _oom_kills(self) -> int:
         """The program group's OOM-kill counter (0 without a memory cgroup)."""
@@ -2114,6 +2182,7 @@ class Worker:
         got: bytes | None = None   # the set-up channel's bytes, once the short-step path has read them
         pidfd = -1
         cpu = idle_wall = 0.0
+        clock = RunClock(t0, wall_limit, hard_wall)
         if adopt is None and spawned and judge is None and self.wait_short is not None:
             # The short-step path (rl_wait_short in spawn.c): wait up to the first tick for the step's exit;
             # if it came, the step is reaped and its pipes and set-up channel read there (up to each cap + 1,
@@ -2159,12 +2228,15 @@ class Worker:
             # decide: an infrastructure outcome.
             # (Busy time is credited when the kernel updates it, e.g. a run-queue wait when the thread next
             # runs: so the total is compared with the elapsed time, never clamped per tick.)
+            # Both clocks leave out the time in which this monitor itself did not run (RunClock): stopped from
+            # outside with its slot, the program was not idle by its own doing, and it is continued as if the
+            # stop had not been (issue 38: a stop of the scoring job had turned a passing program into a
+            # timeout, a 0 trained on).
             idle_wall = 0.0
-            busy = 0.0
             waits: dict = {}
             while True:
                 now = time.monotonic()
-                timeout_ms = max(0, int((min(next_tick, t0 + hard_wall) - now) * 1000) + 1)
+                timeout_ms = max(0, int((min(next_tick, clock.deadline()) - now) * 1000) + 1)
                 for fd, _ev in poller.poll(timeout_ms):
                     if fd == pidfd:
                         exited = True
@@ -2187,25 +2259,22 @@ class Worker:
                 if exited or reason:
                     break
                 now = time.monotonic()
-                if now >= next_tick or now - t0 >= hard_wall:
+                clock.woke(now, timeout_ms / 1000)
+                if now >= next_tick or now >= clock.deadline():
                     if quiet:
                         quiet = False
                         poller.register(out_r, select.POLLIN)
                         poller.register(res_r, select.POLLIN)
-                    tree, dbusy = self._tree_cpu(pid, waits)
+                    tree, dbusy, runnable = self._tree_cpu(pid, waits)
                     if judge is not None:   # the program waits for the judge process: neither is idle then
                         dbusy += self._judge_busy(judge)
                     cpu = tree + (self._children_cpu() - c0)
-                    busy += dbusy
-                    idle_wall = max(0.0, (now - t0) - busy)
                     if cpu >= cpu_limit:
                         reason = "cpu"
                         break
-                    if idle_wall >= wall_limit:
-                        reason = "wall"
-                        break
-                    if now - t0 >= hard_wall:
-                        reason = "overload"
+                    reason = clock.reason(now, dbusy, runnable)
+                    idle_wall = clock.idle(now)
+                    if reason is not None:
                         break
                     next_tick = now + (0.02 if now - t0 < 0.5 else 0.05)
             if reason is not None:
@@ -2231,7 +2300,7 @@ class Worker:
         wall = time.monotonic() - t0
         jcpu = 0.0   # the judge process's CPU (reaped: in the children's times, never the program's)
         if judge is not None:
-            jcpu = self._finish_judge(judge, pid, reason == "overload", t0 + hard_wall)
+            jcpu = self._finish_judge(judge, pid, reason == "overload", clock.deadline())
         cpu = max(cpu, self._children_cpu() - c0 - jcpu)
         t_end = time.monotonic()
         clean = self._kill_everything(pid)

@@ -138,10 +138,18 @@ class _Reader:
 
     def take(self, n: int) -> bytes:
         while len(self.buf) < n:
-            left = self.deadline - time.monotonic()
+            before = time.monotonic()
+            left = self.deadline - before
             if left <= 0:
                 raise SlotFailure("slot did not answer in time (hung or frozen)")
-            r, _, _ = select.select([self.fd], [], [], left)
+            # waits of at most 1 s, so that time in which this thread did not run at all (its process stopped
+            # from outside with the slot, then continued) is seen and moves the deadline: the worker's clocks
+            # leave it out too (_worker.RunClock), and a stop must not turn into a dead slot (a masked row)
+            asked = min(left, 1.0)
+            r, _, _ = select.select([self.fd], [], [], asked)
+            late = time.monotonic() - before - asked
+            if late > _worker.STALL_S:
+                self.deadline += late
             if not r:
                 continue
             b = os.read(self.fd, max(n - len(self.buf), 1 << 16) if n - len(self.buf) < 1 << 20 else 1 << 20)

@@ -18,7 +18,11 @@ def sigs():
     return registry.signatures()
 
 
-@pytest.mark.parametrize("name", ["dense_ppo.reward", "constructs.reward", "codepo.reward", "prm.reward"])
+# two specs in the default run (every construct of the training section and audits: codepo; a small one: prm); the
+# two largest (27 s and 10 s of the suite on 2 busy cores) in the slow run
+@pytest.mark.parametrize("name", [pytest.param("dense_ppo.reward", marks=pytest.mark.slow),
+                                  pytest.param("constructs.reward", marks=pytest.mark.slow),
+                                  "codepo.reward", "prm.reward"])
 def test_every_answer_on_prefixes_of_a_spec(sigs, name):
     path = ROOT / "specs" / name
     full = path.read_text(encoding="utf-8")

@@ -11,6 +11,8 @@ Both the batch runner (:mod:`~rewardlang.runtime.tools.runner`) and the warm hel
 from __future__ import annotations
 
 import contextlib
+import os
+import select
 import subprocess
 import time
 from dataclasses import dataclass
@@ -20,7 +22,12 @@ from typing import Sequence
 from rewardlang.outputs import interrupts_deferred
 from rewardlang.processes import kill_group
 
-__all__ = ["Completed", "run_command"]
+__all__ = ["Bound", "Completed", "run_command", "session_cpu"]
+
+#: how long, as a multiple of its time budget, a run the machine held back may take before it is given up
+OVERRUN = 3.0
+#: a wait that returned this many seconds later than it asked: the caller itself did not run meanwhile
+STALL_S = 1.0
 
 
 @dataclass
@@ -35,6 +42,10 @@ class Completed:
     #: the executable could not be started at all (not found, not executable)
     missing: bool = False
     elapsed: float = 0.0
+    #: ended (killed) without having had its time: under its budget of CPU when its real-time backstop passed
+    #: (the machine was too loaded, or the run was stopped): an infrastructure outcome, never the sample's
+    #: timeout (``timed_out`` is then True too)
+    starved: bool = False
 
     def tail(self, n: int = 400) -> str:
         """The end of stderr (or stdout), for error messages."""
@@ -43,9 +54,90 @@ class Completed:
 
 
 
+def session_cpu(sid: int) -> float:
+    """CPU seconds (user + system, with what they reaped of their children) of the processes of session ``sid``
+    (a run started in a session of its own: the run and every process it started), from ``/proc``."""
+    tck = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[3]) == sid:
+                total += sum(int(x) for x in fields[11:15])
+    return total / tck
+
+
+class Bound:
+    """When a tool run is over. Its ``timeout`` is what the run may use of its own CPU (the processes of its
+    session), as a quiet machine gives it in ``timeout`` seconds: at that deadline a run that has used its budget
+    timed out (the sample's outcome), but one that has used less was held back by the machine (other jobs, a stop
+    from outside) and goes on, until it has used its budget or until ``OVERRUN`` x ``timeout`` of real time has
+    passed; then it is ``starved``: an infrastructure outcome (its samples masked and counted, or the run made
+    again), never the sample's timeout (issue 38: a stop of the scoring job had made analysers time out on
+    samples they analyse in milliseconds). Time in which the caller itself did not run (a wait that returned
+    over :data:`STALL_S` late) moves every deadline.
+
+        >>> import time
+        >>> b = Bound(time.monotonic() - 2.0, timeout=1.0)     # its second is over, and it never started
+        >>> b.left(None) <= 0, b.starved
+        (True, True)
+    """
+
+    def __init__(self, t0: float, timeout: float) -> None:
+        self.t0, self.timeout = t0, timeout
+        self.end = t0 + timeout
+        self.lost = 0.0
+        self.timed_out = False
+        self.starved = False
+
+    def left(self, sid: int | None) -> float:
+        """Seconds to wait before the run (session ``sid``; None: not started yet) is over; 0 or less: kill it
+        now (set :attr:`timed_out` then, and :meth:`killed`)."""
+        now = time.monotonic()
+        left = self.end - now
+        if left > 0 or self.timed_out:
+            return left
+        if sid is None:  # at its deadline the run had not even started: not the sample's doing
+            self.starved = True
+            return left
+        cpu = session_cpu(sid)
+        if cpu < self.timeout:
+            backstop = self.t0 + self.lost + OVERRUN * self.timeout
+            if now < backstop:
+                self.end = min(backstop, now + max(self.timeout - cpu, 0.25))
+                return self.end - now
+            self.starved = True
+        return left
+
+    def killed(self, grace: float) -> None:
+        """The run was killed: wait ``grace`` seconds more for its end to be reported."""
+        self.timed_out = True
+        self.end = time.monotonic() + grace
+
+    def waited(self, before: float, asked: float) -> None:
+        """A wait of at most ``asked`` seconds begun at ``before`` has returned."""
+        late = time.monotonic() - before - asked
+        if late > STALL_S:
+            self.lost += late
+            self.end += late
+
+    def select(self, fds: list[int], left: float) -> bool:
+        """Wait up to ``left`` seconds (at most 1 s at a time) for one of ``fds``; whether one is ready."""
+        asked = min(left, 1.0)
+        before = time.monotonic()
+        ready = select.select(fds, [], [], asked)[0]
+        self.waited(before, asked)
+        return bool(ready)
+
+
 def run_command(argv: Sequence[str], *, timeout: float, cwd: str | Path | None = None,
                 env: dict[str, str] | None = None) -> Completed:
-    """Run ``argv``, capturing its output, killing its whole process group after ``timeout`` seconds."""
+    """Run ``argv``, capturing its output, killing its whole process group once :class:`Bound` says its time
+    (``timeout`` seconds of its CPU) is over."""
     t0 = time.monotonic()
     with interrupts_deferred():  # an interrupt inside Popen would leave a child that nothing kills
         try:
@@ -55,16 +147,25 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: str | Path | None =
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError, OSError) as exc:
             return Completed(list(argv), None, "", f"{type(exc).__name__}: {exc}", missing=True)
-    timed_out = False
+    bound = Bound(t0, max(timeout, 0.01))
     try:
-        out, err = proc.communicate(timeout=max(timeout, 0.01))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_group(proc)
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
-            out, err = b"", b""
+        while True:
+            left = bound.left(proc.pid)
+            if left <= 0:
+                bound.killed(10.0)
+                kill_group(proc)
+                try:
+                    out, err = proc.communicate(timeout=10)
+                except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
+                    out, err = b"", b""
+                break
+            asked = min(left, 1.0)
+            before = time.monotonic()
+            try:
+                out, err = proc.communicate(timeout=asked)
+                break
+            except subprocess.TimeoutExpired:
+                bound.waited(before, asked)
     except BaseException:  # an interrupt while the tool runs: the tool ends with the command
         kill_group(proc)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -72,5 +173,6 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: str | Path | None =
         raise
     return Completed(
         list(argv), proc.returncode, out.decode("utf-8", errors="replace"),
-        err.decode("utf-8", errors="replace"), timed_out=timed_out, elapsed=time.monotonic() - t0,
+        err.decode("utf-8", errors="replace"), timed_out=bound.timed_out, elapsed=time.monotonic() - t0,
+        starved=bound.starved,
     )

@@ -2,7 +2,7 @@
 
 They run in a child process (``python -m rewardlang.runtime.tools.pyanalyzers``), ``shards`` of them over
 parts of the batch, so that they are time-bounded and a crash cannot take the trainer down. Each file
-gets its own budget (``SIGALRM``); the process prints one JSON line per file as soon as it is done, so
+gets its own budget of CPU time (``ITIMER_PROF``: a stop or a loaded machine never runs it out); the process prints one JSON line per file as soon as it is done, so
 after a hard failure (a segfault, the outer deadline) the finished files are kept and only the rest is
 retried by :func:`~rewardlang.runtime.tools.runner.run_batch`.
 
@@ -258,16 +258,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     # Deeply nested (but parseable) code needs more than the default 1000 frames in the visitors.
     sys.setrecursionlimit(20_000)
-    signal.signal(signal.SIGALRM, _on_alarm)
+    # a file's budget is of this process's CPU time, not of the wall clock: a stop from outside or a loaded
+    # machine must not turn into a file's timeout, which the quality score takes as the code's own failure (issue
+    # 38: a 40 s stop of a server scored two clean programs' quality 0). The run's outer deadline still bounds a
+    # run that uses no CPU (runner.Bound: then an infrastructure failure)
+    signal.signal(signal.SIGPROF, _on_alarm)
     for f in args.files:
         try:
-            signal.setitimer(signal.ITIMER_REAL, max(args.timeout, 0.001))
+            signal.setitimer(signal.ITIMER_PROF, max(args.timeout, 0.001))
             try:
                 res = _analyze_file(Path(f), analyzers, args.respect_noqa)
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
         except _Timeout:
-            res = {a: {"error": f"timed out after {args.timeout:g}s"} for a in analyzers}
+            res = {a: {"error": f"timed out after {args.timeout:g}s of CPU"} for a in analyzers}
         sys.stdout.write(json.dumps({"file": Path(f).name, "results": res}) + "\n")
         sys.stdout.flush()
     sys.stdout.write('{"done": true}\n')

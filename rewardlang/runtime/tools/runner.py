@@ -11,13 +11,19 @@ Failures are never turned into "no findings":
   whole batch, every sample gets ``infra=True`` (masked and counted by the runtime, never scored);
 - the run times out or crashes but the probe passes: the batch is split in halves, both halves are rerun
   at the same time, and so on until the sample responsible is alone; it gets a per-sample error (timeout
-  or crash) and every other sample its real result;
+  or crash) and every other sample its real result; a run the machine held back (see below) is rerun the
+  same way, and a sample alone still held back is masked (``infra=True``), never its failure;
 - a per-file failure the tool reports itself (an internal error on one file) is a per-sample error.
 
 Time bounds: a run over ``k`` files may take ``startup_s + timeout * ceil(k / parallelism)`` seconds, where
 ``timeout`` is the per-sample budget (the component's ``timeout``). The whole call, isolation included, is
-bounded by three times the budget of the first run; samples still unresolved then are marked infra.
-The process group of a run that exceeds its deadline is killed.
+bounded by three times the budget of the first run (times three more where the machine holds the runs back);
+samples still unresolved then are marked infra.
+The process group of a run that exceeds its deadline is killed. A deadline is of the run's own CPU
+(:class:`~rewardlang.runtime.tools.command.Bound`): a run the machine held back (other jobs, a stop from
+outside) goes on past it until it has used that much CPU, or up to three times it in real time; a run killed
+there under its budget of CPU is an infrastructure failure (its samples masked and counted, never bisected
+into a sample's timeout).
 
 Which executable runs a tool can be overridden with an environment variable
 ``REWARDLANG_TOOL_<NAME>`` (a shell-quoted command line), e.g. ``REWARDLANG_TOOL_PYLINT="python3.12 -m
@@ -49,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from rewardlang.runtime.tools.command import Completed, run_command
+from rewardlang.runtime.tools.command import OVERRUN, Completed, run_command
 from rewardlang.runtime.tools.warm import run_warm, run_warm_many
 
 __all__ = [
@@ -167,7 +173,8 @@ class _Batch:
 
     def run(self, files: list[str]) -> tuple[dict[str, FileResult], str | None, str]:
         """Run once over ``files``: (settled results, failure, kind) with kind "" (ok or a sample's
-        failure), "missing" (no executable) or "budget" (the call's time budget ran out first)."""
+        failure), "missing" (no executable), "budget" (the call's time budget ran out first) or "starved" (the
+        machine held the run back: :class:`~rewardlang.runtime.tools.command.Bound`)."""
         limit = self.deadline(len(files))
         remaining = self.budget_end - time.monotonic()
         exhausted = f"{self.tool.name}: time budget exhausted while isolating a failing sample; not analysed"
@@ -187,6 +194,13 @@ class _Batch:
             self.stats[f"tool.{self.tool.name}.runs"] += 1
         if run.missing:
             return {}, f"{self.tool.name} could not be started ({run.stderr})", "missing"
+        if run.starved:
+            # killed at its real-time backstop under its budget of CPU: the machine's doing (a stop, other
+            # jobs), never the sample's: its samples are masked and counted, never given the worst value
+            with self.lock:
+                self.stats[f"tool.{self.tool.name}.starved"] += 1
+            return {}, (f"{self.tool.name}: the machine gave the run too little CPU to finish in {run.elapsed:.0f} s "
+                        "(an infrastructure failure, not the sample's)"), "starved"
         if run.timed_out:
             results, _ = self._safe_interpret(run, files)
             if cut:
@@ -349,7 +363,9 @@ def run_batch(tool: BatchTool, sources: dict[str, str], *, timeout: float, worke
         batch = _Batch(tool, workdir, max(float(timeout), 0.01), stats)
         names = sorted(sources)
         pending = _split(names, tool.shards)
-        batch.budget_end = time.monotonic() + 3 * batch.deadline(math.ceil(len(names) / max(len(pending), 1)))
+        # three runs' worth, each of which the machine may stretch to OVERRUN x its deadline (Bound)
+        batch.budget_end = time.monotonic() + 3 * OVERRUN * batch.deadline(
+            math.ceil(len(names) / max(len(pending), 1)))
         with ThreadPoolExecutor(max_workers=max(workers, len(pending), 1)) as pool:
             while pending:
                 runs = list(pool.map(batch.run, pending))
@@ -371,8 +387,9 @@ def run_batch(tool: BatchTool, sources: dict[str, str], *, timeout: float, worke
                         for f in unresolved:
                             out[f] = FileResult(error=msg, infra=True)
                     elif len(unresolved) == 1:
-                        out[unresolved[0]] = FileResult(error=failure)
-                        stats[f"tool.{tool.name}.sample_failures"] += 1
+                        # a sample alone that the machine held back (a stop, other jobs): masked, not its failure
+                        out[unresolved[0]] = FileResult(error=failure, infra=kind == "starved")
+                        stats[f"tool.{tool.name}.{'starved_samples' if kind == 'starved' else 'sample_failures'}"] += 1
                     else:
                         stats[f"tool.{tool.name}.bisections"] += 1
                         nxt.extend(_split(unresolved, 2))

@@ -73,7 +73,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardlang.runtime.tools.command import Completed
+from rewardlang.runtime.tools.command import Bound, Completed
 
 __all__ = ["MAX_RUNS", "TOOL_MODULES", "HelperDead", "WarmHelper", "enabled", "helper", "run_warm", "run_warm_many"]
 
@@ -257,23 +257,24 @@ class WarmHelper:
         payload = json.dumps({"module": module, "args": list(args), "cwd": str(cwd), "env": env}).encode()
         shm = _shm_dir()
         with tempfile.TemporaryFile(dir=shm) as out, tempfile.TemporaryFile(dir=shm) as err:
-            code, timed_out = self._exchange(payload, [out.fileno(), err.fileno()], t0 + max(timeout, 0.01))
+            code, timed_out, starved = self._exchange(payload, [out.fileno(), err.fileno()], t0, max(timeout, 0.01))
             out.seek(0)
             err.seek(0)
             return Completed(argv, code, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                             timed_out=timed_out, elapsed=time.monotonic() - t0)
+                             timed_out=timed_out, elapsed=time.monotonic() - t0, starved=starved)
 
-    def _exchange(self, payload: bytes, fds: list[int], deadline: float) -> tuple[int | None, bool]:
+    def _exchange(self, payload: bytes, fds: list[int], t0: float, timeout: float) -> tuple[int | None, bool, bool]:
         """Send one request with its output descriptors (and a pipe's write end, whose closing says the child
-        ended), wait for its end until ``deadline``: ``(exit status, timed out)``. Raises :class:`HelperDead` when
-        the helper died before its child ended (the child, if any, is killed: nobody is left to report it)."""
+        ended), wait for its end (:func:`~rewardlang.runtime.tools.command.wait_bounded`: ``timeout`` seconds of
+        the run's CPU from ``t0``): ``(exit status, timed out, starved)``. Raises :class:`HelperDead` when the
+        helper died before its child ended (the child, if any, is killed: nobody is left to report it)."""
         r, w = os.pipe()
         try:
             try:
                 self._send(payload, [*fds, w])
             finally:
                 os.close(w)
-            pid, code, timed_out = self._wait(r, deadline)
+            pid, code, timed_out, starved = self._wait(r, t0, timeout)
         finally:
             os.close(r)
         if code is None and not timed_out:
@@ -284,7 +285,7 @@ class WarmHelper:
                     pass
             time.sleep(0.05)  # let its exit status arrive
             raise HelperDead(f"the warm analyser helper died during a run ({self._why()})")
-        return code, timed_out
+        return code, timed_out, starved
 
     def run_many(self, runs: Sequence[tuple[str, Sequence[str], str | Path, dict[str, str]]], *,
                  timeout: float) -> list[Completed]:
@@ -309,8 +310,8 @@ class WarmHelper:
             outs = [(files.enter_context(tempfile.TemporaryFile(dir=shm)),
                      files.enter_context(tempfile.TemporaryFile(dir=shm))) for _ in runs]
             codes_f = files.enter_context(tempfile.TemporaryFile(dir=shm))
-            code, timed_out = self._exchange(payload, [f.fileno() for pair in outs for f in pair]
-                                             + [codes_f.fileno()], t0 + max(timeout, 0.01))
+            code, timed_out, starved = self._exchange(payload, [f.fileno() for pair in outs for f in pair]
+                                                      + [codes_f.fileno()], t0, max(timeout, 0.01))
             codes_f.seek(0)
             lines = codes_f.read().decode("ascii", "replace").split()
             each: list[int | None] = [int(x) for x in lines] if code == 0 and len(lines) == len(runs) else \
@@ -321,38 +322,38 @@ class WarmHelper:
                 o.seek(0)
                 e.seek(0)
                 out.append(Completed([sys.executable, "-m", module, *args], rc, o.read().decode("utf-8", "replace"),
-                                     e.read().decode("utf-8", "replace"), timed_out=timed_out, elapsed=elapsed))
+                                     e.read().decode("utf-8", "replace"), timed_out=timed_out, elapsed=elapsed,
+                                     starved=starved))
             return out
 
     @staticmethod
-    def _wait(r: int, deadline: float) -> tuple[int | None, int | None, bool]:
-        """Read ``pid`` then the exit status from the run's status pipe; kill the group at ``deadline``."""
+    def _wait(r: int, t0: float, timeout: float) -> tuple[int | None, int | None, bool, bool]:
+        """Read ``pid`` then the exit status from the run's status pipe; kill the group when
+        :class:`~rewardlang.runtime.tools.command.Bound` says so: ``(pid, status, timed out, starved)``."""
         buf = b""
         pid: int | None = None
-        timed_out = False
-        end = deadline
+        bound = Bound(t0, timeout)
         while True:
             lines = buf.split(b"\n")
             if pid is None and len(lines) > 1:
                 pid = int(lines[0])
             if len(lines) > 2:
-                return pid, int(lines[1]), timed_out
-            left = end - time.monotonic()
+                return pid, int(lines[1]), bound.timed_out, bound.starved
+            left = bound.left(pid)
             if left <= 0:
-                if timed_out or pid is None:  # the kill did not end it, or the helper never forked: give up
-                    return pid, None, True
-                timed_out = True
+                if bound.timed_out or pid is None:  # the kill did not end it, or the helper never forked: give up
+                    return pid, None, True, bound.starved
                 try:
                     os.killpg(pid, signal.SIGKILL)  # the child leads its own session: its workers die too
                 except (ProcessLookupError, PermissionError):
                     pass
-                end = time.monotonic() + 10  # the helper reaps it and reports the signal
+                bound.killed(10.0)  # the helper reaps it and reports the signal
                 continue
-            if not select.select([r], [], [], left)[0]:
+            if not bound.select([r], left):
                 continue
             chunk = os.read(r, 256)
             if not chunk:  # the helper closed the pipe without a status: it died
-                return pid, None, timed_out
+                return pid, None, bound.timed_out, bound.starved
             buf += chunk
 
 

@@ -258,7 +258,7 @@ def _children(runs: list[dict[str, Any]], fds: list[int]) -> int:
     the others hold nothing of astroid's)."""
     base_path = list(sys.path)
     base_limit = sys.getrecursionlimit()
-    base_alarm = signal.getsignal(signal.SIGALRM)
+    base_alarm = (signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGPROF))
     base_cwd = os.getcwd()
     os.close(fds[-1])  # the status pipe is the helper's to write (the exit status of this child)
     try:
@@ -279,7 +279,9 @@ def _each(runs: list[dict[str, Any]], fds: list[int], base_path: list[str], base
         sys.path[:] = base_path
         sys.setrecursionlimit(base_limit)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, base_alarm)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGALRM, base_alarm[0])
+        signal.signal(signal.SIGPROF, base_alarm[1])
         os.chdir(base_cwd)
         os.dup2(fds[2 * k], 1)
         os.dup2(fds[2 * k + 1], 2)

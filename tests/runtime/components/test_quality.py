@@ -201,41 +201,68 @@ def test_tool_hanging_on_one_sample_times_out_for_it_only(tmp_path: Path, monkey
                        tool_wrapper([sys.executable, "-m", "rewardlang.runtime.tools.pyanalyzers"]))
     monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "4")
     params = QualityParams(analyzers=["vulture", "string_concat"])
+    # the wrapper hangs asleep; a run's budget is of its CPU (issue 38), so the hanging run (and only it: the others
+    # keep their real CPU, which a loaded machine keeps under their budget) reads as having used it: the sample's
+    # own timeout, as a tool spinning on it would be
+    from rewardlang.runtime.tools import command
+
+    marks = tmp_path / "hanging"
+    marks.mkdir()
+    monkeypatch.setenv("HANG_MARKS", str(marks))
+    real_cpu = command.session_cpu
+    monkeypatch.setattr(command, "session_cpu", lambda sid: 1e9 if (marks / str(sid)).exists() else real_cpu(sid))
     r = quality_score.fn([P1, hang, P3], params=params, ctx=Context(use_cache=False, timeout=1.0))
     assert r.errors == [None, None, None] and not r.infra[1]
     assert r.values[1] == 0.0 and "timed out" in r.details[1]["invalid"]
+    assert r.values[0] == pytest.approx(lib()) and r.values[2] == pytest.approx(lib(wm=5, wp=2.5))
+    # as it is: asleep, no CPU used: held back by the machine, not the sample's doing: masked, never 0
+    monkeypatch.undo()
+    monkeypatch.setenv("REWARDLANG_TOOL_PYANALYZERS",
+                       tool_wrapper([sys.executable, "-m", "rewardlang.runtime.tools.pyanalyzers"]))
+    monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "1")
+    r = quality_score.fn([P1, hang, P3], params=params, ctx=Context(use_cache=False, timeout=0.5))
+    assert r.infra[1] and not r.infra[0] and not r.infra[2] and "too little CPU" in r.errors[1]
     assert r.values[0] == pytest.approx(lib()) and r.values[2] == pytest.approx(lib(wm=5, wp=2.5))
 
 
 def test_per_file_budget_inside_the_analyzer_process(monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A file's budget is of the analyser process's CPU (issue 38): a file on which the analyser spins past it
+    times out, alone; one on which it is held back without using CPU (asleep here, as a stopped or starved
+    process is) does not, however long the wall clock runs."""
     import time
 
     from rewardlang.runtime.tools import pyanalyzers
 
-    slow, fast = tmp_path / "slow.py", tmp_path / "fast.py"
+    slow, held, fast = tmp_path / "slow.py", tmp_path / "held.py", tmp_path / "fast.py"
     slow.write_text("x = 1\n")
+    held.write_text("y = 1\n")
     fast.write_text("import os\n")
     real = pyanalyzers._analyze_file
 
     def analyze_file(path: Path, analyzers, respect_noqa):  # type: ignore[no-untyped-def]
         if path.name == "slow.py":
-            time.sleep(5)
+            while True:   # CPU: the budget (0.2 s of it) runs out whatever the machine's load
+                pass
+        if path.name == "held.py":
+            time.sleep(0.6)   # three times the budget of wall time, no CPU
         return real(path, analyzers, respect_noqa)
 
     monkeypatch.setattr(pyanalyzers, "_analyze_file", analyze_file)
-    # main() is the analyzer process's entry point: it raises the recursion limit and installs a SIGALRM handler,
+    # main() is the analyzer process's entry point: it raises the recursion limit and installs a SIGPROF handler,
     # which must not leak into the rest of the test session
-    limit, handler = sys.getrecursionlimit(), signal.getsignal(signal.SIGALRM)
+    limit, handler = sys.getrecursionlimit(), signal.getsignal(signal.SIGPROF)
     try:
-        assert pyanalyzers.main(["--analyzers", "vulture", "--timeout", "0.2", str(slow), str(fast)]) == 0
+        assert pyanalyzers.main(["--analyzers", "vulture", "--timeout", "0.2", str(slow), str(held), str(fast)]) == 0
     finally:
         sys.setrecursionlimit(limit)
-        signal.signal(signal.SIGALRM, handler)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, handler)
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    assert lines[0] == {"file": "slow.py", "results": {"vulture": {"error": "timed out after 0.2s"}}}
-    assert lines[1]["results"]["vulture"]["findings"][0]["name"] == "os"
-    assert lines[2] == {"done": True}
+    assert lines[0] == {"file": "slow.py", "results": {"vulture": {"error": "timed out after 0.2s of CPU"}}}
+    assert lines[1]["file"] == "held.py" and "error" not in lines[1]["results"]["vulture"]
+    assert lines[2]["results"]["vulture"]["findings"][0]["name"] == "os"
+    assert lines[3] == {"done": True}
 
 
 # ----------------------------------------------------------------------------------- bad input

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from rewardlang.runtime.tools import command
+from rewardlang.runtime.tools.command import Bound
 from rewardlang.runtime.tools.runner import (
     BatchTool, Completed, FileResult, file_name_for, resolve_command, run_batch, run_command,
 )
@@ -92,12 +94,72 @@ def test_a_crashing_sample_is_isolated_and_only_it_fails(script: Path) -> None:
 
 
 def test_a_hanging_sample_times_out_alone(script: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sample on which the tool uses its whole budget of CPU (here: every run reads as having used it) is that
+    sample's timeout, found by bisection; the others get their results."""
     monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "1")
+    monkeypatch.setattr(command, "session_cpu", lambda sid: 1e9)
     texts = ["b = 1\n", "b = 2\n", "SLEEP = 1\n", "b = 3\n"]
-    out = run_batch(FakeTool(script), _sources(texts), timeout=0.5, workers=2)
+    stats: Counter = Counter()
+    out = run_batch(FakeTool(script), _sources(texts), timeout=0.5, workers=2, stats=stats)
     bad = out[file_name_for("SLEEP = 1\n")]
     assert bad.error is not None and "timed out" in bad.error and not bad.infra
     assert [out[file_name_for(t)].findings for t in ("b = 1\n", "b = 2\n", "b = 3\n")] == [[6], [6], [6]]
+    assert stats["tool.fake.starved"] == 0
+
+
+def test_a_run_the_machine_holds_back_is_masked_never_a_timeout(script: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """Issue 38: a run that reaches its deadline under its budget of CPU (a stopped or starved job: here the
+    runs read as having used no CPU, and the hanging one sleeps) goes on to three times its deadline, then is
+    the machine's doing: the batch is rerun in parts (its other samples get their results) and the sample
+    still held back alone is masked and counted, never the worst value."""
+    monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "0.2")
+    monkeypatch.setattr(command, "session_cpu", lambda sid: 0.0)
+    texts = ["b = 1\n", "b = 2\n", "SLEEP = 1\n", "b = 3\n"]
+    stats: Counter = Counter()
+    t0 = time.monotonic()
+    out = run_batch(FakeTool(script), _sources(texts), timeout=0.3, workers=2, stats=stats)
+    bad = out[file_name_for("SLEEP = 1\n")]
+    assert bad.infra and bad.error is not None and "too little CPU" in bad.error
+    assert [out[file_name_for(t)].findings for t in ("b = 1\n", "b = 2\n", "b = 3\n")] == [[6], [6], [6]]
+    assert stats["tool.fake.starved"] >= 1 and stats["tool.fake.starved_samples"] == 1
+    assert stats["tool.fake.timeouts"] == 0 and stats["tool.fake.sample_failures"] == 0
+    assert time.monotonic() - t0 < 30   # each run held back at most 3 x its deadline, not the sleep's 60 s
+
+
+def test_bound_goes_on_while_the_run_is_under_its_cpu_and_leaves_out_the_callers_stops() -> None:
+    """:class:`Bound` alone: past the deadline a run under its CPU budget gets more time (up to 3 x), one that
+    has used it is over; a wait that came back late (this process stopped) moves the deadline by the delay."""
+    now = time.monotonic()
+    b = Bound(now - 1.0, timeout=0.5)
+    cpu = [0.1]
+    orig = command.session_cpu
+    try:
+        command.session_cpu = lambda sid: cpu[0]      # type: ignore[assignment]
+        assert b.left(123) > 0 and not b.starved       # 0.1 s of 0.5: held back, goes on
+        cpu[0] = 0.6
+        b.end = time.monotonic() - 0.01
+        assert b.left(123) <= 0 and not b.starved      # its budget used: its own timeout
+        late = Bound(now - 2.0, timeout=0.5)           # 4 x its deadline ago, never used its CPU
+        cpu[0] = 0.0
+        assert late.left(123) <= 0 and late.starved
+    finally:
+        command.session_cpu = orig                     # type: ignore[assignment]
+    s = Bound(now, timeout=10.0)
+    s.waited(now - 30.0, 1.0)                          # a 1 s wait that returned 29 s late
+    assert s.lost == pytest.approx(29.0, abs=0.5) and s.end == pytest.approx(now + 10.0 + s.lost, abs=0.01)
+    s2 = Bound(now, timeout=10.0)
+    s2.waited(time.monotonic() - 1.2, 1.0)             # 0.2 s late: a starved caller, not a stop
+    assert s2.lost == 0.0
+
+
+def test_a_real_run_under_its_cpu_is_given_more_time(tmp_path: Path) -> None:
+    """No stand-in: a real run that sleeps past its deadline (no CPU used) is waited for past it, and one that
+    sleeps for ever is killed at 3 x its deadline as starved, with ``timed_out`` set and no exit status."""
+    r = run_command([sys.executable, "-c", "import time; time.sleep(1.2); print('done')"], timeout=0.8)
+    assert r.returncode == 0 and r.stdout.strip() == "done" and not r.timed_out and not r.starved
+    r = run_command([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.4)
+    assert r.timed_out and r.starved and r.returncode != 0 and r.elapsed < 30
 
 
 def test_a_failure_the_tool_reports_for_one_file_needs_no_isolation(script: Path) -> None:

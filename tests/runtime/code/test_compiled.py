@@ -179,4 +179,4 @@ def test_a_stale_or_missing_twin_is_never_used(monkeypatch: pytest.MonkeyPatch) 
     chosen, why = compiled._choose("tree")
     assert chosen is pure_tree and "not built" in why
     with pytest.raises(ValueError, match="no compiled twin"):
-        compiled.module("codebleu")
+        compiled.module("pyset")

@@ -81,11 +81,21 @@ def main() -> None:
         score = [sys.executable, "-m", "rewardlang", "score", spec, "-i", data, "--no-progress", "--no-summary"]
         cmds = {"baseline": [sys.executable, script, data, os.path.join(d, "base.jsonl")],
                 "default": score + ["-o", os.path.join(d, "default.jsonl")],
-                "workers1": score + ["-o", os.path.join(d, "workers1.jsonl"), "--workers", "1"]}
+                "workers1": score + ["-o", os.path.join(d, "workers1.jsonl"), "--workers", "1"],
+                # the same command with CodeBLEU's analysis in its pure Python modules (runtime/code/compiled.py)
+                "pure": ["env", "REWARDLANG_PURE_PYTHON=1"] + score + ["-o", os.path.join(d, "pure.jsonl")]}
         # byte-compiled as scripts/install.sh leaves an install (PYTHONDONTWRITEBYTECODE would otherwise make every
         # run recompile rewardlang's modules: ~0.2 s); the baseline's codebleu package is byte-compiled by pip
         subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(ROOT, "rewardlang"),
                         os.path.join(ROOT, "benchmarks")], check=True, capture_output=True)
+        # and with CodeBLEU's compiled twins built, as the install builds them (setup.py; nothing is rebuilt when
+        # they are current; without Cython or a C compiler the pure modules serve, and the line below says so)
+        subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=ROOT, check=True,
+                       capture_output=True)
+        status = subprocess.run([sys.executable, "-c", "from rewardlang.runtime.code import compiled; "
+                                 "print('; '.join(f'{k}: {v}' for k, v in compiled.status().items()))"],
+                                check=True, capture_output=True, text=True, env=env).stdout.strip()
+        print(f"CodeBLEU's analysis modules: {status}")
         subprocess.run(cmds["workers1"], check=True, capture_output=True, env=env)
         if args.no_baseline:
             del cmds["baseline"]
@@ -93,10 +103,11 @@ def main() -> None:
         outs = {k: [json.loads(x) for x in open(os.path.join(d, f"{'base' if k == 'baseline' else k}.jsonl"))]
                 for k in cmds}
     base, ours = outs.get("baseline", outs["workers1"]), outs["default"]
-    assert len(base) == len(ours) == len(outs["workers1"]) == args.rows
+    assert len(base) == len(ours) == len(outs["workers1"]) == len(outs["pure"]) == args.rows
+    assert outs["pure"] == ours  # the compiled twins change nothing but the time
     differ = 0
-    for b, o, w in zip(base, ours, outs["workers1"]):
-        assert o["components"] == w["components"]
+    for b, o, w, p in zip(base, ours, outs["workers1"], outs["pure"]):
+        assert o["components"] == w["components"] == p["components"]
         for k in ("format", "reason", "rep"):
             assert abs(b["components"][k] - o["components"][k]) <= 1e-12, k
         if b["components"]["acc"] != o["components"]["acc"] and not args.no_baseline:
@@ -106,7 +117,8 @@ def main() -> None:
           "(it counts it as 1)")
     med = {k: statistics.median(v) for k, v in times.items()}
     for k, label in (("baseline", "per-sample script + codebleu package"), ("default", "rewardlang score"),
-                     ("workers1", "rewardlang score --workers 1")):
+                     ("workers1", "rewardlang score --workers 1"),
+                     ("pure", "rewardlang score, pure Python analysis")):
         if k not in med:
             continue
         print(f"{label:38s} median {med[k]:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in times[k])}); "
@@ -115,6 +127,8 @@ def main() -> None:
         print(f"ratio (baseline / rewardlang score): {med['baseline'] / med['default']:.1f}x wall, "
               f"{statistics.median(cpu['baseline']) / statistics.median(cpu['default']):.1f}x CPU")
     print(f"default / --workers 1: {med['default'] / med['workers1']:.2f}")
+    print(f"pure Python analysis / compiled: {med['pure'] / med['default']:.2f} wall, "
+          f"{statistics.median(cpu['pure']) / statistics.median(cpu['default']):.2f} CPU")
 
 
 if __name__ == "__main__":

@@ -63,6 +63,9 @@ def summarize_run(run_dir: str, ends: int) -> dict[str, Any]:
                 if isinstance(r.get("pref/no_group_share"), (int, float))]
     std = [float(r["reward_std"]) for r in recs if isinstance(r.get("reward_std"), (int, float))]
     steps = [float(r["time/step"]) for r in recs if isinstance(r.get("time/step"), (int, float))]
+    # offline DPO samples nothing while it trains: no reward of its own samples, but TRL's implicit reward margin
+    # (chosen minus rejected) over the fixed pairs, which is what it raises
+    margins = [float(r["rewards/margins"]) for r in recs if isinstance(r.get("rewards/margins"), (int, float))]
     row: dict[str, Any] = {
         "steps": len(recs),
         "reward_first": _mean(rewards[:ends]), "reward_last": _mean(rewards[-ends:]),
@@ -72,6 +75,8 @@ def summarize_run(run_dir: str, ends: int) -> dict[str, Any]:
         "no_group_share": _mean(no_group),
         "seconds_per_step": _mean(steps),
     }
+    if not rewards and margins:
+        row["margin_first"], row["margin_last"] = _mean(margins[:ends]), _mean(margins[-ends:])
     path = os.path.join(run_dir, "eval.json")
     if os.path.exists(path):
         with open(path, encoding="utf-8") as fh:
@@ -150,8 +155,11 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             continue
         zv = r["zero_variance"] if r["zero_variance"] is not None else r.get("no_group_share")
         zv_first = r["zero_variance_first3"]
+        first_last = f"{_f(r['reward_first'])} → {_f(r['reward_last'])}"
+        if r.get("reward_first") is None and r.get("margin_first") is not None:  # offline DPO: no samples
+            first_last = f"offline pairs: margin {_f(r['margin_first'])} → {_f(r['margin_last'])}"
         lines.append(
-            f"| `{r['spec']}` | {r['settings']['algorithm']} | {_f(r['reward_first'])} → {_f(r['reward_last'])} | "
+            f"| `{r['spec']}` | {r['settings']['algorithm']} | {first_last} | "
             f"{'–' if zv is None else f'{zv:.2f}'}{'' if zv_first is None else f' ({zv_first:.2f})'} | "
             f"{_f(r.get('heldout_before'))} → {_f(r.get('heldout_after'))} | {_f(r.get('heldout_change'), True)} "
             f"{_ci(r.get('heldout_change_ci95'))} | {_f(r.get('pass1_before'))} → {_f(r.get('pass1_after'))} | "

@@ -85,3 +85,19 @@ def test_merge_keeps_the_earlier_rows_of_other_specs_and_refuses_another_budget(
     assert earlier == ["dpo_tests", "oorl"]
     with pytest.raises(SystemExit, match="one budget per table"):
         learning.merged_rows(str(out), ["codepo"], argparse.Namespace(steps=8, eval=10, ends=3, seed=0, threads=1, model=None))
+
+
+def test_an_offline_dpo_run_shows_its_margin_where_it_has_no_sampled_reward(tmp_path: Path) -> None:
+    """Offline DPO samples nothing while it trains: its row's first/last is TRL's implicit reward margin."""
+    run = tmp_path / "prlcoder_dpo"
+    run.mkdir()
+    with open(run / "metrics.jsonl", "w", encoding="utf-8") as fh:
+        for s, m in enumerate([0.0, 0.0, 0.021, 0.083]):
+            fh.write(json.dumps({"step": s + 1, "loss": 0.69, "rewards/margins": m, "time/step": 30.0}) + "\n")
+    row = {"spec": "prlcoder_dpo", "exit": 0, **learning.summarize_run(str(run), ends=2),
+           "settings": {"algorithm": "dpo"}, "date": "2026-11-29 10:40", "load": [4.1, 4.2]}
+    assert row["reward_first"] is None and row["margin_first"] == 0.0 and abs(row["margin_last"] - 0.052) < 1e-12
+    meta = {"date": "2026-11-29 11:00 UTC", "model": "smollm2", "steps": 4, "eval": 10, "seed": 0, "threads": 1,
+            "load": [4.1, 4.2]}
+    line = learning.markdown([row], meta).splitlines()[2]
+    assert line.startswith("| `prlcoder_dpo` | dpo | offline pairs: margin 0.000 → 0.052 | – |"), line

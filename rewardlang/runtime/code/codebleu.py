@@ -52,6 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardlang.runtime.code import compiled
 from rewardlang.runtime.code.parse import ParseCache
 
 __all__ = [
@@ -152,9 +153,8 @@ class _Tree:
     def flat(self, stripped: str, lang: str) -> Any:
         if self._flat is None:
             from rewardlang.runtime.code.parse import parse
-            from rewardlang.runtime.code.tree import flatten
 
-            self._flat = flatten(parse(stripped, lang), lang)
+            self._flat = compiled.module("tree").flatten(parse(stripped, lang), lang)
         return self._flat
 
     def release(self) -> None:
@@ -202,9 +202,7 @@ class Features:
     def stripped(self) -> str:
         """The text the syntax and dataflow matches parse: comments and docstrings removed."""
         if self._stripped is None:
-            from rewardlang.runtime.code.strip import strip_or_keep
-
-            self._stripped = strip_or_keep(self.text)
+            self._stripped = compiled.module("strip").strip_or_keep(self.text)
         return self._stripped
 
     def tree(self) -> _Tree:
@@ -248,9 +246,8 @@ class Features:
         ``order``: see :mod:`~rewardlang.runtime.code.dataflow`."""
         t = self.tree()
         if order not in t.dataflow:
-            from rewardlang.runtime.code.dataflow import dataflow_edges, normalize
-
-            edges = normalize(dataflow_edges(t.flat(self.stripped, self.lang), self.stripped, order))
+            df = compiled.module("dataflow")
+            edges = df.normalize(df.dataflow_edges(t.flat(self.stripped, self.lang), self.stripped, order))
             t.dataflow[order] = (Counter((v, r, tuple(p)) for v, r, p in edges), len(edges))
             t.release()
         return t.dataflow[order]

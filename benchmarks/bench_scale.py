@@ -23,6 +23,9 @@
    distinct CodePO rows, alternating, ``--runs`` each, medians of wall time and of CPU time (the command and its
    worker processes), and each run's time spent ready to run but waiting for a CPU another job held (a quiet
    machine: ~0; on a shared machine it says which pairs were disturbed).
+5. ``--only stops``: the same rows scored quiet, beside CPU hogs, with the server's process tree stopped (SIGSTOP)
+   and continued, quiet again: every row whose result differs is named (a verdict must not depend on the machine).
+6. ``--only http``: the server's CPU per request with httptools' parser against h11 (``REWARDLANG_SERVER_HTTP``).
 """
 
 from __future__ import annotations
@@ -232,10 +235,11 @@ def bench_server(n: int, clients: int = 16, runs: int = 1) -> None:
         p.wait(60)
 
 
-def start_server(cmd: list[str], root: str) -> tuple[subprocess.Popen, str]:
+def start_server(cmd: list[str], root: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     """Run ``cmd`` (a server that prints ``http://127.0.0.1:PORT`` on stderr) from the tree at ``root`` (its own
-    PYTHONPATH), wait for its ``/health``; (process, url)."""
-    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": root}, cwd=root)
+    PYTHONPATH; ``env`` added to the environment), wait for its ``/health``; (process, url)."""
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": root, **(env or {})},
+                         cwd=root)
     seen = ""
     m = None
     for _ in range(100):  # the spec's warnings, if any, come first
@@ -256,9 +260,9 @@ def start_server(cmd: list[str], root: str) -> tuple[subprocess.Popen, str]:
     return p, url
 
 
-def _start_server(root: str, spec: str = SPEC) -> tuple[subprocess.Popen, str]:
+def _start_server(root: str, spec: str = SPEC, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     """``rewardlang serve spec`` of the tree at ``root`` on a free port; (process, url)."""
-    return start_server([sys.executable, "-m", "rewardlang", "serve", spec, "--port", "0"], root)
+    return start_server([sys.executable, "-m", "rewardlang", "serve", spec, "--port", "0"], root, env)
 
 
 class Pauses:
@@ -387,7 +391,8 @@ def _pct(xs: list[float], q: float) -> float:
     return ys[min(len(ys) - 1, max(0, math.ceil(q * len(ys)) - 1))] if ys else float("nan")
 
 
-def bench_server_against(ref: str, clients_list: list[int], per_request: int = 32, runs: int = 2) -> None:
+def bench_server_against(ref: str, clients_list: list[int], per_request: int = 32, runs: int = 2,
+                         ref_env: dict[str, str] | None = None) -> None:
     """Issue 38's figures: at each number of closed-loop clients C, ``C * per_request`` rows posted by C clients
     with one row per request and with ``per_request`` rows per request, to this tree's server and to git
     ``ref``'s (a detached worktree), both running and serving ``ref``'s ``quality_grpo.reward``, sides and trees alternating turn by turn (fresh rows for every
@@ -401,13 +406,14 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
     try:
         sha = subprocess.run(["git", "-C", old, "rev-parse", "--short", "HEAD"], capture_output=True,
                              text=True, check=False).stdout.strip()
-        sides = {"this tree": ROOT, f"{ref} ({sha})": old}
+        ref_name = f"{ref} ({sha})" + "".join(f" {k}={v}" for k, v in (ref_env or {}).items())
+        sides = {"this tree": ROOT, ref_name: old}
         urls = {}
         pids = {}
         # both serve REF's spec: this tree reads every spec an older one does, not always the other way round
         spec = os.path.join(old, "specs", "quality_grpo.reward")
         for name, root in sides.items():
-            p, url = _start_server(root, spec)
+            p, url = _start_server(root, spec, ref_env if name == ref_name else None)
             procs.append(p)
             urls[name] = url
             pids[name] = p.pid
@@ -442,10 +448,11 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                             busy.setdefault((name, c, per), []).append(
                                 (m1["scoring_seconds"] - m0["scoring_seconds"]) / dt)
                         assert got == n, (got, n)
-                        results.setdefault(n, {})[f"{name.split(' ')[0]} C={c} {per}/req turn {turn + 1}"] = scores
+                        results.setdefault(n, {})[f"{'this' if name == 'this tree' else 'ref'} C={c} {per}/req turn "
+                                                  f"{turn + 1}"] = scores
                         times.setdefault((name, c, per), []).append(dt)
                         lats.setdefault((name, c, per), []).extend(lat)
-                        line.append(f"{name.split(' ')[0]} {per}/req {n / dt:.1f} rows/s "
+                        line.append(f"{'this' if name == 'this tree' else 'ref'} {per}/req {n / dt:.1f} rows/s "
                                     f"({batches[(name, c, per)][-1]} batches)")
                 print(f"  C={c} turn {turn + 1}: " + "; ".join(line) + f"  [{load()}]", flush=True)
         diffs = [f"C={n // per_request}: {d}" for n, runs_n in results.items() for d in
@@ -459,7 +466,7 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                 t1 = statistics.median(times[(name, c, 1)])
                 tb = statistics.median(times[(name, c, per_request)])
                 l1, lb = lats[(name, c, 1)], lats[(name, c, per_request)]
-                print(f"  C={c:<3d} {name:22s} 1 row/request {n / t1:6.1f} rows/s (p50 {_pct(l1, .5):.2f} s, "
+                print(f"  C={c:<3d} {name[:40]:40s} 1 row/request {n / t1:6.1f} rows/s (p50 {_pct(l1, .5):.2f} s, "
                       f"p99 {_pct(l1, .99):.2f} s); {per_request} rows/request {n / tb:6.1f} rows/s (p50 "
                       f"{_pct(lb, .5):.2f} s, p99 {_pct(lb, .99):.2f} s); one-row / batched {tb / t1:.2f}x "
                       f"(target >= 0.8)")
@@ -485,6 +492,53 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bench_http(n: int = 1024, clients: int = 16, runs: int = 2) -> None:
+    """What HTTP costs the server per request, by parser: this tree's server on ``codepo_text.reward`` (no sandbox,
+    no tools: a row costs well under a millisecond, so the request's own handling is most of the CPU) run twice,
+    with httptools' compiled parser (the default where it is installed) and with ``REWARDLANG_SERVER_HTTP=h11``,
+    ``clients`` closed-loop clients posting ``n`` one-row requests, the two alternating ``runs`` times (fresh rows
+    every run): the server's CPU per request (its process tree) and the throughput, medians."""
+    spec = os.path.join(ROOT, "specs", "codepo_text.reward")
+    with open(os.path.join(ROOT, "examples", "code_samples.jsonl"), encoding="utf-8") as f:
+        base = [{"prompt": r["prompt"], "completion": r["completion"]} for r in map(json.loads, f)]
+    procs = {}
+    try:
+        for name, env in (("httptools", {"REWARDLANG_SERVER_HTTP": "auto"}), ("h11", {"REWARDLANG_SERVER_HTTP": "h11"})):
+            p, url = _start_server(ROOT, spec, env)
+            procs[name] = (p, url)
+            assert post_metrics(url).get("http_parser") == name, post_metrics(url).get("http_parser")
+        cpu: dict[str, list[float]] = {k: [] for k in procs}
+        rate: dict[str, list[float]] = {k: [] for k in procs}
+        print(f"[http] {n} one-row requests of codepo_text.reward from {clients} clients, per parser  [{load()}]",
+              flush=True)
+        for turn in range(runs + 1):  # turn 0 warms both (not counted)
+            for name in (list(procs) if turn % 2 == 0 else list(procs)[::-1]):
+                p, url = procs[name]
+                rows = []
+                for i in range(n):
+                    r = dict(base[i % len(base)])
+                    r["completion"] = r["completion"] + f"\n# {name:9s} {turn} {i:06d}"
+                    rows.append(r)
+                c0 = _tree_cpu(p.pid)
+                dt, got, _lat, _res = _clients(url, rows, 1, clients)
+                assert got == n
+                if turn:
+                    cpu[name].append((_tree_cpu(p.pid) - c0) / n)
+                    rate[name].append(n / dt)
+        for name in procs:
+            print(f"  {name:9s}: server CPU {statistics.median(cpu[name]) * 1e3:.2f} ms a request "
+                  f"({', '.join(f'{x * 1e3:.2f}' for x in cpu[name])}), {statistics.median(rate[name]):.0f} requests/s")
+        print(f"  h11 / httptools, server CPU per request: "
+              f"{statistics.median(cpu['h11']) / statistics.median(cpu['httptools']):.2f}x  [{load()}]", flush=True)
+    finally:
+        for p, _ in procs.values():
+            p.terminate()
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.kill()
 
 
 def _descendants(root: int) -> list[int]:
@@ -518,13 +572,13 @@ def _signal_tree(root: int, sig: int) -> int:
 
 
 def bench_stops(clients: int = 16, per_request: int = 4, stop_s: float = 40.0, every_s: float = 3.0,
-                hogs: int = 2) -> None:
+                hogs: int = 2, max_stops: int = 3) -> None:
     """The scores must not depend on the machine's load (issue 38's score mismatch): this tree's server scores
     the same ``clients * per_request * 4`` rows of ``quality_grpo.reward`` (each run's rows differ only by a
     comment of equal length, so that no run reads another's cache) (1) on a quiet machine, (2) with ``hogs``
     busy-looping processes at this process's priority, (3) with the server's whole process tree (the server, its
     sandbox slots and their programs, the analysers' helpers and their runs) stopped with SIGSTOP for ``stop_s``
-    seconds every ``every_s`` seconds of its running, then continued (as a job's owner on a shared machine may
+    seconds every ``every_s`` seconds of its running (at most ``max_stops`` times), then continued (as a job's owner on a shared machine may
     stop the other jobs), and (4) quiet again. Every row's result (score, mask, each component) is compared with
     the first run's, and each run's masked rows and infrastructure failures are shown (``/metrics``): a row may
     be masked by a stop (an infrastructure failure, counted), never given another value."""
@@ -558,7 +612,7 @@ def bench_stops(clients: int = 16, per_request: int = 4, stop_s: float = 40.0, e
 
         def stopper(done: threading.Event) -> None:
             k = 0
-            while not done.wait(every_s):
+            while k < max_stops and not done.wait(every_s):
                 _signal_tree(p.pid, signal.SIGSTOP)
                 k += 1
                 done.wait(stop_s)
@@ -750,10 +804,14 @@ def main() -> None:
     ap.add_argument("--per-request", type=int, default=32,
                     help="rows per request of the batched side of --server-against")
     ap.add_argument("--only", default="verl,server,ray,workers",
-                    help="parts to run; `stops` (not in the default): the scores under load and under stops")
+                    help="parts to run; not in the default: `stops` (the scores under load and under stops), "
+                         "`http` (the server's CPU per request, httptools against h11)")
     ap.add_argument("--stop-s", type=float, default=40.0, help="`stops`: seconds the server's tree is stopped")
     ap.add_argument("--server-against", metavar="REF",
                     help="the server part: this tree's server beside git REF's, alternating turns (throughput ratio)")
+    ap.add_argument("--against-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="an environment variable of REF's server only (e.g. REWARDLANG_SERVER_HTTP=h11 with "
+                         "--server-against HEAD: the same tree on h11)")
     args = ap.parse_args()
     only = set(args.only.split(","))
     print(load())
@@ -761,11 +819,14 @@ def main() -> None:
         bench_verl(args.samples)
     if "server" in only and args.server_against:
         bench_server_against(args.server_against, [int(c) for c in str(args.clients).split(",")],
-                             per_request=args.per_request, runs=args.server_runs)
+                             per_request=args.per_request, runs=args.server_runs,
+                             ref_env=dict(kv.split("=", 1) for kv in args.against_env))
     elif "server" in only:
         bench_server(args.samples, clients=int(args.clients), runs=args.server_runs)
     if "stops" in only:
         bench_stops(stop_s=args.stop_s)
+    if "http" in only:
+        bench_http()
     if "ray" in only and args.ray_rows:
         bench_ray(args.ray_rows)
     if "workers" in only and args.workers_rows:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import http.client
+import importlib.util
 import json
 import os
 import re
@@ -34,6 +35,29 @@ _MIB = 1 << 20
 #: test) and a second or two; the issue's server had not exited after 30 s. The margin is for a loaded machine (two
 #: cores shared by many jobs), so that the check fails on a server that does not stop, not on a slow machine
 STOP_BOUND = 30.0
+
+
+@pytest.fixture(autouse=True, params=["httptools", pytest.param("h11", marks=pytest.mark.slow)])
+def http_parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every guard, on the parser the server runs by default (httptools, compiled) and, in the slow set, on h11
+    (``REWARDLANG_SERVER_HTTP=h11``, what runs where httptools is not installed)."""
+    if request.param == "httptools" and importlib.util.find_spec("httptools") is None:
+        pytest.skip("httptools is not installed (pip install httptools): the server runs h11")
+    monkeypatch.setenv("REWARDLANG_SERVER_HTTP", "auto" if request.param == "httptools" else "h11")
+    return request.param
+
+
+def test_the_server_runs_the_parser_it_says(tmp_path: Path, http_parser: str) -> None:
+    """/metrics names the parser; a value of REWARDLANG_SERVER_HTTP that is neither is a usage error (exit 1)."""
+    s = _start(tmp_path)
+    try:
+        assert s.metrics()["http_parser"] == http_parser
+    finally:
+        assert s.stop()[0] == 0
+    r = subprocess.run([sys.executable, "-m", "rewardlang", "serve", TEXT, "--port", "0"], capture_output=True,
+                       text=True, cwd=ROOT, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT), "REWARDLANG_SERVER_HTTP": "fast"})
+    assert r.returncode == 1 and "REWARDLANG_SERVER_HTTP='fast': auto or h11" in r.stderr, r.stderr
 
 
 class Server:

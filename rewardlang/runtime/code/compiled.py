@@ -11,7 +11,7 @@ HumanEval corpus and on hostile programs); which one serves is only a question o
 
 Example::
 
-    >>> from rewardlang.runtime.code import compiled, tree
+    >>> from rewardlang.runtime.code import codebleu, compiled, tree
     >>> m = compiled.module("tree")
     >>> m is tree or m.__name__ == "rewardlang.runtime.code._c_tree"
     True
@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import sys
 from types import ModuleType
 
 __all__ = ["NAMES", "module", "status"]
@@ -46,8 +47,24 @@ def _source_digest(mod: ModuleType) -> str | None:
         return None
 
 
+#: the modules this one may import by name. codebleu.py imports this module to pick its dependencies' twins, so
+#: importing codebleu from here would close an import loop: its pure module is taken from ``sys.modules``, where
+#: whoever asks for its twin has already put it by importing it
+BY_NAME = ("tree", "dataflow", "strip")
+
+
+def _pure(name: str) -> ModuleType:
+    full = f"{_PKG}.{name}"
+    if name in BY_NAME:
+        return importlib.import_module(full)
+    mod = sys.modules.get(full)
+    if mod is None:
+        raise LookupError(f"import {full} before asking for its twin (it imports this module, not the reverse)")
+    return mod
+
+
 def _choose(name: str) -> tuple[ModuleType, str]:
-    pure = importlib.import_module(f"{_PKG}.{name}")
+    pure = _pure(name)
     if os.environ.get("REWARDLANG_PURE_PYTHON", "") not in ("", "0"):
         return pure, "pure Python (REWARDLANG_PURE_PYTHON is set)"
     try:
@@ -73,7 +90,11 @@ def module(name: str) -> ModuleType:
 
 
 def status() -> dict[str, str]:
-    """For each module with a twin: which implementation serves in this process, and why."""
+    """For each module with a twin: which implementation serves in this process, and why (``codebleu`` once it is
+    imported)."""
     for name in NAMES:
-        module(name)
+        try:
+            module(name)
+        except LookupError:
+            _WHY.setdefault(name, "not imported yet")
     return dict(_WHY)

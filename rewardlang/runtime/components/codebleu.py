@@ -83,6 +83,7 @@ HEAVY = ("heavy",)
 def _score(name: str, parts: tuple[str, ...], code: list[str], reference: list[str], params: Any,
            ctx: Context, value: Callable[[Any, Any], float | None]) -> Result:
     """Score each pair; per-pair results are cached in ``ctx.cache`` under (name, params, code, reference)."""
+    from rewardlang.runtime.code import codebleu as pure_cb  # noqa: F401 - imported before its twin is asked for
     from rewardlang.runtime.code import compiled
 
     cb = compiled.module("codebleu")  # its compiled twin where built (setup.py)
@@ -110,6 +111,7 @@ def _score_pairs(name: str, parts: tuple[str, ...], code: list[str], reference: 
                  value: Callable[[Any, Any], float | None], order: str, pkey: tuple[str, str],
                  feat: Callable[[str], Any], values: list[float | None], errors: list[str | None],
                  details: list[dict[str, Any] | None]) -> None:
+    from rewardlang.runtime.code import codebleu as pure_cb  # noqa: F401 - imported before its twin is asked for
     from rewardlang.runtime.code import compiled
 
     cb = compiled.module("codebleu")  # its compiled twin where built (setup.py)

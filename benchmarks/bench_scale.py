@@ -715,30 +715,13 @@ def _run_timed(argv: list[str]) -> tuple[float, float]:
 def _watch(p: subprocess.Popen, waits: dict[tuple[int, int], float]) -> None:
     """Wait for ``p``, sampling its process tree's schedstat into ``waits`` meanwhile."""
 
-    def tree(root: int) -> list[int]:
-        kids: dict[int, list[int]] = {}
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                try:
-                    with open(f"/proc/{d}/stat") as f:
-                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                except (OSError, ValueError, IndexError):
-                    continue
-                kids.setdefault(ppid, []).append(int(d))
-        out, todo = [], [root]
-        while todo:
-            x = todo.pop()
-            out.append(x)
-            todo.extend(kids.get(x, []))
-        return out
-
     def poll() -> None:
         while p.poll() is None:
             sample()
             time.sleep(0.2)  # a scan costs ~1.5 ms of this process's CPU: under 1% of a core
 
     def sample() -> None:
-        for pid in tree(p.pid):
+        for pid in _descendants(p.pid):
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
             except OSError:

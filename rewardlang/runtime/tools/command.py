@@ -91,6 +91,8 @@ class Bound:
         self.t0, self.timeout = t0, timeout
         self.end = t0 + timeout
         self.lost = 0.0
+        #: CPU seconds the session had used before the run (a reused process's earlier runs): not the run's
+        self.base = 0.0
         self.timed_out = False
         self.starved = False
 
@@ -104,7 +106,7 @@ class Bound:
         if sid is None:  # at its deadline the run had not even started: not the sample's doing
             self.starved = True
             return left
-        cpu = session_cpu(sid)
+        cpu = session_cpu(sid) - self.base
         if cpu < self.timeout:
             backstop = self.t0 + self.lost + OVERRUN * self.timeout
             if now < backstop:

@@ -113,8 +113,11 @@ class WarmHelper:
     """
 
     def __init__(self, modules: Sequence[str] = TOOL_MODULES, *, warmup: bool = True,
-                 start_timeout: float = 120.0) -> None:
+                 start_timeout: float = 120.0, reuse: Sequence[str] | None = None) -> None:
         self.modules = tuple(modules)
+        #: modules whose runs the helper's worker serves one after the other in one process (None: the
+        #: helper's own choice, ``warm_helper.REUSABLE``); see ``warm_helper._WorkerSlot``
+        self.reuse = None if reuse is None else tuple(reuse)
         self.warmup = warmup
         self.start_timeout = start_timeout
         self._lock = threading.Lock()
@@ -175,7 +178,7 @@ class WarmHelper:
         code = (f"import sys; sys.path.insert(0, {root!r}); "
                 "from rewardlang.runtime.tools.warm_helper import main; main()")
         argv = [sys.executable, "-c", code, str(theirs.fileno()), json.dumps(self.modules),
-                "1" if self.warmup else "0"]
+                "1" if self.warmup else "0", json.dumps(self.reuse)]
         try:
             self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                           pass_fds=[theirs.fileno()], cwd=tempfile.gettempdir(),
@@ -328,15 +331,18 @@ class WarmHelper:
 
     @staticmethod
     def _wait(r: int, t0: float, timeout: float) -> tuple[int | None, int | None, bool, bool]:
-        """Read ``pid`` then the exit status from the run's status pipe; kill the group when
-        :class:`~rewardlang.runtime.tools.command.Bound` says so: ``(pid, status, timed out, starved)``."""
+        """Read ``pid`` (with, from a reused worker, the CPU seconds it had used before the run) then the
+        exit status from the run's status pipe; kill the group when :class:`~rewardlang.runtime.tools.command.Bound`
+        says so: ``(pid, status, timed out, starved)``."""
         buf = b""
         pid: int | None = None
         bound = Bound(t0, timeout)
         while True:
             lines = buf.split(b"\n")
             if pid is None and len(lines) > 1:
-                pid = int(lines[0])
+                first = lines[0].split()
+                pid = int(first[0])
+                bound.base = float(first[1]) if len(first) > 1 else 0.0
             if len(lines) > 2:
                 return pid, int(lines[1]), bound.timed_out, bound.starved
             left = bound.left(pid)

@@ -7,6 +7,7 @@ docstring for why and for what a run sees. This module runs only in the helper; 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import json
@@ -89,6 +90,7 @@ _DIRECT_MAIN = frozenset({"rewardlang.runtime.tools.pyanalyzers"})
 def main() -> None:
     """The helper process: preload, warm up, then serve fork requests until the socket closes."""
     fd, modules, warmup = int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3] == "1"
+    reuse = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
     sock = socket.socket(fileno=fd)
     base_path = [p for p in sys.path[1:] if p != ""]  # without the -c entries: what `python -m` adds is cwd
     import importlib
@@ -130,6 +132,7 @@ def main() -> None:
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ)
     sel.register(rfd, selectors.EVENT_READ)
+    worker = _WorkerSlot(sel, REUSABLE if reuse is None else frozenset(reuse))
     sock.sendall(b"ready\n")
     while True:
         for key, _ in sel.select():
@@ -141,17 +144,343 @@ def main() -> None:
                 for run in data.get("runs") or [data]:
                     if run.get("module") == "pylint":
                         _prepare_pylint(run)  # configured here once per option set: each run only checks its files
+                if worker.takes(data, status):
+                    worker.dispatch(data, fds, status, lambda: _spawn_worker(sock, (rfd, wfd), status))
+                    continue
                 pid = _fork_run(data, fds, sock, (rfd, wfd), status)
                 for f in fds[:-1]:
                     os.close(f)
                 _write(fds[-1], f"{pid}\n")
                 status[pid] = fds[-1]
-            else:
+            elif key.fileobj is rfd:
                 try:
                     os.read(rfd, 4096)
                 except BlockingIOError:
                     pass
-        _reap(status)
+            else:
+                worker.answered(status)
+        _reap(status, worker)
+
+
+# ------------------------------------------------------------------------------------ the reused worker
+#: modules whose runs a worker serves one after the other in one process (:class:`_WorkerSlot`): tools that only
+#: parse the code they analyse and keep nothing of it between runs (bandit, radon, vulture, the AST checks). pylint
+#: is not one: astroid's cache of library trees, which the runs share, takes in what a run's code assigns to them
+#: (``os.x = 1`` adds ``x`` to its tree of ``os``), so each of its runs has a fork of its own.
+REUSABLE = frozenset({"bandit", "rewardlang.runtime.tools.pyanalyzers"})
+#: requests one worker serves before it is replaced by a fresh fork (bounds whatever a long life accumulates)
+WORKER_RUNS = 256
+#: descriptors of the helper that no forked child keeps (the worker's socket: a child holding it would keep a
+#: retired worker from seeing its end)
+_HELPER_ONLY: set[int] = set()
+#: top-level packages whose modules' globals a worker puts back after each request (by identity: a run that
+#: rebinds a name -- vulture's ``# noqa`` parser, a logging hook, a builtin -- finds it back as it was)
+_WATCHED = ("bandit", "vulture", "radon", "rewardlang", "stevedore", "logging", "warnings", "argparse", "ast",
+            "tokenize", "json", "builtins", "sys", "os", "io", "re", "signal", "codecs", "linecache", "traceback")
+
+
+def _reusable(data: dict[str, Any], modules: frozenset[str]) -> bool:
+    runs = data["runs"] if isinstance(data.get("runs"), list) else [data]
+    return (os.environ.get("REWARDLANG_TOOL_REUSE", "1").strip().lower() not in ("0", "no", "false", "off")
+            and all(isinstance(r, dict) and r.get("module") in modules for r in runs))
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds of process ``pid`` (with what it reaped), as :func:`~rewardlang.runtime.tools.command.session_cpu`
+    counts them; 0.0 when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class _WorkerSlot:
+    """The helper's side of its worker: a child forked once that serves requests of :data:`REUSABLE` tools one
+    at a time, each as the forked child of a request would (issue 38: a small batch's fork of the helper, its
+    copy-on-write faults and its exit cost ~10 ms of CPU, more than bandit's and the analysers' own work). To
+    its caller a request looks as one of its own child's: the status pipe says the worker's pid (with the CPU it
+    had used before, which the caller's deadline does not count) and then the request's exit status, written
+    by the helper when the worker answers or, when the worker dies (the caller killed its session at the
+    deadline, or it crashed), the worker's own exit status, as a forked child's would be. A request that comes
+    while the worker is busy gets a fork of its own, as before. The worker puts back after each request what a
+    run leaves in the process (:class:`_State`); it exits when it cannot, after a request that did not end
+    cleanly, and after :data:`WORKER_RUNS` requests: the next request forks a fresh one."""
+
+    def __init__(self, sel: selectors.BaseSelector, modules: frozenset[str]) -> None:
+        self.sel = sel
+        self.modules = modules
+        self.pid: int | None = None
+        self.sock: socket.socket | None = None
+        self.served = 0
+        self.buf = b""
+        #: workers retired or dead, not yet reaped
+        self.exited: set[int] = set()
+
+    def takes(self, data: dict[str, Any], status: dict[int, int]) -> bool:
+        """Whether the worker serves this request (reusable tools, and the worker idle or not started)."""
+        return _reusable(data, self.modules) and (self.pid is None or self.pid not in status)
+
+    def dispatch(self, data: dict[str, Any], fds: list[int], status: dict[int, int], spawn: Any) -> bool:
+        """Send the request to the worker (started first when there is none); False when it cannot take it (it
+        is gone: the request forks a child of its own)."""
+        if self.pid is None:
+            try:
+                self.pid, self.sock = spawn()
+            except OSError:
+                return False
+            self.served, self.buf = 0, b""
+            self.sel.register(self.sock, selectors.EVENT_READ)
+            _HELPER_ONLY.add(self.sock.fileno())
+        assert self.sock is not None
+        base = _cpu_of(self.pid)
+        body = json.dumps(data).encode()
+        try:
+            socket.send_fds(self.sock, [_HEADER.pack(len(body))], fds[:-1])
+            self.sock.sendall(body)
+        except OSError:
+            self.retire()
+            return False
+        for f in fds[:-1]:
+            os.close(f)
+        _write(fds[-1], f"{self.pid} {base:.2f}\n")
+        status[self.pid] = fds[-1]
+        self.served += 1
+        return True
+
+    def answered(self, status: dict[int, int]) -> None:
+        """The worker's socket is readable: a request's exit status (passed on to its caller), or its end."""
+        assert self.sock is not None and self.pid is not None
+        try:
+            chunk = self.sock.recv(64)
+        except OSError:
+            chunk = b""
+        if not chunk:  # it exited: the reap says how, to the request it was running if any
+            self.retire()
+            return
+        self.buf += chunk
+        ends = False
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            words = line.split()
+            ends = ends or b"end" in words[1:]
+            fd = status.pop(self.pid, None)
+            if fd is not None:
+                _write(fd, f"{int(words[0]) if words else 1}\n")
+                os.close(fd)
+        if ends or (self.served >= WORKER_RUNS and self.pid not in status):
+            self.retire()
+
+    def retire(self) -> None:
+        """Stop using the worker (it exits at its socket's end); its reap is still awaited."""
+        if self.sock is not None:
+            self.sel.unregister(self.sock)
+            _HELPER_ONLY.discard(self.sock.fileno())
+            self.sock.close()
+        if self.pid is not None:
+            self.exited.add(self.pid)
+        self.pid, self.sock, self.buf = None, None, b""
+
+    def reaped(self, pid: int) -> None:
+        if pid == self.pid:  # died without its socket's end being seen yet
+            self.retire()
+        self.exited.discard(pid)
+
+
+def _spawn_worker(sock: socket.socket, wake: tuple[int, int], status: dict[int, int]) -> tuple[int, socket.socket]:
+    """Fork the worker: ``(pid, the helper's end of its socket)``."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        pid = os.fork()
+    except OSError:
+        ours.close()
+        theirs.close()
+        raise
+    if pid:
+        theirs.close()
+        return pid, ours
+    code = 1
+    try:
+        os.setsid()  # its own session, as a run's child: a caller's kill at its deadline ends it and what it started
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        sock.close()
+        ours.close()
+        for f in (*wake, *status.values(), *_HELPER_ONLY):
+            with contextlib.suppress(OSError):
+                os.close(f)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for f in (0, 1, 2):
+            os.dup2(devnull, f)
+        os.close(devnull)
+        code = _serve(theirs)
+    finally:
+        os._exit(code)
+    return 0, ours  # unreachable: os._exit
+
+
+#: the exit status of a worker that ended because a request left what cannot be put back
+_ENDED = 70
+
+
+def _serve(sock: socket.socket) -> int:
+    """The worker: requests one at a time until the helper closes the socket, each answered with its exit
+    status (and `` end`` when the worker ends after it: a request that did not end cleanly or left what cannot
+    be put back; then it exits with :data:`_ENDED`)."""
+    state = _State(keep={sock.fileno()})
+    while True:
+        req = _receive(sock, min_fds=2)
+        if req is None:
+            return _ENDED
+        data, fds = req
+        clean = True
+        try:
+            if isinstance(data.get("runs"), list):
+                code = _runs(data["runs"], fds)
+                clean = code == 0
+            else:
+                os.dup2(fds[0], 1)
+                os.dup2(fds[1], 2)
+                sys.stdout, sys.stderr = _streams()
+                code = _child(data)
+                _flush()
+        except BaseException:  # noqa: BLE001 - nothing of this request may reach the next one: the worker ends
+            code, clean = 1, False
+        finally:
+            for f in fds:
+                with contextlib.suppress(OSError):
+                    os.close(f)
+        clean = state.restore() and clean
+        # the helper sends it nothing more when it says it ends; a request that reached it anyway (it died
+        # between requests) gets its exit status, which is not 0
+        sock.sendall(f"{code & 0xFF if code >= 0 else 1}{'' if clean else ' end'}\n".encode())
+        if not clean:
+            return _ENDED
+
+
+def _streams() -> tuple[Any, Any]:
+    """Fresh standard streams on descriptors 1 and 2, as the interpreter's own (a run may close its stdout:
+    bandit's report does)."""
+    return tuple(io.open(fd, "w", buffering=1 if std.line_buffering else -1, encoding=std.encoding,  # type: ignore
+                         errors=std.errors, closefd=False)
+                 for fd, std in ((1, sys.__stdout__), (2, sys.__stderr__)))
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+class _State:
+    """What a worker was like before its first request, put back after each (:meth:`restore`): the modules
+    imported (those a run imported are dropped), the globals of the :data:`_WATCHED` packages' modules (each
+    name bound to the same object again; names a run added removed), the loggers (handlers, level,
+    propagation, filters), the warning filters, every signal's handler and the interval timers, the recursion
+    limit, the module path, the working directory, the umask, the garbage collector's settings, the standard
+    streams, the descriptors open (those a run left open closed). A run that leaves a thread running, a trace or
+    profile function, or a process of its own is not put back: :meth:`restore` says so and the worker ends."""
+
+    def __init__(self, keep: set[int]) -> None:
+        import logging
+        import warnings
+
+        self.keep = keep
+        self.modules = set(sys.modules)
+        self.globals = {name: (m, dict(vars(m))) for name, m in list(sys.modules.items())
+                        if m is not None and name.partition(".")[0] in _WATCHED and hasattr(m, "__dict__")}
+        self.loggers = {lg: self._logger(lg) for lg in self._all_loggers()}
+        self.filters = list(warnings.filters)
+        self.signals = {sig: signal.getsignal(sig) for sig in signal.valid_signals()
+                        if sig not in (signal.SIGKILL, signal.SIGSTOP) and self._settable(sig)}
+        self.limit = sys.getrecursionlimit()
+        self.path = list(sys.path)
+        self.cwd = os.getcwd()
+        self.umask = os.umask(0o022)
+        os.umask(self.umask)
+        self.gc = (gc.isenabled(), gc.get_threshold())
+        self.fds = set(os.listdir("/proc/self/fd"))
+        self.environ = dict(os.environ)
+        self.logging = logging
+        self.warnings = warnings
+
+    @staticmethod
+    def _settable(sig: int) -> bool:
+        try:
+            signal.signal(sig, signal.getsignal(sig))
+            return True
+        except (OSError, ValueError, TypeError):
+            return False
+
+    def _all_loggers(self) -> list[Any]:
+        import logging
+
+        return [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                       if isinstance(lg, logging.Logger))]
+
+    @staticmethod
+    def _logger(lg: Any) -> tuple[Any, ...]:
+        return list(lg.handlers), lg.level, lg.propagate, lg.disabled, list(lg.filters)
+
+    def restore(self) -> bool:
+        """Put the worker back as it was; False when a run left what cannot be (the worker must end)."""
+        import threading
+
+        clean = threading.active_count() == 1 and sys.gettrace() is None and sys.getprofile() is None
+        try:
+            os.waitpid(-1, os.WNOHANG)
+            clean = False  # a process a run started (ended or still there): the worker has children
+        except ChildProcessError:
+            pass
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        for sig, handler in self.signals.items():
+            if signal.getsignal(sig) is not handler:
+                signal.signal(sig, handler)
+        for name in set(sys.modules) - self.modules:
+            del sys.modules[name]
+        for name, (module, saved) in self.globals.items():
+            if sys.modules.get(name) is not module:
+                sys.modules[name] = module
+            now = vars(module)
+            if now.keys() != saved.keys() or any(now[k] is not v for k, v in saved.items()):
+                for k in [k for k in now if k not in saved]:
+                    del now[k]
+                now.update(saved)
+        for lg in self._all_loggers():
+            saved = self.loggers.get(lg)
+            if saved is None:  # a logger a run made: it never logs again, and nothing of it is passed on
+                lg.handlers, lg.filters, lg.disabled = [], [], True
+                continue
+            lg.handlers, lg.level, lg.propagate, lg.disabled, lg.filters = \
+                list(saved[0]), saved[1], saved[2], saved[3], list(saved[4])
+        self.warnings.filters[:] = self.filters
+        self.warnings._filters_mutated()
+        sys.setrecursionlimit(self.limit)
+        sys.path[:] = self.path
+        os.chdir(self.cwd)
+        os.umask(self.umask)
+        (gc.enable if self.gc[0] else gc.disable)()
+        gc.set_threshold(*self.gc[1])
+        sys.stdout, sys.stderr, sys.stdin = sys.__stdout__, sys.__stderr__, sys.__stdin__
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # off the last run's files
+            os.dup2(devnull, fd)
+        os.close(devnull)
+        for k in [k for k in os.environ if k not in self.environ]:
+            del os.environ[k]
+        for k, v in self.environ.items():
+            if os.environ.get(k) != v:
+                os.environ[k] = v
+        for fd in set(os.listdir("/proc/self/fd")) - self.fds:
+            if int(fd) not in self.keep:
+                with contextlib.suppress(OSError):
+                    os.close(int(fd))
+        return clean
 
 
 def _fds_of(data: dict[str, Any]) -> int:
@@ -162,7 +491,9 @@ def _fds_of(data: dict[str, Any]) -> int:
     return 2 * len(runs) + 2 if isinstance(runs, list) else 3
 
 
-def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+def _receive(sock: socket.socket, min_fds: int = 3) -> tuple[dict[str, Any], list[int]] | None:
+    """A request and its descriptors (``min_fds`` at least: 2 in a worker, which gets them without the status
+    pipe); None at the socket's end or for anything malformed."""
     fds: list[int] = []
     try:
         head, fds, _, _ = socket.recv_fds(sock, _HEADER.size, _MAX_FDS)
@@ -174,7 +505,7 @@ def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
         if not head:
             return None
         (n,) = _HEADER.unpack(head)
-        if n > _MAX_REQUEST or len(fds) < 3:
+        if n > _MAX_REQUEST or len(fds) < min_fds:
             return None
         body = b""
         while len(body) < n:
@@ -183,7 +514,7 @@ def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
                 return None
             body += more
         data = json.loads(body)
-        if not isinstance(data, dict) or _fds_of(data) != len(fds):
+        if not isinstance(data, dict) or _fds_of(data) - (3 - min_fds) != len(fds):
             return None
         return data, fds
     except (OSError, ValueError):
@@ -197,16 +528,18 @@ def _write(fd: int, text: str) -> None:
         pass
 
 
-def _reap(status: dict[int, int]) -> None:
-    while status:
+def _reap(status: dict[int, int], worker: "_WorkerSlot | None" = None) -> None:
+    while status or (worker is not None and worker.exited):
         try:
             pid, st = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        if worker is not None:
+            worker.reaped(pid)
         fd = status.pop(pid, None)
-        if fd is not None:
+        if fd is not None:  # a run's child, or the worker that was running a run: how it ended is the run's status
             _write(fd, f"{os.waitstatus_to_exitcode(st)}\n")
             os.close(fd)
 
@@ -222,7 +555,7 @@ def _fork_run(data: dict[str, Any], fds: list[int], sock: socket.socket, wake: t
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         sock.close()
-        for f in (*wake, *status.values()):
+        for f in (*wake, *status.values(), *_HELPER_ONLY):
             os.close(f)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -256,11 +589,17 @@ def _children(runs: list[dict[str, Any]], fds: list[int]) -> int:
     it), the alarm and its handler, the standard streams, the working directory (the environment each run
     sets for itself). Runs whose result could depend on such state come last (the caller puts pylint last:
     the others hold nothing of astroid's)."""
+    os.close(fds[-1])  # the status pipe is the helper's to write (the exit status of this child)
+    return _runs(runs, fds[:-1])
+
+
+def _runs(runs: list[dict[str, Any]], fds: list[int]) -> int:
+    """:func:`_children`'s runs, with ``fds`` without the status pipe (each run's stdout and stderr, then the
+    file of the exit statuses): 0 when every run ended with a status written there, 1 otherwise."""
     base_path = list(sys.path)
     base_limit = sys.getrecursionlimit()
     base_alarm = (signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGPROF))
     base_cwd = os.getcwd()
-    os.close(fds[-1])  # the status pipe is the helper's to write (the exit status of this child)
     try:
         codes = _each(runs, fds, base_path, base_limit, base_alarm, base_cwd)
     except BaseException:  # noqa: BLE001 - said where the caller reads it; no status: the runs go apart
@@ -268,7 +607,7 @@ def _children(runs: list[dict[str, Any]], fds: list[int]) -> int:
 
         os.write(fds[1], traceback.format_exc().encode("utf-8", "replace"))
         return 1
-    os.write(fds[-2], ("\n".join(map(str, codes)) + "\n").encode())
+    os.write(fds[-1], ("\n".join(map(str, codes)) + "\n").encode())
     return 0
 
 

@@ -58,27 +58,58 @@ TARGET = textwrap.dedent("""
             signal.setitimer(signal.ITIMER_REAL, 1000)
             os.chdir("/")
             sys.stdout.close()
+        if what == "thread":  # a thread left running: a reused worker must not serve another run after it
+            import threading
+            threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+        if what == "rebind":  # a module global of a package a worker watches, rebound
+            os.getcwd = lambda: "/rebound"
+            json.dumps = lambda *a, **k: '"rebound"'
+        if what == "spin":  # this much of its own CPU
+            end = time.process_time() + float(sys.argv[2])
+            while time.process_time() < end:
+                pass
+        if what == "sleep":
+            time.sleep(float(sys.argv[2]))
+        if what == "pid":
+            print(os.getpid())
         if what == "where":
             print(json.dumps({"cwd": os.getcwd(), "env": os.environ.get("RL_WARM_TEST"), "path0": sys.path[0],
                               "argv": sys.argv, "state": len(STATE), "name": __name__,
                               "limit": sys.getrecursionlimit(), "paths": len(sys.path),
                               "alarm": signal.getitimer(signal.ITIMER_REAL)[0],
-                              "handler": str(signal.getsignal(signal.SIGALRM))}))
+                              "handler": str(signal.getsignal(signal.SIGALRM)),
+                              "getcwd": os.getcwd.__module__, "modules": len(sys.modules)}))
 
     if __name__ == "__main__":
         main()
 """)
 
 
+def _target_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-in module in ``tmp_path/lib``, first on PYTHONPATH (once for the helpers of one test)."""
+    lib = tmp_path / "lib"
+    if not lib.exists():
+        lib.mkdir()
+        (lib / "rl_warm_target.py").write_text(TARGET)
+        path = os.pathsep.join([str(lib), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        monkeypatch.setenv("PYTHONPATH", path)
+
+
 @pytest.fixture()
 def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """A private helper for the stand-in module ``rl_warm_target`` (preloaded, as the tools are)."""
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    (lib / "rl_warm_target.py").write_text(TARGET)
-    path = os.pathsep.join([str(lib), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    monkeypatch.setenv("PYTHONPATH", path)
+    _target_path(tmp_path, monkeypatch)
     h = WarmHelper(["rl_warm_target"], warmup=False)
+    h.start()
+    yield h
+    h.close()
+
+
+@pytest.fixture()
+def reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """A private helper whose worker serves the stand-in module's runs one after the other."""
+    _target_path(tmp_path, monkeypatch)
+    h = WarmHelper(["rl_warm_target"], warmup=False, reuse=["rl_warm_target"])
     h.start()
     yield h
     h.close()
@@ -421,3 +452,101 @@ def test_each_run_of_a_configured_linter_starts_from_the_same_state(tmp_path: Pa
     ra, rb = _forked_child(a, tmp_path), _forked_child(b, tmp_path)
     assert [m["path"] for m in json.loads(ra[1])["messages"]] == ["m_a.py"]
     assert [m["path"] for m in json.loads(rb[1])["messages"]] == ["m_b.py"]
+
+
+# ------------------------------------------------------------------------------- the reused worker
+def _pid(h: WarmHelper, cwd: Path) -> int:
+    """The process that serves ``h``'s next run."""
+    r = h.run("rl_warm_target", ["pid"], cwd=cwd, env=dict(os.environ), timeout=30)
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout)
+
+
+def test_a_worker_serves_runs_one_after_the_other_each_as_a_fork_of_its_own(reused: WarmHelper,
+                                                                           target: WarmHelper,
+                                                                           tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    env = {**os.environ, "RL_WARM_TEST": "yes"}
+    # what a run leaves behind (limit, path, alarm and handler, cwd, a closed stdout; a rebound os.getcwd and
+    # json.dumps), then a run in another directory with another environment: as a fresh fork of the helper sees it
+    runs = [("rl_warm_target", ["exit", "7"], a, env), ("rl_warm_target", ["mess"], a, env),
+            ("rl_warm_target", ["rebind"], a, env), ("rl_warm_target", ["where"], b, {**env, "RL_WARM_TEST": "other"}),
+            ("rl_warm_target", ["raise"], b, env), ("rl_warm_target", ["message"], a, env),
+            ("rl_warm_target", ["where"], a, env)]
+    first = _pid(reused, a)
+    got = [reused.run(m, args, cwd=cwd, env=e, timeout=30) for m, args, cwd, e in runs]
+    assert _pid(reused, a) == first, "the runs were not served by one worker"
+    alone = [target.run(m, args, cwd=cwd, env=e, timeout=30) for m, args, cwd, e in runs]
+    assert _pid(target, a) != _pid(target, a)
+    where = [json.loads(got[k].stdout) for k in (3, 6)]
+    assert where == [json.loads(alone[k].stdout) for k in (3, 6)]
+    assert where[0]["getcwd"] == "posix" and where[0]["cwd"] == str(b) and where[0]["env"] == "other"
+    assert [(r.returncode, r.stdout, r.stderr) for r in got] == [(r.returncode, r.stdout, r.stderr) for r in alone]
+
+
+def test_a_run_killed_in_the_worker_fails_only_itself(reused: WarmHelper, tmp_path: Path) -> None:
+    before = _pid(reused, tmp_path)
+    pidfile = tmp_path / "grandchild.pid"
+    r = reused.run("rl_warm_target", ["hang", str(pidfile)], cwd=tmp_path, env=dict(os.environ), timeout=1.5)
+    assert r.timed_out and r.returncode == -signal.SIGKILL
+    assert _ends(before) and _ends(int(pidfile.read_text())), "the worker or the run's grandchild survived"
+    assert _pid(reused, tmp_path) != before
+
+
+@pytest.mark.parametrize("what", ["thread", "raise-many"])
+def test_a_worker_that_cannot_be_put_back_is_replaced(reused: WarmHelper, tmp_path: Path, what: str) -> None:
+    first = _pid(reused, tmp_path)
+    env = dict(os.environ)
+    if what == "thread":
+        assert reused.run("rl_warm_target", ["thread"], cwd=tmp_path, env=env, timeout=30).returncode == 0
+    else:  # a request of several runs whose child did not end cleanly: no run has a status; the worker ends
+        got = reused.run_many([("rl_warm_target", ["exit", "0"], tmp_path, env),
+                               ("rl_warm_target", ["segv"], tmp_path, env)], timeout=30)
+        assert all(r.returncode is None for r in got)
+    assert _ends(first)
+    assert _pid(reused, tmp_path) != first
+
+
+def test_a_workers_earlier_runs_cpu_is_not_the_next_runs(reused: WarmHelper, tmp_path: Path) -> None:
+    env = dict(os.environ)
+    assert reused.run("rl_warm_target", ["spin", "1.2"], cwd=tmp_path, env=env, timeout=30).returncode == 0
+    # at its deadline the run has used none of its own CPU: held back by the machine (starved), never timed
+    # out on the 1.2 s its worker used for the run before
+    r = reused.run("rl_warm_target", ["sleep", "60"], cwd=tmp_path, env=env, timeout=1.0)
+    assert r.starved
+
+
+def test_runs_of_the_real_tools_in_one_worker_are_what_fresh_forks_give(tmp_path: Path) -> None:
+    # a run without --respect-noqa replaces vulture's `# noqa` parser in its process; a later run in the same
+    # worker that respects `# noqa` must find vulture's own (a fresh fork does), and bandit logs through
+    # handlers of its own each run
+    from rewardlang.runtime.tools import pyanalyzers
+
+    code = "import os  # noqa\nimport sys\n\n\ndef f(unused):  # noqa\n    return 1\n"
+    (tmp_path / "m.py").write_text(code)
+    calls = [("rewardlang.runtime.tools.pyanalyzers", ["--analyzers", ",".join(pyanalyzers.NAMES), "m.py"]),
+             ("rewardlang.runtime.tools.pyanalyzers", ["--analyzers", "vulture", "--respect-noqa", "m.py"]),
+             ("bandit", ["-f", "json", "-q", "--ignore-nosec", "--", "m.py"]),
+             ("bandit", ["-f", "json", "-q", "--ignore-nosec", "--", "m.py"]),
+             ("rewardlang.runtime.tools.pyanalyzers", ["--analyzers", "vulture", "--respect-noqa", "m.py"])]
+    out = {}
+    for reuse in ([], ["bandit", "rewardlang.runtime.tools.pyanalyzers"]):
+        h = WarmHelper(["bandit", "rewardlang.runtime.tools.pyanalyzers"], warmup=False, reuse=reuse)
+        h.start()
+        try:
+            out[bool(reuse)] = [h.run(m, a, cwd=tmp_path, env=dict(os.environ), timeout=60) for m, a in calls]
+            kids = subprocess.run(["ps", "-o", "pid=", "--ppid", str(h.pid)], capture_output=True, text=True,
+                                  check=False).stdout.split()
+        finally:
+            h.close()
+        assert len(kids) == (1 if reuse else 0)  # the worker, alive between requests; no fork left otherwise
+    import re
+
+    def seen(runs: list) -> list:  # bandit's report says when it was made
+        return [(r.returncode, re.sub(r'"generated_at": "[^"]*"', "", r.stdout)) for r in runs]
+
+    fresh, reused_ = out[False], out[True]
+    assert seen(reused_) == seen(fresh)
+    assert '"name": "os"' in reused_[0].stdout and '"findings": []' in reused_[1].stdout

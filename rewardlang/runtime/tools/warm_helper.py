@@ -174,7 +174,7 @@ WORKER_RUNS = 256
 #: retired worker from seeing its end)
 _HELPER_ONLY: set[int] = set()
 #: top-level packages whose modules' globals a worker puts back after each request (by identity: a run that
-#: rebinds a name -- vulture's ``# noqa`` parser, a logging hook, a builtin -- finds it back as it was)
+#: rebinds a name -- vulture's parser of suppression comments, a logging hook, a builtin -- finds it as it was)
 _WATCHED = ("bandit", "vulture", "radon", "rewardlang", "stevedore", "logging", "warnings", "argparse", "ast",
             "tokenize", "json", "builtins", "sys", "os", "io", "re", "signal", "codecs", "linecache", "traceback")
 

@@ -519,8 +519,8 @@ def test_a_workers_earlier_runs_cpu_is_not_the_next_runs(reused: WarmHelper, tmp
 
 
 def test_runs_of_the_real_tools_in_one_worker_are_what_fresh_forks_give(tmp_path: Path) -> None:
-    # a run without --respect-noqa replaces vulture's `# noqa` parser in its process; a later run in the same
-    # worker that respects `# noqa` must find vulture's own (a fresh fork does), and bandit logs through
+    # a run without --respect-noqa replaces vulture's parser of suppression comments in its process; a later run
+    # in the same worker that respects them must find vulture's own (a fresh fork does), and bandit logs through
     # handlers of its own each run
     from rewardlang.runtime.tools import pyanalyzers
 

@@ -16,8 +16,8 @@ Each run is what ``python -m <tool> <args>`` in the run's directory would be, in
 its own session (the caller kills its whole process group on a deadline, pylint's ``--jobs`` workers
 included), ``cwd``, environment, ``sys.argv`` and ``sys.path[0]`` of that command, stdout and stderr into files
 the caller reads, the exit status of ``python -m`` (``SystemExit`` code, 1 on an uncaught exception, -N when
-killed by signal N). The child exits after the run, so nothing a run leaves in a tool's global state (astroid's
-cache of the batch's own files, pylint's registries) reaches another run; the helper itself never analyses
+killed by signal N). The child exits after the run (but see the worker below), so nothing a run leaves in a
+tool's global state (astroid's cache of the batch's own files, pylint's registries) reaches another run; the helper itself never analyses
 the policy's code and never runs it (neither do the tools: they parse it). A run that shares astroid's cache of
 library modules sees what a file late in a many-file pylint run sees today; the parity of every raw result with
 the cold path is asserted on the HumanEval corpus (``tests/runtime/tools/test_tool_warm.py``).
@@ -30,6 +30,23 @@ a few rows, the fork and exit of the light tools' helper, the child's set-up and
 more than bandit's analysis itself, twice (bandit and the analysers), so a small batch runs them in one fork
 (:func:`~rewardlang.runtime.tools.runner.run_together`); a child that does not end cleanly gives no run a result,
 and the caller runs them apart.
+
+The light tools (bandit and the in-Python analysers: they only parse the code they analyse, and keep nothing
+of it from one run to the next) are served by a **worker**: a child of their helper forked once, which runs
+one request after another (``warm_helper._WorkerSlot``; issue 38: the fork of the helper, its copy-on-write
+faults and its exit cost ~10 ms of CPU per request, as much as bandit's and the analysers' own work on a small
+batch). After each request it puts back what a run leaves in the process (``warm_helper._State``: the modules
+imported, the globals of the tools' and the standard library's modules they touch -- rebinding
+``vulture.noqa.parse_noqa`` is what a run without ``--respect-noqa`` does --, loggers, warning filters,
+signal handlers and timers, the recursion limit, the module path, cwd, environment, umask, descriptors, the
+finders of the runs' directories); a request that did not end cleanly, or one that left a thread, a trace
+function or a process behind, ends the worker, and so does its caller's kill at the deadline, which fails only
+that request (the next one gets a fresh fork). A request that comes while the worker is busy gets a fork of its
+own, as every run did before. To its caller a worker's run is a forked child's: the status pipe gives its pid
+(with the CPU it had used before, which the deadline does not count: :class:`~rewardlang.runtime.tools.command.
+Bound`) and its exit status. pylint's runs keep a fork each: astroid's cache of library trees takes in what a
+run's code assigns to them (``os.x = 1`` adds ``x`` to its tree of ``os``). ``REWARDLANG_TOOL_REUSE=0`` (read
+when a helper starts) gives every request a fork of its own.
 
 Failures are never silent: a helper that dies (or cannot start) is restarted once for the run and counted
 (``tool.warm.restarts``); when that fails too, the run comes back as ``missing`` with the reason, which the

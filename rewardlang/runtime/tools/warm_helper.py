@@ -381,7 +381,8 @@ class _State:
     name bound to the same object again; names a run added removed), the loggers (handlers, level,
     propagation, filters), the warning filters, every signal's handler and the interval timers, the recursion
     limit, the module path, the working directory, the umask, the garbage collector's settings, the standard
-    streams, the descriptors open (those a run left open closed). A run that leaves a thread running, a trace or
+    streams, the descriptors open (those a run left open closed), the import system's finders and the
+    cached finders of directories (a run's directory among them). A run that leaves a thread running, a trace or
     profile function, or a process of its own is not put back: :meth:`restore` says so and the worker ends."""
 
     def __init__(self, keep: set[int]) -> None:
@@ -390,6 +391,8 @@ class _State:
 
         self.keep = keep
         self.modules = set(sys.modules)
+        self.importers = set(sys.path_importer_cache)
+        self.hooks = (list(sys.meta_path), list(sys.path_hooks))
         self.globals = {name: (m, dict(vars(m))) for name, m in list(sys.modules.items())
                         if m is not None and name.partition(".")[0] in _WATCHED and hasattr(m, "__dict__")}
         self.loggers = {lg: self._logger(lg) for lg in self._all_loggers()}
@@ -443,6 +446,9 @@ class _State:
                 signal.signal(sig, handler)
         for name in set(sys.modules) - self.modules:
             del sys.modules[name]
+        for entry in set(sys.path_importer_cache) - self.importers:  # the finders of the runs' directories
+            del sys.path_importer_cache[entry]
+        sys.meta_path[:], sys.path_hooks[:] = self.hooks
         for name, (module, saved) in self.globals.items():
             if sys.modules.get(name) is not module:
                 sys.modules[name] = module

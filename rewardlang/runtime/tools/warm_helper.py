@@ -11,6 +11,7 @@ import contextlib
 import gc
 import io
 import json
+import operator
 import os
 import selectors
 import signal
@@ -393,7 +394,8 @@ class _State:
         self.modules = set(sys.modules)
         self.importers = set(sys.path_importer_cache)
         self.hooks = (list(sys.meta_path), list(sys.path_hooks))
-        self.globals = {name: (m, dict(vars(m))) for name, m in list(sys.modules.items())
+        self.globals = {name: (m, dict(vars(m)), list(vars(m)), list(vars(m).values()))
+                        for name, m in list(sys.modules.items())
                         if m is not None and name.partition(".")[0] in _WATCHED and hasattr(m, "__dict__")}
         self.loggers = {lg: self._logger(lg) for lg in self._all_loggers()}
         self.filters = list(warnings.filters)
@@ -449,11 +451,12 @@ class _State:
         for entry in set(sys.path_importer_cache) - self.importers:  # the finders of the runs' directories
             del sys.path_importer_cache[entry]
         sys.meta_path[:], sys.path_hooks[:] = self.hooks
-        for name, (module, saved) in self.globals.items():
+        for name, (module, saved, keys, values) in self.globals.items():
             if sys.modules.get(name) is not module:
                 sys.modules[name] = module
             now = vars(module)
-            if now.keys() != saved.keys() or any(now[k] is not v for k, v in saved.items()):
+            # the same names in the same order, each bound to the same object (compared at C speed: ~120 modules)
+            if len(now) != len(keys) or not all(map(operator.is_, now.values(), values)) or list(now) != keys:
                 for k in [k for k in now if k not in saved]:
                     del now[k]
                 now.update(saved)

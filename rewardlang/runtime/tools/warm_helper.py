@@ -564,8 +564,11 @@ def _fork_run(data: dict[str, Any], fds: list[int], sock: socket.socket, wake: t
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         sock.close()
-        for f in (*wake, *status.values(), *_HELPER_ONLY):
+        for f in (*wake, *status.values()):
             os.close(f)
+        for f in _HELPER_ONLY:  # the worker's socket: a child holding it would keep a retired worker alive
+            with contextlib.suppress(OSError):
+                os.close(f)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)

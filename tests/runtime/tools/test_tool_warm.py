@@ -72,6 +72,11 @@ TARGET = textwrap.dedent("""
             time.sleep(float(sys.argv[2]))
         if what == "pid":
             print(os.getpid())
+        if what == "block":  # says where it runs, then takes its time
+            with open(sys.argv[2] + ".tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+            time.sleep(float(sys.argv[3]))
         if what == "where":
             print(json.dumps({"cwd": os.getcwd(), "env": os.environ.get("RL_WARM_TEST"), "path0": sys.path[0],
                               "argv": sys.argv, "state": len(STATE), "name": __name__,
@@ -550,3 +555,22 @@ def test_runs_of_the_real_tools_in_one_worker_are_what_fresh_forks_give(tmp_path
     fresh, reused_ = out[False], out[True]
     assert seen(reused_) == seen(fresh)
     assert '"name": "os"' in reused_[0].stdout and '"findings": []' in reused_[1].stdout
+
+
+def test_a_request_that_finds_the_worker_busy_gets_a_fork_of_its_own(reused: WarmHelper, tmp_path: Path) -> None:
+    import threading
+
+    worker = _pid(reused, tmp_path)
+    mark = tmp_path / "busy"
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", reused.run(
+        "rl_warm_target", ["block", str(mark), "2"], cwd=tmp_path, env=dict(os.environ), timeout=30)))
+    t.start()
+    for _ in range(600):
+        if mark.exists():
+            break
+        time.sleep(0.05)
+    assert int(mark.read_text()) == worker
+    assert _pid(reused, tmp_path) != worker  # served by a fork while the worker is busy
+    t.join(60)
+    assert out["r"].returncode == 0 and _pid(reused, tmp_path) == worker  # and the worker again once it is free

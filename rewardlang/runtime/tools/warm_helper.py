@@ -381,7 +381,8 @@ class _State:
     imported (those a run imported are dropped), the globals of the :data:`_WATCHED` packages' modules (each
     name bound to the same object again; names a run added removed), the loggers (handlers, level,
     propagation, filters), the warning filters, every signal's handler and the interval timers, the recursion
-    limit, the module path, the working directory, the umask, the garbage collector's settings, the standard
+    limit, the module path, the working directory, the umask, the resource limits, the garbage collector's
+    settings, the standard
     streams, the descriptors open (those a run left open closed), the import system's finders and the
     cached finders of directories (a run's directory among them). A run that leaves a thread running, a trace or
     profile function, or a process of its own is not put back: :meth:`restore` says so and the worker ends."""
@@ -407,6 +408,11 @@ class _State:
         self.umask = os.umask(0o022)
         os.umask(self.umask)
         self.gc = (gc.isenabled(), gc.get_threshold())
+        import resource
+
+        self.resource = resource
+        self.rlimits = {r: resource.getrlimit(r) for r in (getattr(resource, n) for n in dir(resource)
+                                                           if n.startswith("RLIMIT_"))}
         self.fds = set(os.listdir("/proc/self/fd"))
         self.environ = dict(os.environ)
         self.logging = logging
@@ -473,6 +479,12 @@ class _State:
         sys.path[:] = self.path
         os.chdir(self.cwd)
         os.umask(self.umask)
+        for r, limits in self.rlimits.items():
+            if self.resource.getrlimit(r) != limits:
+                try:
+                    self.resource.setrlimit(r, limits)
+                except (OSError, ValueError):  # a hard limit a run lowered cannot be raised again
+                    clean = False
         (gc.enable if self.gc[0] else gc.disable)()
         gc.set_threshold(*self.gc[1])
         sys.stdout, sys.stderr, sys.stdin = sys.__stdout__, sys.__stderr__, sys.__stdin__

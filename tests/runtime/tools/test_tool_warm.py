@@ -58,6 +58,13 @@ TARGET = textwrap.dedent("""
             signal.setitimer(signal.ITIMER_REAL, 1000)
             os.chdir("/")
             sys.stdout.close()
+        if what == "rlimit":  # a hard limit lowered: it cannot be raised again in that process
+            import resource
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 64), min(hard, 64)))
+        if what == "nofile":
+            import resource
+            print(json.dumps(resource.getrlimit(resource.RLIMIT_NOFILE)))
         if what == "thread":  # a thread left running: a reused worker must not serve another run after it
             import threading
             threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
@@ -505,13 +512,23 @@ def test_a_worker_that_cannot_be_put_back_is_replaced(reused: WarmHelper, tmp_pa
     first = _pid(reused, tmp_path)
     env = dict(os.environ)
     if what == "thread":
-        assert reused.run("rl_warm_target", ["thread"], cwd=tmp_path, env=env, timeout=30).returncode == 0
+        assert reused.run("rl_warm_target", [what], cwd=tmp_path, env=env, timeout=30).returncode == 0
     else:  # a request of several runs whose child did not end cleanly: no run has a status; the worker ends
         got = reused.run_many([("rl_warm_target", ["exit", "0"], tmp_path, env),
                                ("rl_warm_target", ["segv"], tmp_path, env)], timeout=30)
         assert all(r.returncode is None for r in got)
     assert _ends(first)
     assert _pid(reused, tmp_path) != first
+
+
+def test_a_lowered_resource_limit_never_reaches_the_next_run(reused: WarmHelper, tmp_path: Path) -> None:
+    import resource
+
+    env = dict(os.environ)
+    assert reused.run("rl_warm_target", ["rlimit"], cwd=tmp_path, env=env, timeout=30).returncode == 0
+    r = reused.run("rl_warm_target", ["nofile"], cwd=tmp_path, env=env, timeout=30)
+    # put back, or (a hard limit this process may not raise again) the worker ended and a fresh fork ran it
+    assert json.loads(r.stdout) == list(resource.getrlimit(resource.RLIMIT_NOFILE))
 
 
 def test_a_workers_earlier_runs_cpu_is_not_the_next_runs(reused: WarmHelper, tmp_path: Path) -> None:

@@ -382,10 +382,10 @@ class _State:
     name bound to the same object again; names a run added removed), the loggers (handlers, level,
     propagation, filters), the warning filters, every signal's handler and the interval timers, the recursion
     limit, the module path, the working directory, the umask, the resource limits, the garbage collector's
-    settings, the standard
-    streams, the descriptors open (those a run left open closed), the import system's finders and the
-    cached finders of directories (a run's directory among them). A run that leaves a thread running, a trace or
-    profile function, or a process of its own is not put back: :meth:`restore` says so and the worker ends."""
+    settings, the standard streams, the environment, the descriptors open (those a run left open closed), the
+    import system's finders and the cached finders of directories (a run's directory among them). A run that
+    leaves a thread running, a trace or profile function, a process of its own or a hard limit lowered is not
+    put back: :meth:`restore` says so and the worker ends."""
 
     def __init__(self, keep: set[int]) -> None:
         import logging

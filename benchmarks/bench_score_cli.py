@@ -92,7 +92,8 @@ def main() -> None:
         # they are current; without Cython or a C compiler the pure modules serve, and the line below says so)
         subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=ROOT, check=True,
                        capture_output=True)
-        status = subprocess.run([sys.executable, "-c", "from rewardlang.runtime.code import codebleu, compiled; "
+        status = subprocess.run([sys.executable, "-c", "from rewardlang.runtime.code import codebleu, compiled, dataflow, strip, tree; "
+                                 "[compiled.twin(m) for m in (tree, dataflow, strip, codebleu)]; "
                                  "print('; '.join(f'{k}: {v}' for k, v in compiled.status().items()))"],
                                 check=True, capture_output=True, text=True, env=env).stdout.strip()
         print(f"CodeBLEU's analysis modules: {status}")

@@ -62,12 +62,6 @@ def _algorithms(mods: dict[str, Path]) -> list[str]:
     return sorted(set(ALGORITHMS.values()))
 
 
-def _compiled_pure(mods: dict[str, Path]) -> list[str]:
-    from rewardlang.runtime.code.compiled import BY_NAME
-
-    return [f"rewardlang.runtime.code.{n}" for n in BY_NAME]  # the twins (_c_*) are extension modules
-
-
 def _sandbox_lazy(mods: dict[str, Path]) -> list[str]:
     import rewardlang.sandbox as sandbox
 
@@ -83,7 +77,7 @@ DYNAMIC = {
     "rewardlang.sandbox": _sandbox_lazy,               # the package's names, loaded on first use
     "rewardlang.cli.data": lambda mods: [],            # prm-data --plugin MODULE
     "rewardlang.runtime.tools.warm_helper": lambda mods: [],  # pylint, radon, ... in the helper process
-    "rewardlang.runtime.code.compiled": _compiled_pure,  # the pure modules beside their compiled twins
+    "rewardlang.runtime.code.compiled": lambda mods: [],  # the compiled twins (_c_*): extension modules
 }
 
 

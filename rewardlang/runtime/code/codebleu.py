@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardlang.runtime.code import compiled
+from rewardlang.runtime.code import compiled, dataflow, strip, tree
 from rewardlang.runtime.code.parse import ParseCache
 
 __all__ = [
@@ -154,7 +154,7 @@ class _Tree:
         if self._flat is None:
             from rewardlang.runtime.code.parse import parse
 
-            self._flat = compiled.module("tree").flatten(parse(stripped, lang), lang)
+            self._flat = compiled.twin(tree).flatten(parse(stripped, lang), lang)
         return self._flat
 
     def release(self) -> None:
@@ -202,7 +202,7 @@ class Features:
     def stripped(self) -> str:
         """The text the syntax and dataflow matches parse: comments and docstrings removed."""
         if self._stripped is None:
-            self._stripped = compiled.module("strip").strip_or_keep(self.text)
+            self._stripped = compiled.twin(strip).strip_or_keep(self.text)
         return self._stripped
 
     def tree(self) -> _Tree:
@@ -246,7 +246,7 @@ class Features:
         ``order``: see :mod:`~rewardlang.runtime.code.dataflow`."""
         t = self.tree()
         if order not in t.dataflow:
-            df = compiled.module("dataflow")
+            df = compiled.twin(dataflow)
             edges = df.normalize(df.dataflow_edges(t.flat(self.stripped, self.lang), self.stripped, order))
             t.dataflow[order] = (Counter((v, r, tuple(p)) for v, r, p in edges), len(edges))
             t.release()

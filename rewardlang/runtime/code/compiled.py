@@ -9,14 +9,17 @@ at install, a source tree never built), after an edit that was not rebuilt, or w
 ``REWARDLANG_PURE_PYTHON=1``. The twins compute exactly what the modules compute (the tests compare them on the
 HumanEval corpus and on hostile programs); which one serves is only a question of speed.
 
+A caller passes the pure module it imported itself (:func:`twin`), so this module imports none of the four by
+name: ``codebleu`` imports this module, and importing it back from here would close an import loop.
+
 Example::
 
-    >>> from rewardlang.runtime.code import codebleu, compiled, tree
-    >>> m = compiled.module("tree")
+    >>> from rewardlang.runtime.code import compiled, tree
+    >>> m = compiled.twin(tree)
     >>> m is tree or m.__name__ == "rewardlang.runtime.code._c_tree"
     True
-    >>> sorted(compiled.status())
-    ['codebleu', 'dataflow', 'strip', 'tree']
+    >>> compiled.status()["tree"].split(" ")[0] in ("compiled", "pure")
+    True
 """
 
 from __future__ import annotations
@@ -24,10 +27,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
-import sys
 from types import ModuleType
 
-__all__ = ["NAMES", "module", "status"]
+__all__ = ["NAMES", "status", "twin"]
 
 #: the modules that have compiled twins (setup.py's COMPILED)
 NAMES = ("tree", "dataflow", "strip", "codebleu")
@@ -47,24 +49,15 @@ def _source_digest(mod: ModuleType) -> str | None:
         return None
 
 
-#: the modules this one may import by name. codebleu.py imports this module to pick its dependencies' twins, so
-#: importing codebleu from here would close an import loop: its pure module is taken from ``sys.modules``, where
-#: whoever asks for its twin has already put it by importing it
-BY_NAME = ("tree", "dataflow", "strip")
+def _name(pure: ModuleType) -> str:
+    pkg, _, name = pure.__name__.rpartition(".")
+    if pkg != _PKG or name not in NAMES:
+        raise ValueError(f"no compiled twin for {pure.__name__!r} (one of {', '.join(f'{_PKG}.{n}' for n in NAMES)})")
+    return name
 
 
-def _pure(name: str) -> ModuleType:
-    full = f"{_PKG}.{name}"
-    if name in BY_NAME:
-        return importlib.import_module(full)
-    mod = sys.modules.get(full)
-    if mod is None:
-        raise LookupError(f"import {full} before asking for its twin (it imports this module, not the reverse)")
-    return mod
-
-
-def _choose(name: str) -> tuple[ModuleType, str]:
-    pure = _pure(name)
+def _choose(pure: ModuleType) -> tuple[ModuleType, str]:
+    name = _name(pure)
     if os.environ.get("REWARDLANG_PURE_PYTHON", "") not in ("", "0"):
         return pure, "pure Python (REWARDLANG_PURE_PYTHON is set)"
     try:
@@ -77,24 +70,18 @@ def _choose(name: str) -> tuple[ModuleType, str]:
     return twin, f"compiled ({twin.__name__})"
 
 
-def module(name: str) -> ModuleType:
-    """The module ``name`` (one of :data:`NAMES`) to use: its compiled twin when built from the current source,
-    else the pure module. Chosen once per process."""
+def twin(pure: ModuleType) -> ModuleType:
+    """The module to use in place of ``pure`` (one of :data:`NAMES`, as imported by the caller): its compiled twin
+    when built from ``pure``'s current source, else ``pure`` itself. Chosen once per process."""
+    name = _name(pure)
     m = _CHOSEN.get(name)
     if m is None:
-        if name not in NAMES:
-            raise ValueError(f"no compiled twin for {name!r} (one of {', '.join(NAMES)})")
-        m, _WHY[name] = _choose(name)
+        m, _WHY[name] = _choose(pure)
         _CHOSEN[name] = m
     return m
 
 
 def status() -> dict[str, str]:
-    """For each module with a twin: which implementation serves in this process, and why (``codebleu`` once it is
-    imported)."""
-    for name in NAMES:
-        try:
-            module(name)
-        except LookupError:
-            _WHY.setdefault(name, "not imported yet")
-    return dict(_WHY)
+    """For each module with a twin: which implementation serves in this process and why, or that none was asked for
+    yet (a module is chosen when its first caller asks: :func:`twin`)."""
+    return {name: _WHY.get(name, "not used yet in this process") for name in NAMES}

@@ -83,10 +83,9 @@ HEAVY = ("heavy",)
 def _score(name: str, parts: tuple[str, ...], code: list[str], reference: list[str], params: Any,
            ctx: Context, value: Callable[[Any, Any], float | None]) -> Result:
     """Score each pair; per-pair results are cached in ``ctx.cache`` under (name, params, code, reference)."""
-    from rewardlang.runtime.code import codebleu as pure_cb  # noqa: F401 - imported before its twin is asked for
-    from rewardlang.runtime.code import compiled
+    from rewardlang.runtime.code import codebleu, compiled
 
-    cb = compiled.module("codebleu")  # its compiled twin where built (setup.py)
+    cb = compiled.twin(codebleu)  # its compiled twin where built (setup.py)
 
     p = params
     order = getattr(p, "dataflow_order", "seed0")
@@ -111,10 +110,9 @@ def _score_pairs(name: str, parts: tuple[str, ...], code: list[str], reference: 
                  value: Callable[[Any, Any], float | None], order: str, pkey: tuple[str, str],
                  feat: Callable[[str], Any], values: list[float | None], errors: list[str | None],
                  details: list[dict[str, Any] | None]) -> None:
-    from rewardlang.runtime.code import codebleu as pure_cb  # noqa: F401 - imported before its twin is asked for
-    from rewardlang.runtime.code import compiled
+    from rewardlang.runtime.code import codebleu, compiled
 
-    cb = compiled.module("codebleu")  # its compiled twin where built (setup.py)
+    cb = compiled.twin(codebleu)  # its compiled twin where built (setup.py)
 
     for i, (c, r) in enumerate(zip(code, reference)):
         key = (pkey, c, r)

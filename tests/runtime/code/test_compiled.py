@@ -157,8 +157,11 @@ def test_generated_programs(code: str) -> None:
     _same_program({name: _twin(name) for name in compiled.NAMES}, code)
 
 
+PURE = {"tree": pure_tree, "dataflow": pure_dataflow, "strip": pure_strip, "codebleu": pure_codebleu}
+
+
 def test_codebleu_uses_the_twins_when_built(twins: dict[str, Any]) -> None:
-    assert {name: compiled.module(name) for name in compiled.NAMES} == twins
+    assert {name: compiled.twin(PURE[name]) for name in compiled.NAMES} == twins
     assert all(why.startswith("compiled") for why in compiled.status().values())
 
 
@@ -168,15 +171,19 @@ def test_a_stale_or_missing_twin_is_never_used(monkeypatch: pytest.MonkeyPatch) 
     fake.__source_sha256__ = "0" * 64  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, fake.__name__, fake)
     monkeypatch.delenv("REWARDLANG_PURE_PYTHON", raising=False)
-    chosen, why = compiled._choose("tree")
+    chosen, why = compiled._choose(pure_tree)
     assert chosen is pure_tree and "another version of tree.py" in why
     fake.__source_sha256__ = compiled._source_digest(pure_tree)  # type: ignore[attr-defined]
-    assert compiled._choose("tree") == (fake, "compiled (rewardlang.runtime.code._c_tree)")
+    assert compiled._choose(pure_tree) == (fake, "compiled (rewardlang.runtime.code._c_tree)")
     monkeypatch.setenv("REWARDLANG_PURE_PYTHON", "1")
-    assert compiled._choose("tree")[0] is pure_tree
+    assert compiled._choose(pure_tree)[0] is pure_tree
     monkeypatch.delenv("REWARDLANG_PURE_PYTHON")
     monkeypatch.setitem(sys.modules, fake.__name__, None)  # import fails: not built
-    chosen, why = compiled._choose("tree")
+    chosen, why = compiled._choose(pure_tree)
     assert chosen is pure_tree and "not built" in why
+    from rewardlang.runtime.code import pyset
+
     with pytest.raises(ValueError, match="no compiled twin"):
-        compiled.module("pyset")
+        compiled.twin(pyset)
+    with pytest.raises(ValueError, match="no compiled twin"):
+        compiled.twin(fake)  # a twin is not a pure module

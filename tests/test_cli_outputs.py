@@ -406,6 +406,12 @@ NOT_OUTPUTS = {
     ("rewardlang/runtime/tools/runner.py", "_fill", "open"): "an analyser's scratch directory",
     ("rewardlang/runtime/tools/warm_helper.py", "_each", "io.open"): "no file: a forked run's standard streams, "
                                                                       "reopened on descriptors 1 and 2",
+    ("rewardlang/runtime/tools/warm_helper.py", "_streams", "io.open"): "no file: a reused worker's fresh "
+                                                                         "standard streams on descriptors 1 and 2",
+    ("rewardlang/runtime/tools/warm_helper.py", "_spawn_worker", "os.open"): "os.devnull on the worker's "
+                                                                             "descriptors 0-2",
+    ("rewardlang/runtime/tools/warm_helper.py", "_State.restore", "os.open"): "os.devnull on descriptors 0-2, "
+                                                                              "off the last run's files",
     ("rewardlang/runtime/tools/warm_helper.py", "_warm_analyzers", "write_text"): "an analyser's scratch "
                                                                                   "directory",
     ("rewardlang/runtime/tools/warm_helper.py", "_warm_pylint", "write_text"): "an analyser's scratch directory",

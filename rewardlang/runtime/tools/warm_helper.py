@@ -145,8 +145,10 @@ def main() -> None:
                 for run in data.get("runs") or [data]:
                     if run.get("module") == "pylint":
                         _prepare_pylint(run)  # configured here once per option set: each run only checks its files
-                if worker.takes(data, status):
-                    worker.dispatch(data, fds, status, lambda: _spawn_worker(sock, (rfd, wfd), status))
+                # a worker that cannot take it (it could not be forked, or its socket is gone) leaves the request to
+                # a fork of its own, as before: never a request left without an answer until its caller's deadline
+                if worker.takes(data, status) and worker.dispatch(
+                        data, fds, status, lambda: _spawn_worker(sock, (rfd, wfd), status)):
                     continue
                 pid = _fork_run(data, fds, sock, (rfd, wfd), status)
                 for f in fds[:-1]:

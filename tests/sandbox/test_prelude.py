@@ -69,7 +69,16 @@ def test_all_164_canonical_solutions_pass_on_raw_tests_with_the_prompt_as_prelud
     assert [(tid, v.outcome) for tid, v in zip(RAW, got) if v.outcome != "pass"] == []
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+# The programs that wait out their wall-clock deadline (a sleep in a call; a huge length claimed, then a sleep) take
+# 5 s each and test the judge process's channel and deadline, which the prelude does not change: they run here in the
+# slow run, and in the default run in test_sandbox_judge_process.py. Every other case, including h50_spins (the
+# timeout by CPU), stays in the default run, so each outcome class is still reached with the prelude.
+_WAITS_OUT_ITS_DEADLINE = {"h38_never_answers", "h50_claims_a_huge_answer_then_sleeps"}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name,
+                                               marks=[pytest.mark.slow] * (c.name in _WAITS_OUT_ITS_DEADLINE))
+                                  for c in CASES])
 def test_hostile_programs_fail_on_raw_tests_with_the_prelude(sb1: Sandbox, case) -> None:
     """The judge-process suite's 26 hostile programs, on the raw tests with the prompt as the prelude: none passes
     (redefining ``poly`` or the encoders changes nothing the tests call), none is masked, the slot stays fresh."""

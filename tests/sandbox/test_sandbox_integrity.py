@@ -669,8 +669,15 @@ def loaded_sb() -> Iterator[Sandbox]:
     s.close()
 
 
-@pytest.mark.parametrize("load", ["quiet", "loaded"])
-@pytest.mark.parametrize("code,outcome", [(c, o) for _, c, o in LOAD_CASES], ids=[n for n, _, _ in LOAD_CASES])
+# Every program runs throttled in the default run, and quiet too except the two timeouts: a quiet program that spins
+# or sleeps to its deadline (1-1.5 s each) is test_sandbox_hostile.py's infinite_loop and slow_import_sleep in the
+# default run; here their quiet runs are in the slow run.
+_QUIET_TIMEOUTS = {"infinite_loop", "sleeping"}
+
+
+@pytest.mark.parametrize("code,outcome,load", [
+    pytest.param(c, o, load, id=f"{n}-{load}", marks=[pytest.mark.slow] * (load == "quiet" and n in _QUIET_TIMEOUTS))
+    for load in ("quiet", "loaded") for n, c, o in LOAD_CASES])
 def test_verdict_is_the_same_under_load(loaded_sb: Sandbox, code: str, outcome: str, load: str) -> None:
     """The same program gets the same class on a quiet machine and with its slot throttled to 30 % of one
     CPU: crashes stay runtime errors, a correct program that needs CPU time passes, only real CPU use or

@@ -23,7 +23,10 @@ BROKEN = {"cpp": "return ;;; }}", "java": "return ;;; }}", "php": "return ;;; }}
           "js": "return ;;; }}"}
 
 
-@pytest.mark.parametrize("lang", ["cpp", "java", "php", "sh", "js"])
+# The rule reward's code is the same for every target: the default run keeps a compiled target (cpp) and the
+# interpreted ones (php, sh, js); java (3 s of JVM start and compile) is in the slow run, and its toolchain is judged
+# in the default run by tests/sandbox/test_languages.py and tests/datasets/test_multilang_*.py.
+@pytest.mark.parametrize("lang", ["cpp", pytest.param("java", marks=pytest.mark.slow), "php", "sh", "js"])
 def test_rule_reward_on_translations(lang: str) -> None:
     need(lang)
     name = "HumanEval_3"
@@ -57,7 +60,10 @@ def test_the_dataset_names_the_paper_targets() -> None:
     assert held and not held & {r["task_id"] for r in rows if r["language"] == "cpp"}
 
 
-@pytest.mark.parametrize("lang", ["cpp", "sh", "js"])
+# Every label (pass, fail, compile_error, format_error) is reached with sh and js in the default run; cpp (5 s: the
+# judge and the spec compile each answer) is in the slow run, its rule reward on the same answers in the default run
+# (test_rule_reward_on_translations[cpp]).
+@pytest.mark.parametrize("lang", [pytest.param("cpp", marks=pytest.mark.slow), "sh", "js"])
 def test_heldout_eval_judges_as_the_rule_reward(lang: str) -> None:
     """`train.eval`'s judge on translation rows (trainers/evaluate.py) gives the spec's verdict on the same answers:
     pass exactly where the rule reward is 1, format_error (never run) where the format fails, compile_error where

@@ -504,15 +504,25 @@ def test_shared_token_and_the_warning_beyond_loopback(tmp_path: Path) -> None:
     assert code == 0
 
 
-def test_limits_out_of_range_are_plain_errors(tmp_path: Path) -> None:
+def test_limits_out_of_range_are_plain_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the command in this process (the limits are checked before a server starts: a process of its own for each
+    # would only add its start-up); a server that started anyway fails here instead of serving
+    from typer.testing import CliRunner
+
+    from rewardlang.cli.app import app
+    from rewardlang.integrations import server
+
+    def started(*a: object, **k: object) -> int:
+        raise AssertionError("the server started with limits out of range")
+
+    monkeypatch.setattr(server, "serve", started)
     for args, msg in ((["--max-connections", "100000"], "--max-connections 100000: must be between 1 and"),
                       (["--header-timeout", "0"], "--header-timeout must be a number of seconds > 0"),
                       (["--max-request-mb", "64", "--max-held-mb", "32"], "--max-held-mb at least as large"),
                       (["--token-file", str(tmp_path / "none")], "--token-file")):
-        r = subprocess.run([sys.executable, "-m", "rewardlang", "serve", TEXT, "--port", "0", *args], check=False,
-                           capture_output=True, text=True, timeout=120, cwd=ROOT,
-                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        assert r.returncode == 1 and msg in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        r = CliRunner().invoke(app, ["serve", TEXT, "--port", "0", *args])
+        assert isinstance(r.exception, SystemExit), (args, r.exception)
+        assert r.exit_code == 1 and msg in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
 
 
 def test_one_clients_bad_rows_never_change_anothers_results(tmp_path: Path) -> None:

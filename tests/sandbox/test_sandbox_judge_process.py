@@ -10,6 +10,7 @@ no byte of the judged test code, and the judge process holds no object of the pr
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import textwrap
 from collections import Counter
@@ -69,6 +70,9 @@ class Case:
     row: dict
     program: str
     outcome: str = "fail"
+    #: a wall-clock (idle) limit of its own: a program that sleeps for ever times out at whatever idle limit it is
+    #: given, so a short one decides the same verdict without waiting out LIMITS' 5 s
+    wall: float | None = None
 
 
 def _prompt_with(row: dict, body: str) -> str:
@@ -278,7 +282,7 @@ CASES = [
         """), "output_limit"),
     Case("h38_exits_during_a_call", H38, "import os\ndef decode_cyclic(s):\n    os._exit(0)\n", "runtime_error"),
     Case("h50_raises", H50, "def decode_shift(s):\n    raise ValueError('no')\n", "runtime_error"),
-    Case("h38_never_answers", H38, "import time\ndef decode_cyclic(s):\n    time.sleep(60)\n", "timeout"),
+    Case("h38_never_answers", H38, "import time\ndef decode_cyclic(s):\n    time.sleep(60)\n", "timeout", wall=1.5),
     Case("h50_spins", H50, "def decode_shift(s):\n    while True:\n        pass\n", "timeout"),
     Case("h38_answer_over_the_observation_limit", H38,
          "def decode_cyclic(s):\n    return 'x' * (9 << 20)\n", "output_limit"),
@@ -300,7 +304,8 @@ def test_hostile_programs_on_judged_tests_fail(sb1: Sandbox, case: Case) -> None
     before = _state(sb1)
     plan = make_plan(case.row["tests"], case.row["entry_point"], "humaneval")
     assert plan.probes == () and plan.n_inside == 1   # judged only in the judge process
-    v = sb1.evaluate([Task(case.program, case.row["tests"], case.row["entry_point"], "humaneval", LIMITS)],
+    limits = LIMITS if case.wall is None else dataclasses.replace(LIMITS, wall=case.wall)
+    v = sb1.evaluate([Task(case.program, case.row["tests"], case.row["entry_point"], "humaneval", limits)],
                      use_cache=False)[0]
     assert v.infra is None, v.infra
     assert v.outcome == case.outcome, v.details()

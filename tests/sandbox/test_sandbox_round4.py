@@ -162,7 +162,12 @@ def _spy_spawns(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-@pytest.mark.parametrize("installed", [True, False], ids=["spawner", "missing-library-forks"])
+# The default run keeps the fork path (missing-library-forks), which only this test reaches with these builds. The
+# spawner's (5 s) is in the slow run: every default build already runs through the installed spawner in
+# test_a_program_that_breaks_its_own_run_step_gets_its_own_outcome (sb1's worker has it), and that a step is
+# started by the spawner ("clone") or forked is test_spawn.py's test_steps_without_the_library_fork_with_the_same_verdicts.
+@pytest.mark.parametrize("installed", [pytest.param(True, id="spawner", marks=pytest.mark.slow),
+                                       pytest.param(False, id="missing-library-forks")])
 def test_both_ways_of_starting_a_step_give_the_program_its_outcome(installed: bool,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker's C path (rl_program / rl_step in spawn.c) and its Python path (each step forked, where the

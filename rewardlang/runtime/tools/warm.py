@@ -129,6 +129,9 @@ class WarmHelper:
     Thread-safe: runs from several threads go to the helper at the same time (each its own child).
     """
 
+    #: what the helper process runs after the package is on its path (a test puts a fault in it here)
+    entry = "from rewardlang.runtime.tools.warm_helper import main; main()"
+
     def __init__(self, modules: Sequence[str] = TOOL_MODULES, *, warmup: bool = True,
                  start_timeout: float = 120.0, reuse: Sequence[str] | None = None) -> None:
         self.modules = tuple(modules)
@@ -192,8 +195,7 @@ class WarmHelper:
         # Its own directory as cwd, so nothing in the caller's cwd shadows a tool's modules; the package
         # this module is part of first on its path, as in the caller.
         root = str(Path(__file__).resolve().parents[3])
-        code = (f"import sys; sys.path.insert(0, {root!r}); "
-                "from rewardlang.runtime.tools.warm_helper import main; main()")
+        code = f"import sys; sys.path.insert(0, {root!r}); {self.entry}"
         argv = [sys.executable, "-c", code, str(theirs.fileno()), json.dumps(self.modules),
                 "1" if self.warmup else "0", json.dumps(self.reuse)]
         try:

@@ -640,3 +640,37 @@ def test_a_request_the_worker_cannot_take_is_run_by_a_fork(tmp_path: Path, monke
         assert (r.returncode, r.timed_out) == (7, False)
     finally:
         h.close()
+
+
+def test_a_configured_linters_walker_adds_what_pylints_own_adds(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # the helper computes once what pylint's walker adds for each checker of a configured linter; every run's
+    # walker must hold the same tables as pylint's own would build, in any order of checkers, and build its own
+    # when the linter's messages changed since
+    from pylint.lint import pylinter
+    from pylint.utils.ast_walker import ASTWalker
+
+    monkeypatch.setattr(pylinter, "ASTWalker", ASTWalker)
+    monkeypatch.setattr(warm_helper, "_WALKERS", {})
+    tool = pylint.PylintTool(pylint.DEFAULT_ENABLE)
+    split = warm_helper._pylint_split(tool.argv(["m.py"], tmp_path)[3:])
+    assert split is not None
+    linter = warm_helper._configure_pylint(split[1], {k: None for k in warm_helper._PYLINT_ENV})
+    assert linter is not None and pylinter.ASTWalker is not ASTWalker
+    checkers = linter.prepare_checkers()
+    assert len(checkers) > 5
+
+    def tables(cls: type, order: list) -> tuple:
+        w = cls(linter)
+        for c in order:
+            w.add_checker(c)
+        return ({e: list(m) for e, m in w.visit_events.items() if m}, {e: list(m) for e, m in w.leave_events.items() if m},
+                getattr(w, "_adds", None) is not None)
+
+    for order in (checkers, checkers[::-1], checkers[2:5]):
+        ours, theirs = tables(pylinter.ASTWalker, order), tables(ASTWalker, order)
+        assert ours[:2] == theirs[:2] and ours[2]
+    assert sum(map(len, tables(ASTWalker, checkers)[0].values())) > 50
+    linter.disable("unused-import")
+    ours, theirs = tables(pylinter.ASTWalker, checkers), tables(ASTWalker, checkers)
+    assert ours[:2] == theirs[:2] and not ours[2]

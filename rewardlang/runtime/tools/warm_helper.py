@@ -913,7 +913,67 @@ def _configure_pylint(opts: tuple[str, ...], env: dict[str, str | None]) -> Any:
     linter.initialize()
     needed = linter.prepare_checkers()
     linter.prepare_checkers = lambda: list(needed)  # type: ignore[method-assign]
+    _WALKERS[id(linter)] = _walker_template(linter, needed)
     return linter
+
+
+#: what pylint's walker adds for each checker of a configured linter (by ``id`` of a linter in :data:`_PREPARED`,
+#: which lives as long as the helper): ``(messages' state, {id(checker): (checker, visits, leaves)})``
+_WALKERS: dict[int, tuple[dict[str, bool], dict[int, tuple[Any, list[Any], list[Any]]]]] = {}
+
+
+def _walker_template(linter: Any, checkers: list[Any]) -> tuple[Any, ...]:
+    """What ``ASTWalker.add_checker`` adds to the walker's tables for each of ``checkers`` on ``linter``:
+    ``(event, method)`` pairs of visits and of leaves, computed once. Each run of pylint computes them again at
+    the start of its check (``_astroid_module_checker``: ``dir()`` of each of ~30 checkers and a message lookup
+    per visit method, ~6 ms of a one-file run's ~17 ms of CPU, issue 38). What they depend on is fixed for a
+    configured linter: the checker (its class: no checker of pylint 4.1 gives itself a ``visit_`` or ``leave_``
+    method in ``open()``), the message store and, for each method's messages, whether they are on in the
+    linter's state without a line (``_msgs_state``: a run whose state differs computes its own). Also puts
+    :class:`_PreparedWalker` in pylint's place (in this helper, whose only work is its runs)."""
+    from pylint.lint import pylinter
+    from pylint.utils.ast_walker import ASTWalker
+
+    adds = {}
+    for checker in checkers:
+        walker = ASTWalker(linter)
+        walker.add_checker(checker)
+        adds[id(checker)] = (checker, [(e, m) for e, ms in walker.visit_events.items() for m in ms],
+                             [(e, m) for e, ms in walker.leave_events.items() for m in ms])
+    pylinter.ASTWalker = _prepared_walker_class()
+    return dict(linter._msgs_state), adds
+
+
+def _prepared_walker_class() -> type:
+    """pylint's ``ASTWalker`` whose ``add_checker`` adds what :func:`_walker_template` computed for that checker
+    of its linter (the same pairs, in the same order per event, as pylint's own would add); a checker or linter
+    not computed, or a linter whose messages' state changed since, goes through pylint's own."""
+    global _PREPARED_WALKER
+    if _PREPARED_WALKER is not None:
+        return _PREPARED_WALKER
+    from pylint.utils.ast_walker import ASTWalker
+
+    class _PreparedWalker(ASTWalker):  # type: ignore[misc,valid-type]
+        def __init__(self, linter: Any) -> None:
+            super().__init__(linter)
+            t = _WALKERS.get(id(linter))
+            self._adds = t[1] if t is not None and t[0] == linter._msgs_state else None
+
+        def add_checker(self, checker: Any) -> None:
+            add = self._adds.get(id(checker)) if self._adds is not None else None
+            if add is None or add[0] is not checker:
+                super().add_checker(checker)
+                return
+            for event, method in add[1]:
+                self.visit_events[event].append(method)
+            for event, method in add[2]:
+                self.leave_events[event].append(method)
+
+    _PREPARED_WALKER = _PreparedWalker
+    return _PreparedWalker
+
+
+_PREPARED_WALKER: type | None = None
 
 
 def _run_prepared_pylint(linter: Any, args: Sequence[str]) -> None:

@@ -597,3 +597,80 @@ def test_a_request_that_finds_the_worker_busy_gets_a_fork_of_its_own(reused: War
         release.write_text("")
     t.join(600)
     assert out["r"].returncode == 0 and _pid(reused, tmp_path) == worker  # and the worker again once it is free
+
+
+#: faults put in the helper before it starts: its worker cannot be forked (EAGAIN), or it is forked and dies at
+#: once, so that the request meant for it meets a socket whose other end is gone
+_WORKER_FAULTS = {
+    "fork-fails": "def spawn(*a):\n    raise OSError(11, 'Resource temporarily unavailable')\n",
+    "socket-gone": textwrap.dedent("""\
+        real = w._spawn_worker
+        def spawn(*a):
+            pid, sock = real(*a)
+            os.kill(pid, signal.SIGKILL)
+            while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+                time.sleep(0.01)
+            return pid, sock
+        """),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(_WORKER_FAULTS))
+def test_a_request_the_worker_cannot_take_is_run_by_a_fork(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           fault: str) -> None:
+    # the helper once ignored that its worker could not take a request and left it unanswered until its
+    # caller's deadline: an infrastructure failure that reads as a tool timeout. Each request must be answered,
+    # by a fork of its own, as it would be without a worker
+    _target_path(tmp_path, monkeypatch)
+    entry = ("import os, signal, time\nimport rewardlang.runtime.tools.warm_helper as w\n"
+             + _WORKER_FAULTS[fault] + "w._spawn_worker = spawn\nw.main()")
+
+    class Faulty(WarmHelper):
+        pass
+
+    Faulty.entry = "exec(" + repr(entry) + ")"
+    h = Faulty(["rl_warm_target"], warmup=False, reuse=["rl_warm_target"])
+    h.start()
+    try:
+        env = dict(os.environ)
+        got = [h.run("rl_warm_target", ["pid"], cwd=tmp_path, env=env, timeout=60) for _ in range(3)]
+        assert [(r.returncode, r.timed_out, r.stderr) for r in got] == [(0, False, "")] * 3
+        assert len({int(r.stdout) for r in got}) == 3  # a fork each
+        r = h.run("rl_warm_target", ["exit", "7"], cwd=tmp_path, env=env, timeout=60)
+        assert (r.returncode, r.timed_out) == (7, False)
+    finally:
+        h.close()
+
+
+def test_a_configured_linters_walker_adds_what_pylints_own_adds(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # the helper computes once what pylint's walker adds for each checker of a configured linter; every run's
+    # walker must hold the same tables as pylint's own would build, in any order of checkers, and build its own
+    # when the linter's messages changed since
+    from pylint.lint import pylinter
+    from pylint.utils.ast_walker import ASTWalker
+
+    monkeypatch.setattr(pylinter, "ASTWalker", ASTWalker)
+    monkeypatch.setattr(warm_helper, "_WALKERS", {})
+    tool = pylint.PylintTool(pylint.DEFAULT_ENABLE)
+    split = warm_helper._pylint_split(tool.argv(["m.py"], tmp_path)[3:])
+    assert split is not None
+    linter = warm_helper._configure_pylint(split[1], {k: None for k in warm_helper._PYLINT_ENV})
+    assert linter is not None and pylinter.ASTWalker is not ASTWalker
+    checkers = linter.prepare_checkers()
+    assert len(checkers) > 5
+
+    def tables(cls: type, order: list) -> tuple:
+        w = cls(linter)
+        for c in order:
+            w.add_checker(c)
+        return ({e: list(m) for e, m in w.visit_events.items() if m}, {e: list(m) for e, m in w.leave_events.items() if m},
+                getattr(w, "_adds", None) is not None)
+
+    for order in (checkers, checkers[::-1], checkers[2:5]):
+        ours, theirs = tables(pylinter.ASTWalker, order), tables(ASTWalker, order)
+        assert ours[:2] == theirs[:2] and ours[2]
+    assert sum(map(len, tables(ASTWalker, checkers)[0].values())) > 50
+    linter.disable("unused-import")
+    ours, theirs = tables(pylinter.ASTWalker, checkers), tables(ASTWalker, checkers)
+    assert ours[:2] == theirs[:2] and not ours[2]

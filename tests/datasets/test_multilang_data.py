@@ -11,7 +11,6 @@ import gzip
 import json
 import re
 import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -348,16 +347,25 @@ def test_translation_rows() -> None:
 
 # ----------------------------------------------------------------------------------------------- CLI
 
-def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rewardlang", *args], check=False, capture_output=True, text=True,
-                          cwd=cwd,
-                          timeout=300)
+def _cli(*args: str, cwd, monkeypatch: pytest.MonkeyPatch) -> subprocess.CompletedProcess:
+    """The command in this process, in ``cwd`` (a process of its own for each would add only its start-up): its exit
+    status, stdout and stderr; an exception other than the command's own exit fails here, as the traceback the
+    installed command would print would."""
+    from typer.testing import CliRunner
+
+    from rewardlang.cli.app import app
+
+    monkeypatch.chdir(cwd)
+    r = CliRunner().invoke(app, list(args))
+    assert r.exception is None or isinstance(r.exception, SystemExit), (args, r.exception)
+    return subprocess.CompletedProcess(list(args), r.exit_code, r.stdout, r.stderr)
 
 
-def test_cli_data_humaneval_and_translate(tmp_path) -> None:
+def test_cli_data_humaneval_and_translate(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "go.jsonl"
     rep = tmp_path / "skipped.json"
-    p = _cli("data", "humaneval", "--lang", "go", "-o", str(out), "--report", str(rep), cwd=tmp_path)
+    p = _cli("data", "humaneval", "--lang", "go", "-o", str(out), "--report", str(rep), cwd=tmp_path,
+             monkeypatch=monkeypatch)
     assert p.returncode == 0, p.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows == load_humaneval("go")
@@ -365,13 +373,13 @@ def test_cli_data_humaneval_and_translate(tmp_path) -> None:
     assert report["rows"] == len(rows) and len(report["skipped"]) == 164 - len(rows)
     assert "skipped" in p.stderr and "Traceback" not in p.stderr
     p = _cli("data", "translate", "--source", "python", "--target", "cpp", "--split", "heldout", "-o",
-             str(tmp_path / "t.jsonl"), cwd=tmp_path)
+             str(tmp_path / "t.jsonl"), cwd=tmp_path, monkeypatch=monkeypatch)
     assert p.returncode == 0, p.stderr
     assert all(json.loads(line)["split"] == "heldout" for line in (tmp_path / "t.jsonl").read_text().splitlines())
     for bad in (["data", "humaneval", "--lang", "rust", "-o", str(tmp_path / "x.jsonl")],
                 ["data", "humaneval", "--split", "heldout", "-o", str(tmp_path / "x.jsonl")],
                 ["data", "translate", "--target", "cobol", "-o", str(tmp_path / "x.jsonl")]):
-        p = _cli(*bad, cwd=tmp_path)
+        p = _cli(*bad, cwd=tmp_path, monkeypatch=monkeypatch)
         assert p.returncode == 1 and p.stderr.startswith("error: ") and "Traceback" not in p.stderr
         assert not (tmp_path / "x.jsonl").exists()
 

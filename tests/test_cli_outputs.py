@@ -581,7 +581,14 @@ def _full_tmpfs(d: Path):
         subprocess.run(["umount", str(d)], capture_output=True)
 
 
-@pytest.mark.parametrize("name", NAMES)
+# A real full tmpfs, beside the injected ENOSPC above (which runs for every command): the default run keeps one
+# command of each way an output is written (a file: score; a directory: prm-data; matplotlib's own PNG: plot), the
+# rest are in the slow run (ir-groups and the data builders take seconds each).
+_REALLY_FULL_DEFAULT = {"score", "prm-data", "plot"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] * (n not in _REALLY_FULL_DEFAULT))
+                                  for n in NAMES])
 def test_a_really_full_file_system(tmp_path, name: str) -> None:
     cmd = _commands(tmp_path)[name]
     with _full_tmpfs(tmp_path / "full") as full:
@@ -622,7 +629,14 @@ def test_a_metrics_record_cut_by_a_full_disk_is_taken_back(tmp_path, monkeypatch
 # ---------------------------------------------------------------- modes, devices, SIGKILL leftovers
 
 
-@pytest.mark.parametrize("name", NAMES)
+# ir-groups and the data builders (seconds of work each, twice here) write through the helper
+# (test_every_file_a_command_writes_goes_through_the_helper runs each of them in the default run), whose mode the
+# other commands check here in the default run; they are in the slow run.
+_MODE_SLOW = {"ir-groups", "data robot", "data humaneval", "data humaneval --report", "data translate",
+              "data cfuncs"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] * (n in _MODE_SLOW)) for n in NAMES])
 def test_outputs_get_the_mode_a_plain_open_gives(tmp_path, name: str) -> None:
     """0644 under umask 022 (`pairs` gave 0600), 0600 under 077: the umask is respected, not overridden."""
     cmd = _commands(tmp_path)[name]

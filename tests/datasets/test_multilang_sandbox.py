@@ -41,7 +41,15 @@ def _through_sandbox(lang: str, names: tuple[str, ...] | None) -> None:
         assert mutant in ("fail", "runtime_error"), f"{lang}/{name}: the mutant gives {mutant}"
 
 
-@pytest.mark.parametrize("lang", LANGS)
+# One language of each kind of toolchain in the default run: C for the natively compiled ones (cpp and go, 1-3 s of
+# compiles, in the slow run), Java, and the interpreted js, php and sh. Every language's references are proven right
+# in the default run by test_multilang_references.py (fast set, each language), and every language runs through the
+# sandbox there by tests/sandbox/test_languages.py.
+_NATIVE_SLOW = {"cpp", "go"}
+
+
+@pytest.mark.parametrize("lang", [pytest.param(lang, marks=[pytest.mark.slow] * (lang in _NATIVE_SLOW))
+                                  for lang in LANGS])
 def test_references_pass_through_the_sandbox_fast_set(lang: str) -> None:
     _through_sandbox(lang, FAST)
 

@@ -37,6 +37,9 @@ SPECS = sorted(p.stem for p in (ROOT / "specs").glob("*.reward") if p.stem != "p
 COLUMNS: dict[str, Any] = {
     "tests": "def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(-1) == 0\n",
     "entry_point": "inc", "reference": "def inc(x):\n    return x + 1\n", "prompt": "Write inc.",
+    # a reference solution, as the shipped data sets have: the tests' time limit is relative to its time (a
+    # completion that computes for ever is stopped after a second or so instead of the spec's 10 s timeout)
+    "solution": "def inc(x):\n    return x + 1\n",
     "expected": "3", "difficulty": 2.0, "verified": True, "task": "t1",
 }
 

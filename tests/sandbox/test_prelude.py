@@ -69,10 +69,11 @@ def test_all_164_canonical_solutions_pass_on_raw_tests_with_the_prompt_as_prelud
     assert [(tid, v.outcome) for tid, v in zip(RAW, got) if v.outcome != "pass"] == []
 
 
-# The programs that wait out their wall-clock deadline (a sleep in a call; a huge length claimed, then a sleep) take
-# 5 s each and test the judge process's channel and deadline, which the prelude does not change: they run here in the
-# slow run, and in the default run in test_sandbox_judge_process.py. Every other case, including h50_spins (the
-# timeout by CPU), stays in the default run, so each outcome class is still reached with the prelude.
+# The programs that wait out their wall-clock deadline (a sleep in a call; a huge length claimed, then a sleep: 2-5 s)
+# test the judge process's channel and deadline, which the prelude does not change: they run here in the slow run,
+# and in the default run in test_sandbox_judge_process.py. Every other case, including h50_spins (the timeout by
+# CPU), stays in the default run, so each outcome class is still reached with the prelude. Each case runs with its
+# own limits (Case.limits: a short CPU or idle limit where the program spins or sleeps for ever).
 _WAITS_OUT_ITS_DEADLINE = {"h38_never_answers", "h50_claims_a_huge_answer_then_sleeps"}
 
 
@@ -84,7 +85,7 @@ def test_hostile_programs_fail_on_raw_tests_with_the_prelude(sb1: Sandbox, case)
     (redefining ``poly`` or the encoders changes nothing the tests call), none is masked, the slot stays fresh."""
     before = _state(sb1)
     r = RAW[case.row["task_id"]]
-    v = sb1.evaluate([_task(r, case.program)], use_cache=False)[0]
+    v = sb1.evaluate([_task(r, case.program, limits=case.limits)], use_cache=False)[0]
     assert v.infra is None, v.infra
     assert v.outcome != "pass" and v.outcome in ("fail", case.outcome), v.details()
     assert v.tests[0].inside and not v.tests[0].passed

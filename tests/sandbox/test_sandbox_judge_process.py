@@ -73,6 +73,12 @@ class Case:
     #: a wall-clock (idle) limit of its own: a program that sleeps for ever times out at whatever idle limit it is
     #: given, so a short one decides the same verdict without waiting out LIMITS' 5 s
     wall: float | None = None
+    #: a CPU limit of its own, likewise for a program that spins for ever (LIMITS' 2 s of CPU decide nothing more)
+    cpu: float | None = None
+
+    @property
+    def limits(self) -> Limits:
+        return dataclasses.replace(LIMITS, wall=self.wall or LIMITS.wall, cpu=self.cpu or LIMITS.cpu)
 
 
 def _prompt_with(row: dict, body: str) -> str:
@@ -283,7 +289,7 @@ CASES = [
     Case("h38_exits_during_a_call", H38, "import os\ndef decode_cyclic(s):\n    os._exit(0)\n", "runtime_error"),
     Case("h50_raises", H50, "def decode_shift(s):\n    raise ValueError('no')\n", "runtime_error"),
     Case("h38_never_answers", H38, "import time\ndef decode_cyclic(s):\n    time.sleep(60)\n", "timeout", wall=1.5),
-    Case("h50_spins", H50, "def decode_shift(s):\n    while True:\n        pass\n", "timeout"),
+    Case("h50_spins", H50, "def decode_shift(s):\n    while True:\n        pass\n", "timeout", cpu=0.5),
     Case("h38_answer_over_the_observation_limit", H38,
          "def decode_cyclic(s):\n    return 'x' * (9 << 20)\n", "output_limit"),
 ]
@@ -304,8 +310,7 @@ def test_hostile_programs_on_judged_tests_fail(sb1: Sandbox, case: Case) -> None
     before = _state(sb1)
     plan = make_plan(case.row["tests"], case.row["entry_point"], "humaneval")
     assert plan.probes == () and plan.n_inside == 1   # judged only in the judge process
-    limits = LIMITS if case.wall is None else dataclasses.replace(LIMITS, wall=case.wall)
-    v = sb1.evaluate([Task(case.program, case.row["tests"], case.row["entry_point"], "humaneval", limits)],
+    v = sb1.evaluate([Task(case.program, case.row["tests"], case.row["entry_point"], "humaneval", case.limits)],
                      use_cache=False)[0]
     assert v.infra is None, v.infra
     assert v.outcome == case.outcome, v.details()

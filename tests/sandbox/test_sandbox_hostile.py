@@ -32,6 +32,12 @@ class Case:
     #: a wall-clock (idle) limit of its own: a program that sleeps or stops itself for ever times out at whatever
     #: idle limit it is given, so a short one decides the same verdict without waiting out LIMITS' 3 s
     wall: float | None = None
+    #: a CPU limit of its own, likewise for a program that spins for ever
+    cpu: float | None = None
+
+    @property
+    def limits(self) -> Limits:
+        return replace(LIMITS, wall=self.wall or LIMITS.wall, cpu=self.cpu or LIMITS.cpu)
 
 
 def _d(s: str) -> str:
@@ -42,7 +48,7 @@ FRAME = ("import json, os, struct\ndef _frame(rec):\n    b = json.dumps(rec).enc
          "    return struct.pack('<I', len(b)) + b\n")
 
 CASES = [
-    Case("infinite_loop", "def f(x):\n    while True:\n        pass\n", "timeout"),
+    Case("infinite_loop", "def f(x):\n    while True:\n        pass\n", "timeout", cpu=0.3),
     Case("signals_ignored", _d("""
         import signal
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXCPU, signal.SIGALRM, signal.SIGUSR1):
@@ -272,7 +278,7 @@ CASES = [
             return 2 * x
         """), "pass"),
     Case("slow_import_sleep", "import time\ntime.sleep(100)\ndef f(x):\n    return 2 * x\n", "timeout", wall=1.0),
-    Case("slow_import_cpu", "while True:\n    pass\n", "timeout"),
+    Case("slow_import_cpu", "while True:\n    pass\n", "timeout", cpu=0.3),
     Case("stop_itself", "import os, signal\ndef f(x):\n    os.kill(os.getpid(), signal.SIGSTOP)\n    return 2 * x\n",
          "timeout", wall=1.0),
     Case("close_result_channel", "import os\ndef f(x):\n    os.close(3)\n    return 2 * x\n", "runtime_error"),
@@ -355,9 +361,7 @@ def test_hostile_program(case: Case, sb1: Sandbox, listener: object, canaries: o
     t0 = time.monotonic()
     tests = _tests(case, canaries)
     v = sb1.evaluate([Task(_fill(case.code, listener, canaries), tests if case.fmt == "mbpp" else tests[0],
-                           case.entry, case.fmt,
-                           LIMITS if case.wall is None else replace(LIMITS, wall=case.wall))],
-                    use_cache=False)[0]
+                           case.entry, case.fmt, case.limits)], use_cache=False)[0]
     elapsed = time.monotonic() - t0
 
     assert v.infra is None, v.infra

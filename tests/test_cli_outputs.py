@@ -581,14 +581,11 @@ def _full_tmpfs(d: Path):
         subprocess.run(["umount", str(d)], capture_output=True)
 
 
-# A real full tmpfs, beside the injected ENOSPC above (which runs for every command): the default run keeps one
-# command of each way an output is written (a file: score; a directory: prm-data; matplotlib's own PNG: plot), the
-# rest are in the slow run (ir-groups and the data builders take seconds each).
-_REALLY_FULL_DEFAULT = {"score", "prm-data", "plot"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] * (n not in _REALLY_FULL_DEFAULT))
-                                  for n in NAMES])
+# A real full tmpfs, beside the injected ENOSPC above (which runs for every command, at the first byte): ir-groups
+# and the data builders (seconds of work each before they write, through the same helper as the others) are in the
+# slow run; every other command, and so each way an output is written (a file, a directory, matplotlib's own PNG),
+# stays in the default run.
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] * (n in _MID_WRITE_SLOW)) for n in NAMES])
 def test_a_really_full_file_system(tmp_path, name: str) -> None:
     cmd = _commands(tmp_path)[name]
     with _full_tmpfs(tmp_path / "full") as full:

@@ -140,3 +140,32 @@ def test_interrupted_with_workers_leaves_no_output_and_no_process(tmp_path: Path
     by = " by SIGTERM" if sig == "SIGTERM" else ""
     assert res["stderr"].splitlines()[-1] == f"interrupted{by}: nothing written", res  # after the spec's warning
     assert list(d.iterdir()) == [] and res["left"] == [], res
+
+
+def test_a_library_call_with_workers_leaves_the_processs_resource_tracker_running(tmp_path: Path,
+                                                                                   spied: list[int]) -> None:
+    # multiprocessing's resource tracker serves the whole process: a caller's own queues and locks are registered
+    # with it. `score_file` from a library caller must leave it running (stopping it unlinks whatever is still
+    # registered, the caller's too); only the CLI, whose process ends with the run, stops it (`ending=True`)
+    import io
+    import multiprocessing as mp
+    from multiprocessing import resource_tracker
+
+    from rewardlang.compiler import load_program
+    from rewardlang.runtime.scoring import score_file
+
+    spec = tmp_path / "par.reward"
+    spec.write_text(SPEC)
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(x + "\n" for x in _rows(300)), encoding="utf-8")
+    lock = mp.Lock()  # the caller's own: its semaphore is registered with the tracker
+    resource_tracker.ensure_running()
+    tracker = resource_tracker._resource_tracker
+    pid = tracker._pid
+    out = io.StringIO()
+    summ = score_file(load_program(str(spec)), data, out, batch_size=64, workers=2)
+    assert len(spied) >= 4, "the batches did not go to the worker pool"
+    assert out.getvalue().count("\n") == 300 and summ is not None
+    assert pid is not None and tracker._pid == pid, "the library call stopped the process's resource tracker"
+    with lock:  # the caller's lock still works
+        pass

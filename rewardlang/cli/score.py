@@ -134,7 +134,8 @@ def _score_here(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
 
     try:
         summ = score_file(prog, input, out_f, label=label, group_by=group_by, on_bad_row=on_bad_row, step=step,
-                          batch_size=batch_size, workers=workers, progress=show if progress else None, warn=_err)
+                          batch_size=batch_size, workers=workers, progress=show if progress else None, warn=_err,
+                          ending=True)
     finally:
         if bar is not None:
             bar.stop()

@@ -612,7 +612,7 @@ def count_lines(path: str | os.PathLike[str]) -> int:
 def score_file(prog: Program, path: str | os.PathLike[str], out: IO[str], *, label: str | None = None,
                group_by: str | None = None, on_bad_row: str = "fail", step: int = 0, batch_size: int = 8192,
                workers: int = 0, progress: Callable[[int, int], None] | None = None,
-               warn: Callable[[str], None] | None = None) -> Summary:
+               warn: Callable[[str], None] | None = None, ending: bool = False) -> Summary:
     """Score the JSONL file at ``path`` into ``out``, one record per row, in input order; returns the summary.
 
     Rows are scored ``batch_size`` at a time, a batch ending only where every group key changes, so a group is
@@ -621,6 +621,9 @@ def score_file(prog: Program, path: str | os.PathLike[str], out: IO[str], *, lab
     written once the next batch has been read and handed out, so the workers score while this process parses and
     writes JSON. ``progress(lines read, lines in all)`` is called before the first batch and after each one. Bad data raises
     :class:`ScoringError` after writing the records of every batch before it; see :func:`score_rows` for the rest.
+    ``ending``: the process exits after this call (the CLI's ``score``): multiprocessing's resource tracker, which a
+    pool of workers started, is stopped with the pool, so that nothing outlives the run. It serves the whole
+    process, so a library caller (whose process may use multiprocessing itself) leaves it running.
     """
     label = str(path) if label is None else label
     cores = os.cpu_count() or 1
@@ -699,9 +702,9 @@ def score_file(prog: Program, path: str | os.PathLike[str], out: IO[str], *, lab
             emit(done)
         raise
     finally:
-        if prog.pool_running:
+        if prog.pool_running and ending:
             prog.close()
-            stop_tracker()  # the run ends here: its pool's resource tracker goes with it
+            stop_tracker()  # the process ends here: its pool's resource tracker goes with it
         prog.close()
     summ.finish(time.perf_counter() - t0, dict(prog.stats))
     return summ

@@ -702,10 +702,10 @@ def score_file(prog: Program, path: str | os.PathLike[str], out: IO[str], *, lab
             emit(done)
         raise
     finally:
-        if prog.pool_running and ending:
-            prog.close()
-            stop_tracker()  # the process ends here: its pool's resource tracker goes with it
+        ran_pool = prog.pool_running
         prog.close()
+        if ran_pool and ending:
+            stop_tracker()  # the process ends here: its pool's resource tracker goes with it
     summ.finish(time.perf_counter() - t0, dict(prog.stats))
     return summ
 

@@ -922,7 +922,7 @@ def _configure_pylint(opts: tuple[str, ...], env: dict[str, str | None]) -> Any:
 _WALKERS: dict[int, tuple[dict[str, bool], dict[int, tuple[Any, list[Any], list[Any]]]]] = {}
 
 
-def _walker_template(linter: Any, checkers: list[Any]) -> tuple[Any, ...]:
+def _walker_template(linter: Any, checkers: list[Any]) -> tuple[dict[str, bool], dict[int, tuple[Any, list[Any], list[Any]]]]:
     """What ``ASTWalker.add_checker`` adds to the walker's tables for each of ``checkers`` on ``linter``:
     ``(event, method)`` pairs of visits and of leaves, computed once. Each run of pylint computes them again at
     the start of its check (``_astroid_module_checker``: ``dir()`` of each of ~30 checkers and a message lookup

@@ -297,13 +297,14 @@ class Pauses:
         self._thread.join()
 
 
-def _clients(url: str, rows: list[dict], per_request: int, clients: int
+def _clients(url: str, rows: list[dict], per_request: int, clients: int, cpu: list[float] | None = None
              ) -> tuple[float, int, list[float], list[dict | None]]:
     """``clients`` closed-loop threads post ``rows`` to ``url``/score, ``per_request`` at a time, each sending its
     next request when it has the answer to the previous one, a new connection per request (as OpenRLHF's aiohttp
     session per call); (seconds, rows answered, each row's latency: its request's, each row's whole result by
     index: ``score``, ``rl_masked``, ``rl_<component>``, ``error``). Seconds in which this process was stopped from
-    outside (:class:`Pauses`) are left out of both, and said."""
+    outside (:class:`Pauses`) are left out of both, and said. ``cpu``, when given, gets the CPU seconds this process
+    (the clients' threads) used for the run: on one machine the clients share the cores with the server."""
     n = len(rows)
     scores: list[dict | None] = [None] * n
     latencies: list[float] = []
@@ -331,12 +332,15 @@ def _clients(url: str, rows: list[dict], per_request: int, clients: int
                     scores[i] = x
 
     t0 = time.perf_counter()
+    p0 = time.process_time()
     threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     t1 = time.perf_counter()
+    if cpu is not None:
+        cpu.append(time.process_time() - p0)
     pauses.close()
     stopped = pauses.within(t0, t1)
     if stopped:
@@ -425,6 +429,7 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
         times: dict[tuple[str, int, int], list[float]] = {}
         lats: dict[tuple[str, int, int], list[float]] = {}
         cpus: dict[tuple[str, int, int], list[float]] = {}  # the server's CPU seconds per row (its process tree)
+        client_cpus: dict[tuple[str, int, int], list[float]] = {}  # the clients' CPU seconds per row (this process)
         batches: dict[tuple[str, int, int], list[int]] = {}  # the batches the server scored in each run
         busy: dict[tuple[str, int, int], list[float]] = {}  # the share of each run's wall time spent scoring
         results: dict[int, dict[str, list[dict | None]]] = {}  # per run size: each run's results by row
@@ -438,8 +443,10 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                         rows = samples(n, f"{name}-{c}-{per}-{turn}")
                         c0 = _tree_cpu(pids[name])
                         m0 = post_metrics(urls[name])
-                        dt, got, lat, scores = _clients(urls[name], rows, per, c)
+                        mine: list[float] = []
+                        dt, got, lat, scores = _clients(urls[name], rows, per, c, mine)
                         cpus.setdefault((name, c, per), []).append((_tree_cpu(pids[name]) - c0) / n)
+                        client_cpus.setdefault((name, c, per), []).append(mine[0] / n)
                         m1 = post_metrics(urls[name])
                         # how the server coalesced: its batches, and the share of the run it spent scoring
                         # (`scoring_seconds`: servers from issue 38 on; an older one does not say)
@@ -474,6 +481,13 @@ def bench_server_against(ref: str, clients_list: list[int], per_request: int = 3
                 kb = statistics.median(cpus[(name, c, per_request)])
                 print(f"  {'':28s} server CPU per row (its process tree): 1 row/request {k1 * 1e3:.1f} ms, "
                       f"{per_request} rows/request {kb * 1e3:.1f} ms; batched / one-row {kb / k1:.2f}x")
+                # the clients run on the same cores: what they take, and the ratio the CPU alone allows (both sides
+                # keeping every core busy, a row costs the server's CPU plus the clients')
+                q1 = statistics.median(client_cpus[(name, c, 1)])
+                qb = statistics.median(client_cpus[(name, c, per_request)])
+                print(f"  {'':28s} clients' CPU per row (this process): 1 row/request {q1 * 1e3:.1f} ms, "
+                      f"{per_request} rows/request {qb * 1e3:.1f} ms; CPU-bound ceiling of one-row / batched, "
+                      f"(server + clients) batched / one-row: {(kb + qb) / (k1 + q1):.2f}x")
                 shown = []
                 for per in (1, per_request):
                     nb = batches[(name, c, per)]

@@ -26,7 +26,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rewardlang.sandbox.config import Limits
+from rewardlang.sandbox.config import RUN_END_S, Limits
 
 __all__ = ["STEP_LIMITS", "NoSandbox", "open_sandbox", "require_sandbox", "split_files", "steps_request"]
 
@@ -110,5 +110,5 @@ def steps_request(file: str, payload: bytes, steps: Sequence[tuple[Sequence[str]
         mem = max(mem, int(w["mem"]))
         wire.append({"step": f"s{i}", "argv": list(argv), "env": ENV, "limits": w, "stderr": bool(stderr)})
     head = {"mode": "argv", "file": file, "steps": wire, "limits": dict(wire[-1]["limits"], mem=mem)}
-    hard = sum(lim.hard_wall + 5.0 for _, lim, _ in steps) + slack
+    hard = sum(lim.hard_wall + RUN_END_S for _, lim, _ in steps) + slack
     return (json.dumps(head).encode("utf-8", "surrogatepass"), payload), hard

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-__all__ = ["Limits", "SandboxConfig", "LEVELS", "LEVEL_RANK", "NOT_A_BOUNDARY", "TOOLCHAIN_PATHS"]
+__all__ = ["Limits", "SandboxConfig", "LEVELS", "LEVEL_RANK", "NOT_A_BOUNDARY", "RUN_END_S", "TOOLCHAIN_PATHS"]
 
 #: isolation levels, strongest first (the start-up probe walks this ladder)
 LEVELS = ("bwrap", "namespaces", "uid", "limits")
@@ -24,6 +24,10 @@ NOT_A_BOUNDARY = (
 #: read-only paths outside /usr that the language toolchains read, bound into every slot where they exist
 #: (java, javac and php are /usr/bin/* -> /etc/alternatives/*; the JDK's conf/ links to /etc/java-17-openjdk)
 TOOLCHAIN_PATHS = ("/etc/alternatives", "/etc/java-17-openjdk", "/etc/php")
+
+#: per execution, the seconds past its ``Limits.hard_wall`` that the trusted side gives the worker to kill the
+#: program (at most 3 s) and clean up (2 s) before it declares the slot hung (plus ``hard_timeout_slack`` per request)
+RUN_END_S = 5.0
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardlang.sandbox.config import Limits
+from rewardlang.sandbox.config import RUN_END_S, Limits
 from rewardlang.sandbox.convert import TestFormatError
 from rewardlang.sandbox.judge import OOM_WHY, TestResult, Verdict, termination, worst
 from rewardlang.sandbox.raw import RawResult
@@ -343,7 +343,7 @@ class LanguagePlan:
         return {"mode": "argv", "file": self.profile.file, "steps": steps, "limits": top}
 
     def hard_timeout(self, limits: Limits, slack: float) -> float:
-        return sum(lim.hard_wall + 5.0 for _, lim in self.steps(limits)) + slack
+        return sum(lim.hard_wall + RUN_END_S for _, lim in self.steps(limits)) + slack
 
     def encoded(self, limits: Limits, nproc_base: int, slack: float) -> tuple[bytes, float]:
         """:meth:`wire` as the JSON bytes sent, and :meth:`hard_timeout`: computed once per distinct (profile,

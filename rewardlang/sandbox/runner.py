@@ -26,6 +26,7 @@ from rewardlang.sandbox import _worker
 from rewardlang.sandbox.config import (
     LEVEL_RANK,
     NOT_A_BOUNDARY,
+    RUN_END_S,
     Limits,
     SandboxConfig,
 )
@@ -363,7 +364,7 @@ class Sandbox:
                     continue
             n_runs = len(plan.inputs) if plan is not None and plan.mode == "stdio" else 1
             # per run: the worker's own real-time backstop, its kill (at most 3 s) and clean-up (2 s)
-            hard = n_runs * (task.limits.hard_wall + 5.0) + self.config.hard_timeout_slack
+            hard = n_runs * (task.limits.hard_wall + RUN_END_S) + self.config.hard_timeout_slack
             pending[key] = (payload, hard, plan, task.compare, [i])
         del answer_keys
 

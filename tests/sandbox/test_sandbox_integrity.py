@@ -700,7 +700,7 @@ def test_extreme_overload_is_masked_never_a_verdict(loaded_sb: Sandbox) -> None:
     within the hard wall time, no class can be decided: an infrastructure outcome (masked, counted),
     never a timeout. A sleeping program is not affected (its idle time counts)."""
     s = loaded_sb
-    lim = Limits(cpu=1.0, wall=0.3, memory_mb=256)  # hard wall 4.9 s; 1 CPU-second at 5 % takes 20 s
+    lim = Limits(cpu=0.5, wall=0.3, memory_mb=256)  # hard wall 2.9 s; 0.5 CPU-second at 5 % takes 10 s
     before = s.pool.stats["overload"]
     with cpu_quota(s.pool.slots[0].worker_pids(), 5):
         busy = s.evaluate([Task("def f(x):\n    while True:\n        pass\n", TESTS, None, "mbpp", lim)],

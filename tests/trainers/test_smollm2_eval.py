@@ -184,6 +184,7 @@ def test_smollm2_conversion_matches_gguf_and_cache_is_reused(tmp_path, monkeypat
     from rewardlang.trainers import model as model_mod
 
     monkeypatch.setenv("REWARDLANG_CACHE", str(tmp_path / "cache"))
+    assert not model_mod.smollm2_cache_is_current()  # nothing converted yet
     torch.set_num_threads(2)
     gguf_model, tok = model_mod.load_smollm2_gguf()
     assert gguf_model.num_parameters() == 134_515_008
@@ -196,6 +197,7 @@ def test_smollm2_conversion_matches_gguf_and_cache_is_reused(tmp_path, monkeypat
 
     converted, tok2 = model_mod.load_smollm2()  # converts and writes the cache
     cache = model_mod.model_cache_dir()
+    assert model_mod.smollm2_cache_is_current()
     assert os.path.exists(os.path.join(cache, "model.safetensors")) and not [
         n for n in os.listdir(os.path.dirname(cache)) if n.startswith(".")]  # no temporary left behind
     assert getattr(converted.config, "quantization_config", None) is None
@@ -213,6 +215,14 @@ def test_smollm2_conversion_matches_gguf_and_cache_is_reused(tmp_path, monkeypat
     with torch.no_grad():
         assert torch.equal(cached(**ids).logits, want)
     assert any(p.requires_grad for p in cached.parameters())  # a plain trainable model
+
+    # a copy made from another version of the file (its size recorded differently) is not current
+    marker = os.path.join(cache, "rewardlang-source.json")
+    with open(marker, encoding="utf-8") as fh:
+        source = json.load(fh)
+    with open(marker, "w", encoding="utf-8") as fh:
+        json.dump(dict(source, size=source["size"] + 1), fh)
+    assert not model_mod.smollm2_cache_is_current()
 
 
 def test_cli_default_model_yields_to_config_file_and_set(tmp_path, monkeypatch) -> None:

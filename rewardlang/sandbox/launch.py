@@ -232,6 +232,25 @@ def _site_dirs(python: str) -> list[str]:
     return sorted(p for p in paths if os.path.isdir(p))
 
 
+#: where a slot with its own mount namespace sees a site-packages directory that lies outside the interpreter's
+#: prefixes (``/sandbox/site-0``, ...)
+SITE_MOUNT_DIR = "/sandbox/site"
+
+
+def _mounted(python: str, config: SandboxConfig) -> list[tuple[str, str]]:
+    """The host directories a slot with its own mount namespace binds read-only, as (host path, path inside):
+    the interpreter's prefixes at their own paths, and with ``site_packages`` each site-packages directory
+    outside them at ``SITE_MOUNT_DIR-N``. In a virtual environment those lie in the environment's own directory,
+    not under the interpreter's prefix (``python`` is the resolved interpreter), and not at their own paths
+    inside: a virtual environment under /tmp would be hidden by the slot's private /tmp."""
+    prefixes = _prefixes(python)
+    out = [(p, p) for p in prefixes]
+    if config.site_packages:
+        outside = [d for d in _site_dirs(python) if not any(d == p or d.startswith(p + os.sep) for p in prefixes)]
+        out += [(d, f"{SITE_MOUNT_DIR}-{i}") for i, d in enumerate(outside)]
+    return out
+
+
 def _root_entries() -> list[tuple[str, str | None]]:
     """Top-level system directories: (path, symlink target or None for a real directory)."""
     out = []
@@ -375,7 +394,10 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
         # the step spawner built from this package's spawn.c (None: the worker forks each step instead)
         base_cfg["spawn_lib"] = spawnlib.installed()
     if config.site_packages:
-        base_cfg["sys_path"] = _site_dirs(python)
+        # the paths the worker puts on sys.path: where the slot sees them (a mount namespace of its own binds
+        # those outside the interpreter's prefixes elsewhere: _mounted)
+        inside = dict(_mounted(python, config)) if level in ("bwrap", "namespaces") else {}
+        base_cfg["sys_path"] = [inside.get(d, d) for d in _site_dirs(python)]
     popen: dict[str, Any] = {"env": env, "cwd": "/"}
     if uid is not None:
         popen.update(user=uid, group=uid, extra_groups=[])
@@ -393,17 +415,17 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
         fds.append(worker_fd)
         seccomp_fd = _memfd("rewardlang-seccomp", _worker.build_filter(_worker.SLOT_DENY))
         fds.append(seccomp_fd)
-        prefixes = _prefixes(python)
+        mounted = _mounted(python, config)
         bootstrap = None
-        if is_root and not all(_accessible_by(p, uid) for p in prefixes + [python]):
+        if is_root and not all(_accessible_by(p, uid) for p in [src for src, _ in mounted] + [python]):
             # The interpreter lives where the slot's uid cannot reach (e.g. under /root, mode 0700). A
             # root bootstrap (a fresh exec, not a fork of the trainer) binds it at a reachable mount point
             # in a private mount namespace, drops to the slot's uid, then execs bwrap.
-            mounts = [(p, f"{PYTHON_MOUNT_DIR}/{uid}-{i}") for i, p in enumerate(prefixes)]
-            binds = [(m, p) for p, m in mounts]
+            mounts = [(src, f"{PYTHON_MOUNT_DIR}/{uid}-{i}") for i, (src, _) in enumerate(mounted)]
+            binds = [(m, dst) for (_, m), (_, dst) in zip(mounts, mounted)]
             bootstrap = {"mounts": mounts, "uid": uid}
         else:
-            binds = [(p, p) for p in prefixes]
+            binds = mounted
         argv = bwrap_argv(bwrap, python, binds=binds, worker_fd=worker_fd, seccomp_fd=seccomp_fd,
                           tmp_size=tmp_size)
         check_not_root_without_userns(argv, uid if is_root else None)
@@ -429,7 +451,7 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
             raise LevelUnavailable("the namespaces level is implemented for x86_64 only")
         newroot = tempfile.mkdtemp(prefix="rewardlang-ns-")
         binds = [["/usr", "/usr"]] + [[p, p] for p, t in _root_entries() if t is None]
-        binds += [[p, p] for p in _prefixes(python)] + [[p, p] for p in toolchain_paths()]
+        binds += [[src, dst] for src, dst in _mounted(python, config)] + [[p, p] for p in toolchain_paths()]
         symlinks = [[t, p] for p, t in _root_entries() if t is not None]
         cfg = dict(base_cfg, tmp="/tmp", wipe=["/tmp", "/dev/shm"], kill_all=True, slot_filter=True,
                    nproc_base=1, uid=uid, newroot=newroot, ro_binds=binds, symlinks=symlinks,
@@ -466,8 +488,9 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
         abi = _worker.landlock_abi()
         read_paths = ["/usr", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
         read_paths += [p for p, _ in _root_entries()] + _prefixes(python) + toolchain_paths()
-        if config.site_packages:
-            read_paths += _site_dirs(python)
+        # the site-packages directories the worker puts on sys.path (those of the trainer's interpreter, also
+        # when the uid level runs a system python of the same version instead)
+        read_paths += base_cfg.get("sys_path", [])
         cfg = dict(base_cfg, tmp=runs, wipe=[runs], kill_all=(level == "uid"), slot_filter=base_cfg["seccomp"],
                    nproc_base=1 if level == "uid" else -1,
                    landlock_read=read_paths if abi else None, require_landlock=(level == "uid" and abi > 0))

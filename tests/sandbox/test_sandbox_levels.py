@@ -270,3 +270,35 @@ def test_site_packages_only_on_request() -> None:
         assert v.outcome == "runtime_error" and "numpy" in v.tests[0].detail
     with Sandbox(SandboxConfig(slots=1, site_packages=True)) as sb:
         assert sb.run(code, TESTS, limits=Limits(cpu=5.0, memory_mb=1024)).outcome == "pass"
+
+
+@pytest.mark.parametrize("level", ["bwrap", "namespaces", "uid", "limits"])
+def test_site_packages_of_a_virtual_environment_under_tmp(level: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A virtual environment's site-packages lies outside the interpreter's prefix (a slot runs the resolved
+    interpreter), here under /tmp, which a slot with a mount namespace of its own replaces with its own /tmp.
+    With ``site_packages=True`` a program imports from it at every level; without, it does not. (Before, the
+    directory was put on sys.path but not bound, or bound under the slot's /tmp and hidden by it.)"""
+    import shutil
+    import tempfile
+
+    report, slot = probe_level(level, SandboxConfig(slots=1))
+    if slot is None:
+        pytest.skip(f"level {level} unavailable here: {report['reason']}")
+    slot.close()
+    venv = tempfile.mkdtemp(prefix="rewardlang-venv-", dir="/tmp")
+    try:
+        os.chmod(venv, 0o755)  # a dedicated uid reads it, as it reads a user's virtual environment
+        site = os.path.join(venv, "site-packages")
+        os.mkdir(site, 0o755)
+        with open(os.path.join(site, "rl_site_probe.py"), "w", encoding="utf-8") as fh:
+            fh.write("TWO = 2\n")
+        os.chmod(os.path.join(site, "rl_site_probe.py"), 0o644)
+        monkeypatch.setattr(launch_mod, "_site_dirs", lambda python: [site])
+        code = "def f(x):\n    import rl_site_probe\n    return rl_site_probe.TWO * x\n"
+        with Sandbox(SandboxConfig(slots=1, level=level)) as sb:
+            v = sb.run(code, TESTS, limits=LIM)
+            assert v.outcome == "runtime_error" and "rl_site_probe" in v.tests[0].detail
+        with Sandbox(SandboxConfig(slots=1, level=level, site_packages=True)) as sb:
+            assert sb.run(code, TESTS, limits=LIM).outcome == "pass"
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)

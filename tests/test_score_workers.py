@@ -149,6 +149,7 @@ def test_a_library_call_with_workers_leaves_the_processs_resource_tracker_runnin
     # registered, the caller's too); only the CLI, whose process ends with the run, stops it (`ending=True`)
     import io
     import multiprocessing as mp
+    import os
     from multiprocessing import resource_tracker
 
     from rewardlang.compiler import load_program
@@ -158,7 +159,11 @@ def test_a_library_call_with_workers_leaves_the_processs_resource_tracker_runnin
     spec.write_text(SPEC)
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(x + "\n" for x in _rows(300)), encoding="utf-8")
-    lock = mp.Lock()  # the caller's own: its semaphore is registered with the tracker
+    # the caller's own lock, as a spawn-context one: its named semaphore is registered with the tracker (a fork
+    # context's is unlinked at once and never registered), and a stopped tracker unlinks it
+    lock = mp.get_context("spawn").Lock()
+    sem = "/dev/shm/sem." + lock._semlock.name.lstrip("/")
+    assert os.path.exists(sem)
     resource_tracker.ensure_running()
     tracker = resource_tracker._resource_tracker
     pid = tracker._pid
@@ -167,5 +172,5 @@ def test_a_library_call_with_workers_leaves_the_processs_resource_tracker_runnin
     assert len(spied) >= 4, "the batches did not go to the worker pool"
     assert out.getvalue().count("\n") == 300 and summ is not None
     assert pid is not None and tracker._pid == pid, "the library call stopped the process's resource tracker"
-    with lock:  # the caller's lock still works
-        pass
+    assert os.path.exists(sem), "the caller's semaphore was unlinked"
+    del lock

@@ -393,10 +393,12 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
     if level in ("bwrap", "namespaces"):
         # the step spawner built from this package's spawn.c (None: the worker forks each step instead)
         base_cfg["spawn_lib"] = spawnlib.installed()
+    # what a slot with a mount namespace of its own binds read-only (host path, path inside)
+    mounted = _mounted(python, config)
     if config.site_packages:
         # the paths the worker puts on sys.path: where the slot sees them (a mount namespace of its own binds
         # those outside the interpreter's prefixes elsewhere: _mounted)
-        inside = dict(_mounted(python, config)) if level in ("bwrap", "namespaces") else {}
+        inside = dict(mounted) if level in ("bwrap", "namespaces") else {}
         base_cfg["sys_path"] = [inside.get(d, d) for d in _site_dirs(python)]
     popen: dict[str, Any] = {"env": env, "cwd": "/"}
     if uid is not None:
@@ -415,7 +417,6 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
         fds.append(worker_fd)
         seccomp_fd = _memfd("rewardlang-seccomp", _worker.build_filter(_worker.SLOT_DENY))
         fds.append(seccomp_fd)
-        mounted = _mounted(python, config)
         bootstrap = None
         if is_root and not all(_accessible_by(p, uid) for p in [src for src, _ in mounted] + [python]):
             # The interpreter lives where the slot's uid cannot reach (e.g. under /root, mode 0700). A
@@ -451,7 +452,7 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
             raise LevelUnavailable("the namespaces level is implemented for x86_64 only")
         newroot = tempfile.mkdtemp(prefix="rewardlang-ns-")
         binds = [["/usr", "/usr"]] + [[p, p] for p, t in _root_entries() if t is None]
-        binds += [[src, dst] for src, dst in _mounted(python, config)] + [[p, p] for p in toolchain_paths()]
+        binds += [[src, dst] for src, dst in mounted] + [[p, p] for p in toolchain_paths()]
         symlinks = [[t, p] for p, t in _root_entries() if t is not None]
         cfg = dict(base_cfg, tmp="/tmp", wipe=["/tmp", "/dev/shm"], kill_all=True, slot_filter=True,
                    nproc_base=1, uid=uid, newroot=newroot, ro_binds=binds, symlinks=symlinks,

@@ -293,7 +293,9 @@ def test_site_packages_of_a_virtual_environment_under_tmp(level: str, monkeypatc
         with open(os.path.join(site, "rl_site_probe.py"), "w", encoding="utf-8") as fh:
             fh.write("TWO = 2\n")
         os.chmod(os.path.join(site, "rl_site_probe.py"), 0o644)
-        monkeypatch.setattr(launch_mod, "_site_dirs", lambda python: [site])
+        # as _site_dirs itself: the trainer's interpreter's directories, none for another interpreter
+        monkeypatch.setattr(launch_mod, "_site_dirs",
+                            lambda python: [site] if python == os.path.realpath(sys.executable) else [])
         code = "def f(x):\n    import rl_site_probe\n    return rl_site_probe.TWO * x\n"
         with Sandbox(SandboxConfig(slots=1, level=level)) as sb:
             v = sb.run(code, TESTS, limits=LIM)

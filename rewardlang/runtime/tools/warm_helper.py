@@ -919,10 +919,11 @@ def _configure_pylint(opts: tuple[str, ...], env: dict[str, str | None]) -> Any:
 
 #: what pylint's walker adds for each checker of a configured linter (by ``id`` of a linter in :data:`_PREPARED`,
 #: which lives as long as the helper): ``(messages' state, {id(checker): (checker, visits, leaves)})``
-_WALKERS: dict[int, tuple[dict[str, bool], dict[int, tuple[Any, list[Any], list[Any]]]]] = {}
+_WalkerTables = tuple[dict[str, bool], dict[int, tuple[Any, list[Any], list[Any]]]]
+_WALKERS: dict[int, _WalkerTables] = {}
 
 
-def _walker_template(linter: Any, checkers: list[Any]) -> tuple[dict[str, bool], dict[int, tuple[Any, list[Any], list[Any]]]]:
+def _walker_template(linter: Any, checkers: list[Any]) -> _WalkerTables:
     """What ``ASTWalker.add_checker`` adds to the walker's tables for each of ``checkers`` on ``linter``:
     ``(event, method)`` pairs of visits and of leaves, computed once. Each run of pylint computes them again at
     the start of its check (``_astroid_module_checker``: ``dir()`` of each of ~30 checkers and a message lookup

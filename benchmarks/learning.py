@@ -63,6 +63,9 @@ def summarize_run(run_dir: str, ends: int) -> dict[str, Any]:
                 if isinstance(r.get("pref/no_group_share"), (int, float))]
     std = [float(r["reward_std"]) for r in recs if isinstance(r.get("reward_std"), (int, float))]
     steps = [float(r["time/step"]) for r in recs if isinstance(r.get("time/step"), (int, float))]
+    # batches sampled and put aside because every group tied (train.resample_tied); the groups counted above are
+    # those of the batches trained on
+    put_aside = [int(r["resample/rounds"]) for r in recs if isinstance(r.get("resample/rounds"), (int, float))]
     # offline DPO samples nothing while it trains: no reward of its own samples, but TRL's implicit reward margin
     # (chosen minus rejected) over the fixed pairs, which is what it raises
     margins = [float(r["rewards/margins"]) for r in recs if isinstance(r.get("rewards/margins"), (int, float))]
@@ -73,6 +76,7 @@ def summarize_run(run_dir: str, ends: int) -> dict[str, Any]:
         "reward_std_mean": _mean(std),
         "zero_variance": _mean(zero), "zero_variance_first3": _mean(zero[:3]),
         "no_group_share": _mean(no_group),
+        "resampled": sum(put_aside) if put_aside else None,
         "seconds_per_step": _mean(steps),
     }
     if not rewards and margins:
@@ -128,7 +132,7 @@ def run_spec(name: str, args: argparse.Namespace, workdir: str) -> dict[str, Any
         train = json.load(fh).get("train", {})
     row["settings"] = {k: train.get(k) for k in ("algorithm", "num_generations", "prompts_per_step",
                                                  "max_completion_length", "temperature", "learning_rate", "lora",
-                                                 "dataset")}
+                                                 "dataset", "resample_tied")}
     return row
 
 
@@ -155,12 +159,14 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             continue
         zv = r["zero_variance"] if r["zero_variance"] is not None else r.get("no_group_share")
         zv_first = r["zero_variance_first3"]
+        aside = f"; {r['resampled']} tied batches put aside" if r.get("resampled") else ""
         first_last = f"{_f(r['reward_first'])} → {_f(r['reward_last'])}"
         if r.get("reward_first") is None and r.get("margin_first") is not None:  # offline DPO: no samples
             first_last = f"offline pairs: margin {_f(r['margin_first'])} → {_f(r['margin_last'])}"
         lines.append(
             f"| `{r['spec']}` | {r['settings']['algorithm']} | {first_last} | "
-            f"{'–' if zv is None else f'{zv:.2f}'}{'' if zv_first is None else f' ({zv_first:.2f})'} | "
+            f"{'–' if zv is None else f'{zv:.2f}'}{'' if zv_first is None else f' ({zv_first:.2f})'}"
+            f"{aside} | "
             f"{_f(r.get('heldout_before'))} → {_f(r.get('heldout_after'))} | {_f(r.get('heldout_change'), True)} "
             f"{_ci(r.get('heldout_change_ci95'))} | {_f(r.get('pass1_before'))} → {_f(r.get('pass1_after'))} | "
             f"{'–' if r['seconds_per_step'] is None else round(r['seconds_per_step'], 1)} | "

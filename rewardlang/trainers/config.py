@@ -140,6 +140,10 @@ class TrainConfig:
     old_logprobs: str = "recompute"  # recompute | processed_scores (after temperature/top-p: the seed's quirk)
     critic: str = "auto"  # auto (lora when the policy is) | full | lora
     missing_eos_penalty: float | None = None  # subtracted at the last token of a completion without EOS
+    # PPO/OORL with groups (num_generations > 1): a step whose every group tied (all its samples earned the same
+    # reward: a sparse binary rule on a weak model) is sampled again from the next prompts, up to N more times, so
+    # the update has something to compare (DAPO's dynamic sampling, per batch). 0: never
+    resample_tied: int = 0
     tiny_model: TinyModelConfig = field(default_factory=TinyModelConfig)
     trl: dict[str, Any] = field(default_factory=dict)
 
@@ -186,7 +190,7 @@ ONLY_FOR: dict[str, tuple[str, ...]] = {
     **{k: ("ppo", "oorl") for k in ("kl_estimator", "kl_in", "gamma", "lam", "advantage_estimator", "whiten_scope",
                                    "ppo_epochs", "num_mini_batches", "cliprange", "cliprange_high",
                                    "cliprange_value", "vf_coef", "stop_at_eos", "old_logprobs", "critic",
-                                   "missing_eos_penalty")},
+                                   "missing_eos_penalty", "resample_tied")},
     "preference_data": ("dpo", "gepo", "oorl"),
     "gepo_lambda": ("gepo", "oorl"),
     "gepo_chunk": ("dpo", "gepo", "oorl"),
@@ -409,6 +413,13 @@ def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
     if cfg.stop_after_masked_steps < 0:
         raise ConfigError(f"{where('stop_after_masked_steps')}: `stop_after_masked_steps` must be 0 (never stop) or "
                           f"positive (got {cfg.stop_after_masked_steps})")
+    if cfg.resample_tied < 0:
+        raise ConfigError(f"{where('resample_tied')}: `resample_tied` must be 0 (never) or positive "
+                          f"(got {cfg.resample_tied})")
+    if cfg.resample_tied and cfg.num_generations < 2:
+        raise ConfigError(f"{where('resample_tied')}: `resample_tied` resamples a step whose every prompt group "
+                          f"tied, and needs groups: `num_generations` is {cfg.num_generations} "
+                          f"({where('num_generations')}); set it to 2 or more, or remove `resample_tied`")
     for key in ("ppo_epochs", "num_mini_batches"):
         if getattr(cfg, key) < 1:
             raise ConfigError(f"{where(key)}: `{key}` must be positive (got {getattr(cfg, key)})")

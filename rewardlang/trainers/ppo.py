@@ -268,6 +268,8 @@ class PPOTrainer:
         self.step_reward = StepReward(program)
         self.eos = self.tokenizer.eos_token_id
         self.global_step = 0
+        #: batches put aside because every group tied (``resample_tied``): the data order reads past them
+        self.resampled = 0
         self.last_rollout: dict[str, Any] = {}
         self.state = TrainerState(max_steps=cfg.max_steps, logging_steps=cfg.logging_steps, save_steps=cfg.save_steps)
         self.state.is_world_process_zero = acc.is_main_process
@@ -284,7 +286,8 @@ class PPOTrainer:
         """This process's prompts of the current update, each repeated ``num_generations`` times, and their
         other columns."""
         acc, k = self.accelerator, self.prompts_per_process
-        start = self.global_step * k * acc.num_processes + acc.process_index * k
+        # each update reads the next prompts; a batch sampled again (``resample_tied``) reads the ones after it
+        start = (self.global_step + self.resampled) * k * acc.num_processes + acc.process_index * k
         rows = [self.dataset[self.order.index(start + i)] for i in range(k)]
         rows = [r for r in rows for _ in range(self.cfg.num_generations)]
         return [r["prompt"] for r in rows], {c: [r[c] for r in rows] for c in self.columns}
@@ -330,11 +333,78 @@ class PPOTrainer:
 
     @torch.no_grad()
     def rollout(self) -> dict[str, Any]:
-        """Sample, score and compute advantages for one update (this process's batch)."""
+        """Sample, score and compute advantages for one update (this process's batch).
+
+        With ``resample_tied`` N, a batch whose every prompt group tied (over all processes) is put aside and the
+        next prompts are sampled instead, up to N more times; the last batch sampled is the update's either way.
+        Its time counts in the step's; ``resample/rounds`` says how many batches were put aside.
+        """
+        cfg, acc = self.cfg, self.accelerator
+        self.step_reward.begin()
+        times: dict[str, float] = {}
+        for rounds in range(cfg.resample_tied + 1):
+            sampled = self._sample_scored()
+            for key, seconds in sampled["times"].items():
+                times[key] = times.get(key, 0.0) + seconds
+            if rounds == cfg.resample_tied or not self._all_tied(sampled["dense"].totals):
+                break
+            self.resampled += 1  # every process takes the same decision: the totals are gathered
+        times["resampled"] = float(rounds)
+        prompts, columns, dense = sampled["prompts"], sampled["columns"], sampled["dense"]
+        seq, attn, ids, mask = sampled["seq"], sampled["attn"], sampled["ids"], sampled["mask"]
+        old_lp, values, ref_lp = sampled["old_lp"], sampled["values"], sampled["ref_lp"]
+        prompt_len = sampled["prompt_len"]
+        step = self.global_step
+        if dense.totals is not None:
+            self.step_reward.observe(dense.scores or {}, dense.totals,
+                                     np.arange(len(dense.totals)) // max(1, cfg.num_generations))
+            if self.audits is not None:  # the spec's audits of these samples, logged with the update's record
+                self._audit_metrics = self.audits.observe(step + 1, dense.texts, columns, dense.totals,
+                                                          dense.scores or {}, prompts=prompts)
+        device = acc.device
+        score = dense.rewards.to(device).float() * mask
+        train_mask = mask * (~dense.masked.to(device))[:, None]
+        ended = (ids == self.eos).any(1) if self.eos is not None else torch.zeros_like(mask[:, 0]).bool()
+        if cfg.missing_eos_penalty is not None:
+            last = (mask.sum(1) - 1).clamp(min=0)
+            score[torch.arange(len(ids), device=device)[~ended], last[~ended]] -= cfg.missing_eos_penalty
+
+        kl = algos.kl(old_lp, ref_lp, cfg.kl_estimator) * mask
+        rewards = score - cfg.beta * kl if cfg.kl_in == "reward" else score
+        values = values * train_mask
+        if cfg.advantage_estimator == "gae":
+            advantages, returns = algos.gae(rewards, values, train_mask, cfg.gamma, cfg.lam)
+        else:  # REINFORCE++: returns whitened into advantages, no critic
+            returns = algos.reinforce_pp_returns(rewards, train_mask, cfg.gamma)
+            advantages = returns
+        scope = acc if cfg.whiten_scope == "global" else None
+        advantages = algos.masked_whiten(advantages, train_mask, accelerator=scope)
+        self.last_rollout = dict(seq=seq, attn=attn, prompt_len=prompt_len, ids=ids, mask=mask,
+                                 train_mask=train_mask, old_lp=old_lp, ref_lp=ref_lp, values=values,
+                                 score=score, kl=kl, rewards=rewards, advantages=advantages, returns=returns,
+                                 dense=dense, ended=ended, times=times)
+        return self.last_rollout
+
+    def _all_tied(self, totals: Any) -> bool:
+        """Whether every prompt group of the update, over all processes, tied: its unmasked samples all earned
+        the same total (a group with fewer than two has nothing to compare). Each process holds whole groups."""
+        if totals is None or self.cfg.num_generations < 2:
+            return False
+        acc = self.accelerator
+        gathered = acc.gather(torch.as_tensor(np.asarray(totals, dtype=np.float64), device=acc.device))
+        t = gathered.cpu().numpy().reshape(-1, self.cfg.num_generations)
+        for group in t:
+            ok = group[np.isfinite(group)]
+            if len(ok) >= 2 and not np.all(ok == ok[0]):
+                return False
+        return True
+
+    def _sample_scored(self) -> dict[str, Any]:
+        """One batch of this update: its prompts sampled, the samples scored, and the forward passes (old and
+        reference log-probs, values) that do not need the reward, run while it is scored."""
         cfg, acc = self.cfg, self.accelerator
         times: dict[str, float] = {}
         t0 = time.perf_counter()
-        self.step_reward.begin()
         prompts, columns = self._prompts()
         enc = self._encode(prompts)
         prompt_len = enc["input_ids"].shape[1]
@@ -393,35 +463,8 @@ class PPOTrainer:
         dense, times["reward"] = scoring.result()
         times["reward_wait"] = time.perf_counter() - t0
         times["align"] = getattr(self.rewards, "seconds_aligning", 0.0) - aligning  # part of "reward"
-        if dense.totals is not None:
-            self.step_reward.observe(dense.scores or {}, dense.totals,
-                                     np.arange(len(dense.totals)) // max(1, cfg.num_generations))
-            if self.audits is not None:  # the spec's audits of these samples, logged with the update's record
-                self._audit_metrics = self.audits.observe(step + 1, dense.texts, columns, dense.totals,
-                                                          dense.scores or {}, prompts=prompts)
-        device = acc.device
-        score = dense.rewards.to(device).float() * mask
-        train_mask = mask * (~dense.masked.to(device))[:, None]
-        ended = (ids == self.eos).any(1) if self.eos is not None else torch.zeros_like(mask[:, 0]).bool()
-        if cfg.missing_eos_penalty is not None:
-            last = (mask.sum(1) - 1).clamp(min=0)
-            score[torch.arange(len(ids), device=device)[~ended], last[~ended]] -= cfg.missing_eos_penalty
-
-        kl = algos.kl(old_lp, ref_lp, cfg.kl_estimator) * mask
-        rewards = score - cfg.beta * kl if cfg.kl_in == "reward" else score
-        values = values * train_mask
-        if cfg.advantage_estimator == "gae":
-            advantages, returns = algos.gae(rewards, values, train_mask, cfg.gamma, cfg.lam)
-        else:  # REINFORCE++: returns whitened into advantages, no critic
-            returns = algos.reinforce_pp_returns(rewards, train_mask, cfg.gamma)
-            advantages = returns
-        scope = acc if cfg.whiten_scope == "global" else None
-        advantages = algos.masked_whiten(advantages, train_mask, accelerator=scope)
-        self.last_rollout = dict(seq=seq, attn=attn, prompt_len=prompt_len, ids=ids, mask=mask,
-                                 train_mask=train_mask, old_lp=old_lp, ref_lp=ref_lp, values=values,
-                                 score=score, kl=kl, rewards=rewards, advantages=advantages, returns=returns,
-                                 dense=dense, ended=ended, times=times)
-        return self.last_rollout
+        return dict(prompts=prompts, columns=columns, seq=seq, attn=attn, ids=ids, mask=mask, prompt_len=prompt_len,
+                    old_lp=old_lp, values=values, ref_lp=ref_lp, dense=dense, times=times)
 
     # -------------------------------------------------------------------------------------------- 3. update
     def update(self, ro: Mapping[str, Any]) -> dict[str, float]:
@@ -525,6 +568,9 @@ class PPOTrainer:
                     "time/reward_share": times[5] / times[3] if times[3] > 0 else 0.0,
                     "tokens_per_second": float(rows[:, 2].sum()) / max(times[3], 1e-9),
                     "align/fallbacks": float(self.rewards.fallbacks),
+                    # batches sampled and put aside because every group tied (resample_tied), and in all so far
+                    "resample/rounds": float(ro["times"].get("resampled", 0.0)),
+                    "resample/total": float(self.resampled),
                     "learning_rate": float(self.scheduler.get_last_lr()[0])})
         out.update(self.step_reward.take())  # this process's: slowest program, timeouts, component times
         out.update(self._audit_metrics)
@@ -546,10 +592,10 @@ class PPOTrainer:
         acc.save_state(os.path.join(path, "accelerate"), safe_serialization=False)
         self.save_models(path)
         if acc.is_main_process:
-            position = self.global_step * self.prompts_per_process * acc.num_processes
+            position = (self.global_step + self.resampled) * self.prompts_per_process * acc.num_processes
             with open(os.path.join(path, "trainer_state.json"), "w", encoding="utf-8") as fh:
                 json.dump({"global_step": self.global_step, "data_position": position,
-                           "max_steps": self.cfg.max_steps}, fh)
+                           "resampled": self.resampled, "max_steps": self.cfg.max_steps}, fh)
             self._rotate()
         acc.wait_for_everyone()
         return path
@@ -585,6 +631,7 @@ class PPOTrainer:
             saved = json.load(fh)
         self.accelerator.load_state(os.path.join(path, "accelerate"))
         self.global_step = int(saved["global_step"])
+        self.resampled = int(saved.get("resampled", 0))  # checkpoints from before resample_tied have none
 
     # ----------------------------------------------------------------------------------------------- 6. loop
     def train(self, resume_from_checkpoint: str | None = None) -> None:

@@ -381,11 +381,20 @@ def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
     def where(key: str) -> str:
         return sources.get(key, "default")
 
+    spec_layer = "spec train section"
     for key, algorithms in ONLY_FOR.items():
         if key in sources and cfg.algorithm not in algorithms and getattr(cfg, key) != _FIELDS[key].default:
-            raise ConfigError(f"{where(key)}: `{key}` is read by the {' and '.join(algorithms)} trainer"
-                              f"{'s' if len(algorithms) > 1 else ''} only; the {cfg.algorithm} trainer would ignore it. "
-                              f"Remove it, or choose one of those algorithms")
+            trainers = f"the {' and '.join(algorithms)} trainer{'s' if len(algorithms) > 1 else ''}"
+            if sources[key] == spec_layer and where("algorithm") not in (spec_layer, "default"):
+                # the spec's settings for its own algorithm, which another layer replaced: not an error of the
+                # user's, and never silent
+                print(f"note: the spec's `{key} = {json.dumps(getattr(cfg, key))}` is read by {trainers} only; "
+                      f"not used with `algorithm = {cfg.algorithm}` ({where('algorithm')})", file=sys.stderr)
+                setattr(cfg, key, _FIELDS[key].default)
+                sources[key] = f"default (the spec's is for {' and '.join(algorithms)})"
+                continue
+            raise ConfigError(f"{where(key)}: `{key}` is read by {trainers} only; the {cfg.algorithm} trainer would "
+                              f"ignore it. Remove it, or choose one of those algorithms")
     if cfg.train_problems < 0:
         raise ConfigError(f"{where('train_problems')}: `train_problems` must be 0 (every problem) or positive "
                           f"(got {cfg.train_problems})")

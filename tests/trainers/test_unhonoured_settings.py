@@ -54,6 +54,21 @@ def test_a_rewardlang_setting_another_trainer_reads_is_refused(algo: str, key: s
     assert getattr(cfg, key) == value
 
 
+def test_a_specs_own_setting_for_its_algorithm_is_left_out_with_a_note_when_another_layer_changes_it(capsys) -> None:
+    """`rewardlang train --spec specs/oorl.reward --set train.algorithm=gepo`: the spec's OORL-only settings are its
+    settings for OORL, not the user's mistake: they fall back to their defaults, and stderr says so."""
+    spec = {"algorithm": "oorl", "resample_tied": 4, "w_gepo": 0.5, "gepo_lambda": 2.0}
+    cfg, sources = resolve_config(spec_train=spec, cli_sets={"train.algorithm": "gepo"})
+    assert (cfg.resample_tied, cfg.w_gepo, cfg.gepo_lambda) == (0, 0.01, 2.0)   # GEPO reads gepo_lambda: kept
+    assert sources["resample_tied"] == "default (the spec's is for ppo and oorl)"
+    err = capsys.readouterr().err
+    assert "note: the spec's `resample_tied = 4` is read by the ppo and oorl trainers only; not used with " \
+           "`algorithm = gepo` (--set)" in err and "`w_gepo = 0.5` is read by the oorl trainer only" in err
+    # a spec that names another algorithm's setting for its own algorithm is still an error: nothing replaced it
+    with pytest.raises(ConfigError, match=r"^spec train section: `resample_tied` is read by the ppo and oorl "):
+        resolve_config(spec_train={"algorithm": "grpo", "resample_tied": 4})
+
+
 def test_negative_train_problems_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"`train_problems` must be 0 \(every problem\) or positive \(got -3\)"):
         resolve_config(cli_sets={"train_problems": -3})

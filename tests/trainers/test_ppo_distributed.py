@@ -41,3 +41,42 @@ def test_two_process_ppo_whitens_globally_and_stays_in_sync(tmp_path) -> None:
     assert a["texts"] != b["texts"]
     records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [x["step"] for x in records if "reward" in x] == [1, 2, 3]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not installed")
+def test_two_processes_put_a_tied_batch_aside_together(tmp_path) -> None:
+    """`resample_tied` decides on both processes' groups (gathered): a batch is put aside only when every group of
+    every process tied, so the processes never drift apart in the data (a drift would hang their collectives)."""
+    from test_resample_tied import MODES, SPEC
+
+    from rewardlang.trainers.ppo import _DataOrder
+
+    spec = tmp_path / "toy_resample.reward"
+    spec.write_text(SPEC, encoding="utf-8")
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"Task {i}", "mode": m}) + "\n" for i, m in enumerate(MODES)))
+    run = tmp_path / "run"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    sets = json.dumps({"train.algorithm": "ppo", "train.advantage_estimator": "reinforce_pp", "train.resample_tied": 3,
+                       "train.max_completion_length": 12})
+    proc = subprocess.run(["torchrun", "--standalone", "--nproc_per_node", "2",
+                           os.path.join(HERE, "ppo_ddp_worker.py"), str(spec), str(data), str(run), sets],
+                          env=env, capture_output=True, text=True, timeout=540)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    a, b = (json.loads((run / f"rank{r}.json").read_text()) for r in (0, 1))
+    # the expected rounds from the data order alone: one prompt per process, position (step + put aside) x 2 + rank
+    order, taken, expected = _DataOrder(len(MODES), 0), 0, []
+    for step in range(3):
+        rounds = 0
+        while rounds < 3 and all(MODES[order.index((step + taken) * 2 + r)] == "tie" for r in (0, 1)):
+            rounds += 1
+            taken += 1
+        expected.append(rounds)
+    assert a["resampled"] == b["resampled"] == sum(expected)
+    records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [int(x["resample/rounds"]) for x in records if "reward" in x] == expected
+    # a step where one process's group varied and the other's tied is not put aside (decided on both)
+    kept = [s + sum(expected[:s + 1]) for s in range(3)]   # the position of the batch each step trained on
+    split = [k for k in kept if len({MODES[order.index(k * 2 + r)] for r in (0, 1)}) == 2]
+    assert sum(expected) > 0 and split, (expected, split)

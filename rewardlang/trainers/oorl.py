@@ -49,10 +49,24 @@ __all__ = ["OORLTrainer", "train"]
 Group = tuple[Any, list[str], list[bool]]   # (prompt, members, is_winner)
 
 
+def _mining_settings(program: "Program") -> Any:
+    """The spec's ``preference { }`` settings, which online GEPO groups are mined by; a spec without a ``winners``
+    rule cannot give any (an error naming the fix)."""
+    from rewardlang.runtime.preference import settings_of
+
+    st = settings_of(program.spec)
+    if st.winners is None:
+        raise ConfigError("OORL without `preference_data` mines GEPO groups from its rollouts and needs a "
+                          "`winners` rule in the spec's `preference { }` section (e.g. `winners = rule == 1`)")
+    return st
+
+
 class OORLTrainer(PPOTrainer):
     """REINFORCE++ (PPO without a critic) whose every micro-batch also back-propagates w_gepo × L_GEPO."""
 
     def __init__(self, cfg: TrainConfig, program: "Program", run_dir: str, **kwargs: Any) -> None:
+        if not cfg.preference_data:  # said before any model is loaded, not at the end of the first rollout
+            _mining_settings(program)
         super().__init__(cfg, program, run_dir, **kwargs)
         if self.ref_policy is None and not cfg.lora:  # GEPO's r̂ needs π_ref even when the KL weight is 0
             policy = self.accelerator.unwrap_model(self.model).policy
@@ -86,12 +100,9 @@ class OORLTrainer(PPOTrainer):
         return self._mine_rollout(ro)
 
     def _mine_rollout(self, ro: Mapping[str, Any]) -> list[Group]:
-        from rewardlang.runtime.preference import group_ids, mine_groups, rank_rows, settings_of
+        from rewardlang.runtime.preference import group_ids, mine_groups, rank_rows
 
-        st = settings_of(self.program.spec)
-        if st.winners is None:
-            raise ConfigError("OORL without `preference_data` mines GEPO groups from its rollouts and needs a "
-                              "`winners` rule in the spec's `preference { }` section (e.g. `winners = rule == 1`)")
+        st = _mining_settings(self.program)
         prompts, columns = self._rollout_inputs
         ids, mask = ro["ids"], ro["mask"]
         completions = [self.tokenizer.decode(ids[i][mask[i].bool()], skip_special_tokens=True)

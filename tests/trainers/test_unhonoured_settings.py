@@ -113,3 +113,22 @@ def test_help_shows_flags_as_flags(command: str) -> None:
     assert res.exit_code == 0 and "<bool>" not in res.output
     if command == "train":
         assert "--resume " in res.output and "--lora / --no-lora" in res.output
+
+
+def test_oorl_without_a_winners_rule_or_groups_fails_before_any_model_is_loaded(tmp_path, monkeypatch) -> None:
+    import json
+
+    import rewardlang.trainers.ppo as ppo
+    from rewardlang.trainers.run import train
+
+    def no_model(*args, **kwargs):  # the error must come first: loading a real model takes minutes on a CPU
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(ppo, "load_run_policy", no_model)
+    spec = tmp_path / "s.reward"
+    spec.write_text('spec s "no preference section"\ncomponent r in [0, 1] = 1 if len(completion) > 3 else 0\n'
+                    'train { algorithm = "oorl" }\n', encoding="utf-8")
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "p"}) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"needs a `winners` rule in the spec's `preference \{ \}` section"):
+        train(str(spec), flags={"dataset": str(data), "output_dir": str(tmp_path / "run")}, progress=False)

@@ -180,6 +180,9 @@ _TRL_OWNED = {"per_device_train_batch_size": "batch_size", "output_dir": "output
               "report_to": "report_to", "bf16": "dtype", "fp16": "dtype"}
 
 
+#: the name of the spec's own layer in the sources :func:`resolve_config` returns
+SPEC_LAYER = "spec train section"
+
 #: the class each algorithm passes its pass-through keys to (None: it has none, and honours no such key)
 _PASS_THROUGH = {"grpo": "TRL's GRPOConfig", "dpo": "TRL's DPOConfig", "gepo": "transformers' TrainingArguments",
                  "prm": "transformers' TrainingArguments", "ppo": None, "oorl": None}
@@ -334,7 +337,7 @@ def resolve_config(
     cfg = TrainConfig()
     sources: dict[str, str] = {}
     layers = [
-        ("spec train section", spec_train or {}),
+        (SPEC_LAYER, spec_train or {}),
         (f"config file {file_name}" if file_name else "config file", file_train or {}),
         ("--set", {k.removeprefix("train."): v for k, v in (cli_sets or {}).items()}),
         ("command line", {k: v for k, v in (cli_flags or {}).items() if v is not None}),
@@ -381,11 +384,10 @@ def _validate(cfg: TrainConfig, sources: dict[str, str]) -> None:
     def where(key: str) -> str:
         return sources.get(key, "default")
 
-    spec_layer = "spec train section"
     for key, algorithms in ONLY_FOR.items():
         if key in sources and cfg.algorithm not in algorithms and getattr(cfg, key) != _FIELDS[key].default:
             trainers = f"the {' and '.join(algorithms)} trainer{'s' if len(algorithms) > 1 else ''}"
-            if sources[key] == spec_layer and where("algorithm") not in (spec_layer, "default"):
+            if sources[key] == SPEC_LAYER and where("algorithm") not in (SPEC_LAYER, "default"):
                 # the spec's settings for its own algorithm, which another layer replaced: not an error of the
                 # user's, and never silent
                 print(f"note: the spec's `{key} = {json.dumps(getattr(cfg, key))}` is read by {trainers} only; "

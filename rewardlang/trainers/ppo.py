@@ -337,7 +337,7 @@ class PPOTrainer:
 
         With ``resample_tied`` N, a batch whose every prompt group tied (over all processes) is put aside and the
         next prompts are sampled instead, up to N more times; the last batch sampled is the update's either way.
-        Its time counts in the step's; ``resample/rounds`` says how many batches were put aside.
+        Its time counts in the step's; ``put_aside`` (logged as ``resample/rounds``) says how many batches were.
         """
         cfg, acc = self.cfg, self.accelerator
         self.step_reward.begin()
@@ -349,7 +349,6 @@ class PPOTrainer:
             if rounds == cfg.resample_tied or not self._all_tied(sampled["dense"].totals):
                 break
             self.resampled += 1  # every process takes the same decision: the totals are gathered
-        times["resampled"] = float(rounds)
         prompts, columns, dense = sampled["prompts"], sampled["columns"], sampled["dense"]
         seq, attn, ids, mask = sampled["seq"], sampled["attn"], sampled["ids"], sampled["mask"]
         old_lp, values, ref_lp = sampled["old_lp"], sampled["values"], sampled["ref_lp"]
@@ -382,7 +381,7 @@ class PPOTrainer:
         self.last_rollout = dict(seq=seq, attn=attn, prompt_len=prompt_len, ids=ids, mask=mask,
                                  train_mask=train_mask, old_lp=old_lp, ref_lp=ref_lp, values=values,
                                  score=score, kl=kl, rewards=rewards, advantages=advantages, returns=returns,
-                                 dense=dense, ended=ended, times=times)
+                                 dense=dense, ended=ended, times=times, put_aside=rounds)
         return self.last_rollout
 
     def _all_tied(self, totals: Any) -> bool:
@@ -569,7 +568,7 @@ class PPOTrainer:
                     "tokens_per_second": float(rows[:, 2].sum()) / max(times[3], 1e-9),
                     "align/fallbacks": float(self.rewards.fallbacks),
                     # batches sampled and put aside because every group tied (resample_tied), and in all so far
-                    "resample/rounds": float(ro["times"].get("resampled", 0.0)),
+                    "resample/rounds": float(ro["put_aside"]),
                     "resample/total": float(self.resampled),
                     "learning_rate": float(self.scheduler.get_last_lr()[0])})
         out.update(self.step_reward.take())  # this process's: slowest program, timeouts, component times

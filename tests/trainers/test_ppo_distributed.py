@@ -48,7 +48,7 @@ def test_two_process_ppo_whitens_globally_and_stays_in_sync(tmp_path) -> None:
 def test_two_processes_put_a_tied_batch_aside_together(tmp_path) -> None:
     """`resample_tied` decides on both processes' groups (gathered): a batch is put aside only when every group of
     every process tied, so the processes never drift apart in the data (a drift would hang their collectives)."""
-    from test_resample_tied import MODES, SPEC
+    from test_resample_tied import MODES, SPEC, expected_rounds
 
     from rewardlang.trainers.ppo import _DataOrder
 
@@ -65,18 +65,12 @@ def test_two_processes_put_a_tied_batch_aside_together(tmp_path) -> None:
                           env=env, capture_output=True, text=True, timeout=540)
     assert proc.returncode == 0, proc.stderr[-3000:]
     a, b = (json.loads((run / f"rank{r}.json").read_text()) for r in (0, 1))
-    # the expected rounds from the data order alone: one prompt per process, position (step + put aside) x 2 + rank
-    order, taken, expected = _DataOrder(len(MODES), 0), 0, []
-    for step in range(3):
-        rounds = 0
-        while rounds < 3 and all(MODES[order.index((step + taken) * 2 + r)] == "tie" for r in (0, 1)):
-            rounds += 1
-            taken += 1
-        expected.append(rounds)
+    expected = expected_rounds(3, 0, 3)   # one prompt on each process: the same positions as 2 on one
     assert a["resampled"] == b["resampled"] == sum(expected)
     records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [int(x["resample/rounds"]) for x in records if "reward" in x] == expected
     # a step where one process's group varied and the other's tied is not put aside (decided on both)
+    order = _DataOrder(len(MODES), 0)
     kept = [s + sum(expected[:s + 1]) for s in range(3)]   # the position of the batch each step trained on
     split = [k for k in kept if len({MODES[order.index(k * 2 + r)] for r in (0, 1)}) == 2]
     assert sum(expected) > 0 and split, (expected, split)

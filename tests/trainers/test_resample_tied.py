@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -35,13 +36,13 @@ train {
 MODES = ["tie"] * 13 + ["vary"] * 3
 
 
-def _all_tied(totals: list[float], n: int) -> bool:
+def _all_tied(totals: list[float] | None, n: int) -> bool:
     from accelerate import Accelerator
 
     from rewardlang.trainers.ppo import PPOTrainer
 
     me = SimpleNamespace(cfg=SimpleNamespace(num_generations=n), accelerator=Accelerator(cpu=True))
-    return PPOTrainer._all_tied(me, np.asarray(totals, dtype=float))  # type: ignore[arg-type]
+    return PPOTrainer._all_tied(me, None if totals is None else np.asarray(totals, dtype=float))  # type: ignore[arg-type]
 
 
 def test_a_batch_is_tied_only_when_every_group_is() -> None:
@@ -50,12 +51,7 @@ def test_a_batch_is_tied_only_when_every_group_is() -> None:
     assert not _all_tied([0, 0, 0, 0, 1, 1, 0, 1], 4)       # the second group varies
     assert _all_tied([0, nan, 0, 0, 1, nan, nan, nan], 4)   # masked samples are not values; one left ties
     assert not _all_tied([0, nan, 1, nan], 4)
-    from accelerate import Accelerator
-
-    from rewardlang.trainers.ppo import PPOTrainer
-
-    me = SimpleNamespace(cfg=SimpleNamespace(num_generations=4), accelerator=Accelerator(cpu=True))
-    assert PPOTrainer._all_tied(me, None) is False           # no totals (nothing to compare): never resampled
+    assert _all_tied(None, 4) is False                      # no totals (nothing to compare): never resampled
 
 
 @pytest.mark.parametrize("sets, message", [
@@ -63,7 +59,7 @@ def test_a_batch_is_tied_only_when_every_group_is() -> None:
     ({"train.resample_tied": 2, "train.num_generations": 1}, "needs groups: `num_generations` is 1"),
 ])
 def test_bad_resample_tied_values_are_errors(sets: dict, message: str) -> None:
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("`", "`")):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         resolve_config(spec_train={"algorithm": "oorl"}, cli_sets=sets)
 
 
@@ -81,19 +77,16 @@ def _files(tmp: Path) -> tuple[Path, Path]:
     return spec, data
 
 
-def _expected_rounds(steps: int, seed: int, limit: int) -> list[int]:
-    """The rounds each step should put aside, from the data order alone: a batch ties when none of its two
-    prompts is a "vary" row (a "vary" row's four samples of random text differ in length)."""
+def expected_rounds(steps: int, seed: int, limit: int) -> list[int]:
+    """The rounds each step should put aside, from the data order alone: the batch of a step holds the 2 prompts
+    at position (step + batches put aside so far) x 2 (2 prompts a step on one process, or 1 on each of two) and
+    ties when neither is a "vary" row (a "vary" row's four samples of random text differ in length)."""
     from rewardlang.trainers.ppo import _DataOrder
 
     order, taken, out = _DataOrder(len(MODES), seed), 0, []
     for step in range(steps):
         rounds = 0
-        while True:
-            start = (step + taken) * 2
-            tied = all(MODES[order.index(start + i)] == "tie" for i in range(2))
-            if not tied or rounds == limit:
-                break
+        while rounds < limit and all(MODES[order.index((step + taken) * 2 + i)] == "tie" for i in range(2)):
             rounds += 1
             taken += 1
         out.append(rounds)
@@ -117,7 +110,7 @@ def test_tied_batches_are_sampled_again_and_a_resumed_run_reads_on_from_there(tm
     flags = {"dataset": str(data), "seed": 0}
     full = train(str(spec), sets=sets, flags={**flags, "output_dir": str(tmp_path / "full")}, progress=False)
     rec = [r for r in read_metrics(full.metrics_path) if "reward" in r]
-    expected = _expected_rounds(4, 0, 3)
+    expected = expected_rounds(4, 0, 3)
     assert [int(r["resample/rounds"]) for r in rec] == expected
     assert sum(expected) > 0                                   # this data order does put batches aside
     assert [int(r["resample/total"]) for r in rec] == list(np.cumsum(expected))

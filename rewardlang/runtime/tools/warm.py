@@ -1,6 +1,7 @@
 """Warm analysers: long-lived helper processes that have imported pylint, bandit and the in-Python analysers
-(radon, vulture, the AST checks) once, and fork a fresh child for every tool run. pylint has a helper of its own
-(astroid's warm cache makes it ~90 MB, and a fork costs in proportion); bandit and the analysers share a small one.
+(radon, vulture, the AST checks) once, and fork a fresh child for every tool run (or serve it in a reused
+worker: below). pylint has a helper of its own (astroid's warm cache makes it ~90 MB, and a fork costs in
+proportion); bandit and the analysers share a small one.
 
 Why: a small batch of ``quality_score`` used to pay ~0.45 s of CPU per call however few rows it had, because
 every call started three interpreters that imported the tools again, and pylint's astroid rebuilt the trees of
@@ -46,8 +47,15 @@ function or a process behind, ends the worker, and so does its caller's kill at 
 that request (the next one gets a fresh fork). A request that comes while the worker is busy gets a fork of its
 own, as every run did before. To its caller a worker's run is a forked child's: the status pipe gives its pid
 (with the CPU it had used before, which the deadline does not count: :class:`~rewardlang.runtime.tools.command.
-Bound`) and its exit status. pylint's runs keep a fork each: astroid's cache of library trees takes in what a
-run's code assigns to them (``os.x = 1`` adds ``x`` to its tree of ``os``). ``REWARDLANG_TOOL_REUSE=0`` (read
+Bound`) and its exit status. pylint's runs of a linter configured in the helper (the common case: one run a
+request) have a worker of their own in pylint's helper, which puts back after each run what pylint and astroid
+keep between runs (``warm_helper._PylintGuard``: the modules a run added to astroid's cache, the caches keyed by
+nodes, the linter's, reporter's and checkers' state). What it cannot put back ends the worker after the run:
+astroid's cache of library trees takes in what a run's code assigns to them (``collections.Counter.x = 1``
+gives its tree of ``Counter`` a local ``x``, and a later run's ``Counter().x`` would no longer be a
+``no-member``), so a run that changed a shared tree, imported a module for the first time, left an inference
+unfinished or ended with a fatal status is the worker's last (issue 38: a one-row pylint run cost 13.8 ms of CPU
+in a fork, 5.1 ms in the worker). ``REWARDLANG_TOOL_REUSE=0`` (read
 when a helper starts) gives every request a fork of its own.
 
 Failures are never silent: a helper that dies (or cannot start) is restarted once for the run and counted

@@ -8,6 +8,7 @@ docstring for why and for what a run sees. This module runs only in the helper; 
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import io
 import json
@@ -167,10 +168,11 @@ def main() -> None:
 
 # ------------------------------------------------------------------------------------ the reused worker
 #: modules whose runs a worker serves one after the other in one process (:class:`_WorkerSlot`): tools that only
-#: parse the code they analyse and keep nothing of it between runs (bandit, radon, vulture, the AST checks). pylint
-#: is not one: astroid's cache of library trees, which the runs share, takes in what a run's code assigns to them
-#: (``os.x = 1`` adds ``x`` to its tree of ``os``), so each of its runs has a fork of its own.
-REUSABLE = frozenset({"bandit", "rewardlang.runtime.tools.pyanalyzers"})
+#: parse the code they analyse and keep nothing of it between runs (bandit, radon, vulture, the AST checks), and
+#: pylint's runs of a linter configured in the helper (one run a request): :class:`_PylintGuard` puts back what
+#: such a run leaves (astroid's caches, the linter's and its checkers' state), and a run that changed a library
+#: tree astroid keeps for every run (``os.x = 1`` adds ``x`` to its tree of ``os``) ends the worker after it.
+REUSABLE = frozenset({"bandit", "rewardlang.runtime.tools.pyanalyzers", "pylint"})
 #: requests one worker serves before it is replaced by a fresh fork (bounds whatever a long life accumulates)
 WORKER_RUNS = 256
 #: descriptors of the helper that no forked child keeps (the worker's socket: a child holding it would keep a
@@ -179,13 +181,16 @@ _HELPER_ONLY: set[int] = set()
 #: top-level packages whose modules' globals a worker puts back after each request (by identity: a run that
 #: rebinds a name -- vulture's parser of suppression comments, a logging hook, a builtin -- finds it as it was)
 _WATCHED = ("bandit", "vulture", "radon", "rewardlang", "stevedore", "logging", "warnings", "argparse", "ast",
-            "tokenize", "json", "builtins", "sys", "os", "io", "re", "signal", "codecs", "linecache", "traceback")
+            "tokenize", "json", "builtins", "sys", "os", "io", "re", "signal", "codecs", "linecache", "traceback",
+            "pylint", "astroid")
 
 
 def _reusable(data: dict[str, Any], modules: frozenset[str]) -> bool:
     runs = data["runs"] if isinstance(data.get("runs"), list) else [data]
     return (os.environ.get("REWARDLANG_TOOL_REUSE", "1").strip().lower() not in ("0", "no", "false", "off")
-            and all(isinstance(r, dict) and r.get("module") in modules for r in runs))
+            and all(isinstance(r, dict) and r.get("module") in modules for r in runs)
+            # pylint: only a run of a configured linter, alone in its request (what _PylintGuard puts back)
+            and all(r.get("module") != "pylint" or (r is data and r.get("prepared") in _PREPARED) for r in runs))
 
 
 def _cpu_of(pid: int) -> float:
@@ -218,12 +223,19 @@ class _WorkerSlot:
         self.sock: socket.socket | None = None
         self.served = 0
         self.buf = b""
+        #: the configured linters the worker was forked with (its copy of :data:`_PREPARED`)
+        self.linters: frozenset[str] = frozenset()
         #: workers retired or dead, not yet reaped
         self.exited: set[int] = set()
 
     def takes(self, data: dict[str, Any], status: dict[int, int]) -> bool:
-        """Whether the worker serves this request (reusable tools, and the worker idle or not started)."""
-        return _reusable(data, self.modules) and (self.pid is None or self.pid not in status)
+        """Whether the worker serves this request (reusable tools, and the worker idle or not started). An idle
+        worker forked before the request's configured linter existed is retired: a fresh one has it."""
+        if not _reusable(data, self.modules) or (self.pid is not None and self.pid in status):
+            return False
+        if self.pid is not None and data.get("prepared") is not None and data["prepared"] not in self.linters:
+            self.retire()
+        return True
 
     def dispatch(self, data: dict[str, Any], fds: list[int], status: dict[int, int], spawn: Any) -> bool:
         """Send the request to the worker (started first when there is none); False when it cannot take it (it
@@ -233,7 +245,7 @@ class _WorkerSlot:
                 self.pid, self.sock = spawn()
             except OSError:
                 return False
-            self.served, self.buf = 0, b""
+            self.served, self.buf, self.linters = 0, b"", frozenset(_PREPARED)
             self.sel.register(self.sock, selectors.EVENT_READ)
             _HELPER_ONLY.add(self.sock.fileno())
         assert self.sock is not None
@@ -332,6 +344,8 @@ def _serve(sock: socket.socket) -> int:
     status (and `` end`` when the worker ends after it: a request that did not end cleanly or left what cannot
     be put back; then it exits with :data:`_ENDED`)."""
     state = _State(keep={sock.fileno()})
+    # pylint's runs (REUSABLE): what they share is taken as it was when the worker was forked
+    guard = _PylintGuard() if any(v is not None for v in _PREPARED.values()) else None
     while True:
         req = _receive(sock, min_fds=2)
         if req is None:
@@ -348,6 +362,8 @@ def _serve(sock: socket.socket) -> int:
                 sys.stdout, sys.stderr = _streams()
                 code = _child(data)
                 _flush()
+                if data.get("module") == "pylint":  # put back what it shares with the next run, or end
+                    clean = guard is not None and guard.put_back(code)
         except BaseException:  # noqa: BLE001 - nothing of this request may reach the next one: the worker ends
             code, clean = 1, False
         finally:
@@ -504,6 +520,127 @@ class _State:
                 with contextlib.suppress(OSError):
                     os.close(int(fd))
         return clean
+
+
+class _Saved:
+    """An object's attributes as they were, put back by :meth:`restore`: each name bound to the same object
+    again, each container among them (list, dict, set and their subclasses) to a fresh copy of what it held,
+    and each of ``deep`` to a fresh deep copy (pylint's ``LinterStats``, which a run adds to in place)."""
+
+    def __init__(self, obj: Any, deep: Sequence[str] = ()) -> None:
+        self.obj = obj
+        self.deep = {k: copy.deepcopy(getattr(obj, k)) for k in deep if hasattr(obj, k)}
+        self.attrs = {k: copy.copy(v) if isinstance(v, (list, dict, set)) else v
+                      for k, v in vars(obj).items() if k not in self.deep}
+
+    def restore(self) -> None:
+        now = vars(self.obj)
+        now.clear()
+        now.update({k: copy.copy(v) if isinstance(v, (list, dict, set)) else v for k, v in self.attrs.items()})
+        now.update({k: copy.deepcopy(v) for k, v in self.deep.items()})
+
+
+class _PylintGuard:
+    """What a pylint run in a reused worker shares with the runs after it, taken when the worker is forked and
+    put back after each run (:meth:`put_back`), so that each run starts where a fresh fork of the helper would.
+
+    - astroid's module cache: the modules a run added (its own files, library modules first imported by its
+      code) are dropped; the trees the helper built (the warm-up's library modules) stay, as a fork inherits them;
+    - astroid's and pylint's caches keyed by nodes (the inference cache and tips, every ``lru_cache`` of the two
+      packages: node lookups, ``safe_infer``, path lookups, spec finders), emptied;
+    - each configured linter, its reporter, its configuration and its checkers: their attributes as they were
+      (:class:`_Saved`; the statistics and the messages a run adds to in place, fresh copies).
+
+    What cannot be put back ends the worker after the run: a run that changed a tree the runs share (astroid adds
+    what code assigns to an attribute of a library object to that object's tree: ``collections.Counter.x = 1``
+    gives its ``Counter`` class a local ``x``, which a later run's inference would see), noticed when it happens
+    (``set_local`` on a shared tree, ``delayed_assattr`` that put the run's node in a shared tree's
+    ``locals``/``instance_attrs``); a linter whose message states a run changed; an inference left unfinished;
+    a module the run imported for the first time; a fatal or usage status (pylint's 1 and 32 bits: an astroid
+    error or a crash, where a checker's visit may not have been left)."""
+
+    def __init__(self) -> None:
+        import functools
+
+        import importlib
+
+        import astroid
+        from astroid.builder import AstroidBuilder
+        from astroid.nodes.scoped_nodes.mixin import LocalsDictNodeNG
+
+        #: the modules imported when the worker was forked
+        self.modules = set(sys.modules)
+        self.manager = astroid.MANAGER
+        self.keys = set(self.manager.astroid_cache)
+        #: the trees every run shares (by identity: a tree a run built is never one of them)
+        self.shared = {id(m) for m in self.manager.astroid_cache.values()}
+        self.changed = False
+        # the modules (``astroid.inference_tip`` is also the name of a function astroid exports)
+        self.context, self.tips = (importlib.import_module(m) for m in ("astroid.context", "astroid.inference_tip"))
+        self.lru = [obj for name, mod in list(sys.modules.items()) if mod is not None
+                    and name.partition(".")[0] in ("astroid", "pylint")
+                    for holder in (mod, *(v for v in vars(mod).values() if isinstance(v, type)))
+                    for obj in list(vars(holder).values()) if isinstance(obj, functools._lru_cache_wrapper)]
+        self.saved = []
+        for linter in (v for v in _PREPARED.values() if v is not None):
+            self.saved += [_Saved(linter, deep=("stats",)), _Saved(linter.reporter), _Saved(linter.config),
+                           *(_Saved(c) for c in linter.get_checkers() if c is not linter)]
+        self.states = [(linter, dict(linter._msgs_state)) for linter in _PREPARED.values() if linter is not None]
+        guard = self
+        set_local, delayed_assattr = LocalsDictNodeNG.set_local, AstroidBuilder.delayed_assattr
+
+        def guarded_set_local(scope: Any, name: str, stmt: Any) -> None:
+            if not guard.changed and id(scope.root()) in guard.shared:
+                guard.changed = True
+            set_local(scope, name, stmt)
+
+        def guarded_delayed_assattr(builder: Any, node: Any) -> None:
+            delayed_assattr(builder, node)
+            if not guard.changed:
+                guard.changed = guard._assigned_in_shared(node)
+
+        LocalsDictNodeNG.set_local = guarded_set_local
+        AstroidBuilder.delayed_assattr = guarded_delayed_assattr
+
+    def _assigned_in_shared(self, node: Any) -> bool:
+        """Whether ``delayed_assattr`` put ``node`` (``x.attr = ...`` of the run's code) in a shared tree: the
+        objects ``x`` infers to (cached: the inference it just did) and the classes of instances among them."""
+        try:
+            for inferred in node.expr.infer():
+                for target in (inferred, getattr(inferred, "_proxied", None)):
+                    if target is None or id(target.root()) not in self.shared:
+                        continue
+                    for table in (getattr(target, "instance_attrs", None), getattr(target, "locals", None)):
+                        if isinstance(table, dict) and any(n is node for n in table.get(node.attrname, ())):
+                            return True
+        except Exception:  # noqa: BLE001 - where the inference cannot be repeated, it may have added: end
+            return True
+        return False
+
+    def put_back(self, code: int) -> bool:
+        """After a run that exited with ``code``: put back what it shares; False when the worker must end."""
+        cache = self.manager.astroid_cache
+        for name in [n for n in cache if n not in self.keys]:
+            del cache[name]
+        self.manager._mod_file_cache.clear()
+        self.context._invalidate_cache()
+        self.tips.clear_inference_tip_cache()
+        unfinished = bool(self.tips._CURRENTLY_INFERRING)
+        self.tips._CURRENTLY_INFERRING.clear()
+        for lru in self.lru:
+            lru.cache_clear()
+        from astroid.interpreter._import import spec as astroid_spec
+
+        for finder in astroid_spec._SPEC_FINDERS:
+            finder.find_module.cache_clear()
+        states = all(linter._msgs_state == state for linter, state in self.states)
+        for saved in self.saved:
+            saved.restore()
+        # a module first imported in the run (astroid imports some to build their trees): the worker drops it
+        # (:class:`_State`), and a later import would be a second copy beside objects the first one made
+        imported = any(m not in self.modules for m in sys.modules)
+        return (not self.changed and not unfinished and states and not imported and code >= 0
+                and not code & (1 | 32))
 
 
 def _fds_of(data: dict[str, Any]) -> int:
@@ -792,8 +929,8 @@ _PYLINT_OPTIONS = ("--output-format=", "--persistent=", "--score=", "--reports="
                    "--enable=")
 #: environment variables pylint reads while it is configured (colour handling of its reporters)
 _PYLINT_ENV = ("NO_COLOR", "FORCE_COLOR", "TERM")
-#: configured linters by (options, values of _PYLINT_ENV); None: that option set could not be prepared
-_PREPARED: dict[Any, Any] = {}
+#: configured linters by their options and values of _PYLINT_ENV (as JSON); None: that option set could not be prepared
+_PREPARED: dict[str, Any] = {}
 _PREPARED_MAX = 16
 
 
@@ -830,7 +967,8 @@ def _prepare_pylint(data: dict[str, Any]) -> None:
     except OSError:
         return
     env = data.get("env") or {}
-    key = (opts, tuple(env.get(k) for k in _PYLINT_ENV))
+    # a string, so that the request a worker gets (as JSON) names the same linter
+    key = json.dumps([list(opts), [env.get(k) for k in _PYLINT_ENV]])
     if key not in _PREPARED:
         if len(_PREPARED) >= _PREPARED_MAX:
             return

@@ -674,3 +674,76 @@ def test_a_configured_linters_walker_adds_what_pylints_own_adds(tmp_path: Path,
     linter.disable("unused-import")
     ours, theirs = tables(pylinter.ASTWalker, checkers), tables(ASTWalker, checkers)
     assert ours[:2] == theirs[:2] and not ours[2]
+
+
+# ------------------------------------------------------------------- pylint's runs in the reused worker
+def _worker_of(h: WarmHelper) -> int:
+    """The helper's one child between requests: its worker."""
+    kids = subprocess.run(["ps", "-o", "pid=", "--ppid", str(h.pid)], capture_output=True, text=True,
+                          check=False).stdout.split()
+    assert len(kids) == 1, kids
+    return int(kids[0])
+
+
+def _lint_in(h: WarmHelper, tmp_path: Path, name: str, code: str, enable: list[str]) -> tuple[int | None, str, str]:
+    (tmp_path / name).mkdir()
+    data = _pylint_data(tmp_path / name, {f"m_{name}.py": code}, enable)
+    r = h.run("pylint", data["args"], cwd=data["cwd"], env=data["env"], timeout=120)
+    # the report names the run's own file and directory; with them out, runs of the same code compare
+    return r.returncode, r.stdout.replace(str(tmp_path / name), "DIR").replace(f"m_{name}", "m_X"), r.stderr
+
+
+@pytest.fixture(scope="module")
+def pylint_worker() -> WarmHelper:
+    """A pylint helper with the warm-up (the library trees every run shares) whose worker serves its runs."""
+    h = WarmHelper(["pylint"], reuse=["pylint"])
+    h.start()
+    yield h
+    h.close()
+
+
+# Each assigns to an attribute of a library object whose tree the warm-up built (`collections`, `os`): astroid
+# adds the assignment to that tree, where a later run's inference would find it. The victim reads the attribute,
+# which the library does not have: `no-member` (E1101), unless a shared tree says otherwise.
+HOSTILE = {
+    "class attribute": ("import collections\n\ncollections.Counter.zz_planted = 1\n",
+                        "import collections\n\nprint(collections.Counter().zz_planted)\n"),
+    "instance attribute": ("import collections\n\nD = collections.OrderedDict()\nD.zz_planted = 1\n",
+                           "import collections\n\nprint(collections.OrderedDict().zz_planted)\n"),
+    "module attribute": ("import os\n\nos.zz_planted = 1\n", "import os\n\nprint(os.zz_planted)\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_pylint_run_that_changes_a_shared_library_tree_ends_the_worker(pylint_worker: WarmHelper, tmp_path: Path,
+                                                                        case: str) -> None:
+    hostile, victim = HOSTILE[case]
+    enable = ["E", "W"]
+    alone = _lint_in(pylint_worker, tmp_path, "alone", victim, enable)
+    assert alone[0] is not None and "no-member" in alone[1]
+    worker = _worker_of(pylint_worker)
+    assert _lint_in(pylint_worker, tmp_path, "benign", "X = 1\n", enable)[0] == 0
+    assert _worker_of(pylint_worker) == worker  # a run that changes nothing shared: the same worker serves on
+    _lint_in(pylint_worker, tmp_path, "hostile", hostile, enable)
+    # the worker that served the hostile run ended after it; the victim's run is what it is on its own
+    assert _lint_in(pylint_worker, tmp_path, "victim", victim, enable) == alone
+    assert _worker_of(pylint_worker) != worker
+
+
+def test_pylint_runs_in_one_worker_are_what_fresh_forks_give(pylint_worker: WarmHelper, tmp_path: Path) -> None:
+    # programs of every kind from the HumanEval corpus, one run each, as a server's one-row batches lint them:
+    # each report (messages, statistics, status) is what a fresh fork of the helper gives for it
+    codes = _corpus_codes(24)
+    assert len(codes) > 40
+    enables = (list(codequal.KEPT_PYLINT), ["E", "W"])
+    fork = WarmHelper(["pylint"], reuse=[])
+    fork.start()
+    try:
+        for k, code in enumerate(codes):
+            enable = enables[k % 2]
+            hot = _lint_in(pylint_worker, tmp_path, f"w{k}", code, enable)
+            cold = _lint_in(fork, tmp_path, f"f{k}", code, enable)
+            assert hot == cold, code
+            assert hot[0] is not None and '"statistics"' in hot[1]
+    finally:
+        fork.close()

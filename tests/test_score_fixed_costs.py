@@ -133,3 +133,61 @@ def test_exit_fast_needs_the_command_to_say_it_is_done(monkeypatch) -> None:
     finally:
         ev.set()
         t.join()
+
+
+def test_the_module_examples() -> None:
+    import doctest
+
+    result = doctest.testmod(scoring)
+    assert result.failed == 0 and result.attempted >= 20
+
+
+def test_rows_that_repeat_far_apart_are_told_from_groups_that_repeat_within() -> None:
+    # 8 distinct programs, each repeated at once within its group (a GRPO group's identical samples): near repeats
+    near = [{"completion": f"c{k // 4}", "prompt": f"p{k // 8}"} for k in range(64)]
+    assert scoring.far_repeats(near, ["completion"], near=16) == 0.0
+    # the same 16 rows again and again under new group names: every row after the first 16 repeats one 16 back
+    far = [{"completion": f"c{k % 16}", "prompt": f"p{k}"} for k in range(64)]
+    assert scoring.far_repeats(far, ["completion"], near=8) == 48 / 64
+    assert scoring.far_repeats(far, ["completion", "prompt"], near=8) == 0.0  # the group name read too: distinct
+    # list columns (tests as a list) compare by value
+    rows = [{"tests": ["a", "b"]}, {"tests": ["x"]}, {"tests": ["a", "b"]}]
+    assert scoring.far_repeats(rows, ["tests"], near=1) == 1 / 3
+
+
+def _decision(tmp_path: Path, monkeypatch, rows: list[dict], pays: bool) -> dict:
+    """What `score_file` asks :func:`pool_pays` and whether it starts workers, ``pool_pays`` answering ``pays``."""
+    seen: dict = {"started": 0}
+
+    def spy(cpu, wall, rows_, rows_left, cores, start=scoring.POOL_START_S):
+        seen.update(rows=rows_, rows_left=rows_left, start=start, cores=cores)
+        return pays
+
+    monkeypatch.setattr(scoring, "pool_pays", spy)
+    monkeypatch.setattr(scoring.os, "cpu_count", lambda: 2)
+    prog = rewardlang.loads("component n = len(completion)\nadvantage over group(prompt) = reward - mean")
+    assert prog.in_workers
+    monkeypatch.setattr(prog, "start_pool", lambda n: seen.__setitem__("started", n))
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "o.jsonl"
+    with open(out, "w") as f:
+        scoring.score_file(prog, data, f)
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["components"]["n"] for r in got] == [float(len(r["completion"])) for r in rows]
+    return seen
+
+
+def test_score_decides_on_workers_after_a_probe_not_a_whole_batch(tmp_path: Path, monkeypatch) -> None:
+    # issue 38: deciding after a whole first batch of 8,192 rows left a 13,120-row file too few rows to repay the
+    # workers that would have saved a fifth of its time; the decision now comes after DECIDE_ROWS, at a group's end
+    rows = [{"completion": f"x{k}" * (k % 5), "prompt": f"p{k // 8}"} for k in range(3 * scoring.DECIDE_ROWS)]
+    seen = _decision(tmp_path, monkeypatch, rows, pays=True)
+    assert seen["rows"] == scoring.DECIDE_ROWS and seen["rows_left"] == len(rows) - scoring.DECIDE_ROWS - 1
+    # a worker's start is taken as this process's own, capped at the loaded machine's figure
+    assert scoring.MIN_POOL_START_S <= seen["start"] <= scoring.POOL_START_S
+    assert seen["started"] == 2
+    assert _decision(tmp_path, monkeypatch, rows, pays=False)["started"] == 0
+    # rows that repeat far apart: cache hits here, fresh work in each worker -- no workers, whatever the probe cost
+    far = [{"completion": f"c{k % 300}", "prompt": f"p{k // 8}"} for k in range(3 * scoring.DECIDE_ROWS)]
+    assert _decision(tmp_path, monkeypatch, far, pays=True)["started"] == 0

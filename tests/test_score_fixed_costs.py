@@ -155,19 +155,24 @@ def test_rows_that_repeat_far_apart_are_told_from_groups_that_repeat_within() ->
     assert scoring.far_repeats(rows, ["tests"], near=1) == 1 / 3
 
 
-def _decision(tmp_path: Path, monkeypatch, rows: list[dict], pays: bool) -> dict:
-    """What `score_file` asks :func:`pool_pays` and whether it starts workers, ``pool_pays`` answering ``pays``."""
-    seen: dict = {"started": 0}
+def _decision(tmp_path: Path, monkeypatch, rows: list[dict], pays: bool, spare: bool = False) -> dict:
+    """What `score_file` asks :func:`pool_pays`, and when it starts and stops workers (``calls``: "start" before
+    the probe's decision, "start after", "stop"; every run ends with a stop), ``pool_pays`` answering ``pays`` and the machine's load leaving
+    a core to spare or not (``spare``)."""
+    seen: dict = {"calls": []}
 
     def spy(cpu, wall, rows_, rows_left, cores, start=scoring.POOL_START_S):
         seen.update(rows=rows_, rows_left=rows_left, start=start, cores=cores)
         return pays
 
     monkeypatch.setattr(scoring, "pool_pays", spy)
+    monkeypatch.setattr(scoring, "_core_to_spare", lambda cores: spare)
     monkeypatch.setattr(scoring.os, "cpu_count", lambda: 2)
     prog = rewardlang.loads("component n = len(completion)\nadvantage over group(prompt) = reward - mean")
     assert prog.in_workers
-    monkeypatch.setattr(prog, "start_pool", lambda n: seen.__setitem__("started", n))
+    prog.pool_min_rows = 256  # as for a spec with a heavy function (CodeBLEU, parsing)
+    monkeypatch.setattr(prog, "start_pool", lambda n: seen["calls"].append("start after" if "rows" in seen else "start"))
+    monkeypatch.setattr(prog, "close", lambda: seen["calls"].append("stop"))
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "o.jsonl"
@@ -181,13 +186,19 @@ def _decision(tmp_path: Path, monkeypatch, rows: list[dict], pays: bool) -> dict
 def test_score_decides_on_workers_after_a_probe_not_a_whole_batch(tmp_path: Path, monkeypatch) -> None:
     # issue 38: deciding after a whole first batch of 8,192 rows left a 13,120-row file too few rows to repay the
     # workers that would have saved a fifth of its time; the decision now comes after DECIDE_ROWS, at a group's end
-    rows = [{"completion": f"x{k}" * (k % 5), "prompt": f"p{k // 8}"} for k in range(3 * scoring.DECIDE_ROWS)]
+    rows = [{"completion": f"x{k}" * (k % 5), "prompt": f"p{k // 8}"} for k in range(4 * scoring.DECIDE_ROWS)]
     seen = _decision(tmp_path, monkeypatch, rows, pays=True)
     assert seen["rows"] == scoring.DECIDE_ROWS and seen["rows_left"] == len(rows) - scoring.DECIDE_ROWS - 1
     # a worker's start is taken as this process's own, capped at the loaded machine's figure
     assert scoring.MIN_POOL_START_S <= seen["start"] <= scoring.POOL_START_S
-    assert seen["started"] == 2
-    assert _decision(tmp_path, monkeypatch, rows, pays=False)["started"] == 0
+    assert seen["calls"] == ["start after", "stop"]  # no core to spare: started once the probe said so (the stop: the end)
+    assert _decision(tmp_path, monkeypatch, rows, pays=False)["calls"] == ["stop"]
+    # a core to spare: the workers load while the probe is scored, and are stopped when it says no
+    assert _decision(tmp_path, monkeypatch, rows, pays=True, spare=True)["calls"] == ["start", "start after", "stop"]
+    assert _decision(tmp_path, monkeypatch, rows, pays=False, spare=True)["calls"] == ["start", "stop", "stop"]
     # rows that repeat far apart: cache hits here, fresh work in each worker -- no workers, whatever the probe cost
-    far = [{"completion": f"c{k % 300}", "prompt": f"p{k // 8}"} for k in range(3 * scoring.DECIDE_ROWS)]
-    assert _decision(tmp_path, monkeypatch, far, pays=True)["started"] == 0
+    far = [{"completion": f"c{k % 300}", "prompt": f"p{k // 8}"} for k in range(4 * scoring.DECIDE_ROWS)]
+    assert _decision(tmp_path, monkeypatch, far, pays=True, spare=True)["calls"] == ["stop"]
+    # a file too short to repay an early start: none, whatever the machine
+    assert _decision(tmp_path, monkeypatch, rows[:2 * scoring.DECIDE_ROWS], pays=True, spare=True)["calls"] == \
+        ["start after", "stop"]

@@ -655,6 +655,14 @@ def score_file(prog: Program, path: str | os.PathLike[str], out: IO[str], *, lab
     total_lines = count_lines(path)
     if not auto and workers > 1 and total_lines >= prog.pool_min_rows:
         prog.start_pool(workers)  # the workers import and load while this process reads the first batch
+    # a file long enough that the decision will likely be yes, on a machine with a core to spare, whose first rows do
+    # not repeat far apart: the workers load while the probe is scored here (in this process either way), and are
+    # stopped when the decision is no (their start wasted: ~0.5 s of CPU and ~0.2 s of wall time on a 2-core
+    # machine, against ~0.4 s of wall time saved on 13,120 CodePO rows when it is yes)
+    early = (not decided and total_lines >= max(4 * DECIDE_ROWS, 8 * prog.pool_min_rows) and _core_to_spare(cores)
+             and far_repeats(_head(path, DECIDE_ROWS), run.per_sample_columns) <= FAR_REPEATS_MAX)
+    if early:
+        prog.start_pool(cores)
     t0 = time.perf_counter()
     in_flight: _Batch | None = None  # a batch on the workers, written once the next one has been read and handed out
 
@@ -704,7 +712,9 @@ def score_file(prog: Program, path: str | os.PathLike[str], out: IO[str], *, lab
                                   total_lines - lineno, cores, start)
                             and far_repeats([r for _, r in batch], run.per_sample_columns) <= FAR_REPEATS_MAX):
                         use = cores
-                        prog.start_pool(cores)  # the workers start in the background
+                        prog.start_pool(cores)  # the workers start in the background (or started early)
+                    elif early:
+                        prog.close()  # started early, not wanted: stopped before they take any rows
                 if progress is not None:
                     progress(lineno, total_lines)
                 batch = []
@@ -754,6 +764,25 @@ def pool_pays(cpu: float, wall: float, rows: int, rows_left: int, cores: int, st
     per_row = cpu / rows
     # the rows left would take this much less wall time on every core; worth twice the pool's start
     return cpu / wall >= MIN_CORE_SHARE and per_row * rows_left * (1 - 1 / cores) > 2 * start
+
+
+def _core_to_spare(cores: int) -> bool:
+    """Whether the machine's load over the last minute leaves a core free (False where it cannot be read)."""
+    try:
+        return os.getloadavg()[0] < cores - 0.5
+    except OSError:
+        return False
+
+
+def _head(path: str | os.PathLike[str], n: int) -> list[dict[str, Any]]:
+    """The first ``n`` readable rows of a JSONL file (a bad row is the scoring loop's to report)."""
+    rows: list[dict[str, Any]] = []
+    for _, row, problem in iter_jsonl(path):
+        if problem is None:
+            rows.append(row)
+        if len(rows) >= n:
+            break
+    return rows
 
 
 def far_repeats(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], near: int = 256) -> float:

@@ -172,7 +172,9 @@ def _decision(tmp_path: Path, monkeypatch, rows: list[dict], pays: bool, spare: 
     assert prog.in_workers
     prog.pool_min_rows = 256  # as for a spec with a heavy function (CodeBLEU, parsing)
     monkeypatch.setattr(prog, "start_pool", lambda n: seen["calls"].append("start after" if "rows" in seen else "start"))
-    monkeypatch.setattr(prog, "close", lambda: seen["calls"].append("stop"))
+    close = prog.close  # the real one too: a batch the decision sends to the workers starts real ones, which
+    # must not outlive the test (a worker left running holds multiprocessing's resource tracker open)
+    monkeypatch.setattr(prog, "close", lambda: (seen["calls"].append("stop"), close()))
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "o.jsonl"

@@ -131,8 +131,13 @@ def stop_tracker() -> None:
     about to exit: otherwise it outlives its parent by a moment and reads, to whoever watches the process tree, as
     a process left behind. Call it only where nothing else in the process uses multiprocessing any more (the CLI's
     last step): the tracker cleans up what is still registered with it."""
+    import multiprocessing
     from multiprocessing import resource_tracker
 
+    # a process of this one still alive holds the tracker's pipe open: the tracker would not end, and waiting for
+    # it would never return (a pool some other caller in the process left running); it goes with the process then
+    if multiprocessing.active_children():
+        return
     tracker = getattr(resource_tracker, "_resource_tracker", None)
     if tracker is not None and getattr(tracker, "_pid", None) is not None and hasattr(tracker, "_stop"):
         tracker._stop()

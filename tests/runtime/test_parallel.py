@@ -129,3 +129,24 @@ def test_doctests() -> None:
     import doctest
 
     assert doctest.testmod(parallel).failed == 0
+
+
+def test_stopping_the_tracker_never_waits_on_a_pool_another_caller_left_running() -> None:
+    # the tracker ends only when every process holding its pipe has ended; a worker of a pool still running holds
+    # it, and stop_tracker once waited for the tracker forever (a pytest run hung at 83 % on a test that left one)
+    import subprocess
+    import sys
+
+    script = (
+        "import concurrent.futures as cf, multiprocessing as mp\n"
+        "from rewardlang.runtime import parallel\n"
+        "if __name__ == '__main__':\n"
+        "    pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context('spawn'))\n"
+        "    assert pool.submit(abs, -3).result() == 3\n"
+        "    parallel.stop_tracker()\n"
+        "    print('returned', flush=True)\n"
+        "    pool.shutdown(wait=True)\n"
+        "    parallel.stop_tracker()\n"
+        "    print('stopped', flush=True)\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0 and r.stdout.split() == ["returned", "stopped"], r.stderr

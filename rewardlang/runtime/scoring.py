@@ -659,8 +659,12 @@ def score_file(prog: Program, path: str | os.PathLike[str], out: IO[str], *, lab
     # not repeat far apart: the workers load while the probe is scored here (in this process either way), and are
     # stopped when the decision is no (their start wasted: ~0.5 s of CPU and ~0.2 s of wall time on a 2-core
     # machine, against ~0.4 s of wall time saved on 13,120 CodePO rows when it is yes)
-    early = (not decided and total_lines >= max(4 * DECIDE_ROWS, 8 * prog.pool_min_rows) and _core_to_spare(cores)
-             and far_repeats(_head(path, DECIDE_ROWS), run.per_sample_columns) <= FAR_REPEATS_MAX)
+    # (the share of far repeats is measured once: on the first rows here, else on the probe's rows after it)
+    far: float | None = None
+    early = not decided and total_lines >= max(4 * DECIDE_ROWS, 8 * prog.pool_min_rows) and _core_to_spare(cores)
+    if early:
+        far = far_repeats(_head(path, DECIDE_ROWS), run.per_sample_columns)
+        early = far <= FAR_REPEATS_MAX
     if early:
         prog.start_pool(cores)
     t0 = time.perf_counter()
@@ -708,9 +712,11 @@ def score_file(prog: Program, path: str | os.PathLike[str], out: IO[str], *, lab
                 res = flush(batch)
                 if not decided and res is not None:
                     decided, limit = True, batch_size
-                    if (pool_pays(time.process_time() - c0, time.perf_counter() - w0, len(res),
-                                  total_lines - lineno, cores, start)
-                            and far_repeats([r for _, r in batch], run.per_sample_columns) <= FAR_REPEATS_MAX):
+                    pays = pool_pays(time.process_time() - c0, time.perf_counter() - w0, len(res),
+                                     total_lines - lineno, cores, start)
+                    if pays and far is None:
+                        far = far_repeats([r for _, r in batch], run.per_sample_columns)
+                    if pays and far is not None and far <= FAR_REPEATS_MAX:
                         use = cores
                         prog.start_pool(cores)  # the workers start in the background (or started early)
                     elif early:

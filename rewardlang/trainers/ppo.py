@@ -50,6 +50,7 @@ from accelerate.utils import set_seed
 from torch import nn
 from transformers import GenerationConfig, TrainerControl, TrainerState, get_scheduler
 
+from rewardlang.runtime.audits import zero_variance_share
 from rewardlang.trainers import algos, report
 from rewardlang.trainers.config import ConfigError, TrainConfig
 from rewardlang.trainers.audit import TrainingAudits, audit_columns
@@ -390,13 +391,9 @@ class PPOTrainer:
         if totals is None or self.cfg.num_generations < 2:
             return False
         acc = self.accelerator
-        gathered = acc.gather(torch.as_tensor(np.asarray(totals, dtype=np.float64), device=acc.device))
-        t = gathered.cpu().numpy().reshape(-1, self.cfg.num_generations)
-        for group in t:
-            ok = group[np.isfinite(group)]
-            if len(ok) >= 2 and not np.all(ok == ok[0]):
-                return False
-        return True
+        t = acc.gather(torch.as_tensor(np.asarray(totals, dtype=np.float64), device=acc.device)).cpu().numpy()
+        share = zero_variance_share(t, np.arange(len(t)) // self.cfg.num_generations)  # None: no group to compare
+        return share is None or share == 1.0
 
     def _sample_scored(self) -> dict[str, Any]:
         """One batch of this update: its prompts sampled, the samples scored, and the forward passes (old and

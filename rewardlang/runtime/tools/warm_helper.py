@@ -561,7 +561,6 @@ class _PylintGuard:
 
     def __init__(self) -> None:
         import functools
-
         import importlib
 
         import astroid
@@ -575,17 +574,18 @@ class _PylintGuard:
         #: the trees every run shares (by identity: a tree a run built is never one of them)
         self.shared = {id(m) for m in self.manager.astroid_cache.values()}
         self.changed = False
-        # the modules (``astroid.inference_tip`` is also the name of a function astroid exports)
-        self.context, self.tips = (importlib.import_module(m) for m in ("astroid.context", "astroid.inference_tip"))
+        # the module (``astroid.inference_tip`` is also the name of a function astroid exports)
+        self.tips = importlib.import_module("astroid.inference_tip")
         self.lru = [obj for name, mod in list(sys.modules.items()) if mod is not None
                     and name.partition(".")[0] in ("astroid", "pylint")
                     for holder in (mod, *(v for v in vars(mod).values() if isinstance(v, type)))
                     for obj in list(vars(holder).values()) if isinstance(obj, functools._lru_cache_wrapper)]
-        self.saved = []
+        self.saved: list[_Saved] = []
+        self.states: list[tuple[Any, dict[str, bool]]] = []  # each linter's message states, which must not change
         for linter in (v for v in _PREPARED.values() if v is not None):
             self.saved += [_Saved(linter, deep=("stats",)), _Saved(linter.reporter), _Saved(linter.config),
                            *(_Saved(c) for c in linter.get_checkers() if c is not linter)]
-        self.states = [(linter, dict(linter._msgs_state)) for linter in _PREPARED.values() if linter is not None]
+            self.states.append((linter, dict(linter._msgs_state)))
         guard = self
         set_local, delayed_assattr = LocalsDictNodeNG.set_local, AstroidBuilder.delayed_assattr
 
@@ -622,17 +622,9 @@ class _PylintGuard:
         cache = self.manager.astroid_cache
         for name in [n for n in cache if n not in self.keys]:
             del cache[name]
-        self.manager._mod_file_cache.clear()
-        self.context._invalidate_cache()
-        self.tips.clear_inference_tip_cache()
+        _empty_astroid_caches(self.lru)
         unfinished = bool(self.tips._CURRENTLY_INFERRING)
         self.tips._CURRENTLY_INFERRING.clear()
-        for lru in self.lru:
-            lru.cache_clear()
-        from astroid.interpreter._import import spec as astroid_spec
-
-        for finder in astroid_spec._SPEC_FINDERS:
-            finder.find_module.cache_clear()
         states = all(linter._msgs_state == state for linter, state in self.states)
         for saved in self.saved:
             saved.restore()
@@ -907,17 +899,26 @@ def _warm_pylint() -> None:
     for name in [n for n, m in mgr.astroid_cache.items()
                  if n == "rewardlang_warmup_module" or str(getattr(m, "file", "") or "").startswith(d)]:
         del mgr.astroid_cache[name]
-    mgr._mod_file_cache.clear()
-    from astroid.inference_tip import clear_inference_tip_cache
     from astroid.interpreter._import.spec import _find_spec, _is_setuptools_namespace
 
-    clear_inference_tip_cache()
-    astroid_manager._invalidate_cache()
-    for lru in (astroid_manager._cache_normalize_path_, astroid_manager._has_init,
-                astroid_manager.cached_os_path_isfile, _find_spec, _is_setuptools_namespace):
-        lru.cache_clear()
+    _empty_astroid_caches((astroid_manager._cache_normalize_path_, astroid_manager._has_init,
+                           astroid_manager.cached_os_path_isfile, _find_spec, _is_setuptools_namespace))
+
+
+def _empty_astroid_caches(lru_caches: Any) -> None:
+    """Empty what astroid keeps of a run beside its module cache: the file lookups, the inference cache and tips,
+    the spec finders' caches and ``lru_caches`` (after the warm-up, those keyed by paths; after a worker's run,
+    every one of astroid and pylint: :class:`_PylintGuard`)."""
+    import astroid
+    from astroid.context import _invalidate_cache
+    from astroid.inference_tip import clear_inference_tip_cache
     from astroid.interpreter._import import spec as astroid_spec
 
+    astroid.MANAGER._mod_file_cache.clear()
+    clear_inference_tip_cache()
+    _invalidate_cache()
+    for lru in lru_caches:
+        lru.cache_clear()
     for finder in astroid_spec._SPEC_FINDERS:
         finder.find_module.cache_clear()
 

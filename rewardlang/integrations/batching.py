@@ -292,6 +292,7 @@ class Batcher:
         self._pending = 0
         self._cond = threading.Condition()
         self._closing = False
+        self._draining = False  # no window is waited for: a batch is taken as soon as its rows are there
         self.batch_sizes: Counter = Counter()
         self.latency_sum = 0.0
         self.latency_n = 0
@@ -353,7 +354,7 @@ class Batcher:
             start = max(self._queue[0][2], self._last_done)
             expected = max(self._peaks, default=0)
             hold = max(self.window_s, min(self.max_hold_s, self.hold * self._last_seconds))
-            while self._pending < self.max_batch and not self._closing:
+            while self._pending < self.max_batch and not (self._closing or self._draining):
                 if expected and len(self._queue) >= expected:
                     break  # every caller expected is here: waiting longer only adds idle time
                 left = start + (hold if expected else self.window_s) - time.perf_counter()
@@ -422,6 +423,14 @@ class Batcher:
     def running(self) -> bool:
         """Whether the batcher's thread is still scoring (after :meth:`close` with a timeout, it may be)."""
         return self._thread.is_alive()
+
+    def drain(self) -> None:
+        """Stop waiting for windows: what waits, and what is submitted from now on, is scored at once. Submissions
+        are still accepted (the server drains at SIGTERM, while the requests it accepted are still being read, and
+        closes once they are answered)."""
+        with self._cond:
+            self._draining = True
+            self._cond.notify_all()
 
     def close(self, timeout: float | None = None) -> None:
         """Accept nothing more, finish every accepted submission, stop the thread."""

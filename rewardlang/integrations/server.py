@@ -28,8 +28,10 @@ are open (below the file-descriptor limit): a new one beyond drops the longest-i
 answered, or is refused with 503 when every one is; a client that goes away before its rows are scored takes them
 out of the queue. With a ``token`` every request must carry it (``Authorization: Bearer TOKEN``, or HTTP basic
 auth with TOKEN as the password, which aiohttp and requests send for ``http://user:TOKEN@host/``), else 401.
-SIGTERM or Ctrl-C: no new connection is accepted, connections whose request is not complete are closed, every
-request being scored is answered within ``shutdown_timeout`` s (after that, 503), then the server exits.
+SIGTERM or Ctrl-C: the connections waiting in the listening socket's backlog are accepted and the requests they
+already sent are read, then no new connection is accepted, connections whose request is not complete are closed,
+every request being scored is answered within ``shutdown_timeout`` s (after that, 503), then the server exits.
+A connection whose transport is closing (its client hung up) does not count against ``max_connections``.
 
 Example (the app without a socket; ``rewardlang serve SPEC --port P`` runs it under uvicorn)::
 
@@ -52,6 +54,7 @@ import json
 import logging
 import math
 import os
+import select
 import socket
 import sys
 import time
@@ -225,6 +228,7 @@ class _Guard:
         self.counts: Counter = Counter()
         self.connections: set[Any] = set()  # the protocol instances whose connection is open
         self.accepting = 0  # sockets accepted whose protocol has not started yet
+        self.stopping = False  # SIGTERM: no connection is accepted any more
 
     def hold(self, n: int) -> bool:
         if self.held + n > self.limits.max_held_bytes:
@@ -236,8 +240,17 @@ class _Guard:
         self.held -= n
 
     def full(self) -> bool:
-        assert self.limits.max_connections is not None
-        return len(self.connections) + self.accepting >= self.limits.max_connections
+        """Whether a new connection would be one too many. A connection whose transport is closing is on its way
+        out (its socket is closed at the next turn of the event loop, or once its last answer is written, which the
+        write deadline bounds) and is not counted: a client that has just hung up never makes a server that has room
+        refuse the next one (with ``--max-connections 8``, seven requests parked and the eighth client's FIN read in
+        the same turn as a new connection, the new one was answered 503)."""
+        limit = self.limits.max_connections
+        assert limit is not None
+        n = len(self.connections) + self.accepting
+        if n < limit:
+            return False
+        return n - sum(1 for c in self.connections if c.transport is None or c.transport.is_closing()) >= limit
 
     def drop_one(self) -> bool:
         """Drop the connection that has waited longest in the earliest phase (idle, then headers, then body);
@@ -273,6 +286,8 @@ class _PacedSocket(socket.socket):
         guard = self.guard
         if guard is None:
             return super().accept()
+        if guard.stopping:
+            raise BlockingIOError(errno.EAGAIN, "the server is shutting down: nothing more is accepted")
         while True:
             if self._budget <= 0:
                 raise BlockingIOError(errno.EAGAIN, "the rest waits for the next turn of the event loop")
@@ -294,6 +309,23 @@ class _PacedSocket(socket.socket):
 
     def _refill(self) -> None:
         self._budget = self.PACE
+
+
+#: turns of the event loop in which SIGTERM accepts at most what waits in the listening socket's backlog
+#: (:attr:`_PacedSocket.PACE` connections a turn: 4,096 in all, twice the backlog asyncio asks for)
+_SHUTDOWN_TURNS = 256
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Whether a listening socket has connections waiting to be accepted (a poll that does not wait)."""
+    try:
+        if hasattr(select, "poll"):  # any descriptor number (select() stops at 1024)
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):  # closed already
+        return False
 
 
 def _canned(status: int, reason: str, message: str, retry: bool = False) -> bytes:
@@ -829,10 +861,26 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, program: Any 
 
     class _Server(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            # the batcher stops waiting for its window: what it holds is scored now, within the grace period
+            # A client whose connection the kernel completed before SIGTERM is answered, never reset unread: the
+            # connections still in the listening socket's backlog are accepted (a full server answers them 503),
+            # their protocols start and the requests they already sent are read, before uvicorn closes the
+            # listening socket (which resets what is left in the backlog) and the connections that have sent
+            # nothing. These are turns of the event loop, not a wait: a request already in a socket's buffer is
+            # read in the turn after its protocol starts. (A client accepted in the turn before SIGTERM, its
+            # request complete in the buffer, was closed unanswered as an idle connection; one still in the
+            # backlog was reset.)
+            for _ in range(_SHUTDOWN_TURNS):
+                if not guard.accepting and not _readable(sock):
+                    break
+                await asyncio.sleep(0)
+            guard.stopping = True
+            for _ in range(3):  # the last protocols' readers are added, their sockets polled, their bytes read
+                await asyncio.sleep(0)
+            # the batcher stops waiting for its window: what it holds, and what the requests being read add, is
+            # scored now, within the grace period (it is closed after them, in the app's lifespan)
             b = app.state.rewardlang.get("batcher")
             if b is not None:
-                b.close(timeout=0)
+                b.drain()
             await super().shutdown(sockets)
 
         def handle_exit(self, sig: int, frame: Any) -> None:

@@ -240,17 +240,20 @@ class _Guard:
         self.held -= n
 
     def full(self) -> bool:
-        """Whether a new connection would be one too many. A connection whose transport is closing is on its way
-        out (its socket is closed at the next turn of the event loop, or once its last answer is written, which the
-        write deadline bounds) and is not counted: a client that has just hung up never makes a server that has room
-        refuse the next one (with ``--max-connections 8``, seven requests parked and the eighth client's FIN read in
-        the same turn as a new connection, the new one was answered 503)."""
+        """Whether a new connection would be one too many. A connection whose transport is closing with nothing
+        left to write is on its way out (its socket is closed at the next turn of the event loop) and is not
+        counted: a client that has just hung up never makes a server that has room refuse the next one (with
+        ``--max-connections 8``, seven requests parked and the eighth client's FIN read in the same turn as a new
+        connection, the new one was answered 503). One still writing its last answer counts: its descriptor stays
+        open until the client reads it."""
         limit = self.limits.max_connections
         assert limit is not None
         n = len(self.connections) + self.accepting
         if n < limit:
             return False
-        return n - sum(1 for c in self.connections if c.transport is None or c.transport.is_closing()) >= limit
+        leaving = sum(1 for c in self.connections
+                      if c.transport is not None and c.transport.is_closing() and not c.transport.get_write_buffer_size())
+        return n - leaving >= limit
 
     def drop_one(self) -> bool:
         """Drop the connection that has waited longest in the earliest phase (idle, then headers, then body);

@@ -111,6 +111,23 @@ def exit_interrupted(code: int) -> NoReturn:
 
 
 _DONE: list[bool] = []
+_WHOLE: list[bool] = []
+
+
+def set_whole_process() -> None:
+    """Say that the command about to run is the whole process (the ``rewardlang`` script, ``python -m
+    rewardlang``): what it leaves running may be stopped at its end. Not said when a command runs inside another
+    program (typer's ``CliRunner``, a notebook), whose other work goes on after it."""
+    _WHOLE.append(True)
+
+
+def whole_process() -> bool:
+    """Whether the running command is the whole process (:func:`set_whole_process`).
+
+        >>> whole_process()
+        False
+    """
+    return bool(_WHOLE)
 
 
 def done_cleanly() -> None:

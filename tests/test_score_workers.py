@@ -174,3 +174,25 @@ def test_a_library_call_with_workers_leaves_the_processs_resource_tracker_runnin
     assert pid is not None and tracker._pid == pid, "the library call stopped the process's resource tracker"
     assert os.path.exists(sem), "the caller's semaphore was unlinked"
     del lock
+
+
+def test_score_run_inside_another_program_leaves_its_resource_tracker_running(tmp_path: Path, spied) -> None:
+    """`score --workers` run by typer's CliRunner (a test, a notebook) is not the whole process: multiprocessing's
+    resource tracker, which serves the whole process, keeps running, and what the caller registered with it (a
+    spawn-context lock) is left alone. Stopping it at the command's end unlinked those semaphores: pytest's own
+    exit then printed `sem_unlink ... FileNotFoundError` tracebacks for them. The `rewardlang` process itself
+    still stops it at its end (the CLI tests that watch for processes left behind)."""
+    import multiprocessing as mp
+    import os
+    from multiprocessing import resource_tracker
+
+    lock = mp.get_context("spawn").Lock()
+    sem = "/dev/shm/sem." + lock._semlock.name.lstrip("/")
+    resource_tracker.ensure_running()
+    pid = resource_tracker._resource_tracker._pid
+    code, _out, err, _ = _score(tmp_path, _rows(300), "--workers", "2")
+    assert code == 0, err
+    assert len(spied) >= 4, "the batches did not go to the worker pool"
+    assert resource_tracker._resource_tracker._pid == pid, "the command stopped the process's resource tracker"
+    assert os.path.exists(sem), "the caller's semaphore was unlinked"
+    del lock

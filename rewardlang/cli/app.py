@@ -58,8 +58,11 @@ def main(process_exit: bool = False) -> None:
     """Run the command ``sys.argv`` names. ``process_exit`` (the ``rewardlang`` script and ``python -m
     rewardlang``: this call is the whole process): a command that finished cleanly ends the process at once,
     without the interpreter's teardown (:func:`rewardlang.outputs.exit_fast`)."""
-    from rewardlang.outputs import InterruptExit, exit_fast, exit_interrupted, install_signal_handlers, interrupt_line
+    from rewardlang.outputs import (InterruptExit, exit_fast, exit_interrupted, install_signal_handlers,
+                                    interrupt_line, set_whole_process)
 
+    if process_exit:
+        set_whole_process()
     install_signal_handlers()  # SIGTERM unwinds like Ctrl-C: temporaries removed, the sandbox closed, one line
     try:
         app()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from rewardlang.cli.common import _err, _load, _overrides, _not_a_source
+from rewardlang.outputs import whole_process
 
 if TYPE_CHECKING:  # pragma: no cover
     from rewardlang.runtime.scoring import Summary
@@ -135,7 +136,7 @@ def _score_here(prog: Any, input: Path, label: str, out_f: Any, *, group_by: str
     try:
         summ = score_file(prog, input, out_f, label=label, group_by=group_by, on_bad_row=on_bad_row, step=step,
                           batch_size=batch_size, workers=workers, progress=show if progress else None, warn=_err,
-                          ending=True)
+                          ending=whole_process())
     finally:
         if bar is not None:
             bar.stop()

@@ -630,7 +630,8 @@ def score_file(prog: Program, path: str | os.PathLike[str], out: IO[str], *, lab
     written once the next batch has been read and handed out, so the workers score while this process parses and
     writes JSON. ``progress(lines read, lines in all)`` is called before the first batch and after each one. Bad data raises
     :class:`ScoringError` after writing the records of every batch before it; see :func:`score_rows` for the rest.
-    ``ending``: the process exits after this call (the CLI's ``score``): multiprocessing's resource tracker, which a
+    ``ending``: the process exits after this call (the CLI's ``score`` when it is the whole process,
+    :func:`rewardlang.outputs.whole_process`): multiprocessing's resource tracker, which a
     pool of workers started, is stopped with the pool, so that nothing outlives the run. It serves the whole
     process, so a library caller (whose process may use multiprocessing itself) leaves it running.
     """

@@ -31,7 +31,7 @@ auth with TOKEN as the password, which aiohttp and requests send for ``http://us
 SIGTERM or Ctrl-C: the connections waiting in the listening socket's backlog are accepted and the requests they
 already sent are read, then no new connection is accepted, connections whose request is not complete are closed,
 every request being scored is answered within ``shutdown_timeout`` s (after that, 503), then the server exits.
-A connection whose transport is closing (its client hung up) does not count against ``max_connections``.
+A connection closing with nothing left to write (its client hung up) does not count against ``max_connections``.
 
 Example (the app without a socket; ``rewardlang serve SPEC --port P`` runs it under uvicorn)::
 

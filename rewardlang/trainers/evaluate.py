@@ -34,6 +34,7 @@ import time
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
+from rewardlang.runtime.code.parse import compile_quietly
 from rewardlang.trainers import prefix as _prefix
 from rewardlang.trainers.prefix import prefill_rows, shared_prefix
 
@@ -91,7 +92,6 @@ def code_of(completion: str, prompt: str = "") -> str:
     >>> code_of("```python\ndef f(x):\n    return x\n```")
     'def f(x):\n    return x\n'
     """
-    import ast
 
     first = _FENCE_LINE.search(completion)
     if first is None:
@@ -100,7 +100,7 @@ def code_of(completion: str, prompt: str = "") -> str:
     if before.strip() and not first.group(1) and _CODE_LINE.search(before):
         for source in ((prompt + before, before) if prompt else (before,)):
             try:
-                ast.parse(source)
+                compile_quietly(source)
             except (SyntaxError, ValueError):
                 continue
             return before

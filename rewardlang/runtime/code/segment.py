@@ -30,6 +30,8 @@ import io
 import tokenize
 from dataclasses import dataclass
 
+from rewardlang.runtime.code.parse import compile_quietly
+
 __all__ = ["LEVELS", "Source", "find_function", "parse_program", "partition", "segments"]
 
 LEVELS = ("line", "block")
@@ -78,7 +80,7 @@ class Program:
 def parse_program(code: str) -> Program | None:
     """Parse ``code``, or ``code`` as the body of a function when it is indented; None if neither parses."""
     try:
-        return Program(ast.parse(code), Source(code), 0)
+        return Program(compile_quietly(code), Source(code), 0)
     except (SyntaxError, ValueError):
         pass
     except (RecursionError, MemoryError):
@@ -88,7 +90,7 @@ def parse_program(code: str) -> Program | None:
         return None
     wrapped = _BODY_HEADER + code
     try:
-        return Program(ast.parse(wrapped), Source(wrapped), len(_BODY_HEADER))
+        return Program(compile_quietly(wrapped), Source(wrapped), len(_BODY_HEADER))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

@@ -41,11 +41,10 @@ from __future__ import annotations
 import ast
 import re
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rewardlang.runtime.code.parse import replace_surrogates
+from rewardlang.runtime.code.parse import compile_quietly, replace_surrogates
 
 __all__ = ["LINEAR_SCAN_LINES", "TooDeep", "Violation", "first_violation", "is_valid", "shortest_nonviable_prefix",
            "tree_sitter_errors", "viable"]
@@ -80,9 +79,7 @@ class Violation:
 def _compile(source: str, flags: int) -> SyntaxError | None:
     """None if ``source`` compiles (AST only, never executed), else the SyntaxError."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarning / DeprecationWarning for odd escapes etc.
-            compile(source, "<code>", "exec", flags, dont_inherit=True)
+        compile_quietly(source, flags)  # SyntaxWarning / DeprecationWarning for odd escapes etc.: never an error
         return None
     except SyntaxError as exc:  # includes IndentationError / TabError
         return exc

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rewardlang.runtime.api import Context, Result, Span, function, per_row
 from rewardlang.runtime.code import validity
+from rewardlang.runtime.code.parse import compile_quietly
 from rewardlang.runtime.components.execution import ExecParams, exec_limits, forced_level_missing
 from rewardlang.runtime.components.lint import RuffParams, findings_result, line_spans, run_ruff
 from rewardlang.runtime.components.syntax import DEFAULT_TIMEOUT, SyntaxParams
@@ -197,7 +198,7 @@ def script_tests(tests: Any, entry_point: str | None, check: str = "asserts") ->
     if check != "asserts" or not entry_point:
         return whole
     try:
-        mod = ast.parse(text)
+        mod = compile_quietly(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return whole
     fn = next((st for st in mod.body if isinstance(st, ast.FunctionDef) and st.name == "check"), None)

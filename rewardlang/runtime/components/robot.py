@@ -359,8 +359,10 @@ def statement_span(code: str, line: int) -> tuple[int, int] | None:
     """
     import ast
 
+    from rewardlang.runtime.code.parse import compile_quietly
+
     try:
-        tree = ast.parse(code)
+        tree = compile_quietly(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     best: ast.stmt | None = None

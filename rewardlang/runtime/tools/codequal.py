@@ -28,13 +28,13 @@ Code that does not parse as Python (the running interpreter's grammar) is an err
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple, Sequence
 
+from rewardlang.runtime.code.parse import compile_quietly
 from rewardlang.runtime.tools.runner import FileResult
 from rewardlang.runtime.tools.text import SourceText
 
@@ -108,7 +108,7 @@ class Finding(NamedTuple):
 # ------------------------------------------------------------------------------------- analysis
 def _parse_error(text: str) -> str | None:
     try:
-        ast.parse(text)
+        compile_quietly(text)
     except SyntaxError as exc:
         return f"not parseable Python: {exc.msg} (line {exc.lineno})"
     except (ValueError, MemoryError, RecursionError, UnicodeError) as exc:

@@ -60,7 +60,7 @@ from rewardlang.runtime.tools.warm import run_warm, run_warm_many
 
 __all__ = [
     "Completed", "FileResult", "BatchTool", "run_command", "run_batch", "run_together", "resolve_command",
-    "file_name_for", "startup_allowance",
+    "file_name_for", "startup_allowance", "tool_environ",
 ]
 
 #: environment variable prefix for overriding a tool's command line
@@ -101,6 +101,22 @@ def startup_allowance(default: float) -> float:
         except ValueError:
             pass
     return default
+
+
+def tool_environ() -> dict[str, str]:
+    """``os.environ`` without ``PYTHONWARNINGS``: a Python tool parses the program under its own warning filters,
+    never the host's (with ``PYTHONWARNINGS=error`` pylint, bandit and the in-Python analysers turned the warnings
+    CPython gives about valid code, ``"\\d"`` or ``1if x else 2``, into syntax errors).
+
+        >>> import os
+        >>> os.environ["PYTHONWARNINGS"] = "error"
+        >>> "PYTHONWARNINGS" in tool_environ()
+        False
+        >>> del os.environ["PYTHONWARNINGS"]
+    """
+    env = dict(os.environ)
+    env.pop("PYTHONWARNINGS", None)
+    return env
 
 
 def _launch(argv: Sequence[str], *, timeout: float, cwd: Path, env: dict[str, str], stats: Counter) -> Completed:
@@ -152,8 +168,9 @@ class BatchTool(ABC):
         """Write configuration files into ``workdir`` before the first run (isolation from user config)."""
 
     def env(self, workdir: Path) -> dict[str, str]:
-        """The environment of the tool process."""
-        return dict(os.environ)
+        """The environment of the tool process: this one's, without what would make its verdict depend on the
+        host (:func:`tool_environ`)."""
+        return tool_environ()
 
 
 @dataclass

@@ -73,7 +73,8 @@ def _compile_cached(path: str, params: dict[str, Any] | None) -> tuple[str, list
     """:func:`compile_spec` of a spec file, through an on-disk cache of compiled specs.
 
     A command-line run spends ~0.1 s of CPU importing the parser and checker and compiling the spec, about a tenth
-    of `rewardlang score` on a small file. The entry is keyed by the path, the working directory, the parameters,
+    of `rewardlang score` on a small file. The entry is keyed by the path (as given and absolute), the working
+    directory, the parameters,
     the import search path and the compiler's fingerprint, and used only if every source file it was compiled from
     (imports included)
     still reads the same. Specs with errors are not cached. Any problem with the cache falls back to compiling.
@@ -87,7 +88,9 @@ def _compile_cached(path: str, params: dict[str, Any] | None) -> tuple[str, list
         return compile_spec(path, params)
     try:
         # the import search path decides which files an import reads (rewardlang.specfiles)
-        key = hashlib.sha256(json.dumps([os.path.abspath(path), os.getcwd(), sorted((params or {}).items()),
+        # the path as given, too: diagnostics and examples name the spec as it was given when it was compiled
+        # (a relative spelling's entry served for the absolute one made `check --set` find no example as written)
+        key = hashlib.sha256(json.dumps([path, os.path.abspath(path), os.getcwd(), sorted((params or {}).items()),
                                          _compiler_fingerprint(), os.environ.get("REWARDLANG_IMPORT_PATH")],
                                         default=repr).encode()).hexdigest()
         entry = cache / f"{key}.pickle"

@@ -76,3 +76,24 @@ def test_a_corrupt_entry_is_recompiled(tmp_path: Path, counted) -> None:
         entry.write_bytes(b"not a pickle")
     assert P.load_program(str(spec)).score(completion=["x"]).total.tolist() == [1.0]
     assert len(counted) == 2
+
+
+def test_an_entry_serves_only_the_spelling_it_was_compiled_under(tmp_path: Path, counted, monkeypatch) -> None:
+    """Diagnostics and examples name the spec as it was given: a relative spelling's entry served for the
+    absolute path named the examples by the relative one, and `check --set` (which looks the examples up by
+    file in the spec as written) reported an example that passes as written as failing."""
+    from typer.testing import CliRunner
+
+    from rewardlang.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.reward").write_text('param w: number = 1\ncomponent a = w * len(completion)\n'
+                                       'example { completion: "ab", expect a = 2 }\n')
+    rel = P.load_program("s.reward")
+    absolute = P.load_program(str(tmp_path / "s.reward"))
+    assert counted == ["s.reward", str(tmp_path / "s.reward")]
+    assert [f for _, f, *_ in rel.run_examples()] == ["s.reward"]
+    assert [f for _, f, *_ in absolute.run_examples()] == [str(tmp_path / "s.reward")]
+    r = CliRunner().invoke(app, ["check", str(tmp_path / "s.reward"), "--set", "w=2"])
+    assert r.exit_code == 0, r.stderr
+    assert "with --set, 1 example (example 1) gives other values than expected" in r.stderr, r.stderr

@@ -30,6 +30,8 @@ import json
 import os
 from importlib.util import find_spec
 
+from rewardlang.pycompile import compile_quietly
+
 __all__ = ["load_humaneval", "humaneval_path"]
 
 
@@ -83,7 +85,7 @@ def _with_prompt_helpers(prompt: str, tests: str, entry_point: str) -> str:
     """
     helpers: dict[str, str] = {}
     imports: list[str] = []
-    pmod = ast.parse(prompt)
+    pmod = compile_quietly(prompt)
     for node in pmod.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.append(ast.get_source_segment(prompt, node) or ast.unparse(node))
@@ -91,7 +93,7 @@ def _with_prompt_helpers(prompt: str, tests: str, entry_point: str) -> str:
             helpers[node.name] = ast.get_source_segment(prompt, node) or ast.unparse(node)
     if not helpers:
         return tests
-    tmod = ast.parse(tests)
+    tmod = compile_quietly(tests)
     defined = {n.name for n in ast.walk(tmod) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     used = {n.id for n in ast.walk(tmod) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     if not any(h in used and h not in defined and not hasattr(builtins, h) for h in helpers):

@@ -40,6 +40,7 @@ from rewardlang.datasets.types import (
     type_of,
     unify,
 )
+from rewardlang.pycompile import compile_quietly
 
 __all__ = ["Case", "Problem", "problem", "problems"]
 
@@ -129,7 +130,7 @@ def _shape(test: ast.expr, param: str) -> tuple[ast.Call, str, Any] | str:
 
 def _read_cases(tests: str, param_fn: Any, entry: str) -> tuple[list[tuple[tuple, Any, str, Any]], list[str]]:
     """Walk ``check``: [(args, payload value, kind, tolerance)] and the reasons of what was not read."""
-    mod = ast.parse(tests)
+    mod = compile_quietly(tests)
     ns: dict[str, Any] = {"__builtins__": __builtins__}
     check = None
     for stmt in mod.body:
@@ -194,7 +195,7 @@ def _read_cases(tests: str, param_fn: Any, entry: str) -> tuple[list[tuple[tuple
 def _build(task: dict[str, str]) -> Problem:
     number = int(task["task_id"].split("/")[1])
     entry = task["entry_point"]
-    pmod = ast.parse(task["prompt"])
+    pmod = compile_quietly(task["prompt"])
     fns = [n for n in pmod.body if isinstance(n, ast.FunctionDef)]
     fn = next(n for n in fns if n.name == entry)
     doc = ast.get_docstring(fn, clean=True) or ""

@@ -38,6 +38,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from rewardlang.pycompile import compile_quietly
 from rewardlang.sandbox.safe_eval import SAFE_FUNCTIONS, check_judge_ast
 
 __all__ = ["Plan", "Test", "make_plan", "TestFormatError", "FORMATS", "detect_format"]
@@ -304,12 +305,12 @@ def prelude_statements(prelude: str | None, protected: set[str]) -> tuple[list[a
     if not prelude or not prelude.strip():
         return [], []
     try:
-        mods = [ast.parse(prelude)]
+        mods = [compile_quietly(prelude)]
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         mods = []
         for block in _FENCE.findall(prelude):
             try:
-                mods.append(ast.parse(block))
+                mods.append(compile_quietly(block))
             except (SyntaxError, ValueError, MemoryError, RecursionError):
                 continue
         if not mods:
@@ -373,7 +374,7 @@ def _has_assert(stmts: Sequence[ast.stmt]) -> bool:
 
 def _parse(code: str, what: str) -> ast.Module:
     try:
-        return ast.parse(code)
+        return compile_quietly(code)
     except SyntaxError as e:
         raise TestFormatError(f"the {what} do not parse: {e}") from e
 

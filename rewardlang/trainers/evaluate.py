@@ -34,7 +34,7 @@ import time
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from rewardlang.runtime.code.parse import compile_quietly
+from rewardlang.pycompile import compile_quietly
 from rewardlang.trainers import prefix as _prefix
 from rewardlang.trainers.prefix import prefill_rows, shared_prefix
 

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from rewardlang.runtime.code.segment import Source, parse_program
+from rewardlang.pycompile import compile_quietly
 
 __all__ = [
     "MUTATIONS",
@@ -627,7 +628,7 @@ def apply(name: str, code: str, segment: tuple[int, int], *, seed: int | str = 0
         if new == code:
             continue
         try:
-            ast.parse(new)
+            compile_quietly(new)
         except (SyntaxError, ValueError):
             continue
         delta = len(e.text) - (e.end - e.start)

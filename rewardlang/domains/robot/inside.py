@@ -16,6 +16,8 @@ import ast
 import functools
 from importlib import resources
 
+from rewardlang.pycompile import compile_quietly
+
 __all__ = ["simulator_source", "setup_code", "probe_expression", "prepare_program", "ENTRY"]
 
 #: the function a program must define
@@ -95,7 +97,7 @@ def prepare_program(code: str) -> str:
     NameError on the first API function. Line numbers are kept, so a traceback still points at the statement.
     """
     try:
-        tree = ast.parse(code)
+        tree = compile_quietly(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return code  # the sandbox reports the compile error
     lines = code.splitlines(keepends=True)

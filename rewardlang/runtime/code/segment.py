@@ -30,7 +30,7 @@ import io
 import tokenize
 from dataclasses import dataclass
 
-from rewardlang.runtime.code.parse import compile_quietly
+from rewardlang.pycompile import compile_quietly
 
 __all__ = ["LEVELS", "Source", "find_function", "parse_program", "partition", "segments"]
 

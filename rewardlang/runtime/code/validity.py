@@ -44,7 +44,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rewardlang.runtime.code.parse import compile_quietly, replace_surrogates
+from rewardlang.pycompile import compile_quietly
+from rewardlang.runtime.code.parse import replace_surrogates
 
 __all__ = ["LINEAR_SCAN_LINES", "TooDeep", "Violation", "first_violation", "is_valid", "shortest_nonviable_prefix",
            "tree_sitter_errors", "viable"]

@@ -38,9 +38,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rewardlang.pycompile import compile_quietly
 from rewardlang.runtime.api import Context, Result, Span, function, per_row
 from rewardlang.runtime.code import validity
-from rewardlang.runtime.code.parse import compile_quietly
 from rewardlang.runtime.components.execution import ExecParams, exec_limits, forced_level_missing
 from rewardlang.runtime.components.lint import RuffParams, findings_result, line_spans, run_ruff
 from rewardlang.runtime.components.syntax import DEFAULT_TIMEOUT, SyntaxParams

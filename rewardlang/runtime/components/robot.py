@@ -359,7 +359,7 @@ def statement_span(code: str, line: int) -> tuple[int, int] | None:
     """
     import ast
 
-    from rewardlang.runtime.code.parse import compile_quietly
+    from rewardlang.pycompile import compile_quietly
 
     try:
         tree = compile_quietly(code)

@@ -34,7 +34,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple, Sequence
 
-from rewardlang.runtime.code.parse import compile_quietly
+from rewardlang.pycompile import compile_quietly
 from rewardlang.runtime.tools.runner import FileResult
 from rewardlang.runtime.tools.text import SourceText
 

@@ -1,4 +1,4 @@
-"""A reward never depends on the host's warning filters (runtime/code/parse.compile_quietly,
+"""A reward never depends on the host's warning filters (rewardlang.pycompile.compile_quietly,
 runtime/tools/runner.tool_environ).
 
 CPython's compiler warns about some valid code: ``re.compile("\\d+")`` (an invalid escape sequence) and
@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from rewardlang.domains.robot import inside
 from rewardlang.runtime.code import segment, validity
-from rewardlang.runtime.code.parse import PROGRAM_FILENAME, compile_quietly
+from rewardlang.sandbox import convert
+from rewardlang.pycompile import PROGRAM_FILENAME, compile_quietly
 
 ROOT = Path(__file__).resolve().parents[3]
 #: valid Python that CPython warns about twice (each a SyntaxError under -W error)
@@ -50,6 +52,11 @@ def test_in_process_parsing_ignores_the_hosts_filters(action: str, capsys: pytes
         assert validity.first_violation(WARNED) is None
         assert segment.parse_program(WARNED) is not None
         assert type(compile_quietly(WARNED)).__name__ == "Module"
+        # the robot domain's harness takes a program's own trailing task_program() call out before it is sent
+        robot = 'import re\ndef task_program():\n    say(re.sub("\\d", "", "a1"))\ntask_program()\n'
+        assert inside.prepare_program(robot).splitlines()[-1].strip() == "pass"
+        # the sandbox's trusted side reads a prompt's helpers (HumanEval's prompts keep regexes in helpers)
+        assert len(convert.prelude_statements(WARNED + "def g():\n    pass\n", {"g"})[0]) == 2
     assert "Warning" not in capsys.readouterr().err
 
 

@@ -23,8 +23,11 @@ __all__ = ["PROGRAM_FILENAME", "compile_quietly"]
 
 #: the file name under which :func:`compile_quietly` compiles a program's text (the module its warnings name)
 PROGRAM_FILENAME = "<rewardlang-program>"
-#: ignores every warning CPython's compiler gives about a program compiled under :data:`PROGRAM_FILENAME`
-_QUIET = ("ignore", None, Warning, re.compile(re.escape(PROGRAM_FILENAME) + r"\Z"), 0)
+_MODULE = re.escape(PROGRAM_FILENAME) + r"\Z"
+#: the filter ``warnings.filterwarnings("ignore", module=_MODULE)`` puts first: every warning CPython's compiler
+#: gives about a program compiled under :data:`PROGRAM_FILENAME` is ignored
+_QUIET = ("ignore", None, Warning, re.compile(_MODULE), 0)
+_QUIET_LOCK = threading.Lock()
 
 
 def compile_quietly(code: str, flags: int = ast.PyCF_ONLY_AST, mode: str = "exec") -> Any:
@@ -44,16 +47,8 @@ def compile_quietly(code: str, flags: int = ast.PyCF_ONLY_AST, mode: str = "exec
         >>> type(tree).__name__
         'Module'
     """
-    filters = warnings.filters
-    if not filters or filters[0] is not _QUIET:
+    if not warnings.filters or warnings.filters[0] != _QUIET:
         with _QUIET_LOCK:
-            filters = warnings.filters
-            if not filters or filters[0] is not _QUIET:
-                if _QUIET in filters:
-                    filters.remove(_QUIET)
-                filters.insert(0, _QUIET)
-                warnings._filters_mutated()  # type: ignore[attr-defined] - the C side caches the filters
+            if not warnings.filters or warnings.filters[0] != _QUIET:
+                warnings.filterwarnings("ignore", module=_MODULE)  # first, and no second copy left behind
     return compile(code, PROGRAM_FILENAME, mode, flags, dont_inherit=True)
-
-
-_QUIET_LOCK = threading.Lock()

@@ -74,10 +74,8 @@ def _compile_cached(path: str, params: dict[str, Any] | None) -> tuple[str, list
 
     A command-line run spends ~0.1 s of CPU importing the parser and checker and compiling the spec, about a tenth
     of `rewardlang score` on a small file. The entry is keyed by the path (as given and absolute), the working
-    directory, the parameters,
-    the import search path and the compiler's fingerprint, and used only if every source file it was compiled from
-    (imports included)
-    still reads the same. Specs with errors are not cached. Any problem with the cache falls back to compiling.
+    directory, the parameters, the import search path and the compiler's fingerprint, and used only if every source
+    file it was compiled from (imports included) still reads the same. Specs with errors are not cached. Any problem with the cache falls back to compiling.
     """
     import hashlib
     import json

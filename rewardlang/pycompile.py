@@ -8,7 +8,7 @@ or ``PYTHONWARNINGS=error`` or a test runner's ``filterwarnings = error``, a Syn
 unparseable, a reward that depended on the host's configuration (a quality_grpo completion's quality fell from
 0.86 to 0). The host side of rewardlang (the runtime, the sandbox's and the domains' trusted parts) parses such
 text with :func:`compile_quietly`; the processes it starts for Python tools run without ``PYTHONWARNINGS``
-(``rewardlang.runtime.tools.runner.tool_environ``) and the sandbox's with ``-I``.
+(``rewardlang.runtime.tools.command.tool_environ``) and the sandbox's with ``-I``.
 """
 
 from __future__ import annotations

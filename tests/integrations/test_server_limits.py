@@ -9,6 +9,7 @@ batcher, a batch being scored) is polled for through /metrics, never slept for."
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import importlib.util
 import json
@@ -23,6 +24,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -670,19 +672,15 @@ def test_a_body_of_tiny_json_values_is_refused_before_it_is_parsed(tmp_path: Pat
     assert code == 0
 
 
-def _stopped(srv: Server):
+@contextlib.contextmanager
+def _stopped(srv: Server) -> Iterator[None]:
     """While the server's process is stopped (SIGSTOP), what a test does lands in the kernel's queues all at once:
     the server sees it in one turn of its event loop when it goes on (SIGCONT)."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def cm():
-        os.kill(srv.p.pid, signal.SIGSTOP)
-        try:
-            yield
-        finally:
-            os.kill(srv.p.pid, signal.SIGCONT)
-    return cm()
+    os.kill(srv.p.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(srv.p.pid, signal.SIGCONT)
 
 
 def test_requests_sent_before_sigterm_on_connections_not_yet_started_are_answered(tmp_path: Path) -> None:

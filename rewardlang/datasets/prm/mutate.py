@@ -39,8 +39,8 @@ import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from rewardlang.runtime.code.segment import Source, parse_program
 from rewardlang.pycompile import compile_quietly
+from rewardlang.runtime.code.segment import Source, parse_program
 
 __all__ = [
     "MUTATIONS",

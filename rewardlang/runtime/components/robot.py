@@ -48,6 +48,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rewardlang.pycompile import compile_quietly
 from rewardlang.runtime.api import Context, Result, function
 
 __all__ = [
@@ -358,8 +359,6 @@ def statement_span(code: str, line: int) -> tuple[int, int] | None:
     True
     """
     import ast
-
-    from rewardlang.pycompile import compile_quietly
 
     try:
         tree = compile_quietly(code)

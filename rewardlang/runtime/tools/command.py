@@ -22,12 +22,29 @@ from typing import Sequence
 from rewardlang.outputs import interrupts_deferred
 from rewardlang.processes import kill_group
 
-__all__ = ["Bound", "Completed", "run_command", "session_cpu"]
+__all__ = ["Bound", "Completed", "run_command", "session_cpu", "tool_environ"]
 
 #: how long, as a multiple of its time budget, a run the machine held back may take before it is given up
 OVERRUN = 3.0
 #: a wait that returned this many seconds later than it asked: the caller itself did not run meanwhile
 STALL_S = 1.0
+
+
+def tool_environ() -> dict[str, str]:
+    """``os.environ`` without ``PYTHONWARNINGS``: a Python tool parses the program under its own warning filters,
+    never the host's (with ``PYTHONWARNINGS=error`` pylint, bandit and the in-Python analysers turned the warnings
+    CPython gives about valid code, ``"\\d"`` or ``1if x else 2``, into syntax errors). The warm helpers start with
+    it too: their runs are forks that keep the helper's filters.
+
+        >>> import os
+        >>> os.environ["PYTHONWARNINGS"] = "error"
+        >>> "PYTHONWARNINGS" in tool_environ()
+        False
+        >>> del os.environ["PYTHONWARNINGS"]
+    """
+    env = dict(os.environ)
+    env.pop("PYTHONWARNINGS", None)
+    return env
 
 
 @dataclass

@@ -55,12 +55,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from rewardlang.runtime.tools.command import OVERRUN, Completed, run_command
+from rewardlang.runtime.tools.command import OVERRUN, Completed, run_command, tool_environ
 from rewardlang.runtime.tools.warm import run_warm, run_warm_many
 
 __all__ = [
     "Completed", "FileResult", "BatchTool", "run_command", "run_batch", "run_together", "resolve_command",
-    "file_name_for", "startup_allowance", "tool_environ",
+    "file_name_for", "startup_allowance",
 ]
 
 #: environment variable prefix for overriding a tool's command line
@@ -101,22 +101,6 @@ def startup_allowance(default: float) -> float:
         except ValueError:
             pass
     return default
-
-
-def tool_environ() -> dict[str, str]:
-    """``os.environ`` without ``PYTHONWARNINGS``: a Python tool parses the program under its own warning filters,
-    never the host's (with ``PYTHONWARNINGS=error`` pylint, bandit and the in-Python analysers turned the warnings
-    CPython gives about valid code, ``"\\d"`` or ``1if x else 2``, into syntax errors).
-
-        >>> import os
-        >>> os.environ["PYTHONWARNINGS"] = "error"
-        >>> "PYTHONWARNINGS" in tool_environ()
-        False
-        >>> del os.environ["PYTHONWARNINGS"]
-    """
-    env = dict(os.environ)
-    env.pop("PYTHONWARNINGS", None)
-    return env
 
 
 def _launch(argv: Sequence[str], *, timeout: float, cwd: Path, env: dict[str, str], stats: Counter) -> Completed:

@@ -100,7 +100,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardlang.runtime.tools.command import Bound, Completed
+from rewardlang.runtime.tools.command import Bound, Completed, tool_environ
 
 __all__ = ["MAX_RUNS", "TOOL_MODULES", "HelperDead", "WarmHelper", "enabled", "helper", "run_warm", "run_warm_many"]
 
@@ -209,12 +209,9 @@ class WarmHelper:
         argv = [sys.executable, "-c", code, str(theirs.fileno()), json.dumps(self.modules),
                 "1" if self.warmup else "0", json.dumps(self.reuse)]
         try:
-            # the runs are forks of the helper and keep its warning filters: they are the tools' own, never the
-            # host's PYTHONWARNINGS (runner.tool_environ)
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
             self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                           pass_fds=[theirs.fileno()], cwd=tempfile.gettempdir(),
-                                          start_new_session=True, env=env)
+                                          start_new_session=True, env=tool_environ())
         except OSError as exc:
             ours.close()
             raise HelperDead(f"the warm analyser helper could not be started: {exc}") from exc

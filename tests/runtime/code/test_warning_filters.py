@@ -45,8 +45,10 @@ def test_the_code_compiles_and_the_compiler_warns_about_it() -> None:
 
 
 @pytest.mark.parametrize("action", ["error", "always"])
-def test_in_process_parsing_ignores_the_hosts_filters(action: str, capsys: pytest.CaptureFixture) -> None:
-    with warnings.catch_warnings():
+def test_in_process_parsing_ignores_the_hosts_filters(action: str) -> None:
+    """Under "error" nothing raises; under "always" nothing is shown (recorded here: pytest catches what would be
+    printed)."""
+    with warnings.catch_warnings(record=True) as shown:
         warnings.simplefilter(action)
         assert validity.is_valid(WARNED)
         assert validity.first_violation(WARNED) is None
@@ -57,7 +59,7 @@ def test_in_process_parsing_ignores_the_hosts_filters(action: str, capsys: pytes
         assert inside.prepare_program(robot).splitlines()[-1].strip() == "pass"
         # the sandbox's trusted side reads a prompt's helpers (HumanEval's prompts keep regexes in helpers)
         assert len(convert.prelude_statements(WARNED + "def g():\n    pass\n", {"g"})[0]) == 2
-    assert "Warning" not in capsys.readouterr().err
+    assert [str(w.message) for w in shown] == []
 
 
 def test_the_filter_is_put_back_first_and_only_names_programs() -> None:
@@ -86,7 +88,7 @@ def test_threads_parsing_at_once_leave_the_hosts_filters_as_they_were() -> None:
 
     def work() -> None:
         try:
-            for _ in range(300):
+            for _ in range(1500):
                 validity.is_valid(WARNED)
                 segment.parse_program(WARNED)
         except BaseException as exc:  # noqa: BLE001 - reported below

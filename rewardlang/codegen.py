@@ -408,7 +408,7 @@ def score(completion=None, **columns):
 
 
 if __name__ == "__main__":  # python this_module.py [-i rows.jsonl] [-o scored.jsonl] [--group-by COLUMN]
-    from rewardlang.runtime.program import module_main
+    from rewardlang.runtime.scoring import module_main
 
     raise SystemExit(module_main(program()))
 '''.splitlines()

@@ -40,16 +40,16 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import numpy as np
 
 from rewardlang.jsonl import iter_jsonl, parse_line
 from rewardlang.outputs import OutputError, atomic_write, check_output, quiet_broken_pipe
 from rewardlang.runtime.parallel import stop_tracker
+# the program (and its result's records and data errors) is the room below: scoring reads and writes rows for it
+from rewardlang.runtime.program import DataError, Pending, Program, ScoreResult, clean, record, records
 
-if TYPE_CHECKING:  # pragma: no cover - types only: this module works on any program, and program.py imports it
-    from rewardlang.runtime.program import Pending, Program, ScoreResult
 
 __all__ = ["OUTPUT_KEYS", "DataError", "DataIssue", "ScoringError", "Scored", "Summary", "clean", "record", "records",
            "group_keys", "group_value", "GroupOrder", "score_rows", "score_file", "module_main",
@@ -68,16 +68,6 @@ DECIDE_ROWS = 2048
 #: the most rows of that batch that may repeat an earlier row far before them for workers to be started
 #: (:func:`far_repeats`)
 FAR_REPEATS_MAX = 0.05
-
-
-class DataError(ValueError):
-    """Bad input data: every problem names its row (0-based, in the batch) and column."""
-
-    def __init__(self, problems: list[tuple[int, str, str]]) -> None:
-        self.problems = problems
-        shown = "; ".join(f"row {r}: column `{c}`: {m}" for r, c, m in problems[:5])
-        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-        super().__init__(f"{len(problems)} bad value(s): {shown}{more}")
 
 
 @dataclass(frozen=True)
@@ -122,95 +112,6 @@ class ScoringError(Exception):
         if hints:
             lines += [f"hint: {h}" for h in dict.fromkeys(i.hint for i in self.issues if i.hint)]
         return "\n".join(lines)
-
-
-def clean(x: Any) -> float | None:
-    """A score as JSON: none (NaN) and a non-finite value (an overflow such as `exp(len(completion))`) are null, so
-    every output line is valid JSON.
-
-        >>> clean(0.5), clean(float("nan")), clean(float("inf"))
-        (0.5, None, None)
-    """
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def record(res: ScoreResult, i: int) -> dict[str, Any]:
-    """Row ``i`` of a result as the scored record every writer uses: ``reward`` (the total), ``components``,
-    ``advantage`` (with an advantage pipeline), then, where the row has any, ``errors``, ``masked`` (the masked
-    components), ``spans`` and ``tokens`` (where `tokens` clauses place each value); a score that is none is null.
-
-        >>> import rewardlang
-        >>> res = rewardlang.loads("component n in [0, 3] = len(completion)").score(completion=["ab", "abcd"])
-        >>> record(res, 0), record(res, 1)["masked"]
-        ({'reward': 2.0, 'components': {'n': 2.0}}, ['n'])
-    """
-    rec: dict[str, Any] = {"reward": clean(res.total[i])}
-    rec["components"] = {k: clean(v[i]) for k, v in res.components.items()}
-    if res.advantages is not None:
-        rec["advantage"] = clean(res.advantages[i])
-    errs = {k: e[i] for k, e in res.errors.items() if e[i] is not None}
-    if errs:
-        rec["errors"] = errs
-    masked = [k for k, m in res.masked.items() if m[i]]
-    if masked:
-        rec["masked"] = masked
-    spans = {k: [list(s) for s in v[i]] for k, v in res.spans.items() if v[i]}
-    if spans:
-        rec["spans"] = spans
-    tokens = {k: v[i].as_json() for k, v in res.attribution.items() if v[i] is not None}
-    if tokens:  # `tokens` clauses: where each value reaches the completion's characters
-        rec["tokens"] = tokens
-    return rec
-
-
-def _scores(a: Any) -> list[float | None]:
-    """A column of scores as :func:`clean` gives each value: one conversion for the column."""
-    isfinite = math.isfinite
-    return [x if isfinite(x) else None for x in np.asarray(a, dtype=np.float64).tolist()]
-
-
-def records(res: ScoreResult) -> list[dict[str, Any]]:
-    """``[record(res, i) for i in range(len(res))]``, built a column at a time: each column is converted to
-    Python values once, not indexed value by value (a NumPy scalar per value: ~0.3 s of `score`'s CPU on
-    13,120 CodePO rows).
-
-        >>> import rewardlang
-        >>> res = rewardlang.loads("component n in [0, 3] = len(completion)").score(completion=["ab", "abcd"])
-        >>> records(res) == [record(res, 0), record(res, 1)]
-        True
-    """
-    n = len(res)
-    total = _scores(res.total)
-    comps = [(k, _scores(v)) for k, v in res.components.items()]
-    adv = None if res.advantages is None else _scores(res.advantages)
-    errs = [(k, e) for k, e in res.errors.items() if any(x is not None for x in e)]
-    masked = [(k, m.tolist()) for k, m in ((k, np.asarray(m)) for k, m in res.masked.items()) if m.any()]
-    spans = list(res.spans.items())
-    tokens = list(res.attribution.items())
-    out = []
-    for i in range(n):
-        rec: dict[str, Any] = {"reward": total[i], "components": {k: v[i] for k, v in comps}}
-        if adv is not None:
-            rec["advantage"] = adv[i]
-        if errs:
-            e = {k: v[i] for k, v in errs if v[i] is not None}
-            if e:
-                rec["errors"] = e
-        if masked:
-            m = [k for k, v in masked if v[i]]
-            if m:
-                rec["masked"] = m
-        if spans:
-            sp = {k: [list(x) for x in v[i]] for k, v in spans if v[i]}
-            if sp:
-                rec["spans"] = sp
-        if tokens:
-            t = {k: v[i].as_json() for k, v in tokens if v[i] is not None}
-            if t:  # `tokens` clauses: where each value reaches the completion's characters
-                rec["tokens"] = t
-        out.append(rec)
-    return out
 
 
 # ---------------------------------------------------------------------- groups

@@ -2,7 +2,7 @@
 
     >>> from rewardlang.syntax import Loc
     >>> src = "let x = lenn(completion)\\n"
-    >>> d = Diagnostic("E102", "unknown function `lenn`", Loc("my.reward", 1, 9, 1, 12, 8, 12),
+    >>> d = Diagnostic("E102", "unknown function `lenn`", Loc("my.reward", 1, 9, 1, 13, 8, 12),
     ...                hint="did you mean `len`?")
     >>> print(d.render({"my.reward": src}, color=False))
     error[E102]: unknown function `lenn`
@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -129,6 +130,8 @@ class Diagnostic:
                 end_col = loc.end_column if loc.end_line == loc.line else len(text) + 1
                 width = max(1, end_col - loc.column)
                 text, col, width = _window(text, loc.column - 1, width)
+                # the caret is drawn in terminal cells: a wide character (日, 😀) takes two, a combining one none
+                col, width = _cells(text[:col]), max(1, _cells(text[col:col + width]))
                 out.append(f"{pad} {c.blue}|{c.reset}")
                 out.append(f"{c.blue}{loc.line} |{c.reset} {_highlight(text) if color else text}")
                 out.append(f"{pad} {c.blue}|{c.reset} {' ' * col}{sev_color}{'^' * width}{c.reset}")
@@ -149,11 +152,30 @@ class Diagnostic:
 MAX_SHOWN = 120
 
 
+def _cells(text: str) -> int:
+    """How many terminal cells ``text`` takes: two for an East Asian wide or full-width character, none for a
+    combining mark, one otherwise.
+
+        >>> _cells("ab"), _cells("日本"), _cells("e\u0301"), _cells("😀")
+        (2, 4, 1, 2)
+    """
+    n = 0
+    for ch in text:
+        if ch.isascii():
+            n += 1
+        elif unicodedata.combining(ch):
+            continue
+        else:
+            n += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return n
+
+
 def _window(text: str, col: int, width: int) -> tuple[str, int, int]:
     """(the shown part of a source line, the caret's 0-based column in it, the caret's width).
 
-        >>> _window("x" * 50 + "BAD" + "y" * 200, 50, 3)[0][:8], _window("x" * 50 + "BAD" + "y" * 200, 50, 3)[1:]
-        ('…xxxxxxx', 41, 3)
+        >>> shown, col, width = _window("x" * 50 + "BAD" + "y" * 200, 50, 3)
+        >>> shown[:8], shown[col:col + width], col, width
+        ('…xxxxxxx', 'BAD', 41, 3)
     """
     if len(text) <= MAX_SHOWN:
         return text, col, width

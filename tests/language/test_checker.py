@@ -726,6 +726,28 @@ def test_rendering_expands_tabs_so_the_caret_stays_aligned() -> None:
     assert lines[4].index("^") == lines[3].index("lenn")
 
 
+@pytest.mark.parametrize("text, cells", [("ééé日本語", 9), ("😀", 2), ("e\u0301e\u0301", 2)])
+def test_the_caret_stands_under_its_name_after_wide_and_combining_characters(text: str, cells: int) -> None:
+    # a terminal draws 日 and 😀 in two cells and a combining accent in none: the caret counts cells, not code points
+    src = f'component c in [0, 9] = len("{text}") + zz\n'
+    with pytest.raises(SpecError) as ei:
+        rewardlang.loads(src, filename="wide.reward")
+    lines = ei.value.render().splitlines()
+    assert lines[1] == f" --> wide.reward:1:{src.index('zz') + 1}"
+    caret = lines[4]
+    assert caret.index("^") == len("1 | ") + len('component c in [0, 9] = len("') + cells + len('") + ')
+    assert caret.count("^") == 2
+
+
+def test_the_diagnostics_module_examples() -> None:
+    import doctest
+
+    from rewardlang import diagnostics
+
+    result = doctest.testmod(diagnostics)
+    assert result.failed == 0 and result.attempted >= 7
+
+
 def test_rendering_shows_the_right_line_after_a_form_feed_in_a_comment() -> None:
     src = "# page one\x0c page two\ncomponent c = lenn(completion)\n"
     with pytest.raises(SpecError) as ei:

@@ -492,7 +492,7 @@ class Checker:
         if name in self.components and sc.kind == "row":
             return self.error("E101", f"component `{name}` cannot be used inside another component", e.loc,
                               hint="combine components in `reward = ...`, or share the expression with a `let`")
-        if name in self.inputs or name in sc.env.lets:
+        if name in self.inputs or name in sc.env.lets or name in ("completion", "prompt"):
             where = {"scalar": "a weight", "const": "a constant", "reward": "the reward", "stage": "the advantage"}
             return self.error("E101", f"`{name}` varies per sample and cannot be used in {where.get(sc.kind, 'here')}",
                               e.loc)
@@ -1273,9 +1273,10 @@ class Checker:
         if stmt.range is not None:
             lo, hi = (self.lower(x, Scope("const", env)) for x in stmt.range)
             if ERR not in (lo, hi):
-                if not (self.is_const(lo) and self.is_const(hi)) or not all(
-                        isinstance(self.cval(n), (int, float)) for n in (lo, hi)):
-                    self.error("E208", "range bounds must be constant numbers", stmt.range[0].loc)
+                bad = [x for x, n in zip(stmt.range, (lo, hi))
+                       if not self.is_const(n) or not isinstance(self.cval(n), (int, float))]
+                if bad:  # the caret goes under the bound that is not a constant number
+                    self.error("E208", "range bounds must be constant numbers", bad[0].loc)
                 elif self.cval(lo) > self.cval(hi):
                     self.error("E208", f"empty range [{self.cval(lo)}, {self.cval(hi)}]", stmt.range[0].loc)
                 else:

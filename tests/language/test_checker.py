@@ -447,8 +447,16 @@ def test_range_bounds_must_be_constant_numbers() -> None:
     assert d.code == "E101"  # a per-sample value in a constant
     d = only('component c in ["a", 1] = 1')
     assert (d.code, d.message) == ("E208", "range bounds must be constant numbers")
+    d = only('component c in [0, "a"] = 1')  # the caret under the bound that is not a number
+    assert (d.code, span(d)) == ("E208", (1, 20, 1, 23))
     d = only("component c in [2, 1] = 1")
     assert (d.code, d.message, span(d)) == ("E208", "empty range [2.0, 1.0]", (1, 17, 1, 18))
+
+
+@pytest.mark.parametrize("name", ["completion", "prompt"])
+def test_a_param_default_of_the_implicit_inputs_says_it_varies_per_sample(name: str) -> None:
+    d = only(f"param s: number = {name}\ncomponent c = s")
+    assert (d.code, d.message) == ("E101", f"`{name}` varies per sample and cannot be used in a constant")
 
 
 def test_component_always_none() -> None:

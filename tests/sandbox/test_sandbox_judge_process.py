@@ -10,6 +10,8 @@ no byte of the judged test code, and the judge process holds no object of the pr
 
 from __future__ import annotations
 
+import ast
+
 import dataclasses
 import re
 import textwrap
@@ -528,6 +530,8 @@ def test_every_humaneval_test_is_converted_or_judged_in_the_judge_process() -> N
         kinds.update(t.kind for t in plan.tests)
         wire = plan.wire()
         assert "inside" not in wire
+        # the program's process runs only imports of the tests' set-up (METADATA, helpers and tables stay out)
+        assert all(isinstance(st, (ast.Import, ast.ImportFrom)) for st in ast.parse(wire["setup"]).body), r["task_id"]
         if plan.n_inside:
             judged.append(r["task_id"])
             assert wire["judged"] == 1 and wire["proxy"] == [r["entry_point"]]
@@ -540,4 +544,6 @@ def test_every_humaneval_test_is_converted_or_judged_in_the_judge_process() -> N
     assert judged == [f"HumanEval/{i}" for i in (32, 33, 38, 44, 50, 53, 151)]
     for row, helper in ((H32, "def poly("), (H38, "def encode_cyclic("), (H50, "def encode_shift(")):
         assert row["tests"].index(helper) < row["tests"].index("def check(")   # the prompt's own helper
-        assert helper in make_plan(row["tests"], row["entry_point"], "humaneval").setup
+        plan = make_plan(row["tests"], row["entry_point"], "humaneval")
+        # the helper is test code: it runs in the judge process, never in the program's
+        assert helper in plan.judge_setup and helper not in plan.setup

@@ -14,6 +14,7 @@ comprehensions, aggregates of the advantage pipeline) are handled here.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
@@ -385,7 +386,7 @@ class Checker:
             if new is MISSING:
                 finite = "" if typ.required() != NUMBER else " (a finite number)"
                 self.error("E602", f"--set {name}={raw!r}: `{name}` is `{typ}`{finite}", stmt.loc,
-                           hint=f"the default stays {value!r}")
+                           hint=f"the default stays {_spell(value)}")
             else:
                 self.params[name] = (stmt, new, typ)
 
@@ -1715,11 +1716,17 @@ class Checker:
                 if tn == ERR:  # already reported (no follow-on error)
                     ok = False
                     continue
-                if not self.is_const(tn) or not isinstance(self.cval(tn), (int, float)):
+                if not self.is_const(tn) or not isinstance(self.cval(tn), (int, float)) \
+                        or isinstance(self.cval(tn), bool):
                     self.error("E402", "a tolerance is a constant number", ex.tolerance.loc)
                     ok = False
                     continue
                 tol = float(self.cval(tn))
+                if not tol >= 0 or math.isinf(tol):  # NaN and a negative tolerance would fail every value
+                    self.error("E402", f"a tolerance is a finite number >= 0, not {tol:g}", ex.tolerance.loc,
+                               hint="`expect name = value +- tolerance`, e.g. `+- 1e-6`")
+                    ok = False
+                    continue
             expects.append((ex.name, [None if x is None else float(x) for x in vals], tol, ex.loc))
         if not ok:
             return None
@@ -2120,6 +2127,23 @@ def strip_bom(source: str) -> str:
         'component n = 1'
     """
     return source[1:] if source.startswith("\ufeff") else source
+
+
+def _spell(v: Any) -> str:
+    """A constant as a spec writes it (``true``, ``none``, ``"text"``, ``[1, 2]``), for messages and hints.
+
+        >>> _spell(True), _spell(None), _spell("a b"), _spell([1, 2.5, False])
+        ('true', 'none', '"a b"', '[1, 2.5, false]')
+    """
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "none"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_spell(x) for x in v) + "]"
+    return repr(v)
 
 
 def _non_finite(v: Any) -> bool:

@@ -459,6 +459,19 @@ def test_a_param_default_of_the_implicit_inputs_says_it_varies_per_sample(name: 
     assert (d.code, d.message) == ("E101", f"`{name}` varies per sample and cannot be used in a constant")
 
 
+@pytest.mark.parametrize("tol", ["-1", "-0.5"])
+def test_a_negative_tolerance_is_refused_where_it_is_written(tol: str) -> None:
+    src = f'component c in [0, 1] = 1\nexample "e" {{\n    completion: "a",\n    expect c = 1 +- {tol},\n}}\n'
+    d = only(src)
+    assert (d.code, d.message) == ("E402", f"a tolerance is a finite number >= 0, not {float(tol):g}")
+    assert span(d)[:2] == (4, src.splitlines()[3].index(tol) + 1)
+
+
+def test_a_bad_override_hint_spells_the_default_as_a_spec_does() -> None:
+    _, diags = check("param flag: bool = true\ncomponent c in [0, 1] = 1 if flag else 0", params={"flag": "3"})
+    assert [(d.code, d.hint) for d in diags] == [("E602", "the default stays true")]
+
+
 def test_component_always_none() -> None:
     prog, diags = check("component c = none")
     assert [(d.code, d.message) for d in diags if d.is_error] == [("E209", "component `c` is always none")]
@@ -610,7 +623,7 @@ def test_bad_parameter_defaults_are_E601() -> None:
 
 @pytest.mark.parametrize("params,message,where,hint", [
     ({"k": "abc"}, "--set k='abc': `k` is `number` (a finite number)", (1, 1, 1, 20), "the default stays 2.0"),
-    ({"flag": "1"}, "--set flag='1': `flag` is `bool`", (2, 1, 2, 24), "the default stays True"),
+    ({"flag": "1"}, "--set flag='1': `flag` is `bool`", (2, 1, 2, 24), "the default stays true"),
     ({"kk": "3"}, "--set kk: no such parameter", None, "did you mean `k`?"),
     ({"c.weight": "x"}, "--set c.weight='x': a weight is a finite number", None, None),
     ({"c.weigth": "2"}, "--set c.weigth: no such parameter", None, "did you mean `c.weight`?"),

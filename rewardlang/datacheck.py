@@ -41,15 +41,18 @@ class DataCheck:
 
     path: str
     rows: int = 0
-    #: ``(line, why)``: lines that are not JSON objects, and rows whose values the spec cannot take
+    #: ``(line, why)``, in the file's order: lines that are not JSON objects (D003, their lines in
+    #: :attr:`unreadable_lines`), and rows whose values the spec cannot take or that lack a column it reads (D001)
     bad_rows: list[tuple[int, str]] = field(default_factory=list)
+    unreadable_lines: set[int] = field(default_factory=set)
     #: distinct test suites read (per batch)
     planned: int = 0
     #: ``(task, names)``: tests that use names nothing defines
     undefined: list[tuple[str, list[str]]] = field(default_factory=list)
     #: ``(task, why)``: tests that cannot be read
     unreadable: list[tuple[str, str]] = field(default_factory=list)
-    #: a column every row lacks (``(column, why)``): nothing could be checked
+    #: a column no row of the file has (``(column, why)``): nothing could be checked (a column only some rows lack:
+    #: those rows are bad rows)
     missing: list[tuple[str, str]] = field(default_factory=list)
     placeholder: bool = False
 
@@ -64,8 +67,9 @@ class DataCheck:
         out: list[tuple[str, str]] = []
         for col, why in self.missing:
             out.append(("err", f"error[D001]: {self.path}: column `{col}` {why}"))
-        for line, why in self.bad_rows[:20]:
-            out.append(("err", f"error[D001]: {self.path}:{line}: {why}"))
+        for line, why in sorted(self.bad_rows, key=lambda b: b[0])[:20]:  # the codes `score` gives them
+            code = "D003" if line in self.unreadable_lines else "D001"
+            out.append(("err", f"error[{code}]: {self.path}:{line}: {why}"))
         if len(self.bad_rows) > 20:
             out.append(("err", f"... and {len(self.bad_rows) - 20} more bad row(s)"))
         for task, why in self.unreadable[:20]:
@@ -90,21 +94,33 @@ def check_data(prog: Any, path: str, *, batch_size: int = 2048) -> DataCheck:
 
     rep = DataCheck(str(path))
     stats0 = {k: v for k, v in prog.stats.items()}
+    # the columns of the whole file first (a second read): whether it is a problem file (no row has a completion),
+    # and which columns no row has, are the file's, not a batch's (a batch of rows that lack a column is those rows'
+    # problem when other rows have it)
+    present: set[str] = set()
+    for _, row, problem in iter_jsonl(path):
+        if problem is None:
+            present.update(row)  # type: ignore[arg-type]
+    rep.placeholder = "completion" not in present
+    for inp in prog.inputs:
+        if (inp.used and inp.name != "completion" and not inp.nullable and inp.column not in present
+                and inp.name not in present):
+            rep.missing.append((inp.column, f"missing: the spec's input `{inp.name}` reads column `{inp.column}` "
+                                            "(no row has it)"))
 
     def run(batch: list[tuple[int, dict]]) -> None:
-        if not batch or rep.missing:
+        if not batch or rep.missing:  # a column no row has: nothing can be checked
             return
-        present: set[str] = set().union(*(r.keys() for _, r in batch))
-        if "completion" not in present:
-            rep.placeholder = True
+        if rep.placeholder:
             batch = [(ln, dict(r, completion=PLACEHOLDER)) for ln, r in batch]
-        try:  # read and scored as `rewardlang score` scores them (plan_only: no program runs)
+        # read and scored as `rewardlang score` scores them (plan_only: no program runs); a row that lacks a column
+        # another row has is a bad row, named
+        try:
             scored = score_rows(prog, [(ln, r, None) for ln, r in batch], on_bad_row="skip", label=str(path),
                                 warn=lambda _: None, extra={"plan_only": True})
-        except ScoringError as exc:  # a column the spec reads is missing from every row
-            problems = exc.cause.problems if exc.cause is not None else []
-            rep.missing = [(c, m) for _, c, m in problems if m.startswith("missing")] or [
-                (i.column or "", i.message) for i in exc.issues]
+        except ScoringError as exc:  # not pinned on a row (skip pins every bad value on its row): each row named
+            why = "; ".join(i.message for i in exc.issues)
+            rep.bad_rows.extend((ln, why) for ln, _ in batch)
             return
         rep.bad_rows += scored.bad_rows
         rep.rows += len(scored.rows)
@@ -113,12 +129,14 @@ def check_data(prog: Any, path: str, *, batch_size: int = 2048) -> DataCheck:
     for lineno, row, problem in iter_jsonl(path):
         if problem is not None:
             rep.bad_rows.append((lineno, problem))
+            rep.unreadable_lines.add(lineno)
             continue
         batch.append((lineno, row))
         if len(batch) >= batch_size:
             run(batch)
             batch = []
     run(batch)
+    rep.bad_rows.sort(key=lambda b: b[0])
     new = {k: v - stats0.get(k, 0) for k, v in prog.stats.items() if isinstance(v, (int, float))}
     rep.planned = int(new.get("tests.planned", 0))
     rep.undefined = [(t, n) for t, n, _ in undefined_names({k: v for k, v in new.items()

@@ -20,6 +20,7 @@ import math
 import re
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -104,8 +105,8 @@ def row_groups(prog: Any, rows: list[dict], group_by: str | None, *, lines: list
 def _score(prog: Any, rows: list[dict], lines: list[int] | None, step: int, group_by: str | None, source: str
            ) -> Any:
     """The rows scored as one batch (:func:`rewardlang.runtime.scoring.score_rows`, grouped as ``score`` groups
-    them): a row with a bad value is skipped and counted (``Scored.bad_rows``, by its line with ``lines``); a
-    column every row lacks is a ``ScoringError``."""
+    them): a row with a bad value, or that lacks a column the spec reads, is skipped and counted
+    (``Scored.bad_rows``, by its line with ``lines``)."""
     given: list[Any] = [(n, r, None) for n, r in zip(lines, rows)] if lines is not None else list(rows)
     return score_rows(prog, given, step=step, group_by=group_by, label=source, on_bad_row="skip")
 
@@ -144,31 +145,38 @@ def probe_rows(template: dict, best_completion: str) -> list[tuple[str, dict | N
     return out
 
 
-def build_report(prog: Any, rows: list[dict], *, bad_rows: int = 0, group_by: str | None = None, step: int = 0,
-                 probe_threshold: float | None = None, source: str = "", lines: list[int] | None = None) -> dict:
+def build_report(prog: Any, rows: list[dict], *, bad_rows: int | Sequence[tuple[int, str]] = 0,
+                 group_by: str | None = None, step: int = 0, probe_threshold: float | None = None, source: str = "",
+                 lines: list[int] | None = None) -> dict:
     """The report's data (JSON-ready). ``probe_threshold`` defaults to the median total of the real rows: a
     probe that earns more than a typical real completion is flagged. ``lines``: each row's line in ``source``
-    (rows are named ``source:LINE``). A row with a bad value is skipped and counted (with the ``bad_rows`` the
-    caller could not read), each named in ``skipped_rows``; a ``group_by`` column a row lacks, or a column every row
-    lacks, is a :class:`~rewardlang.runtime.scoring.ScoringError`."""
+    (rows are named ``source:LINE``). A row with a bad value, or that lacks a column the spec reads, is skipped and
+    counted, each named in ``skipped_rows`` in the file's order, with the rows the caller could not read:
+    ``bad_rows``, their ``(line, reason)`` (a bare count: counted, not named); a ``group_by`` column a row lacks is
+    a :class:`~rewardlang.runtime.scoring.ScoringError`, and so is every row skipped."""
     from rewardlang.runtime.components.execution import UNDEFINED_KEY, undefined_names
 
     t0 = time.perf_counter()
     row_groups(prog, rows, group_by, lines=lines, label=source or "<rows>")  # before any scoring
     scored = _score(prog, rows, lines, step, group_by, source or "<rows>")
+    unread = [] if isinstance(bad_rows, int) else list(bad_rows)
+    skipped = sorted(scored.bad_rows + unread, key=lambda b: b[0])  # the file's order
     if scored.result is None:
-        raise ScoringError([DataIssue("D001", "no row could be scored (every row skipped)", file=source or "<rows>")])
+        first = scored.bad_rows[0] if scored.bad_rows else None
+        where = ("" if first is None else
+                 f"; the first, {source or '<rows>'}{':' if lines is not None else ': row '}{first[0]}: {first[1]}")
+        raise ScoringError([DataIssue("D001", f"no row could be scored (every row skipped{where})",
+                                      file=source or "<rows>")])
     out = scored.result
     rows = [r for _, r in scored.rows]
     kept_lines = [n for n, _ in scored.rows] if lines is not None else None
-    skipped = sorted(scored.bad_rows)
     group = row_groups(prog, rows, group_by)
     elapsed = time.perf_counter() - t0
     names = [c.name for c in prog.components]
     comps = {n: np.asarray(out.components[n], dtype=float) for n in names}
     total = np.asarray(out.total, dtype=float)
     rep: dict[str, Any] = {
-        "spec": prog.name, "input": source, "rows": len(rows), "bad_rows": bad_rows + len(skipped),
+        "spec": prog.name, "input": source, "rows": len(rows), "bad_rows": (bad_rows if isinstance(bad_rows, int) else 0) + len(skipped),
         "skipped_rows": [{"line" if lines is not None else "row": n, "reason": why} for n, why in skipped],
         "step": step,
         "scoring_seconds": elapsed, "ms_per_row": elapsed * 1000 / max(1, len(rows)),

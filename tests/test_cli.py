@@ -180,7 +180,7 @@ def _bad_file(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("line,expected", [
     (2, "error[D003]: {f}:2: invalid JSON: Expecting value (column 1)"),
     (4, "error[D003]: {f}:4: invalid UTF-8 at byte 0"),
-    (8, "error[D003]: {f}:8: expected a JSON object, got list"),
+    (8, "error[D003]: {f}:8: expected a JSON object, got array"),
 ])
 def test_score_fails_on_an_unreadable_line_naming_it(tmp_path: Path, line: int, expected: str) -> None:
     path = tmp_path / "one.jsonl"
@@ -196,21 +196,25 @@ def test_score_fails_on_an_unreadable_line_naming_it(tmp_path: Path, line: int, 
 
 @pytest.mark.parametrize("rows,expected", [
     ([{"completion": "a", "prompt": "p"}, {"prompt": "q"}],
+     "error[D001]: {f}:2: column `completion` missing: the spec's input `completion` reads column `completion`"),
+    ([{"completion": "a", "prompt": "p"}, {"completion": None, "prompt": "q"}],
      "error[D001]: {f}:2: column `completion` is null, but `completion` is `text`"),
     ([{"completion": "a", "prompt": "p"}, {"completion": 5, "prompt": "q"}],
      "error[D001]: {f}:2: column `completion` expected text, got int"),
     ([{"completion": "a", "prompt": "p"}, {"completion": "\ud800", "prompt": "q"}],
      "error[D001]: {f}:2: column `completion` is not valid UTF-8 text"),
     ([{"completion": "a"}, {"completion": "b"}],
-     "error[D001]: {f}: column `prompt` missing: the spec's input `prompt` reads column `prompt`"),
-], ids=["missing", "wrong-type", "surrogate", "missing-column"])
+     "error[D001]: {f}:1: column `prompt` missing: the spec's input `prompt` reads column `prompt`"),
+], ids=["missing", "null", "wrong-type", "surrogate", "missing-column"])
 def test_score_fails_on_bad_values_naming_line_and_column(tmp_path: Path, rows: list, expected: str) -> None:
     path = write_jsonl(tmp_path / "v.jsonl", rows)
     r = invoke("score", CODEPO, "-i", path, "--no-summary")
     assert r.exit_code == 1
     assert expected.format(f=path) in r.stderr
-    # skipping rows cannot help when the column is absent from the whole file, so that hint says only "fix"
-    hint = "hint: fix the data, or group by" if "missing:" in expected else "hint: fix the data, or pass --on-bad-row skip"
+    # skipping rows cannot help when the column is absent from the whole file, so that hint says only "fix";
+    # a column only some rows lack is theirs to skip
+    whole = "`prompt` missing:" in expected
+    hint = "hint: fix the data, or group by" if whole else "hint: fix the data, or pass --on-bad-row skip"
     assert hint in r.stderr
     assert r.stdout == ""
 

@@ -389,11 +389,12 @@ def test_report_names_bad_rows_by_line_and_skips_and_counts_them(tmp_path: Path)
     assert "(2 rows, 2 bad rows skipped" in said
     rep = json.loads(out.read_text(encoding="utf-8"))
     assert rep["rows"] == 2 and rep["bad_rows"] == 2
-    assert rep["skipped_rows"] == [{"line": 2, "reason": "column `n` expected number, got str"}]
+    assert rep["skipped_rows"] == [{"line": 2, "reason": "column `n` expected number, got str"},
+                                   {"line": 3, "reason": "invalid JSON: Expecting value (column 1)"}]
     assert [x["line"] for x in rep["extremes"]["highest"]] == [4, 1] and rep["probes"]["template_line"] == 4
     assert rep["total"]["mean"] == 4.0  # (2 + 6) / 2: the bad row is not a 0
-    r = invoke("score", spec, "-i", data, "-o", tmp_path / "o.jsonl")
-    assert r.exit_code == 1 and f"{data}:3: invalid JSON" in r.output
+    r = invoke("score", spec, "-i", data, "-o", tmp_path / "o.jsonl")  # the first bad row is the error named
+    assert r.exit_code == 1 and r.output.startswith(f"error[D001]: {data}:2: column `n` expected number, got str")
     data.write_text('{"completion": "a", "n": 1}\n{"completion": "b", "n": "x"}\n', encoding="utf-8")
     r = invoke("score", spec, "-i", data, "-o", tmp_path / "o.jsonl")
     assert r.exit_code == 1 and f"error[D001]: {data}:2: column `n` expected number, got str" in r.output

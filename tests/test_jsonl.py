@@ -30,7 +30,7 @@ def test_every_kind_of_bad_line_is_named_and_reading_goes_on(tmp_path) -> None:
                    (3, None, "invalid JSON: Expecting value (column 7)"),
                    (4, None, "invalid UTF-8 at byte 7"),
                    (5, None, "invalid JSON: `Infinity` is not a JSON value"),
-                   (6, None, "expected a JSON object, got str"),
+                   (6, None, "expected a JSON object, got string"),
                    (7, {"a": 2}, None)]
 
 
@@ -45,5 +45,5 @@ def test_gzip_files_and_the_raising_reader(tmp_path) -> None:
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"a": 1}\n[]\n')
-    with pytest.raises(Mine, match=r"^pairs .*bad.jsonl:2: expected a JSON object, got list$"):
+    with pytest.raises(Mine, match=r"^pairs .*bad.jsonl:2: expected a JSON object, got array$"):
         read_jsonl(bad, Mine, "pairs ")

@@ -113,7 +113,8 @@ def test_a_clean_score_ends_fast_with_its_output_whole(tmp_path: Path) -> None:
     # a failing run keeps the usual exit: status 1, its message, no output file
     (tmp_path / "bad.jsonl").write_text('{"completion": "x"}\n{oops\n')
     r = _cli(tmp_path, "score", str(spec), "-i", str(tmp_path / "bad.jsonl"), "-o", str(tmp_path / "b.jsonl"), env=env)
-    assert r.returncode == 1 and "bad.jsonl:2" in r.stderr and not (tmp_path / "b.jsonl").exists()
+    # the first bad row in the file is the one named: line 1 lacks `prompt` (line 2 is not JSON)
+    assert r.returncode == 1 and "bad.jsonl:1" in r.stderr and not (tmp_path / "b.jsonl").exists()
 
 
 def test_exit_fast_needs_the_command_to_say_it_is_done(monkeypatch) -> None:

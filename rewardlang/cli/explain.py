@@ -172,25 +172,31 @@ def report(spec: Path = typer.Argument(..., help="spec file"),
     if not input.exists():
         _err(f"error: {input}: no such file")
         raise typer.Exit(1)
-    rows, lines, bad = [], [], 0
+    rows, lines, unread = [], [], []
     for lineno, r, problem in iter_jsonl(input):
         if problem is not None:
-            bad += 1
-            _err(f"warning[D003]: {input}:{lineno}: {problem} (skipped)")
+            unread.append((lineno, problem))  # D003: named in `skipped_rows` with the bad values, in the file's order
         else:
             rows.append(r)
             lines.append(lineno)
+    d003 = {n for n, _ in unread}
+
+    def said(skipped: list[tuple[int, str]]) -> None:
+        for n, why in skipped:
+            _err(f"warning[{'D003' if n in d003 else 'D001'}]: {input}:{n}: {why} (skipped)")
+
     if not rows:
+        said(unread)
         _err(f"error: {input} has no rows")
         raise typer.Exit(1)
     try:
-        rep = build_report(prog, rows, bad_rows=bad, group_by=group_by, step=step, probe_threshold=probe_threshold,
-                           source=str(input), lines=lines)
+        rep = build_report(prog, rows, bad_rows=unread, group_by=group_by, step=step,
+                           probe_threshold=probe_threshold, source=str(input), lines=lines)
     except ScoringError as exc:
+        said(unread)
         _err(exc.render())
         raise typer.Exit(1)
-    for skipped in rep["skipped_rows"]:  # counted in the report; said here as the unreadable lines are
-        _err(f"warning[D001]: {input}:{skipped['line']}: {skipped['reason']} (skipped)")
+    said([(s["line"], s["reason"]) for s in rep["skipped_rows"]])  # counted in the report; said here too
     text = json.dumps(rep, indent=1) + "\n" if format == "json" else render_html(rep)
     from rewardlang.runtime.components.execution import undefined_names_lines
 

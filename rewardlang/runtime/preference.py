@@ -341,7 +341,9 @@ def _scores(prog: Any, rows: list[dict], step: int, lines: list[int] | None = No
                 comps[k][i] = num(r["components"].get(k), f"components.{k}")
         masked = np.array([bool(r.get("masked")) for r in rows], dtype=bool)
         return total, comps, masked
-    res = score_rows(prog, rows, step=step, label=path).result  # a bad value: ScoringError, located
+    # a bad value: ScoringError, located by the file's line where the rows came from one
+    given = [(ln, r, None) for ln, r in zip(lines, rows)] if lines is not None else rows
+    res = score_rows(prog, given, step=step, label=path).result
     masked = np.zeros(n, dtype=bool)
     for m in res.masked.values():
         masked |= m

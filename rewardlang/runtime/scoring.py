@@ -11,9 +11,10 @@ batch read while the workers score the last one.
 Bad data is a :class:`ScoringError` carrying :class:`DataIssue` values (a stable code, the file, line, row and
 column, a message and a hint), never a traceback; the caller prints ``render()``, as it prints spec errors:
 
-- ``D001``: a value of a column is not what the spec's input declares, or a column the spec reads is missing;
+- ``D001``: a value of a column is not what the spec's input declares, or a row lacks a column the spec reads (each
+  such row named, even where every row of a batch lacks it);
 - ``D002``: the rows of a group are not contiguous in a file (a batch would hold part of the group);
-- ``D003``: a line is not a JSON object.
+- ``D003``: a line is not a JSON object (or names a key twice: :mod:`rewardlang.jsonl`).
 
     >>> import rewardlang
     >>> prog = rewardlang.loads("input group: text\\ncomponent n in [0, 5] = len(completion)\\ncomponent g = len(group)")
@@ -109,6 +110,8 @@ class ScoringError(Exception):
     def render(self, limit: int | None = None, hints: bool = True) -> str:
         """The issues' lines (the first ``limit``), then each distinct hint once."""
         lines = [i.render() for i in self.issues[:limit]]
+        if limit is not None and len(self.issues) > limit:
+            lines.append(f"... and {len(self.issues) - limit} more")
         if hints:
             lines += [f"hint: {h}" for h in dict.fromkeys(i.hint for i in self.issues if i.hint)]
         return "\n".join(lines)
@@ -221,6 +224,7 @@ class _Run:
         self.numbered = numbered  # rows carry line numbers of a file (else: positions in a list)
         self.bad_rows: list[tuple[int, str]] = []
         self.warned: set[str] = set()
+        self.rows_read = 0  # rows whose columns were read (a batch before this one had every column the spec reads)
 
     def missing_hint(self, whole: list[tuple[str, str]]) -> str:
         hint = "fix the data"
@@ -241,39 +245,90 @@ class _Run:
                 hint += f', or read `{inp.name}` from another column: `input {inp.name}: {inp.type} from "<column>"`'
         return hint
 
+    def missing(self, batch: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, str, str]]:
+        """``(index in the batch, column, message)`` of each row that lacks a column the spec reads (an optional
+        input's column may be absent: it is none). Said of each row that lacks it, however the rows are batched: a
+        batch every row of which lacks it is not one problem of the batch but one of each of its rows."""
+        out: list[tuple[int, str, str]] = []
+        rows = [r for _, r in batch]
+        present: set[str] | None = None
+        for inp in self.prog.inputs:
+            if not inp.used or inp.name in self.skip or (inp.nullable and inp.name != "completion"):
+                continue
+            key = inp.column
+            if any(key not in r for r in rows):
+                if present is None:
+                    present = set().union(*(r.keys() for r in rows))
+                # the column read is the input's column, or its name where no row has the column (columns_needed)
+                key = inp.column if inp.column in present or inp.name not in present else inp.name
+                why = f"missing: the spec's input `{inp.name}` reads column `{inp.column}`"
+                out += [(i, key, why) for i, r in enumerate(rows) if key not in r]
+        return sorted(out, key=lambda p: p[0])
+
     def columns(self, batch: list[tuple[int, dict[str, Any]]]
                 ) -> tuple[list[tuple[int, dict[str, Any]]], dict[str, list[Any]], dict[str, list[Any]]]:
-        """The batch's validated columns (bad rows failed or skipped by the policy): (rows kept, columns, raw)."""
+        """The batch's validated columns (bad rows failed or skipped by the policy): (rows kept, columns, raw).
+
+        Every problem is pinned on its row: a row that lacks a column the spec reads (:meth:`missing`), a value of
+        the wrong type. ``fail``: a :class:`ScoringError` naming each bad row (``FILE:LINE``), in the rows' order;
+        ``skip``: each bad row counted once in :attr:`bad_rows` (its problems joined), the others scored."""
         prog = self.prog
-        rows = [r for _, r in batch]
+        lacking = self.missing(batch)
+        problems = list(lacking)
+        if lacking:
+            out = {i for i, _, _ in lacking}
+            keep = [i for i in range(len(batch)) if i not in out]
+        else:
+            keep = list(range(len(batch)))
+        part = batch if not lacking else [batch[i] for i in keep]
+        rows = [r for _, r in part]
         given = {k: [r.get(k) for r in rows] for k in columns_needed(prog, rows)}
         try:
-            return batch, prog.columns(len(rows), given, by="column", skip=self.skip), given
+            if rows:
+                cols = prog.columns(len(rows), given, by="column", skip=self.skip)
+                if not lacking:
+                    self.rows_read += len(rows)
+                    return batch, cols, given
         except DataError as exc:
-            whole = [(c, m) for _, c, m in exc.problems if m.startswith("missing") or m.startswith("no completions")]
-            if whole or self.on_bad_row == "fail":
-                hint = (self.missing_hint(whole) if whole else
-                        "fix the data, or pass --on-bad-row skip to skip (and count) bad rows")
-                issues = []
-                for r, c, m in exc.problems:
-                    if (c, m) in whole and self.numbered:
-                        issues.append(DataIssue("D001", f"column `{c}` {m}", file=self.label, column=c, hint=hint))
-                    else:
-                        line = batch[r][0] if self.numbered else None
-                        issues.append(DataIssue("D001", f"column `{c}` {m}", file=self.label, line=line,
-                                                row=None if self.numbered else batch[r][0], column=c, hint=hint))
-                raise ScoringError(issues, exc) from None
-            bad = {r for r, _, _ in exc.problems}
-            for r, c, m in exc.problems:
-                self.bad_rows.append((batch[r][0], f"column `{c}` {m}"))
-            batch = [b for i, b in enumerate(batch) if i not in bad]
-            rows = [r for _, r in batch]
-            given = {k: [r.get(k) for r in rows] for k in columns_needed(prog, rows)}
-            try:  # only good rows are left
-                return batch, prog.columns(len(rows), given, by="column", skip=self.skip), given
-            except DataError as again:  # a problem the first pass could not pin on a row: every row is bad, counted
-                self.bad_rows.extend((ln, f"the batch's columns: {again}") for ln, _ in batch)
-                return [], {}, {}
+            problems += [(keep[r], c, m) for r, c, m in exc.problems]
+            problems.sort(key=lambda p: p[0])
+        if self.on_bad_row == "fail":
+            raise ScoringError(self._issues(batch, problems, lacking), DataError(problems)) from None
+        why: dict[int, list[str]] = {}
+        for r, c, m in problems:  # one bad row each, however many of its values are bad
+            why.setdefault(r, []).append(f"column `{c}` {m}")
+        self.bad_rows += [(batch[r][0], "; ".join(ms)) for r, ms in why.items()]
+        batch = [b for i, b in enumerate(batch) if i not in why]
+        if not batch:
+            return [], {}, {}
+        rows = [r for _, r in batch]
+        given = {k: [r.get(k) for r in rows] for k in columns_needed(prog, rows)}
+        try:  # only good rows are left
+            return batch, prog.columns(len(rows), given, by="column", skip=self.skip), given
+        except DataError as again:  # a problem the first pass could not pin on a row: every row is bad, counted
+            self.bad_rows.extend((ln, f"the batch's columns: {again}") for ln, _ in batch)
+            return [], {}, {}
+
+    def _issues(self, batch: list[tuple[int, dict[str, Any]]], problems: list[tuple[int, str, str]],
+                lacking: list[tuple[int, str, str]]) -> list[DataIssue]:
+        """The D001 issues of ``problems`` (``(index in the batch, column, message)``), each row named."""
+        skip_hint = "fix the data, or pass --on-bad-row skip to skip (and count) bad rows"
+        hint_of: dict[str, str] = {}
+        for c in dict.fromkeys(c for _, c, _ in lacking):
+            hint = self.missing_hint([(c, "missing")])
+            # a column only some rows lack: skipping them leaves the rest (one every row so far lacks: the spec's to
+            # fix, or the data's)
+            if self.rows_read or sum(1 for _, c2, _ in lacking if c2 == c) < len(batch):
+                hint = skip_hint if hint == "fix the data" else f"{hint}; or pass --on-bad-row skip to skip them"
+            hint_of[c] = hint
+        lacked = set((r, c) for r, c, _ in lacking)
+        issues = []
+        for r, c, m in problems:
+            where = batch[r][0]
+            issues.append(DataIssue("D001", f"column `{c}` {m}", file=self.label,
+                                    line=where if self.numbered else None, row=None if self.numbered else where,
+                                    column=c, hint=hint_of[c] if (r, c) in lacked else skip_hint))
+        return issues
 
     def groups(self, batch: list[tuple[int, dict[str, Any]]]) -> list[Any] | None:
         """The rows' ids of the main group key when ``group_by`` names it (else None: the program reads the spec's
@@ -373,10 +428,13 @@ class Scored:
         return "".join([encode(r) + "\n" for r in self.records()])
 
 
-def _numbered(rows: Iterable[Any], label: str, on_bad_row: str, bad: list[tuple[int, str]]
+def _numbered(rows: Iterable[Any], label: str, on_bad_row: str, bad: list[tuple[int, str]],
+              before: Callable[[list[tuple[int, dict[str, Any]]]], Any] | None = None
               ) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
     """Rows as ``(number, row)``: ``(line, row, problem)`` triples (from :func:`rewardlang.jsonl.iter_jsonl`) keep
-    their line numbers (a problem is D003, failed or skipped); plain dicts are numbered by position from 0."""
+    their line numbers (a problem is D003, failed or skipped); plain dicts are numbered by position from 0.
+    ``before``: called with the rows before a line that fails, to fail first on a bad value of theirs (the first
+    bad row is the one named)."""
     out: list[tuple[int, dict[str, Any]]] = []
     numbered = False
     for i, item in enumerate(rows):
@@ -387,6 +445,8 @@ def _numbered(rows: Iterable[Any], label: str, on_bad_row: str, bad: list[tuple[
         lineno, row, problem = item
         if problem is not None:
             if on_bad_row == "fail":
+                if before is not None and out:
+                    before(out)
                 raise ScoringError([DataIssue("D003", problem, file=label, line=lineno,
                                               hint="fix the line, or pass --on-bad-row skip to skip (and count) "
                                                    "bad rows")])
@@ -405,12 +465,13 @@ def score_rows(prog: Program, rows: Iterable[dict[str, Any] | tuple[int, dict[st
     ``rows`` are dicts (numbered by position), or the ``(line, row, problem)`` triples of
     :func:`rewardlang.jsonl.iter_jsonl` (numbered by line; a bad line is D003). ``group_by`` names the column whose
     value groups rows for the advantage in place of the spec's group key; ``group`` gives the ids themselves.
-    ``on_bad_row``: ``fail`` (:class:`ScoringError`) or ``skip`` (left out, in ``bad_rows``); a missing column
-    always fails. ``workers``: cores for the per-sample phase (default: the program's). ``warn`` receives warnings
+    ``on_bad_row``: ``fail`` (:class:`ScoringError`) or ``skip`` (left out, in ``bad_rows``, one entry a row); a row
+    that lacks a column the spec reads is a bad row like any other, whether or not other rows have it. ``workers``: cores for the per-sample phase (default: the program's). ``warn`` receives warnings
     (default: standard error). ``extra`` goes into the functions' ``Context.extra`` (``{"plan_only": True}``).
     """
     run = _Run(prog, label=label, group_by=group_by, on_bad_row=on_bad_row, step=step, warn=warn, order=False)
-    batch, run.numbered = _numbered(rows, label, on_bad_row, run.bad_rows)
+    run.numbered = True  # (the rows before a line that fails are lines)
+    batch, run.numbered = _numbered(rows, label, on_bad_row, run.bad_rows, before=run.columns)
     c = run.check(batch, group)
     if c is None:
         return Scored([], None, run.bad_rows)
@@ -605,6 +666,8 @@ def score_file(prog: Program, path: str | os.PathLike[str], out: IO[str], *, lab
         assert order is not None
         for lineno, row, problem in iter_jsonl(path):
             if problem is not None:
+                if on_bad_row == "fail" and batch:  # a bad value on a line before it is the first error
+                    run.columns(batch)
                 _numbered([(lineno, row, problem)], label, on_bad_row, run.bad_rows)  # D003: fails or counts
                 continue
             g = order.of(row)
@@ -754,24 +817,20 @@ def module_main(prog: Program, argv: Sequence[str] | None = None) -> int:
         return 1
 
     try:
-        src = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8-sig")
+        src = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")
     except OSError as exc:
         return bad(f"{args.input}: {exc.strerror or exc}")
     rows: list[dict] = []
     lines: list[int] = []
     with src:
-        for lineno, line in enumerate(src, 1):
-            if lineno == 1:
-                line = line.lstrip("\ufeff")
-            if not line.strip():
+        for lineno, raw in enumerate(src, 1):  # read as every reader of rows reads them (rewardlang.jsonl)
+            item = parse_line(raw, lineno)
+            if item is None:
                 continue
-            try:
-                row = json.loads(line, parse_constant=lambda t: (_ for _ in ()).throw(ValueError(t)))
-            except ValueError as exc:
-                return bad(f"{args.input}:{lineno}: invalid JSON ({exc})")
-            if not isinstance(row, dict):
-                return bad(f"{args.input}:{lineno}: expected a JSON object")
-            rows.append(row)
+            _, row, problem = item
+            if problem is not None:
+                return bad(f"{args.input}:{lineno}: {problem}")
+            rows.append(row)  # type: ignore[arg-type]
             lines.append(lineno)
     scored = Scored([], None)
     if rows:

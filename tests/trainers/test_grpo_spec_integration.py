@@ -76,7 +76,7 @@ def test_dataset_formats_and_errors(tmp_path) -> None:
     with pytest.raises(DataError, match=r"dataset .*bad.jsonl:2: invalid JSON"):
         load_rows(str(bad))
     bad.write_text('{"prompt": "p"}\n[1]\n')  # a line that is no object is named too
-    with pytest.raises(DataError, match=r"bad.jsonl:2: expected a JSON object, got list"):
+    with pytest.raises(DataError, match=r"bad.jsonl:2: expected a JSON object, got array"):
         load_rows(str(bad))
     (tmp_path / "x.csv").write_text("prompt\np\n")
     with pytest.raises(DataError, match="unsupported format"):

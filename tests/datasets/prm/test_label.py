@@ -115,7 +115,7 @@ def test_bad_rows_named_and_counted(tmp_path) -> None:
     rows, bad = label.load_problems(str(path))
     assert [r["task_id"] for r in rows] == ["a"]
     assert bad == ["line 2: invalid JSON: Expecting value (column 1)", "line 3: missing or not text: reference, tests",
-                   "line 4: expected a JSON object, got list"]
+                   "line 4: expected a JSON object, got array"]
     with pytest.raises(label.DataRowError, match="no such file"):
         label.load_problems(str(tmp_path / "missing.jsonl"))
     (tmp_path / "bad.jsonl").write_text("{}\n")

@@ -183,7 +183,7 @@ class Checker:
         try:
             module = parse(source, file)
         except ParseFailure as pf:
-            self.diags.append(pf.diagnostic)
+            self.diags.extend(pf.diagnostics)  # every statement's syntax error, in file order
             return None
         env = ModuleEnv(file)
         self.imported_files[key] = (module, env)

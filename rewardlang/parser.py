@@ -12,6 +12,8 @@ rule, building nodes that carry their source location (Lark's ``propagate_positi
 from __future__ import annotations
 
 import ast
+import bisect
+import dataclasses
 import functools
 import os
 import re
@@ -32,9 +34,17 @@ _GRAMMAR = Path(__file__).with_name("grammar.lark")
 
 
 class ParseFailure(Exception):
-    def __init__(self, diagnostic: Diagnostic) -> None:
-        super().__init__(diagnostic.message)
-        self.diagnostic = diagnostic
+    """A spec that does not parse: ``diagnostics`` holds every syntax error found (at least one, in file order;
+    after a syntax error the parser resumes at the next statement, see :func:`_recover`); ``diagnostic`` is the
+    first."""
+
+    def __init__(self, diagnostics: Diagnostic | list[Diagnostic]) -> None:
+        diags = [diagnostics] if isinstance(diagnostics, Diagnostic) else list(diagnostics)
+        if not diags:
+            raise ValueError("a ParseFailure needs a diagnostic")
+        super().__init__(diags[0].message)
+        self.diagnostics = diags
+        self.diagnostic = diags[0]
 
 
 _SINK = threading.local()
@@ -594,11 +604,16 @@ def _open_at(err: Token, stack: list[Token], source: str, file: str) -> Diagnost
             continue
         word = re.match(r"[ \t]*(\w+)", lines[n - 1])
         column = len(lines[n - 1]) - len(lines[n - 1].lstrip(" \t")) + 1
-        closer = _OPENERS[opener.type][2]
-        return Diagnostic("E006", f"unclosed `{opener}`", _tok_loc(file, opener),
-                          hint=f"the next statement starts at {n}:{column} (`{word.group(1) if word else ''}`) "
-                               f"before it is closed: close it with `{closer}`")
+        return _unclosed_before(file, opener, n, column, word.group(1) if word else "")
     return None
+
+
+def _unclosed_before(file: str, opener: Token, line: int, column: int, word: str) -> Diagnostic:
+    """``opener`` is still open where the statement at line:column (starting with ``word``) starts."""
+    closer = _OPENERS[opener.type][2]
+    return Diagnostic("E006", f"unclosed `{opener}`", _tok_loc(file, opener),
+                      hint=f"the next statement starts at {line}:{column} (`{word}`) before it is closed: close it "
+                           f"with `{closer}`")
 
 
 def _unclosed_string(source: str, file: str, pos: int, stack: list[Token]) -> Diagnostic | None:
@@ -618,6 +633,208 @@ def _unclosed_string(source: str, file: str, pos: int, stack: list[Token]) -> Di
     return Diagnostic("E007", "unclosed string", loc,
                       hint='a string closes on the line it opens: end it with `"` (a triple-quoted string, '
                            '`"""..."""`, may span lines)')
+
+
+# ---------------------------------------------------------------- recovery: every statement's syntax error
+
+#: words that may follow a name in an expression, a block or a statement's tail. A statement keyword is read as
+#: a name where a name may come (the contextual lexer), so a line `input if flag else 0` may go on with an
+#: expression left open above it; `input prompt: str` cannot
+_GOES_ON = frozenset({"and", "or", "not", "if", "else", "for", "in", "then", "over", "from", "import", "on_error",
+                      "timeout", "spans", "tokens", "every", "window", "margin", "step", "steps"})
+
+#: the head of a statement: its keyword with what must follow it there, which no expression, block item, clause
+#: or other statement can hold. `reward =` counts only outside brackets (inside one it is a keyword argument, a
+#: setting or an expectation); `input` alone may be an operand; `from "x"` is never one (after `input x: text`
+#: it is the input's column, and a whole parse reads `from "x" import y` on the next line so)
+_HEAD = re.compile(
+    r"(?P<indent>[ \t]*)(?:"
+    r"(?:spec|param|input|let|component|audit)[ \t]+(?P<name>[A-Za-z_]\w*)\b"
+    r'|import[ \t]*"'
+    r"|advantage[ \t]+over\b"
+    r'|example[ \t]*[{"]'
+    r"|(?:train|preference)[ \t]*\{"
+    r"|[A-Za-z_]\w*[ \t]*\.[ \t]*weight[ \t]*=(?!=)"
+    r"|(?P<reward>reward[ \t]*=(?!=)))"
+)
+#: the lexical pieces of a line, for :func:`_scan_line`: a triple quote, a string (maybe unterminated), a comment,
+#: a word, a number, a bracket, a `/`, blanks, any other character
+_PIECE = re.compile(r'"""|"(?:[^"\\]|\\.)*"?|#.*|[A-Za-z_]\w*|\d[\w.]*|[(\[{]|[)\]}]|/|\s+|.')
+#: the rest of a triple-quoted string on one line, and its closing quotes if the line holds them
+_TRIPLE_REST = re.compile(r'(?:[^"\\]|\\.|"(?!""))*(""")?')
+#: a /regex/ as the REGEX terminal reads it (grammar.lark)
+_REGEX_TOKEN = re.compile(r"/(?![/*\s])(?:[^/\\\n]|\\.)+/[imsx]*")
+#: words after which an operand comes (so a `/` there opens a /regex/, it does not divide)
+_BEFORE_OPERAND = frozenset({"and", "or", "not", "if", "else", "in", "then", "on_error", "timeout", "spans",
+                             "tokens", "every", "window", "margin"})
+
+
+def _scan_line(text: str, in_triple: bool, depth: int, operand: bool) -> tuple[bool, int, bool]:
+    """The state after one line, from the state before it: inside a triple-quoted string, how many brackets are
+    open, whether the last piece was an operand. Strings, comments and /regexes/ are skipped as the lexer skips
+    them (a `/` after an operand divides); an unterminated `"` string ends with its line, as the lexer fails it."""
+    i, n = 0, len(text)
+    while i < n:
+        if in_triple:
+            m = _TRIPLE_REST.match(text, i)
+            if m.group(1) is None:
+                return True, depth, operand
+            in_triple, operand, i = False, True, m.end()
+            continue
+        m = _PIECE.match(text, i)
+        piece, i = m.group(), m.end()
+        c = piece[0]
+        if piece == '"""':
+            in_triple = True
+        elif c == '"':
+            operand = True
+        elif c == "#":
+            break
+        elif c.isalpha() or c == "_":
+            operand = piece not in _BEFORE_OPERAND
+        elif c.isdigit():
+            operand = True
+        elif c in "([{":
+            depth, operand = depth + 1, False
+        elif c in ")]}":
+            depth, operand = max(0, depth - 1), True
+        elif c == "/" and not operand and (r := _REGEX_TOKEN.match(text, i - 1)):
+            i, operand = r.end(), True
+        elif not c.isspace():
+            operand = False
+    return in_triple, depth, operand
+
+
+def _statement_heads(source: str) -> list[tuple[int, int, int, str]]:
+    """(offset, line, column, first word) of each line where a statement starts for certain: its head
+    (:data:`_HEAD`) at the statement indentation (the first head's), outside a triple-quoted string (and, for
+    `reward =`, outside brackets). No statement, block or expression goes on across such a line, so a spec
+    that does not parse is cut there into statements that parse (or fail) alone. A bracket left open does not
+    keep a line from being a head: the head could not be inside it (the parser would stop there, and
+    :func:`_open_at` says so), but the count of open brackets restarts at each head."""
+    heads: list[tuple[int, int, int, str]] = []
+    indent: str | None = None
+    in_triple, depth, operand = False, 0, False
+    offset = 0
+    for n, text in enumerate(source.split("\n"), 1):
+        m = None if in_triple else _HEAD.match(text)
+        if m and m.group("name") not in _GOES_ON and (m.group("reward") is None or depth == 0):
+            if indent is None:
+                indent = m.group("indent")
+            if m.group("indent") == indent:
+                word = re.match(r"\w+", text[len(indent):])
+                heads.append((offset, n, len(indent) + 1, word.group() if word else ""))
+                depth, operand = 0, False
+        in_triple, depth, operand = _scan_line(text, in_triple, depth, operand)
+        offset += len(text) + 1
+    return heads
+
+
+#: said after the last syntax error: the checker needs a syntax tree, so no other error is known yet
+_UNCHECKED = "names, types and examples are checked once the spec parses"
+
+
+def _recover(source: str, file: str, exc: UnexpectedInput) -> list[Diagnostic]:
+    """Every syntax error of ``source``, whose parse failed with ``exc``, in file order: panic-mode recovery at
+    statement boundaries. The source is cut at the lines that start a statement (:func:`_statement_heads`) and
+    each piece is parsed alone, at its own lines and columns (the lines before it stay as empty lines), so one
+    statement's error neither hides nor causes another's. A piece that ends unfinished where the next statement
+    starts gets the error of an unfinished statement (:func:`_cut_short`); any other one, the diagnostic a whole
+    parse gives (:func:`_bracket_diagnostic`, :func:`_syntax_diagnostic`). The last one says that the checks
+    after parsing have not run."""
+    found = _piecewise(source, file, exc)
+    if not found:  # one statement, or (not expected) every piece parsed alone: the whole parse's error
+        found = [_bracket_diagnostic(source, file) or _syntax_diagnostic(exc, file, source)]
+    found[-1] = dataclasses.replace(found[-1], notes=[*found[-1].notes, _UNCHECKED])
+    return found
+
+
+def _piecewise(source: str, file: str, exc: UnexpectedInput) -> list[Diagnostic]:
+    """The errors of the statements of ``source`` parsed one by one (none: it holds one statement)."""
+    heads = [h for h in _statement_heads(source) if h[0] > 0]
+    if not heads:
+        return []
+    starts = [0] + [h[0] for h in heads]
+    ends = [h[0] for h in heads] + [len(source)]
+    lines = [1] + [h[1] for h in heads]
+    # the whole parse accepted the statements before the one it failed in, or, when it read on into the next
+    # statement (an unfinished one before it), before the one ahead of that
+    first = 0
+    tok = getattr(exc, "token", None)
+    err_line = tok.line if isinstance(tok, Token) else getattr(exc, "line", None)
+    if isinstance(err_line, int) and err_line > 0:
+        first = max(0, bisect.bisect_right(lines, err_line) - 2)
+    found: list[Diagnostic] = []
+    seen: set[tuple] = set()
+    for k in range(first, len(starts)):
+        d = _segment_diagnostic(source, file, starts[k], ends[k], lines[k], heads[k] if k < len(heads) else None)
+        if d is None:
+            continue
+        key = (d.code, d.loc.line, d.loc.column) if d.loc is not None else (d.code, d.message)
+        if key not in seen:  # the same error twice is said once
+            seen.add(key)
+            found.append(d)
+    found.sort(key=lambda d: (d.loc.line, d.loc.column) if d.loc is not None else (0, 0))
+    return found
+
+
+def _segment_diagnostic(source: str, file: str, start: int, end: int, line: int,
+                        after: tuple[int, int, int, str] | None) -> Diagnostic | None:
+    """The syntax error of ``source[start:end]`` (which starts line ``line``) parsed alone, or None; ``after``: the
+    head of the statement that follows it (None: it runs to the end of the file)."""
+    text = "\n" * (line - 1) + source[start:end]  # the lines before it, empty: lines and columns stay exact
+    try:
+        _lark().parse(text)
+        return None
+    except UnexpectedInput as exc:
+        if after is not None and (isinstance(exc, UnexpectedEOF)
+                                  or isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+            d = _cut_short(text, file, after, exc)
+        else:
+            d = _bracket_diagnostic(text, file) or _syntax_diagnostic(exc, file, text)
+    loc = d.loc
+    shift = start - (line - 1)  # offsets in `text` -> offsets in `source`
+    if loc is not None and (loc.start or loc.end):
+        d = dataclasses.replace(d, loc=dataclasses.replace(loc, start=loc.start + shift, end=loc.end + shift))
+    return d
+
+
+#: what an operator (by its text or token type) lacks when nothing follows it
+_MISSING = {"ADD_OP": "operand", "MUL_OP": "operand", "COMP_OP": "operand", "**": "operand", "and": "operand",
+            "or": "operand", "not": "operand", "+-": "tolerance", "±": "tolerance", "if": "condition",
+            "else": "operand", "=": "value"}
+
+
+def _cut_short(text: str, file: str, after: tuple[int, int, int, str], exc: UnexpectedInput) -> Diagnostic:
+    """The statement of ``text`` (its whole text accepted) is unfinished where the next one, ``after``, starts: a
+    whole parse read on into that statement (a keyword where a name may come is a name) and stopped somewhere in
+    it. Said where the statement breaks off: at a bracket still open (E006, as :func:`_open_at` says it), at an
+    operator or `=` with nothing after it (E001), or else at the next statement's first word, which the parser
+    met where the statement needed more (E001, what it needed in the hint)."""
+    _, line, column, word = after
+    tokens: list[Token] = []
+    try:
+        for tok in _lark().parse_interactive(text).iter_parse():
+            tokens.append(tok)
+    except UnexpectedInput:  # pragma: no cover - the parse failed at the end only
+        pass
+    stack: list[Token] = []
+    for tok in tokens:
+        _track(tok, stack)
+    if stack:
+        return _unclosed_before(file, stack[-1], line, column, word)
+    last = tokens[-1] if tokens else None
+    what = last is not None and last.type != "NAME" and (_MISSING.get(last.type) or _MISSING.get(str(last)))
+    if last is not None and what:
+        op = str(last)
+        fix = f"write the {what} after `{op}`" + (f", or remove the `{op}`" if what != "value" else "")
+        return Diagnostic("E001", f"missing {what} after `{op}`", _tok_loc(file, last, len(op)),
+                          hint=f"the statement runs on into the next one, at {line}:{column} (`{word}`): {fix}")
+    pos = len(text) + column - 1  # the next statement starts on the line after the piece
+    expected = getattr(exc, "expected", None) or getattr(exc, "accepts", None) or ()
+    return Diagnostic("E001", f"unexpected {word!r}", S.Loc(file, line, column, line, column + len(word), pos,
+                                                            pos + len(word)),
+                      hint=_expected_hint(set(expected)))
 
 
 def _comments(tokens: list[Token], source: str) -> list[S.Comment]:
@@ -712,7 +929,7 @@ def parse(source: str, file: str = "<string>") -> S.Module:
         with deep_recursion():
             body = ToSyntax(file).transform(tree)
     except UnexpectedInput as exc:
-        raise ParseFailure(_bracket_diagnostic(source, file) or _syntax_diagnostic(exc, file, source)) from None
+        raise ParseFailure(_recover(source, file, exc)) from None
     except VisitError as exc:
         orig = exc.orig_exc
         if isinstance(orig, _LiteralError):

@@ -127,7 +127,7 @@ def fmt(specs: list[Path] = typer.Argument(..., help="spec files"),
         try:
             out = format_source(src, str(spec))
         except ParseFailure as pf:
-            _err(pf.diagnostic.render({str(spec): src}, color=use_color()))
+            _err("\n\n".join(d.render({str(spec): src}, color=use_color()) for d in pf.diagnostics))
             raise typer.Exit(1)
         if stdout:
             if sys.stdout.isatty() and use_color(sys.stdout):  # colours for a reader, never in a pipe or a file

@@ -42,8 +42,10 @@ DATA_TITLES = {
 ENTRIES = [
     # ---------------------------------------------------------------- syntax
     Entry("E001", "The parser met a token that cannot come next (the hint lists what could, or the keyword a "
-                  "misspelt statement word resembles); also an expression nested more than 200 levels deep (a "
-                  "flat chain such as `a + b + ... + z` is one level, up to 10,000 terms).",
+                  "misspelt statement word resembles); an operator or `=` with nothing after it before the next "
+                  "statement starts (said at the operator: missing operand after `+`); also an expression nested "
+                  "more than 200 levels deep (a flat chain such as `a + b + ... + z` is one level, up to 10,000 "
+                  "terms).",
           'component ok = len(completion) +* 2\n',
           "Remove or complete the stray token. Statements start with a keyword (`let`, `component`, ...), so an "
           "expression may span lines, but every operator needs both operands."),
@@ -278,8 +280,10 @@ ENTRIES = [
           "component runs = count(completion, /(a+)+$/)\n",
           "Make the repetition unambiguous: `/a+$/` counts the same runs in linear time."),
     # ---------------------------------------------------------------- data (rewardlang score / explain)
-    Entry("D001", "`rewardlang score`: a row lacks a column the spec reads, or a value has the wrong type (or is "
-                  "text that is not valid UTF-8); also `--group-by` of a missing column.",
+    Entry("D001", "`rewardlang score` (and `explain`, `report`, `audit`, `check --data`): a row lacks a column the "
+                  "spec reads, or a value has the wrong type (or is text that is not valid UTF-8); also `--group-by` "
+                  "of a missing column. Each bad row is named by its line, even when every row lacks the column; "
+                  "with `--on-bad-row skip` each is skipped and counted.",
           "input tests: text\ncomponent checked = count(tests, \"assert\") - count(completion, \"TODO\")\n",
           "Fix the data, or pass `--on-bad-row skip` to skip (and count) the bad rows.",
           command="score", data='{"completion": "x = 1", "tests": "assert f()"}\n'
@@ -291,7 +295,8 @@ ENTRIES = [
           args=("--group-by", "prompt", "--batch-size", "1"), command="score",
           data='{"completion": "a", "prompt": "p"}\n{"completion": "b", "prompt": "q"}\n'
                '{"completion": "c", "prompt": "p"}\n'),
-    Entry("D003", "`rewardlang score`/`explain`: a line is not valid UTF-8, not JSON, or not a JSON object.",
+    Entry("D003", "`rewardlang score`/`explain`/`report`/`check --data`: a line is not valid UTF-8, not JSON, or "
+                  "not a JSON object, or an object names a key twice (which value is meant is ambiguous).",
           "component size = len(completion)\n",
           "Fix the line, or pass `--on-bad-row skip` to skip (and count) it.",
           command="score", data='{"completion": "fine"}\n{"completion": "broken\n'),
@@ -336,6 +341,8 @@ def generate(tmp: Path) -> str:
         A spec's errors are all reported in one run, each with `file:line:column`, the source line, a caret under
         the offending characters and, where one helps, a hint. `rewardlang check`, `compile`, `score` and `explain`
         exit with status 1 on an error (never with a Python traceback); warnings are printed and the command goes on.
+        A spec with syntax errors (`E001`-`E007`) gets one for each statement that has one (the parser resumes at
+        the next line that starts a statement); names, types and examples are checked once it parses.
 
         Each entry below shows a minimal `example.reward` that triggers the code, the output of
         `rewardlang check example.reward` (or of `rewardlang score` for data errors) **as produced by this version**

@@ -102,11 +102,11 @@ def test_syntax_error_and_warning(client, dense):
                                                 "let dfm = dataflow_match(src, ref_code) or"))
     diags = client.diagnostics(DENSE, version=v)
     assert [d["code"] for d in diags] == ["E001"]
-    # `component` is read as the operand (a name), so the parser stops at the `in` after `dfg`
-    nxt = LINES[row + 1]
-    assert diags[0]["range"] == {"start": {"line": row + 1, "character": nxt.index(" in ") + 1},
-                                 "end": {"line": row + 1, "character": nxt.index(" in ") + 3}}
-    assert diags[0]["message"].startswith("unexpected 'in'\nhint: `in` is not an operator here")
+    # the statement stops at its trailing `or`, where the next one starts: the error is placed at the `or`
+    line = LINES[row].replace(" or 0", " or")
+    assert diags[0]["range"] == {"start": {"line": row, "character": line.index(" or") + 1},
+                                 "end": {"line": row, "character": line.index(" or") + 3}}
+    assert diags[0]["message"].startswith("missing operand after `or`\nhint: the statement runs on into the next one")
     v = client.change(DENSE, DENSE_TEXT + "\nlet unused_thing = len(completion)\n")
     diags = client.diagnostics(DENSE, version=v)
     assert [(d["code"], d["severity"]) for d in diags] == [("W002", 2)]

@@ -1754,6 +1754,14 @@ class Worker:
         self.memcg = bool(cfg.get("memcg"))
         self.cg_procs = cfg.get("cg_procs_fd") if self.memcg else None
         self.cg_oom = cfg.get("cg_oom_fd") if self.memcg else None
+        # A counter of the program's whole CPU time (cgroups.SlotCgroup.acct_file): a program that ignores SIGCHLD
+        # has its exited children reaped by the kernel, whose time then reaches no parent's counters and no walk
+        # of /proc; the cgroup counted it as it was spent. "prog": the program group's own counter; "slot": the
+        # slot's, less this worker's own time and the judge process's.
+        self.cg_acct = cfg.get("cg_acct_fd") if self.memcg else None
+        kind = str(cfg.get("cg_acct") or "cpuacct.usage:prog")
+        self.acct_stat = kind.startswith("cpu.stat")
+        self.acct_slot = kind.endswith(":slot")
         self.oom_seen = self._oom_kills()
         deny = PROGRAM_DENY if self.memcg else PROGRAM_DENY + FALLBACK_DENY
         self.program_filter = PreparedFilter(deny) if cfg.get("seccomp", True) else None
@@ -1876,6 +1884,43 @@ class Worker:
         data = os.pread(self.cg_oom, 4096, 0)
         i = data.find(b"oom_kill ")
         return int(data[i + 9:data.index(b"\n", i)]) if i >= 0 else 0
+
+    def _acct_seconds(self) -> float | None:
+        """The CPU counter of :attr:`cg_acct` in seconds (None without one, or when it cannot be read)."""
+        if self.cg_acct is None:
+            return None
+        try:
+            data = os.pread(self.cg_acct, 4096, 0)
+            if self.acct_stat:  # v2 cpu.stat: "usage_usec N" first
+                i = data.index(b"usage_usec ")
+                return int(data[i + 11:data.index(b"\n", i)]) / 1e6
+            return int(data) / 1e9
+        except (OSError, ValueError):
+            return None
+
+    def _acct_start(self) -> tuple[float, float] | None:
+        """The counter and this process's own CPU time now, before a program (and its judge process) starts."""
+        a = self._acct_seconds()
+        return None if a is None else (a, time.process_time())
+
+    def _acct_cpu(self, start: tuple[float, float] | None, judge: dict | None) -> float:
+        """The program's CPU seconds since ``start`` by the cgroup's counter (0.0 without one): in a slot-wide
+        group, less what this worker (every thread of it) and the judge process spent meanwhile. What the
+        worker spends between reading the counter and its own clock is subtracted too: never more than the
+        program's."""
+        if start is None:
+            return 0.0
+        a = self._acct_seconds()
+        if a is None:
+            return 0.0
+        used = a - start[0]
+        if self.acct_slot:
+            used -= time.process_time() - start[1]
+            if judge is not None:
+                f = _proc_stat(f"/proc/{judge['pid']}/stat")
+                if f is not None:
+                    used -= (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / _CLK
+        return max(0.0, used)
 
     def _children_cpu(self) -> float:
         # getrusage, not os.times(): microseconds, not clock ticks (a 3 ms step would read 0 or 10 ms)
@@ -2137,12 +2182,16 @@ class Worker:
             pid, out_r, res_r, ready_r, t0, c0, oom0 = adopt
             judge = None
             spawned = True
+            # the cgroup's count from here: what the step spent before its first tick (at most that tick of CPU
+            # per core) is the walk's and the children's times' alone
+            acct0 = self._acct_start()
         else:
             out_r, out_w = os.pipe2(os.O_CLOEXEC)
             res_r, res_w = os.pipe2(os.O_CLOEXEC)
             ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
             t0 = time.monotonic()
             c0 = self._children_cpu()
+            acct0 = self._acct_start()   # before the judge process: a slot-wide counter subtracts it whole
             limits = _limit_plan(lim)
             # the counter as the previous program left it: between two programs no process is in the program
             # group (the worker and the judge process's parent never are), so it cannot have moved
@@ -2268,7 +2317,7 @@ class Worker:
                     tree, dbusy, runnable = self._tree_cpu(pid, waits)
                     if judge is not None:   # the program waits for the judge process: neither is idle then
                         dbusy += self._judge_busy(judge)
-                    cpu = tree + (self._children_cpu() - c0)
+                    cpu = max(tree + (self._children_cpu() - c0), self._acct_cpu(acct0, judge))
                     if cpu >= cpu_limit:
                         reason = "cpu"
                         break
@@ -2298,6 +2347,8 @@ class Worker:
                     if ent[1] > ent[2]:
                         reason = reason or ent[3]
         wall = time.monotonic() - t0
+        # the counter's figure while the judge process is still there to be subtracted
+        cpu = max(cpu, self._acct_cpu(acct0, judge))
         jcpu = 0.0   # the judge process's CPU (reaped: in the children's times, never the program's)
         if judge is not None:
             jcpu = self._finish_judge(judge, pid, reason == "overload", clock.deadline())
@@ -2944,7 +2995,8 @@ def main() -> None:
         _install_quit()
         _prepare_for_programs()
         os.chdir(cfg["tmp"])
-        if cfg.get("memcg") and min(int(cfg["cg_procs_fd"]), int(cfg["cg_oom_fd"])) <= 11:
+        if cfg.get("memcg") and min(int(cfg["cg_procs_fd"]), int(cfg["cg_oom_fd"]),
+                                    int(cfg.get("cg_acct_fd") or 64)) <= 11:
             raise OSError(errno.EBADF, "the cgroup fds collide with the protocol fds (10, 11)")
         status.update(uid=os.getuid(), pid=os.getpid(), python=sys.version.split()[0])
     except BaseException as e:

@@ -67,6 +67,13 @@ class CgroupSupport:
     cpu: str | None = None
     cpu_base: str | None = None
     reasons: tuple[str, ...] = ()
+    #: where a program's CPU time is read whole (its self-reaped children included, see :attr:`SlotCgroup.acct`):
+    #: ``"prog"`` (the program group's own counter: v2 ``cpu.stat``, or v1 ``cpuacct`` mounted with ``memory``),
+    #: ``"slot"`` (v1 ``cpuacct`` elsewhere: a group of the whole slot, from which the worker subtracts its own
+    #: and the judge process's time), None (no such counter: the worker's walk of ``/proc`` alone)
+    acct: str | None = None
+    #: the ``cpuacct`` hierarchy's base when it is mounted apart from ``cpu`` (v1); None otherwise
+    acct_base: str | None = None
 
     @property
     def accounting(self) -> str:
@@ -78,8 +85,10 @@ class CgroupSupport:
 
     def as_dict(self) -> dict[str, object]:
         return {"memory_accounting": self.memory or "rlimit", "memory_cgroup": self.memory_base,
-                "cpu_weight_cgroup": self.cpu_base if self.cpu else None, "summary": self.accounting,
-                "why_not": list(self.reasons) or None}
+                "cpu_weight_cgroup": self.cpu_base if self.cpu else None,
+                "cpu_time_cgroup": {"prog": "the program group", "slot": "the slot's group, less the worker and "
+                                    "the judge process"}.get(self.acct or "", None),
+                "summary": self.accounting, "why_not": list(self.reasons) or None}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -215,7 +224,7 @@ def support(refresh: bool = False) -> CgroupSupport:
     with _support_lock:
         if _support is None or refresh:
             _support = _detect()
-            for base in (_support.memory_base, _support.cpu_base):
+            for base in (_support.memory_base, _support.cpu_base, _support.acct_base):
                 if base:
                     _sweep(base)
         return _support
@@ -227,7 +236,7 @@ def _detect() -> CgroupSupport:
     mounts = _mounts()
     v1paths, v2path = _own_paths()
     reasons: list[str] = []
-    mem = mem_base = cpu = cpu_base = None
+    mem = mem_base = cpu = cpu_base = acct = acct_base = None
     v1mem = next(((r, m) for r, m, t, o in mounts if t == "cgroup" and "memory" in o), None)
     if v1mem is not None and "memory" in v1paths:
         base = _join(v1mem[1], v1mem[0], v1paths["memory"])
@@ -241,12 +250,15 @@ def _detect() -> CgroupSupport:
             cb = _join(v1cpu[1], v1cpu[0], v1paths["cpu"])
             if os.path.exists(os.path.join(cb, "cpu.shares")) and os.access(cb, os.W_OK):
                 cpu, cpu_base = "cgroup-v1", cb
+        if mem is not None:
+            acct, acct_base = _v1_acct(mounts, v1paths, cpu is not None)
     if mem is None and v2path is not None:
         base2, has_cpu, why2 = _v2_base(mounts, v2path)
         if base2 is not None:
             why = _probe_memory(base2, "cgroup-v2")
             if why is None:
                 mem, mem_base = "cgroup-v2", base2
+                acct = "prog"  # every v2 group has cpu.stat's usage_usec, controller or not
                 if has_cpu and cpu is None:
                     cpu, cpu_base = "cgroup-v2", base2
             else:
@@ -255,7 +267,25 @@ def _detect() -> CgroupSupport:
             reasons.append(why2)
     elif mem is None:
         reasons.append("no memory cgroup hierarchy")
-    return CgroupSupport(mem, mem_base, cpu, cpu_base, tuple(reasons))
+    return CgroupSupport(mem, mem_base, cpu, cpu_base, tuple(reasons), acct, acct_base)
+
+
+def _v1_acct(mounts: list, v1paths: dict[str, str], cpu_group: bool) -> tuple[str | None, str | None]:
+    """Where a v1 machine counts a program's CPU time whole: ``("prog", None)`` when ``cpuacct`` shares the
+    memory hierarchy (the program group counts it), ``("slot", None)`` when it shares the ``cpu`` one and the
+    slot has a cpu group there, ``("slot", base)`` when it is mounted alone and ``base`` (this process's group
+    in it) can be written; ``(None, None)`` otherwise."""
+    acct = next(((r, m, o) for r, m, t, o in mounts if t == "cgroup" and "cpuacct" in o), None)
+    if acct is None or "cpuacct" not in v1paths:
+        return None, None
+    if "memory" in acct[2]:
+        return "prog", None
+    if "cpu" in acct[2]:
+        return ("slot", None) if cpu_group else (None, None)
+    base = _join(acct[1], acct[0], v1paths["cpuacct"])
+    if os.path.exists(os.path.join(base, "cpuacct.usage")) and os.access(base, os.W_OK):
+        return "slot", base
+    return None, None
 
 
 def _sweep(base: str) -> None:
@@ -310,6 +340,8 @@ class SlotCgroup:
     sup: CgroupSupport
     mem_dir: str
     cpu_dir: str | None
+    #: the slot's group in a ``cpuacct`` hierarchy mounted alone (v1, :attr:`CgroupSupport.acct_base`)
+    acct_dir: str | None = None
     _fds: list[int] = field(default_factory=list)
     _limit: int = -1
     _open: dict[str, int] = field(default_factory=dict)
@@ -328,7 +360,8 @@ class SlotCgroup:
                     _leftover.remove(d)
         mem_dir = os.path.join(sup.memory_base, name)
         cpu_dir = os.path.join(sup.cpu_base, name) if sup.cpu and sup.cpu_base else None
-        cg = cls(sup, mem_dir, cpu_dir if cpu_dir != mem_dir else None)
+        acct_dir = os.path.join(sup.acct_base, name) if sup.acct == "slot" and sup.acct_base else None
+        cg = cls(sup, mem_dir, cpu_dir if cpu_dir != mem_dir else None, acct_dir)
         try:
             os.mkdir(mem_dir, 0o755)
             if sup.memory == "cgroup-v2":
@@ -349,6 +382,8 @@ class SlotCgroup:
             if cg.cpu_dir is not None:
                 os.mkdir(cg.cpu_dir, 0o755)
                 _write(os.path.join(cg.cpu_dir, "cpu.shares"), "1024")  # v1: the default, fixed weight
+            if cg.acct_dir is not None:
+                os.mkdir(cg.acct_dir, 0o755)
         except OSError as e:
             cg.destroy()
             raise CgroupError(e.errno or errno.EIO, f"cannot create the slot's cgroup {mem_dir}: {e.strerror}") \
@@ -366,7 +401,33 @@ class SlotCgroup:
         procs = self._high(os.open(os.path.join(self.prog_dir, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC))
         oom = self._high(os.open(os.path.join(self.prog_dir, _oom_file(self.sup.memory or "")),
                                  os.O_RDONLY | os.O_CLOEXEC))
-        return {"procs": procs, "oom": oom}
+        out = {"procs": procs, "oom": oom}
+        acct = self.acct_file
+        if acct is not None:
+            out["acct"] = self._high(os.open(acct, os.O_RDONLY | os.O_CLOEXEC))
+        return out
+
+    @property
+    def acct_kind(self) -> str | None:
+        """How the worker reads :attr:`acct_file`: ``"cpu.stat:prog"`` (v2, ``usage_usec``), ``"cpuacct.usage:prog"``
+        or ``"cpuacct.usage:slot"`` (v1, nanoseconds; of the program group or of the whole slot)."""
+        acct = self.acct_file
+        if acct is None:
+            return None
+        return ("cpu.stat" if acct.endswith("cpu.stat") else "cpuacct.usage") + ":" + str(self.sup.acct)
+
+    @property
+    def acct_file(self) -> str | None:
+        """The file that counts a program's CPU time whole, its self-reaped children's included (a program that
+        ignores SIGCHLD has its exited children's time added to no parent's counters, and a walk of ``/proc``
+        no longer sees them): the program group's ``cpu.stat`` (v2) or ``cpuacct.usage`` (v1 with memory), or the
+        slot's ``cpuacct.usage`` (the worker subtracts its own and the judge process's time); None without."""
+        if self.sup.acct == "prog":
+            return os.path.join(self.prog_dir, "cpu.stat" if self.sup.memory == "cgroup-v2" else "cpuacct.usage")
+        if self.sup.acct == "slot":
+            d = self.acct_dir or self.cpu_dir
+            return os.path.join(d, "cpuacct.usage") if d else None
+        return None
 
     def _high(self, fd: int) -> int:
         # The worker moves its protocol pipes onto fds 0-2, 10 and 11 at start: an inherited fd must keep
@@ -392,6 +453,8 @@ class SlotCgroup:
             _write(os.path.join(self.mem_dir, "worker", "cgroup.procs"), str(pid))
             if self.cpu_dir is not None:
                 _write(os.path.join(self.cpu_dir, "cgroup.procs"), str(pid))
+            if self.acct_dir is not None:
+                _write(os.path.join(self.acct_dir, "cgroup.procs"), str(pid))
 
     def _fd(self, name: str, flags: int) -> int:
         """A kept-open fd on a file of ``prog`` (the per-request calls are one pread/pwrite each)."""
@@ -478,7 +541,7 @@ class SlotCgroup:
         for fd in self._open.values():
             os.close(fd)
         self._open = {}
-        for d in (self.mem_dir, self.cpu_dir):
+        for d in (self.mem_dir, self.cpu_dir, self.acct_dir):
             if d is None:
                 continue
             for _ in range(20):

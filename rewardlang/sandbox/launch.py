@@ -369,16 +369,21 @@ def check_not_root_without_userns(argv: list[str], run_as_uid: int | None) -> No
 
 
 def build_launch(level: str, config: SandboxConfig, lease: UidLease | None,
-                 cgroup_fds: dict[str, int] | None = None) -> LaunchSpec:
+                 cgroup_fds: dict[str, int] | None = None, acct_kind: str | None = None) -> LaunchSpec:
     """The launch specification of one slot at ``level``. Raises :class:`LevelUnavailable`.
 
     ``cgroup_fds`` (from :meth:`~rewardlang.sandbox.cgroups.SlotCgroup.worker_fds`): the program
-    group's ``cgroup.procs`` (write) and OOM-kill counter (read), inherited by the worker at the same fd
-    numbers; without them the worker runs in the RLIMIT_AS fallback (and denies ``memfd_create``)."""
+    group's ``cgroup.procs`` (write) and OOM-kill counter (read), and the counter of a program's whole CPU time
+    where there is one (read as ``acct_kind`` says: :attr:`~rewardlang.sandbox.cgroups.SlotCgroup.acct_kind`),
+    inherited by the worker at the same fd numbers; without them the worker runs in the RLIMIT_AS fallback (and
+    denies ``memfd_create``)."""
     spec = _build_launch(level, config, lease)
     if cgroup_fds:
         fds = (cgroup_fds["procs"], cgroup_fds["oom"])  # close-on-exec here; pass_fds keeps them in the slot
         spec.cfg.update(memcg=True, cg_procs_fd=fds[0], cg_oom_fd=fds[1])
+        if "acct" in cgroup_fds:  # the counter of a program's whole CPU time (cgroups.SlotCgroup.acct_file)
+            fds += (cgroup_fds["acct"],)
+            spec.cfg.update(cg_acct_fd=cgroup_fds["acct"], cg_acct=acct_kind)
         spec.popen["pass_fds"] = tuple(spec.popen.get("pass_fds", ())) + fds
     return spec
 

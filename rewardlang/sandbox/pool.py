@@ -250,7 +250,8 @@ class Slot:
             except OSError as e:  # the machine gives cgroups but not now: an infrastructure failure
                 self._drop_cgroup()
                 raise SlotFailure(f"cannot set up the slot's memory cgroup: {e}") from e
-        spec = build_launch(self.level, self.config, self.lease, cgroup_fds=fds)
+        spec = build_launch(self.level, self.config, self.lease, cgroup_fds=fds,
+                            acct_kind=self.cgroup.acct_kind if self.cgroup is not None else None)
         errf = tempfile.TemporaryFile()
         with interrupts_deferred():  # an interrupt inside Popen would leave a worker that kill() cannot reach
             try:

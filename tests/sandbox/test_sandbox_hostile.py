@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
+from rewardlang.sandbox import cgroups
 from rewardlang.sandbox.config import Limits
 from rewardlang.sandbox.runner import Sandbox, Task
 
@@ -472,6 +473,62 @@ def test_a_program_may_use_the_tests_imports_as_in_human_evals_harness(sb1: Sand
     v = sb1.evaluate([Task("def root(x):\n    return math.sqrt(x)\n", tests, "root", "humaneval", LIMITS)],
                      use_cache=False)[0]
     assert v.outcome == "pass" and v.pass_rate == 1.0
+
+
+# CPU spent in children the kernel reaps by itself (the parent ignores SIGCHLD, or sets SA_NOCLDWAIT) reaches no
+# parent's counters and no walk of /proc once they exit: the slot's cgroup counts it (cgroups.SlotCgroup.acct_file)
+_REAPED_BY_THE_KERNEL = _d("""
+    import ctypes, os, signal, time
+    HOW = "%s"
+    if HOW == "ignore":
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    else:  # SA_NOCLDWAIT with the default action, through the C library
+        libc = ctypes.CDLL(None, use_errno=True)
+        class Sigaction(ctypes.Structure):
+            _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16), ("flags", ctypes.c_int),
+                        ("restorer", ctypes.c_void_p)]
+        act = Sigaction()
+        act.flags = 2  # SA_NOCLDWAIT
+        assert libc.sigaction(signal.SIGCHLD, ctypes.byref(act), None) == 0
+    def burn_in_a_child(s):
+        r, w = os.pipe()
+        if os.fork() == 0:
+            t = time.process_time()
+            while time.process_time() - t < s:
+                pass
+            os.write(w, b"x")
+            os._exit(0)
+        os.close(w)
+        os.read(r, 1)
+        os.close(r)
+    def f(x):
+        for _ in range(%s):
+            burn_in_a_child(0.02)
+        return 2 * x
+    """)
+
+
+@pytest.mark.skipif(cgroups.support().acct is None, reason="no cgroup counts a program's CPU time whole here")
+@pytest.mark.parametrize("how", ["ignore", "nocldwait"])
+@pytest.mark.parametrize("rounds, outcome", [("100", "timeout"), ("10**9", "timeout"), ("3", "pass")],
+                         ids=["over-the-limit", "for-ever", "within"])
+def test_cpu_in_children_the_kernel_reaps_counts(sb1: Sandbox, how: str, rounds: str, outcome: str) -> None:
+    lim = replace(LIMITS, cpu=0.5)  # 100 rounds of 20 ms are 2 s of CPU: four times the limit
+    v = sb1.evaluate([Task(_REAPED_BY_THE_KERNEL % (how, rounds), TESTS, None, "mbpp", lim)], use_cache=False)[0]
+    assert v.infra is None, v.infra  # a program that loops for ever this way is a timeout, never masked
+    assert (v.outcome, v.pass_rate) == (outcome, 1.0 if outcome == "pass" else 0.0), v.details()
+    assert sb1.stray_processes() == []
+    after = sb1.evaluate([Task(GOOD, TESTS, None, "mbpp", LIMITS)], use_cache=False)[0]
+    assert after.outcome == "pass" and after.pass_rate == 1.0
+
+
+def test_the_judge_process_time_is_not_the_programs(sb1: Sandbox) -> None:
+    # a judged test whose reference takes ~0.5 s in the judge process: the program's own time stays its own
+    tests = ("def _ref(a):\n    x = 0\n    for i in range(2_000_000):\n        x += i\n    return 2 * a\n\n\n"
+             "def check(candidate):\n    for a in range(3):\n        assert candidate(a) == _ref(a)\n")
+    v = sb1.evaluate([Task(GOOD, tests, "f", "humaneval", replace(LIMITS, cpu=0.3))], use_cache=False)[0]
+    assert (v.outcome, v.pass_rate) == ("pass", 1.0), v.details()
+    assert v.cpu < 0.2
 
 
 def test_scoring_process_survives_everything(sb1: Sandbox) -> None:

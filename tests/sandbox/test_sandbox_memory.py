@@ -11,6 +11,7 @@ import ctypes
 import errno
 import json
 import os
+from pathlib import Path
 import subprocess
 import sys
 import textwrap
@@ -478,6 +479,22 @@ def test_memory_attacks_pooled_with_correct_programs() -> None:
 
 
 @needs_memcg
+def test_a_programs_whole_cpu_time_is_found_where_cpuacct_is_mounted(tmp_path: Path) -> None:
+    """Where a v1 machine counts a program's CPU time whole (its self-reaped children's included)."""
+    paths = {"memory": "/m", "cpu": "/c", "cpuacct": "/a"}
+    with_memory = [("/", "/sys/fs/cgroup/memory", "cgroup", {"rw", "memory", "cpuacct"})]
+    assert cgroups._v1_acct(with_memory, paths, True) == ("prog", None)
+    with_cpu = [("/", "/sys/fs/cgroup/cpu,cpuacct", "cgroup", {"rw", "cpu", "cpuacct"})]
+    assert cgroups._v1_acct(with_cpu, paths, True) == ("slot", None)
+    assert cgroups._v1_acct(with_cpu, paths, False) == (None, None)  # no slot group in that hierarchy
+    (tmp_path / "a").mkdir()
+    alone = [("/", str(tmp_path), "cgroup", {"rw", "cpuacct"})]
+    assert cgroups._v1_acct(alone, paths, True) == (None, None)  # no cpuacct.usage there
+    (tmp_path / "a" / "cpuacct.usage").write_text("0\n")
+    assert cgroups._v1_acct(alone, paths, True) == ("slot", str(tmp_path / "a"))
+    assert cgroups._v1_acct([], paths, True) == (None, None)
+
+
 def test_cgroup_fds_handed_to_the_worker_keep_clear_of_its_protocol_fds() -> None:
     """The worker moves its protocol pipes onto fds 10 and 11 at start; the inherited cgroup fds are
     duplicated to 64 and above first (a trainer with few open files once handed over fd 10: every
@@ -487,6 +504,9 @@ def test_cgroup_fds_handed_to_the_worker_keep_clear_of_its_protocol_fds() -> Non
         fds = cg.worker_fds()
         assert min(fds.values()) >= cgroups.FD_MIN
         assert cgroups.parse_oom_kills(os.pread(fds["oom"], 4096, 0)) == 0
+        if _SUPPORT.acct is not None:  # the counter of a program's whole CPU time, read by the worker
+            raw = os.pread(fds["acct"], 4096, 0)
+            assert (b"usage_usec " in raw) if cg.acct_kind.startswith("cpu.stat") else int(raw) >= 0
     finally:
         cg.destroy()
     assert not os.path.exists(cg.mem_dir)

@@ -2191,9 +2191,33 @@ def unique_diagnostics(diags: list[Diagnostic]) -> list[Diagnostic]:
 def check_file(path: str, signatures: dict[str, Signature], params: dict[str, Any] | None = None
                ) -> tuple[ir.Program | None, list[Diagnostic], dict[str, str]]:
     try:
-        source = Path(path).read_text(encoding="utf-8")
+        raw = Path(path).read_bytes()
     except OSError as exc:
         return None, [Diagnostic("E105", f"cannot read `{path}`: {exc.strerror or exc}", None)], {}
+    try:
+        source = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, [Diagnostic("E005", f"`{path}` is not valid UTF-8 (byte {exc.start})", None)], {}
+        d, shown = not_utf8(path, raw, exc)
+        return None, [d], {path: shown}
     return check_source(source, path, signatures, params)
+
+
+def not_utf8(path: str, raw: bytes, exc: UnicodeDecodeError) -> tuple[Diagnostic, str]:
+    r"""E005 for a spec file that is not UTF-8, located at the first bad byte (line, column in characters), and the
+    text to show it in (each bad byte replaced by U+FFFD).
+
+        >>> raw = b'let a = 1\nlet s = "caf\xe9"\n'
+        >>> d, shown = not_utf8("a.reward", raw, UnicodeDecodeError("utf-8", raw, 22, 23, "invalid byte"))
+        >>> d.code, d.loc.line, d.loc.column, shown.splitlines()[1] == 'let s = "caf\ufffd"'
+        ('E005', 2, 13, True)
+    """
+    start = exc.start
+    line_start = raw.rfind(b"\n", 0, start) + 1
+    line = raw.count(b"\n", 0, start) + 1
+    column = len(raw[line_start:start].decode("utf-8", "replace")) + 1
+    shown = raw.decode("utf-8", "replace")
+    offset = len(raw[:start].decode("utf-8", "replace"))
+    loc = S.Loc(path, line, column, line, column + 1, offset, offset + 1)
+    return Diagnostic("E005", f"`{path}` is not valid UTF-8 (byte {start}: 0x{raw[start]:02x})", loc,
+                      hint="save the file as UTF-8 (an editor's 'encoding' setting; `iconv -f latin1 -t utf-8` "
+                           "converts a Latin-1 file)"), shown

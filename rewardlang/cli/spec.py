@@ -120,9 +120,17 @@ def fmt(specs: list[Path] = typer.Argument(..., help="spec files"),
     changed = 0
     for spec in specs:
         try:
-            src = spec.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            _err(f"error: {spec}: {exc}")
+            raw = spec.read_bytes()
+        except OSError as exc:
+            _err(f"error: {spec}: {exc.strerror or exc}")
+            raise typer.Exit(1)
+        try:
+            src = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:  # located, as `check` says it
+            from rewardlang.checker import not_utf8
+
+            d, shown = not_utf8(str(spec), raw, exc)
+            _err(d.render({str(spec): shown}, color=use_color()))
             raise typer.Exit(1)
         try:
             out = format_source(src, str(spec))

@@ -472,6 +472,21 @@ def test_a_bad_override_hint_spells_the_default_as_a_spec_does() -> None:
     assert [(d.code, d.hint) for d in diags] == [("E602", "the default stays true")]
 
 
+@pytest.mark.parametrize("command", ["check", "fmt"])
+def test_a_spec_that_is_not_utf8_is_located_at_its_first_bad_byte(tmp_path, command: str) -> None:
+    import subprocess
+    import sys
+
+    spec = tmp_path / "latin1.reward"
+    spec.write_bytes(b'let a = 1\nlet s = "caf\xe9"\ncomponent c in [0, 1] = 1\n')
+    r = subprocess.run([sys.executable, "-m", "rewardlang", command, str(spec)], capture_output=True, text=True)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0] == f"error[E005]: `{spec}` is not valid UTF-8 (byte 22: 0xe9)"
+    assert lines[1] == f" --> {spec}:2:13"
+    assert lines[4].index("^") == lines[3].index("\ufffd") and "save the file as UTF-8" in r.stderr
+
+
 def test_component_always_none() -> None:
     prog, diags = check("component c = none")
     assert [(d.code, d.message) for d in diags if d.is_error] == [("E209", "component `c` is always none")]

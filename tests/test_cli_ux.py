@@ -102,6 +102,20 @@ def test_explain_tokens_takes_the_default_model_name(tmp_path: Path) -> None:
     assert "sum of per-token rewards: -2" in res.output
 
 
+def test_explain_tokens_keeps_two_spaces_between_columns_whatever_the_values() -> None:
+    # the README's command: values such as -0.01094 are wider than a column sized by its name
+    res = CliRunner().invoke(app, ["explain", str(ROOT / "specs" / "dense_ppo.reward"), "-i",
+                                   str(ROOT / "examples" / "code_samples.jsonl"), "--tokens", "--set", "mapping=authors"])
+    assert res.exit_code == 0, res.output
+    lines = [x for x in res.output.splitlines() if x[:4].strip().isdigit()]
+    assert len(lines) > 100
+    header = next(x for x in res.output.splitlines() if "token" in x and "reward" in x)
+    for line in lines:  # the value columns start after the token's 16 characters: each value stands apart
+        cells = line[4 + 2 + 16:]
+        assert cells.startswith("  ") and len(cells.split()) == len(header.split()) - 2, line
+        assert len(line) == len(header)
+
+
 # ----------------------------------------------------------------------- prm-data (minors)
 SQ = {"task_id": "sq", "prompt": "def sq(x):\n", "reference": "    y = x * x\n    return y\n",
       "tests": ["assert sq(3) == 9", "assert sq(0) == 0"], "entry_point": "sq"}

@@ -94,11 +94,13 @@ def _explain_tokens(prog: Any, row: dict, step: int, tokenizer_path: str | None)
         raise typer.Exit(1)
     pieces, names, values, total = token_table(prog, row, tok, step)
     _say_if_masked(prog, row, step)
-    width = max([len(n) for n in names] + [6])
-    typer.echo(f"{'#':>4}  {'token':<16}" + "".join(f"{n:>{width + 2}}" for n in names) + f"{'reward':>{width + 2}}")
+    # each column as wide as its name or its widest value (-0.01094 is 8 characters), two spaces between columns
+    cols = [(n, [f"{v:.4g}" for v in values[n]]) for n in names] + [("reward", [f"{v:.4g}" for v in total])]
+    widths = [max([len(head)] + [len(x) for x in cells]) for head, cells in cols]
+    typer.echo(f"{'#':>4}  {'token':<16}" + "".join(f"  {head:>{w}}" for (head, _), w in zip(cols, widths)))
     for t, piece in enumerate(pieces):
-        cells = "".join(f"{values[n][t]:>{width + 2}.4g}" for n in names)
-        typer.echo(f"{t:>4}  {repr(piece)[1:-1][:16]:<16}{cells}{total[t]:>{width + 2}.4g}")
+        cells = "".join(f"  {c[t]:>{w}}" for (_, c), w in zip(cols, widths))
+        typer.echo(f"{t:>4}  {repr(piece)[1:-1][:16]:<16}{cells}")
     typer.echo(f"sum of per-token rewards: {sum(total):.6g}")
 
 

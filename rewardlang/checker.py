@@ -325,8 +325,8 @@ class Checker:
             typ = parse_type(stmt.type.text)
         except ValueError:
             self.error("E207", f"unknown type `{stmt.type.text}`", stmt.type.loc,
-                       hint="input types: text, code, number, bool, group, list[text], list[number] (add `?` "
-                            "for a column that may be null)")
+                       hint="input types: text, code, number, bool, group, list[text], list[code], list[number] "
+                            "(add `?` for a column that may be null)")
             typ = ANY
         if typ in (SPANS, REGEX):
             self.error("E207", f"an input cannot have type `{typ}`", stmt.type.loc)
@@ -1198,7 +1198,10 @@ class Checker:
     def _schedule(self, e: S.Call, sc: Scope) -> int:
         arrows = [a for a in e.args if isinstance(a, S.Arrow)]
         kws = {a.name: a for a in e.args if isinstance(a, S.Keyword)}
-        usage = f"{e.func}(2.0 -> 1.0, steps=5000, start=0)"
+        # the usage in the writer's own terms where it wrote an arrow (its endpoints), else an example's
+        ends = (f"{_unparse(arrows[0].left, self.sources)} -> {_unparse(arrows[0].right, self.sources)}"
+                if len(arrows) == 1 else "2.0 -> 1.0")
+        usage = f"{e.func}({ends}, steps=5000, start=0)"
         if len(arrows) != 1 or len(arrows) + len(kws) != len(e.args):
             return self.error("E212", f"`{e.func}` is a schedule: `{usage}`", e.loc)
         if sc.kind == "const":

@@ -407,8 +407,8 @@ def test_unknown_and_forbidden_types() -> None:
     prog, diags = check("input q: strng\ncomponent c = 1")
     (e,) = [x for x in diags if x.is_error]
     assert (e.code, e.message, span(e)) == ("E207", "unknown type `strng`", (1, 10, 1, 15))
-    assert e.hint == ("input types: text, code, number, bool, group, list[text], list[number] (add `?` for a "
-                      "column that may be null)")
+    assert e.hint == ("input types: text, code, number, bool, group, list[text], list[code], list[number] (add "
+                      "`?` for a column that may be null)")
 
 
 def test_unknown_input_type_is_reported_once() -> None:
@@ -485,6 +485,11 @@ def test_a_spec_that_is_not_utf8_is_located_at_its_first_bad_byte(tmp_path, comm
     assert lines[0] == f"error[E005]: `{spec}` is not valid UTF-8 (byte 22: 0xe9)"
     assert lines[1] == f" --> {spec}:2:13"
     assert lines[4].index("^") == lines[3].index("\ufffd") and "save the file as UTF-8" in r.stderr
+
+
+def test_a_schedule_without_steps_is_hinted_with_the_writers_own_endpoints() -> None:
+    d = only("component c = 1\nc.weight = cosine(1 -> 0)")
+    assert (d.code, d.hint) == ("E212", "cosine(1 -> 0, steps=5000, start=0)")
 
 
 def test_component_always_none() -> None:

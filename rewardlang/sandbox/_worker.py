@@ -2890,6 +2890,8 @@ def _setup_namespaces(cfg: dict) -> None:
         os.makedirs(target, exist_ok=True)
         _mount(src, target, None, MS_BIND | MS_REC)
         _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_REC)
+    for d in cfg.get("hide", ()):  # package directories (launch.hidden_sites): an empty read-only tmpfs over each
+        _mount("tmpfs", root + d, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0555,size=4k")
     for src, dst in cfg["symlinks"]:
         os.symlink(src, root + dst)
     os.makedirs(root + "/dev", exist_ok=True)

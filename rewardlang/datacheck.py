@@ -51,6 +51,8 @@ class DataCheck:
     undefined: list[tuple[str, list[str]]] = field(default_factory=list)
     #: ``(task, why)``: tests that cannot be read
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    #: the run's counters (the tasks whose tests assert nothing are warned about from them)
+    stats: dict[str, Any] = field(default_factory=dict)
     #: a column no row of the file has (``(column, why)``): nothing could be checked (a column only some rows lack:
     #: those rows are bad rows)
     missing: list[tuple[str, str]] = field(default_factory=list)
@@ -62,7 +64,7 @@ class DataCheck:
 
     def lines(self) -> list[tuple[str, str]]:
         """``(stream, text)`` lines for the command: ``out`` the summary, ``err`` the findings."""
-        from rewardlang.runtime.components.execution import undefined_names_lines
+        from rewardlang.runtime.components.execution import asserts_nothing_lines, undefined_names_lines
 
         out: list[tuple[str, str]] = []
         for col, why in self.missing:
@@ -75,6 +77,7 @@ class DataCheck:
         for task, why in self.unreadable[:20]:
             out.append(("err", f"error: {self.path}: the tests of `{task}` cannot be read: {why}"))
         out += [("err", line) for line in undefined_names_lines(found=self.undefined, level="error")]
+        out += [("err", line) for line in asserts_nothing_lines(self.stats)]
         what = "no completion column: a placeholder completion was used; " if self.placeholder else ""
         out.append(("out", (f"data {self.path}: {self.rows} row(s), {len(self.bad_rows)} bad; {what}"
                             f"{self.planned} test suite(s) read, {len(self.undefined)} using names nothing defines, "
@@ -139,6 +142,7 @@ def check_data(prog: Any, path: str, *, batch_size: int = 2048) -> DataCheck:
     rep.bad_rows.sort(key=lambda b: b[0])
     new = {k: v - stats0.get(k, 0) for k, v in prog.stats.items() if isinstance(v, (int, float))}
     rep.planned = int(new.get("tests.planned", 0))
+    rep.stats = new
     rep.undefined = [(t, n) for t, n, _ in undefined_names({k: v for k, v in new.items()
                                                              if k.startswith(UNDEFINED_KEY) and v})]
     rep.unreadable = sorted({tuple(k.split("\x1f", 2)[1:]) for k, v in new.items()  # type: ignore[misc]

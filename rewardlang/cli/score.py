@@ -171,9 +171,11 @@ def _render_summary(summ: Summary, label: str) -> None:
     sandbox = _sandbox_line(summ.stats)
     if sandbox:
         console.print(sandbox)
-    from rewardlang.runtime.components.execution import undefined_names_lines
+    from rewardlang.runtime.components.execution import asserts_nothing_lines, undefined_names_lines
 
     for line in undefined_names_lines(summ.stats):  # tests that fail for every program: said, never a silent 0
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    for line in asserts_nothing_lines(summ.stats):  # tests every program passes: said too
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if summ.bad_rows:
         from rewardlang.runtime.scoring import bad_rows_line

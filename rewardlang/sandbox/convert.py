@@ -94,6 +94,9 @@ class Plan:
     undefined: tuple[str, ...] = ()
     #: whether the prelude given to :func:`make_plan` is part of the plan (a prelude the tests do not use is not)
     uses_prelude: bool = False
+    #: the tests call the function under test but assert nothing (``check`` only calls it): any program that does
+    #: not raise passes them (a data problem: said by ``score`` and ``check --data``, scored as the tests say)
+    asserts_nothing: bool = False
 
     @property
     def n_inside(self) -> int:
@@ -497,7 +500,8 @@ def plan_humaneval(tests: str, entry_point: str | None, prelude: str | None = No
         return plan_humaneval(tests, entry_point, prelude, judge_all=True)
     return Plan("humaneval", "call", entry_point, param, program_setup,
                 tuple(probes), tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=(entry_point,),
-                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=used_prelude and bool(inside))
+                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=used_prelude and bool(inside),
+                asserts_nothing=not ptests and not _has_assert(residual))
 
 
 def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "mbpp",

@@ -168,6 +168,8 @@ def forced_level_missing(params: Any) -> tuple[str, str] | None:
 UNDEFINED_KEY = "tests.undefined_names"
 #: the counter key under which tests that cannot be read are noted (prefix, task, why)
 UNREADABLE_KEY = "tests.unreadable"
+#: the counter key under which tests that call the function but assert nothing are noted (prefix, task)
+ASSERTS_NOTHING_KEY = "tests.asserts_nothing"
 _SEP = "\x1f"
 
 
@@ -206,6 +208,8 @@ def note_plans(tasks: Sequence[Any], stats: Any) -> list[Any]:
             stats["tests.planned"] += 1
             if plan is not None and plan.undefined:
                 stats[_SEP.join((UNDEFINED_KEY, _task_label(t, plan), ",".join(plan.undefined)))] += 1
+            if plan is not None and plan.asserts_nothing:
+                stats[_SEP.join((ASSERTS_NOTHING_KEY, _task_label(t, plan)))] += 1
         plan = seen[key]
         if t.prelude is not None and plan is not None and not plan.uses_prelude:
             out[i] = replace(t, prelude=None)
@@ -247,6 +251,27 @@ def undefined_names_lines(stats: Any = None, found: Sequence[tuple[str, Sequence
             ("hint: give the helpers the tests need as trusted code, `prelude=` of the test functions (the shipped "
              "specs pass the row's prompt), or put them at the head of the tests; the program's own definitions "
              "are never used for test code (docs/language.md, docs/sandbox.md)")]
+
+
+def asserts_nothing_lines(stats: Any) -> list[str]:
+    """The warning about tasks whose tests assert nothing (``check(candidate)`` that only calls it: every program
+    that does not raise passes), from a run's counters; empty when there are none.
+
+        >>> from collections import Counter
+        >>> from rewardlang.sandbox import Task
+        >>> st = Counter()
+        >>> _ = note_plans([Task("def f(x):\\n    return x\\n", "def check(candidate):\\n    candidate(1)\\n", "f")], st)
+        >>> asserts_nothing_lines(st)[0][:62]
+        'warning: the tests of 1 task(s) assert nothing about what the '
+    """
+    tasks = sorted({k.split(_SEP, 1)[1] for k, v in stats.items()
+                    if isinstance(k, str) and k.startswith(ASSERTS_NOTHING_KEY + _SEP) and v})
+    if not tasks:
+        return []
+    shown = ", ".join(f"`{t}`" for t in tasks[:20]) + (f" (and {len(tasks) - 20} more)" if len(tasks) > 20 else "")
+    return [f"warning: the tests of {len(tasks)} task(s) assert nothing about what the function returns (they only "
+            f"call it), so every program that does not raise passes them: {shown}",
+            "hint: such a reward can be earned without solving the task; add asserts on the results to the tests"]
 
 
 def exec_limits(params: ExecParams | None, ctx: Context) -> Any:

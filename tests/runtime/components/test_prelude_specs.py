@@ -131,6 +131,26 @@ def test_check_data_reports_them_before_scoring_and_runs_nothing(tmp_path: Path)
     assert "0 using names nothing defines" in p2.stdout and "ok  " in p2.stdout
 
 
+def test_tests_that_assert_nothing_are_said_by_score_and_check_data(tmp_path: Path) -> None:
+    """A `check` that only calls the function: every program that does not raise passes, a reward earned without
+    solving the task. The tests are scored as written (a data problem, not the program's), and both commands say so;
+    tests that assert nothing are none of HumanEval's."""
+    row = {"prompt": "def add(a, b):\n", "entry_point": "add", "tests": "def check(candidate):\n    candidate(2, 3)\n",
+           "completion": "```python\ndef add(a, b):\n    return 0\n```"}
+    data = _write(tmp_path / "weak.jsonl", [row, dict(row, tests="def check(candidate):\n    assert candidate(2, 3) == 5\n")])
+    p = _cli("score", str(ROOT / "specs" / "dpo_tests.reward"), "-i", str(data), "-o", str(tmp_path / "s.jsonl"),
+             cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    warn = [ln for ln in p.stderr.splitlines() if "assert nothing" in ln]
+    assert len(warn) == 1 and "the tests of 1 task(s)" in warn[0] and "`add`" in warn[0], p.stderr
+    assert [json.loads(x)["components"]["passes"] for x in (tmp_path / "s.jsonl").read_text().splitlines()] == [1, 0]
+    c = _cli("check", str(ROOT / "specs" / "dpo_tests.reward"), "--data", str(data), cwd=tmp_path)
+    assert "assert nothing about what the function returns" in c.stderr, c.stderr
+    from rewardlang.sandbox.convert import make_plan
+
+    assert not any(make_plan(r["test"], r["entry_point"], "humaneval", r["prompt"]).asserts_nothing for r in RAW)
+
+
 def test_check_data_runs_no_program(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """In process: the sandbox is never asked for (a program there would be run, a slot started)."""
     from rewardlang.datacheck import check_data

@@ -37,12 +37,17 @@ from typing import Any
 from rewardlang.runtime.code.pyset import set_order0
 from rewardlang.runtime.code.tree import Flat
 
-__all__ = ["MAX_DEPTH", "dataflow_edges", "normalize"]
+__all__ = ["MAX_DEPTH", "MAX_LOOP_NODES", "dataflow_edges", "normalize"]
 
 #: deeper trees get no edges. The reference recurses once per tree level and also ends with no edges when
 #: Python's recursion limit stops it (at a depth that depends on the caller's stack, about 900-1000);
 #: real code stays far below this bound.
 MAX_DEPTH = 300
+#: the most nodes the loops' passes may walk, all together: the reference walks a loop's body twice, so loops nested
+#: d deep walk the innermost body 2^d times (26 ``while`` loops in 1.3 KB of code took 629 s of a scoring process
+#: that no signal stopped). Past it the program has no dataflow (as past MAX_DEPTH): its own outcome, in bounded
+#: time. A million nodes is ~1 s; HumanEval's 164 canonical solutions walk at most a few thousand.
+MAX_LOOP_NODES = 1_000_000
 
 _STRINGY = frozenset(("string_literal", "string", "character_literal"))
 _ASSIGNMENT = frozenset(("assignment", "augmented_assignment", "for_in_clause"))
@@ -74,6 +79,7 @@ class _DFG:
         self.flat = flat
         self.last = last = flat.last
         self.seed0 = order == "seed0"
+        self.loop_budget = MAX_LOOP_NODES  # spent by each loop pass, by the size of what it walks
         n = len(types)
         # The reference's tokens (tree_to_token_index), in document order: leaves other than comments, and
         # string literals as single tokens (see flatten)
@@ -311,6 +317,7 @@ class _DFG:
             # the same in both passes (the tree does not change), so looked up once
             left_nodes, right_nodes = self._pair_up(self.field_child(i, "left"), self.field_child(i, "right"))
             children = kids(i)
+            self._spend(i)
             for _ in range(2):
                 for node in right_nodes:
                     states = self.run(node, states)
@@ -323,12 +330,19 @@ class _DFG:
             return states
         if t == "while_statement":
             start = len(out)
+            self._spend(i)
             for _ in range(2):
                 for child in kids(i):
                     states = self.run(child, states)
             out[start:] = self._merge_loop(out[start:])
             return states
         raise AssertionError(t)  # every special type returned above
+
+    def _spend(self, i: int) -> None:
+        """A loop at node ``i`` walks its subtree twice: that many nodes off the budget (MAX_LOOP_NODES)."""
+        self.loop_budget -= 2 * (self.last[i] - i + 1)
+        if self.loop_budget < 0:
+            raise _Fail("loops nested too deep to follow (MAX_LOOP_NODES)")
 
     def _pair_up(self, left: int | None, right: int | None) -> tuple[list[Any], list[Any]]:
         types = self.types

@@ -139,3 +139,39 @@ def test_orders_differ_only_in_merged_name_order() -> None:
     assert [(e[0], e[1], e[2], sorted(e[3])) for e in seed0] == [(e[0], e[1], e[2], sorted(e[3])) for e in process]
     with pytest.raises(ValueError):
         ours(code, "sorted")
+
+
+@pytest.mark.parametrize("kind", ["while", "for"])
+def test_loops_nested_past_the_budget_have_no_dataflow_in_bounded_work(kind: str) -> None:
+    """The reference walks each loop's body twice, so loops nested d deep cost 2^d walks of the innermost body (26
+    nested `while` loops in 1.3 KB took a scoring process 629 s, deaf to SIGTERM). The loops' passes draw on a
+    budget of nodes; past it the program has no dataflow, as past MAX_DEPTH: the budget stops the walk, not a clock."""
+    from rewardlang.runtime.code import dataflow
+
+    def nested(d: int) -> str:
+        head = "".join("    " * (k + 1) + (f"while a{k}:\n" if kind == "while" else f"for a{k} in b{k}:\n")
+                       for k in range(d))
+        return "def f(x):\n" + head + "    " * (d + 1) + "x = x + 1\n"
+
+    deep = nested(40)
+    walk = dataflow._DFG(flatten(parse(deep)), deep, "seed0")
+    with pytest.raises(dataflow._Fail, match="MAX_LOOP_NODES"):
+        walk.run(0, {})
+    assert dataflow_edges(flatten(parse(deep)), deep) == []
+    shallow = nested(4)  # ordinary nesting is followed, as the reference follows it
+    assert dataflow_edges(flatten(parse(shallow)), shallow) != []
+
+
+def test_the_loop_budget_is_far_above_what_humaneval_needs() -> None:
+    import gzip
+
+    from rewardlang.datasets.humaneval import humaneval_path
+    from rewardlang.runtime.code import dataflow
+
+    used = []
+    for r in (json.loads(x) for x in gzip.open(humaneval_path(), "rt")):
+        code = r["prompt"] + r["canonical_solution"]
+        walk = dataflow._DFG(flatten(parse(code)), code, "seed0")
+        walk.run(0, {})
+        used.append(dataflow.MAX_LOOP_NODES - walk.loop_budget)
+    assert 0 < max(used) < dataflow.MAX_LOOP_NODES // 100

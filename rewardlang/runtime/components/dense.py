@@ -42,7 +42,13 @@ from rewardlang.pycompile import compile_quietly
 from rewardlang.runtime.api import Context, Result, Span, function, per_row
 from rewardlang.runtime.code import validity
 from rewardlang.runtime.components.execution import ExecParams, exec_limits, forced_level_missing
-from rewardlang.runtime.components.lint import RuffParams, findings_result, line_spans, run_ruff
+from rewardlang.runtime.components.lint import (
+    RuffParams,
+    crash_flags_every_line,
+    findings_result,
+    line_spans,
+    run_ruff,
+)
 from rewardlang.runtime.components.syntax import DEFAULT_TIMEOUT, SyntaxParams
 from rewardlang.runtime.tools.text import SourceText
 from rewardlang.signature import Arg
@@ -146,7 +152,8 @@ def ruff_rows(code: list[str], *, params: RuffParams | None, ctx: Context) -> Re
         return out
 
     params = params or RuffParams()
-    return findings_result(code, run_ruff(code, params, ctx), spans, ctx, "ruff_rows")
+    results = crash_flags_every_line(code, run_ruff(code, params, ctx), ctx, "ruff_rows")
+    return findings_result(code, results, spans, ctx, "ruff_rows")
 
 
 def script_tests(tests: Any, entry_point: str | None, check: str = "asserts") -> list[str]:

@@ -12,8 +12,9 @@ pragmas are neutralised): a policy must not be able to hide its own lint. ``resp
 
 Bad input: empty code has no findings; code that is not Python gets syntax findings (ruff: code
 ``invalid-syntax``, pylint: ``E0001``), not an error; lone surrogates are linted as U+FFFD; a tool that
-times out or crashes on one sample fails that sample (``on_error`` applies), a missing or broken tool
-marks the batch as an infrastructure failure. See ``docs/components/lint.md``.
+times out or crashes on one sample fails that sample (``on_error`` applies; the line-level ``ruff_lines`` and
+``ruff_rows`` flag every line of it instead: :func:`crash_flags_every_line`), a missing or broken tool marks the
+batch as an infrastructure failure. See ``docs/components/lint.md``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pydantic import BaseModel, Field, field_validator
 from rewardlang.runtime.api import Context, Result, Span, function
 from rewardlang.runtime.tools.text import SourceText
 
-__all__ = ["RuffParams", "PylintParams", "findings_result", "line_spans", "pylint_spans", "ruff_line_spans",
+__all__ = ["RuffParams", "PylintParams", "crash_flags_every_line", "findings_result", "line_spans", "pylint_spans", "ruff_line_spans",
            "ruff_spans", "run_ruff"]
 
 _RUFF_SELECTOR = re.compile(r"^(ALL|[A-Z]{1,6}[0-9]{0,4})$")
@@ -175,6 +176,25 @@ def line_spans(src: Any, findings: list[Any]) -> list[Span]:
     return spans
 
 
+def crash_flags_every_line(codes: list[str], results: list[Any], ctx: Context, name: str) -> list[Any]:
+    """For the line-level signals (``ruff_lines``, ``ruff_rows``): a sample ruff failed on alone (it crashed --
+    ten thousand nested brackets overflow its stack -- or ran out of time on that code) has every line flagged,
+    the worst lint outcome, instead of an error that a spec without ``on_error`` would turn into a mask: code the
+    linter cannot lint is the completion's own doing. An infrastructure failure (a missing or broken ruff) stays
+    one (masked)."""
+    from rewardlang.runtime.tools.ruff import LintFinding
+    from rewardlang.runtime.tools.runner import FileResult
+
+    out = list(results)
+    for k, (code, r) in enumerate(zip(codes, results)):
+        if not r.ok and not r.infra:
+            n = max(code.count("\n") + (0 if code.endswith("\n") else 1), 1)  # its lines (not the one after a last break)
+            why = (r.error or "ruff failed on this code").splitlines()[0][:200]
+            out[k] = FileResult([LintFinding("ruff-failed", "ruff-failed", why, 1, 0, n, -1)])
+            ctx.stats[f"{name}.failed_all_lines_flagged"] += 1
+    return out
+
+
 def run_ruff(codes: list[str], params: RuffParams, ctx: Context) -> list[Any]:
     """ruff's result per code (``ok``, ``findings``, ``error``, ``infra``): the cached ones from ``ctx.cache``, the
     others from ONE batched ruff run over the distinct misses. Shared by every ruff-based function."""
@@ -221,7 +241,8 @@ def ruff_line_spans(code: list[str], *, params: RuffParams | None = None, ctx: C
         [Span(start=6, end=16, value=-1.0, label='line 2: E402, F401')]
     """
     params = params or RuffParams()
-    return findings_result(code, run_ruff(code, params, ctx), line_spans, ctx, "ruff")
+    results = crash_flags_every_line(code, run_ruff(code, params, ctx), ctx, "ruff_lines")
+    return findings_result(code, results, line_spans, ctx, "ruff")
 
 
 @function(

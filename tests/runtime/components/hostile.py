@@ -21,6 +21,12 @@ HOSTILE: dict[str, str] = {
     "mixed_tabs": fence("def f():\n\tif x:\n        pass\n"),
     "unknown_coding": fence("# -*- coding: nonexistent -*-\nx = 1\n"),
     "too_many_parens": fence("x = " + "(" * 1000 + ")" * 1000),
+    # ruff overflows its stack past ~10,000 levels of nesting (unfenced: a fence before it makes ruff's parser
+    # recover shallower); a crash on the sample alone has every line flagged, never a mask
+    "ruff_stack_overflow": "x = " + "[" * 12000 + "]" * 12000,
+    # CodeBLEU's dataflow walks each loop body twice: 2^26 walks of the innermost body without a budget
+    "loops_nested_deep": fence("def inc(x):\n" + "".join("    " * (i + 1) + f"while a{i}:\n" for i in range(26))
+                               + "    " * 27 + "x = x + 1\n"),
     "too_many_indents": fence("".join("    " * i + "if x:\n" for i in range(101)) + "    " * 101 + "pass\n"),
     # parseable or nearly, but deep enough to overflow recursive parsers and tree walkers
     "deep_binop": fence("def inc(x):\n    return " + "x+" * 20000 + "1\n"),

@@ -195,3 +195,22 @@ def test_a_present_checkpoint_is_not_refused(tmp_path: Path) -> None:
     (ck / "config.json").write_text("{}")
     prog = load_program(str(ROOT / "specs" / "prlcoder.reward"), params={"prm_checkpoint": str(ck)})
     assert prog.missing_resources() == []
+
+
+def test_a_ruff_crash_on_one_sample_flags_every_line_of_it_and_nothing_else() -> None:
+    """ruff overflows its stack on ~10,000 nested brackets: for the line-level signal (dense PPO's lint) that sample
+    has every line flagged, the worst lint outcome, instead of an error a spec without `on_error` masks; the other
+    samples of the batch keep their own findings."""
+    from rewardlang.runtime.components.dense import ruff_rows
+    from rewardlang.runtime.components.lint import RuffParams, ruff_line_spans
+
+    crash = "y = 1\nx = " + "[" * 12000 + "]" * 12000 + "\nz = 2\n"
+    for fn in (ruff_line_spans, ruff_rows):
+        ctx = Context()
+        r = fn.fn(["import os\n", crash], params=RuffParams(select=["F"]), ctx=ctx)
+        assert r.errors == [None, None] and r.infra == [False, False]
+        assert [s.label for s in r.values[0]] == (["line 1: F401"] if fn is ruff_line_spans else ["1-1 F401"])
+        spans = [tuple(x[:2]) for x in r.values[1]]  # lines 1-3, breaks included: one span a line, or one for all
+        assert spans == ([(0, 6), (6, len(crash) - 6), (len(crash) - 6, len(crash))] if fn is ruff_line_spans
+                         else [(0, len(crash))])
+        assert sum(v for k, v in ctx.stats.items() if k.endswith("failed_all_lines_flagged")) == 1

@@ -579,7 +579,7 @@ def _load_json(tests: Any) -> Any:
     if isinstance(tests, str):
         try:
             return json.loads(tests)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # RecursionError: JSON nested past the parser's depth
             raise TestFormatError(f"the tests are not valid JSON: {e}") from e
     return tests
 
@@ -639,7 +639,7 @@ def detect_format(tests: Any, entry_point: str | None) -> str:
     if s[:1] in "{[":
         try:
             data = json.loads(s)
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
         if data is not None:
             if isinstance(data, dict) and data.get("fn_name"):

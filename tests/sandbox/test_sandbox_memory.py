@@ -478,7 +478,6 @@ def test_memory_attacks_pooled_with_correct_programs() -> None:
         assert sb.stray_processes() == []
 
 
-@needs_memcg
 def test_a_programs_whole_cpu_time_is_found_where_cpuacct_is_mounted(tmp_path: Path) -> None:
     """Where a v1 machine counts a program's CPU time whole (its self-reaped children's included)."""
     paths = {"memory": "/m", "cpu": "/c", "cpuacct": "/a"}
@@ -495,6 +494,7 @@ def test_a_programs_whole_cpu_time_is_found_where_cpuacct_is_mounted(tmp_path: P
     assert cgroups._v1_acct([], paths, True) == (None, None)
 
 
+@needs_memcg
 def test_cgroup_fds_handed_to_the_worker_keep_clear_of_its_protocol_fds() -> None:
     """The worker moves its protocol pipes onto fds 10 and 11 at start; the inherited cgroup fds are
     duplicated to 64 and above first (a trainer with few open files once handed over fd 10: every

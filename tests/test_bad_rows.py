@@ -18,6 +18,8 @@ from rewardlang.cli import app
 from rewardlang.jsonl import iter_jsonl, parse_line
 from rewardlang.runtime.scoring import ScoringError, check_rows, score_rows
 
+from jsonl_files import write_lines
+
 ROOT = Path(__file__).resolve().parents[1]
 CODEPO = str(ROOT / "specs" / "codepo_text.reward")
 GOOD = "<reasoning>Step 1: a. Step 2: b. Thus c.</reasoning><answer>x = 1</answer>"
@@ -30,21 +32,12 @@ def invoke(*args: object):
     return runner.invoke(app, [str(a) for a in args])
 
 
-def write(path: Path, lines: list) -> Path:
-    """``lines``: rows (dicts, JSON-encoded), raw text, or raw bytes, one a line."""
-    with open(path, "wb") as f:
-        for x in lines:
-            if isinstance(x, bytes):
-                f.write(x + b"\n")
-            else:
-                f.write(((x if isinstance(x, str) else json.dumps(x)) + "\n").encode())
-    return path
 
 
 def _mix(tmp_path: Path) -> Path:
     """A good row, two rows of another group without a completion, a good row of a third group (the tester's
     mix2.jsonl with contiguous groups)."""
-    return write(tmp_path / "mix.jsonl", [{"prompt": "a", "completion": GOOD}, {"prompt": "p"}, {"prompt": "p"},
+    return write_lines(tmp_path / "mix.jsonl", [{"prompt": "a", "completion": GOOD}, {"prompt": "p"}, {"prompt": "p"},
                                           {"prompt": "b", "completion": GOOD + " more"}])
 
 
@@ -75,7 +68,7 @@ def test_fail_names_the_first_row_without_a_column_and_writes_nothing(tmp_path: 
 
 
 def test_a_one_row_file_without_the_column_is_0_rows_under_skip(tmp_path: Path) -> None:
-    data, out = write(tmp_path / "one.jsonl", [{"prompt": "p"}]), tmp_path / "o.jsonl"
+    data, out = write_lines(tmp_path / "one.jsonl", [{"prompt": "p"}]), tmp_path / "o.jsonl"
     r = invoke("score", CODEPO, "-i", data, "--on-bad-row", "skip", "-o", out, "--no-progress")
     assert r.exit_code == 0, r.output
     assert out.exists() and out.read_text() == ""
@@ -88,7 +81,7 @@ def test_a_one_row_file_without_the_column_is_0_rows_under_skip(tmp_path: Path) 
 
 @pytest.mark.parametrize("batch", [8192, 1])
 def test_a_bad_value_before_an_unreadable_line_is_the_error_named(tmp_path: Path, batch: int) -> None:
-    data, out = write(tmp_path / "d.jsonl", [{"prompt": "a", "completion": GOOD}, {"prompt": "a"}, "{oops"]), \
+    data, out = write_lines(tmp_path / "d.jsonl", [{"prompt": "a", "completion": GOOD}, {"prompt": "a"}, "{oops"]), \
         tmp_path / "o.jsonl"
     r = invoke("score", CODEPO, "-i", data, "-o", out, "--batch-size", batch)
     assert r.exit_code == 1
@@ -125,7 +118,7 @@ def test_a_row_with_two_bad_values_is_one_bad_row() -> None:
 
 
 def test_explain_names_the_rows_of_the_group_that_lack_the_column(tmp_path: Path) -> None:
-    data = write(tmp_path / "e.jsonl", [{"prompt": "p"}, {"prompt": "p"}])
+    data = write_lines(tmp_path / "e.jsonl", [{"prompt": "p"}, {"prompt": "p"}])
     r = invoke("explain", CODEPO, "-i", data, "--row", 0, "--group-by", "prompt")
     assert r.exit_code == 1
     assert r.stderr.splitlines() == [f"error[D001]: {data}:1: {MISSING}", f"error[D001]: {data}:2: {MISSING}"]
@@ -140,7 +133,7 @@ def test_audit_names_each_row_that_lacks_the_column(tmp_path: Path) -> None:
         (4, "column `tests` missing: the spec's input `tests` reads column `tests`")]
     spec = tmp_path / "s.reward"
     spec.write_text("component size in [0, 100] = len(completion)\naudit digits = count(completion, /[0-9]/)\n")
-    data = write(tmp_path / "r.jsonl", [{"step": 1, "prompt": "p", "completion": "a1"}, {"step": 1, "prompt": "p"}])
+    data = write_lines(tmp_path / "r.jsonl", [{"step": 1, "prompt": "p", "completion": "a1"}, {"step": 1, "prompt": "p"}])
     r = invoke("audit", spec, "-i", data)
     assert r.exit_code == 1
     assert f"error[D001]: {data}:2: {MISSING}" in r.output
@@ -158,7 +151,7 @@ def test_the_adapters_mask_each_row_that_lacks_the_column() -> None:
 
 
 def test_report_of_rows_that_all_lack_the_column_says_so(tmp_path: Path) -> None:
-    data = write(tmp_path / "r.jsonl", [{"prompt": "p"}, {"prompt": "q"}])
+    data = write_lines(tmp_path / "r.jsonl", [{"prompt": "p"}, {"prompt": "q"}])
     out = tmp_path / "rep.json"
     r = invoke("report", CODEPO, "-i", data, "-o", out, "--format", "json")
     assert r.exit_code == 1 and not out.exists()
@@ -189,7 +182,7 @@ D001_LINES = [5, 6, 7]
 
 
 def test_report_names_every_bad_row_in_file_order(tmp_path: Path) -> None:
-    data, out = write(tmp_path / "bad.jsonl", BAD_LINES), tmp_path / "rep.json"
+    data, out = write_lines(tmp_path / "bad.jsonl", BAD_LINES), tmp_path / "rep.json"
     r = invoke("report", CODEPO, "-i", data, "-o", out, "--format", "json", "--group-by", "prompt_id")
     assert r.exit_code == 0, r.output
     rep = json.loads(out.read_text())
@@ -219,7 +212,7 @@ def test_build_report_takes_the_unreadable_lines(tmp_path: Path) -> None:
 
 
 def test_check_data_uses_scores_codes_in_file_order(tmp_path: Path) -> None:
-    data = write(tmp_path / "bad.jsonl", BAD_LINES)
+    data = write_lines(tmp_path / "bad.jsonl", BAD_LINES)
     r = invoke("check", CODEPO, "--data", data)
     assert r.exit_code == 1
     errors = [x for x in r.stderr.splitlines() if x.startswith("error[")]
@@ -233,13 +226,13 @@ def test_check_data_uses_scores_codes_in_file_order(tmp_path: Path) -> None:
 def test_check_data_a_column_no_row_has_is_said_once(tmp_path: Path) -> None:
     spec = tmp_path / "s.reward"
     spec.write_text("input tests: text\ncomponent c = len(tests)\n")
-    data = write(tmp_path / "d.jsonl", [{"completion": "a"}, {"completion": "b"}])
+    data = write_lines(tmp_path / "d.jsonl", [{"completion": "a"}, {"completion": "b"}])
     r = invoke("check", spec, "--data", data)
     assert r.exit_code == 1
     assert [x for x in r.stderr.splitlines() if x.startswith("error[")] == [
         f"error[D001]: {data}: column `tests` missing: the spec's input `tests` reads column `tests` (no row has it)"]
     # a column only some rows lack: those rows, each by its line, however the rows are batched
-    data = write(tmp_path / "e.jsonl", [{"completion": "a", "tests": "t"}, {"completion": "b"}])
+    data = write_lines(tmp_path / "e.jsonl", [{"completion": "a", "tests": "t"}, {"completion": "b"}])
     from rewardlang.datacheck import check_data
 
     for batch in (1, 2048):
@@ -270,7 +263,7 @@ def test_a_duplicate_key_is_a_bad_line_everywhere(tmp_path: Path) -> None:
     assert parse_line(b'{"c": [{"role": "x", "role": "y"}]}', 4) == (
         4, None, "invalid JSON: duplicate key `role` in an object")  # in a nested object too
     assert parse_line(b'{"a": {"b": 1}, "b": {"a": 2}}', 5) == (5, {"a": {"b": 1}, "b": {"a": 2}}, None)
-    data = write(tmp_path / "d.jsonl", [{"prompt": "p", "completion": GOOD},
+    data = write_lines(tmp_path / "d.jsonl", [{"prompt": "p", "completion": GOOD},
                                         '{"prompt": "p", "completion": "a", "completion": "b"}'])
     out = tmp_path / "o.jsonl"
     r = invoke("score", CODEPO, "-i", data, "-o", out)

@@ -16,6 +16,8 @@ import rewardlang
 from rewardlang.cli import app
 from rewardlang.runtime.program import Program
 
+from jsonl_files import write_lines
+
 ROOT = Path(__file__).resolve().parents[1]
 CODEPO = str(ROOT / "specs" / "codepo_text.reward")
 GOOD = "<reasoning>Step 1: a. Step 2: b. Thus c.</reasoning><answer>x = 1</answer>"
@@ -167,14 +169,7 @@ BAD_ROWS = [
 
 
 def _bad_file(tmp_path: Path) -> Path:
-    path = tmp_path / "bad.jsonl"
-    with open(path, "wb") as f:
-        for r in BAD_ROWS:
-            if isinstance(r, bytes):
-                f.write(r + b"\n")
-            else:
-                f.write(((r if isinstance(r, str) else json.dumps(r)) + "\n").encode())
-    return path
+    return write_lines(tmp_path / "bad.jsonl", BAD_ROWS)
 
 
 @pytest.mark.parametrize("line,expected", [

